@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/store.proto.
  */
 export const file_fencekeeper_v1_store: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9zdG9yZS5wcm90bxIOZmVuY2VrZWVwZXIudjEieQoITXV0YXRpb24SKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJwoEbW9kZRgCIAEoDjIZLmZlbmNla2VlcGVyLnYxLkZlbmNlTW9kZRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiOwoGQ29tbWl0EhAKCHJldmlzaW9uGAEgASgDEg0KBWZlbmNlGAIgASgDEhAKCHJlcGxheWVkGAMgASgIIlQKClB1dFJlcXVlc3QSKgoIbXV0YXRpb24YASABKAsyGC5mZW5jZWtlZXBlci52MS5NdXRhdGlvbhILCgNrZXkYAiABKAkSDQoFdmFsdWUYAyABKAwiNQoLUHV0UmVzcG9uc2USJgoGY29tbWl0GAEgASgLMhYuZmVuY2VrZWVwZXIudjEuQ29tbWl0IisKCkdldFJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkSCwoDa2V5GAIgASgJIlAKC0dldFJlc3BvbnNlEg0KBWZvdW5kGAEgASgIEg0KBXZhbHVlGAIgASgMEhQKDG1vZF9yZXZpc2lvbhgDIAEoAxINCgVmZW5jZRgEIAEoAyJICg1EZWxldGVSZXF1ZXN0EioKCG11dGF0aW9uGAEgASgLMhguZmVuY2VrZWVwZXIudjEuTXV0YXRpb24SCwoDa2V5GAIgASgJIkkKDkRlbGV0ZVJlc3BvbnNlEiYKBmNvbW1pdBgBIAEoCzIWLmZlbmNla2VlcGVyLnYxLkNvbW1pdBIPCgdkZWxldGVkGAIgASgIImEKBVR4bk9wEiUKA3B1dBgBIAEoCzIWLmZlbmNla2VlcGVyLnYxLlR4blB1dEgAEisKBmRlbGV0ZRgCIAEoCzIZLmZlbmNla2VlcGVyLnYxLlR4bkRlbGV0ZUgAQgQKAm9wIiQKBlR4blB1dBILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAwiGAoJVHhuRGVsZXRlEgsKA2tleRgBIAEoCSJcCgpUeG5SZXF1ZXN0EioKCG11dGF0aW9uGAEgASgLMhguZmVuY2VrZWVwZXIudjEuTXV0YXRpb24SIgoDb3BzGAIgAygLMhUuZmVuY2VrZWVwZXIudjEuVHhuT3AiRgoLVHhuUmVzcG9uc2USJgoGY29tbWl0GAEgASgLMhYuZmVuY2VrZWVwZXIudjEuQ29tbWl0Eg8KB2RlbGV0ZWQYAiADKAgiagoMUmFuZ2VSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEg4KBnByZWZpeBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIRCglrZXlzX29ubHkYBSABKAgiOQoFRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgMEhQKDG1vZF9yZXZpc2lvbhgDIAEoAyJiCg1SYW5nZVJlc3BvbnNlEiYKB2VudHJpZXMYASADKAsyFS5mZW5jZWtlZXBlci52MS5FbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSEAoIcmV2aXNpb24YAyABKAMiIwoPR2V0RmVuY2VSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIjYKEEdldEZlbmNlUmVzcG9uc2USDQoFZmVuY2UYASABKAMSEwoLbGFzdF9pc3N1ZWQYAiABKAMysgMKEkZlbmNlZFN0b3JlU2VydmljZRI+CgNQdXQSGi5mZW5jZWtlZXBlci52MS5QdXRSZXF1ZXN0GhsuZmVuY2VrZWVwZXIudjEuUHV0UmVzcG9uc2USPgoDR2V0EhouZmVuY2VrZWVwZXIudjEuR2V0UmVxdWVzdBobLmZlbmNla2VlcGVyLnYxLkdldFJlc3BvbnNlEkcKBkRlbGV0ZRIdLmZlbmNla2VlcGVyLnYxLkRlbGV0ZVJlcXVlc3QaHi5mZW5jZWtlZXBlci52MS5EZWxldGVSZXNwb25zZRI+CgNUeG4SGi5mZW5jZWtlZXBlci52MS5UeG5SZXF1ZXN0GhsuZmVuY2VrZWVwZXIudjEuVHhuUmVzcG9uc2USRAoFUmFuZ2USHC5mZW5jZWtlZXBlci52MS5SYW5nZVJlcXVlc3QaHS5mZW5jZWtlZXBlci52MS5SYW5nZVJlc3BvbnNlEk0KCEdldEZlbmNlEh8uZmVuY2VrZWVwZXIudjEuR2V0RmVuY2VSZXF1ZXN0GiAuZmVuY2VrZWVwZXIudjEuR2V0RmVuY2VSZXNwb25zZUJpChFpby5mZW5jZWtlZXBlci52MUIKU3RvcmVQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM", [file_fencekeeper_v1_token]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9zdG9yZS5wcm90bxIOZmVuY2VrZWVwZXIudjEieQoITXV0YXRpb24SKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJwoEbW9kZRgCIAEoDjIZLmZlbmNla2VlcGVyLnYxLkZlbmNlTW9kZRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiOwoGQ29tbWl0EhAKCHJldmlzaW9uGAEgASgDEg0KBWZlbmNlGAIgASgDEhAKCHJlcGxheWVkGAMgASgIImYKClB1dFJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkSCwoDa2V5GAIgASgJEg0KBXZhbHVlGAMgASgMEioKCG11dGF0aW9uGAQgASgLMhguZmVuY2VrZWVwZXIudjEuTXV0YXRpb24iNQoLUHV0UmVzcG9uc2USJgoGY29tbWl0GAEgASgLMhYuZmVuY2VrZWVwZXIudjEuQ29tbWl0IisKCkdldFJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkSCwoDa2V5GAIgASgJIlAKC0dldFJlc3BvbnNlEg0KBWZvdW5kGAEgASgIEg0KBXZhbHVlGAIgASgMEhQKDG1vZF9yZXZpc2lvbhgDIAEoAxINCgVmZW5jZRgEIAEoAyJaCg1EZWxldGVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEgsKA2tleRgCIAEoCRIqCghtdXRhdGlvbhgDIAEoCzIYLmZlbmNla2VlcGVyLnYxLk11dGF0aW9uIjgKDkRlbGV0ZVJlc3BvbnNlEiYKBmNvbW1pdBgBIAEoCzIWLmZlbmNla2VlcGVyLnYxLkNvbW1pdCJhCgVUeG5PcBIlCgNwdXQYASABKAsyFi5mZW5jZWtlZXBlci52MS5UeG5QdXRIABIrCgZkZWxldGUYAiABKAsyGS5mZW5jZWtlZXBlci52MS5UeG5EZWxldGVIAEIECgJvcCIkCgZUeG5QdXQSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgMIhgKCVR4bkRlbGV0ZRILCgNrZXkYASABKAkibgoKVHhuUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCRIiCgNvcHMYAiADKAsyFS5mZW5jZWtlZXBlci52MS5UeG5PcBIqCghtdXRhdGlvbhgDIAEoCzIYLmZlbmNla2VlcGVyLnYxLk11dGF0aW9uIjUKC1R4blJlc3BvbnNlEiYKBmNvbW1pdBgBIAEoCzIWLmZlbmNla2VlcGVyLnYxLkNvbW1pdCJqCgxSYW5nZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkSDgoGcHJlZml4GAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEhEKCWtleXNfb25seRgFIAEoCCI5CgVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAwSFAoMbW9kX3JldmlzaW9uGAMgASgDImIKDVJhbmdlUmVzcG9uc2USJgoHZW50cmllcxgBIAMoCzIVLmZlbmNla2VlcGVyLnYxLkVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIQCghyZXZpc2lvbhgDIAEoAyIjCg9HZXRGZW5jZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiNgoQR2V0RmVuY2VSZXNwb25zZRINCgVmZW5jZRgBIAEoAxITCgtsYXN0X2lzc3VlZBgCIAEoAzKyAwoSRmVuY2VkU3RvcmVTZXJ2aWNlEj4KA1B1dBIaLmZlbmNla2VlcGVyLnYxLlB1dFJlcXVlc3QaGy5mZW5jZWtlZXBlci52MS5QdXRSZXNwb25zZRI+CgNHZXQSGi5mZW5jZWtlZXBlci52MS5HZXRSZXF1ZXN0GhsuZmVuY2VrZWVwZXIudjEuR2V0UmVzcG9uc2USRwoGRGVsZXRlEh0uZmVuY2VrZWVwZXIudjEuRGVsZXRlUmVxdWVzdBoeLmZlbmNla2VlcGVyLnYxLkRlbGV0ZVJlc3BvbnNlEj4KA1R4bhIaLmZlbmNla2VlcGVyLnYxLlR4blJlcXVlc3QaGy5mZW5jZWtlZXBlci52MS5UeG5SZXNwb25zZRJECgVSYW5nZRIcLmZlbmNla2VlcGVyLnYxLlJhbmdlUmVxdWVzdBodLmZlbmNla2VlcGVyLnYxLlJhbmdlUmVzcG9uc2USTQoIR2V0RmVuY2USHy5mZW5jZWtlZXBlci52MS5HZXRGZW5jZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5HZXRGZW5jZVJlc3BvbnNlQmkKEWlvLmZlbmNla2VlcGVyLnYxQgpTdG9yZVByb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw", [file_fencekeeper_v1_token]);
 
 /**
  * What every mutation carries: who writes, how to judge it, and how to recognise a retry.
@@ -21,7 +21,7 @@ export const file_fencekeeper_v1_store: GenFile = /*@__PURE__*/
  */
 export type Mutation = Message<"fencekeeper.v1.Mutation"> & {
   /**
-   * The token from LeaseService.Acquire. Required; its resource names the namespace written.
+   * The token from LeaseService.Acquire. Required, and for the resource the request writes.
    *
    * @generated from field: fencekeeper.v1.FencingToken token = 1;
    */
@@ -95,14 +95,14 @@ export const CommitSchema: GenMessage<Commit> = /*@__PURE__*/
  */
 export type PutRequest = Message<"fencekeeper.v1.PutRequest"> & {
   /**
-   * The token, fence mode and idempotency key.
+   * The resource whose namespace is written. Must equal mutation.token.resource.
    *
-   * @generated from field: fencekeeper.v1.Mutation mutation = 1;
+   * @generated from field: string resource = 1;
    */
-  mutation?: Mutation;
+  resource: string;
 
   /**
-   * The key, in the namespace of mutation.token.resource.
+   * The key.
    *
    * @generated from field: string key = 2;
    */
@@ -114,6 +114,13 @@ export type PutRequest = Message<"fencekeeper.v1.PutRequest"> & {
    * @generated from field: bytes value = 3;
    */
   value: Uint8Array;
+
+  /**
+   * The token, fence mode and idempotency key.
+   *
+   * @generated from field: fencekeeper.v1.Mutation mutation = 4;
+   */
+  mutation?: Mutation;
 };
 
 /**
@@ -221,18 +228,25 @@ export const GetResponseSchema: GenMessage<GetResponse> = /*@__PURE__*/
  */
 export type DeleteRequest = Message<"fencekeeper.v1.DeleteRequest"> & {
   /**
-   * The token, fence mode and idempotency key.
+   * The resource whose namespace is written. Must equal mutation.token.resource.
    *
-   * @generated from field: fencekeeper.v1.Mutation mutation = 1;
+   * @generated from field: string resource = 1;
    */
-  mutation?: Mutation;
+  resource: string;
 
   /**
-   * The key to delete, in the namespace of mutation.token.resource.
+   * The key to delete.
    *
    * @generated from field: string key = 2;
    */
   key: string;
+
+  /**
+   * The token, fence mode and idempotency key.
+   *
+   * @generated from field: fencekeeper.v1.Mutation mutation = 3;
+   */
+  mutation?: Mutation;
 };
 
 /**
@@ -254,13 +268,6 @@ export type DeleteResponse = Message<"fencekeeper.v1.DeleteResponse"> & {
    * @generated from field: fencekeeper.v1.Commit commit = 1;
    */
   commit?: Commit;
-
-  /**
-   * Whether the key existed.
-   *
-   * @generated from field: bool deleted = 2;
-   */
-  deleted: boolean;
 };
 
 /**
@@ -363,11 +370,11 @@ export const TxnDeleteSchema: GenMessage<TxnDelete> = /*@__PURE__*/
  */
 export type TxnRequest = Message<"fencekeeper.v1.TxnRequest"> & {
   /**
-   * The token, fence mode and idempotency key, for all operations together.
+   * The resource whose namespace is written. Must equal mutation.token.resource.
    *
-   * @generated from field: fencekeeper.v1.Mutation mutation = 1;
+   * @generated from field: string resource = 1;
    */
-  mutation?: Mutation;
+  resource: string;
 
   /**
    * The operations, applied together or not at all. At least one; each key at most once.
@@ -375,6 +382,13 @@ export type TxnRequest = Message<"fencekeeper.v1.TxnRequest"> & {
    * @generated from field: repeated fencekeeper.v1.TxnOp ops = 2;
    */
   ops: TxnOp[];
+
+  /**
+   * The token, fence mode and idempotency key, for all operations together.
+   *
+   * @generated from field: fencekeeper.v1.Mutation mutation = 3;
+   */
+  mutation?: Mutation;
 };
 
 /**
@@ -396,13 +410,6 @@ export type TxnResponse = Message<"fencekeeper.v1.TxnResponse"> & {
    * @generated from field: fencekeeper.v1.Commit commit = 1;
    */
   commit?: Commit;
-
-  /**
-   * For each delete in ops, in order: whether its key existed. Puts are not listed.
-   *
-   * @generated from field: repeated bool deleted = 2;
-   */
-  deleted: boolean[];
 };
 
 /**
@@ -618,7 +625,7 @@ export const FencedStoreService: GenService<{
     output: typeof GetResponseSchema;
   },
   /**
-   * Delete one key under a token. Deleting a missing key succeeds, with deleted = false.
+   * Delete one key under a token. Deleting a missing key succeeds: afterwards the key is absent either way.
    *
    * @generated from rpc fencekeeper.v1.FencedStoreService.Delete
    */

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what fencekeeper needs to run and test on a fresh machine: npm dependencies, and etcd
+# (Debian's etcd-server) when it is missing. Safe to run again: it does nothing that is already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "fencekeeper setup: installing npm dependencies" >&2
+  npm ci --no-audit --no-fund --loglevel=error >&2
+fi
+
+if ! command -v etcd >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "fencekeeper setup: installing etcd (Debian package etcd-server)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq etcd-server >&2
+  else
+    echo "fencekeeper setup: etcd is missing. Install it with:" >&2
+    echo "  sudo apt-get install -y etcd-server" >&2
+    exit 1
+  fi
+fi

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# `npm test`: set up what is missing, then run every test against real etcd processes that the tests
+# start themselves on free loopback ports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec npx mocha "$@"

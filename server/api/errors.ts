@@ -1,0 +1,67 @@
+// How failures leave the server: a gRPC code a program can branch on, a google.rpc.ErrorInfo reason it
+// can match, and a message a person can act on. Anything unexpected becomes INTERNAL without details.
+import { create } from "@bufbuild/protobuf";
+import { anyPack } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { ERROR_DOMAIN, ErrorInfoSchema } from "../../common/error-info.js";
+import { DomainError, type Kind } from "../domain/errors.js";
+import { FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import { tokenToProto } from "./convert.js";
+import { StatusSchema, type Status } from "../../gen/ts/google/rpc/status_pb.js";
+
+const CODES: Record<Kind, Code> = {
+  invalid_argument: Code.InvalidArgument,
+  failed_precondition: Code.FailedPrecondition,
+  aborted: Code.Aborted,
+  not_found: Code.NotFound,
+  deadline_exceeded: Code.DeadlineExceeded,
+  cancelled: Code.Canceled,
+  unavailable: Code.Unavailable,
+};
+
+export function toConnectError(err: unknown, log: Logger): ConnectError {
+  if (err instanceof DomainError) {
+    const details = [];
+    if (err.reason) {
+      details.push({ desc: ErrorInfoSchema, value: { reason: err.reason, domain: ERROR_DOMAIN, metadata: err.metadata } });
+    }
+    if (err.token) details.push({ desc: FencingTokenSchema, value: tokenToProto(err.token) });
+    return new ConnectError(err.message, CODES[err.kind], undefined, details);
+  }
+  if (err instanceof ConnectError) return err;
+  log.error({ err }, "unexpected error");
+  return new ConnectError("internal error; the server log has the details", Code.Internal);
+}
+
+/** The same failure as a google.rpc.Status, for answers that carry a status per item (KeepAlive). */
+export function toStatus(err: unknown, log: Logger): Status {
+  const ce = toConnectError(err, log);
+  return create(StatusSchema, {
+    code: ce.code,
+    message: ce.rawMessage,
+    details: ce.details.flatMap((d) => ("desc" in d ? [anyPack(d.desc, create(d.desc, d.value))] : [])),
+  });
+}
+
+/** Wraps a unary handler so that every failure leaves as a proper ConnectError. */
+export function unary<I, O>(log: Logger, fn: (req: I, ctx: HandlerContext) => Promise<O>) {
+  return async (req: I, ctx: HandlerContext): Promise<O> => {
+    try {
+      return await fn(req, ctx);
+    } catch (err) {
+      throw toConnectError(err, log);
+    }
+  };
+}
+
+/** Wraps a streaming handler in the same way. */
+export function streaming<I, O>(log: Logger, fn: (req: I, ctx: HandlerContext) => AsyncIterable<O>) {
+  return async function* (req: I, ctx: HandlerContext): AsyncIterable<O> {
+    try {
+      yield* fn(req, ctx);
+    } catch (err) {
+      throw toConnectError(err, log);
+    }
+  };
+}

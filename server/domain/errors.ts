@@ -1,0 +1,54 @@
+// Failures the domain reports, in the domain's words. The transport maps each kind to a gRPC code and
+// each reason to a google.rpc.ErrorInfo (server/api/errors.ts); nothing here knows about gRPC.
+import type { Token } from "./token.js";
+
+/** The reasons of ErrorReason in proto/fencekeeper/v1/errors.proto. */
+export type Reason =
+  | "STALE_TOKEN"
+  | "LEASE_NOT_HELD"
+  | "GENERATION_NOT_ISSUED"
+  | "RESOURCE_HELD"
+  | "LEASE_NOT_FOUND"
+  | "IDEMPOTENCY_KEY_REUSED"
+  | "ETCD_UNAVAILABLE";
+
+export type Kind =
+  | "invalid_argument"
+  | "failed_precondition"
+  | "aborted"
+  | "not_found"
+  | "deadline_exceeded"
+  | "cancelled"
+  | "unavailable";
+
+export class DomainError extends Error {
+  constructor(
+    readonly kind: Kind,
+    message: string,
+    readonly reason?: Reason,
+    readonly metadata: Record<string, string> = {},
+    /** A token worth returning with the error: the current holder's, for RESOURCE_HELD. */
+    readonly token?: Token,
+  ) {
+    super(message);
+    this.name = "DomainError";
+  }
+}
+
+export const invalid = (message: string) => new DomainError("invalid_argument", message);
+
+export const unavailable = (what: string, cause: unknown) =>
+  new DomainError(
+    "unavailable",
+    `etcd is unavailable (${what}: ${cause instanceof Error ? cause.message : String(cause)}); retry later` +
+      ", with the same idempotency key for a mutation whose outcome you need",
+    "ETCD_UNAVAILABLE",
+  );
+
+export const leaseNotFound = (leaseId: bigint) =>
+  new DomainError(
+    "not_found",
+    `lease ${leaseId} is not held: it expired, was released, or never existed; acquire the resource again for a new token`,
+    "LEASE_NOT_FOUND",
+    { lease_id: String(leaseId) },
+  );

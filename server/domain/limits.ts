@@ -1,0 +1,27 @@
+// The limits the service enforces, with their defaults. Configuration may change the adjustable ones.
+
+export interface Limits {
+  /** Smallest TTL etcd grants, in seconds (a request for 1 s is granted 2 s). */
+  readonly minTtlSeconds: number;
+  readonly maxTtlSeconds: number;
+  readonly maxTxnOps: number;
+  /** How long an idempotency record is kept, in seconds. */
+  readonly idempotencyTtlSeconds: number;
+}
+
+export const MIN_TTL_SECONDS = 2;
+export const MAX_RESOURCE_BYTES = 256;
+export const MAX_KEY_BYTES = 1024;
+export const MAX_VALUE_BYTES = 1024 * 1024;
+export const MAX_TXN_VALUE_BYTES = 1024 * 1024;
+export const MAX_HOLDER_BYTES = 256;
+export const MAX_IDEMPOTENCY_KEY_BYTES = 256;
+export const DEFAULT_PAGE_SIZE = 100;
+export const MAX_PAGE_SIZE = 1000;
+
+export const DEFAULT_LIMITS: Limits = {
+  minTtlSeconds: MIN_TTL_SECONDS,
+  maxTtlSeconds: 300,
+  maxTxnOps: 64,
+  idempotencyTtlSeconds: 24 * 3600,
+};

@@ -1,0 +1,125 @@
+// A single-node etcd run as a child process: the server's embedded default, and the test harness's etcd.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdirSync, createWriteStream } from "node:fs";
+import { join } from "node:path";
+import { createServer } from "node:net";
+
+/** The one command that installs etcd, for messages to people. */
+export const ETCD_INSTALL_HINT = "sudo apt-get install -y etcd-server   (Debian/Ubuntu; or put an etcd 3.4+ binary on PATH)";
+
+export class EtcdMissingError extends Error {
+  constructor(binary: string) {
+    super(`etcd was not found (looked for "${binary}" on PATH). Install it with:\n  ${ETCD_INSTALL_HINT}`);
+    this.name = "EtcdMissingError";
+  }
+}
+
+export interface EmbeddedEtcdOptions {
+  /** Where etcd keeps its data; survives restarts when reused. */
+  dataDir: string;
+  /** Loopback client port; 0 picks a free one. */
+  clientPort?: number;
+  /** Loopback peer port; 0 picks a free one. */
+  peerPort?: number;
+  /** The etcd binary; default "etcd" from PATH. */
+  binary?: string;
+  /** Where etcd's own log goes; default <dataDir>/etcd.log. */
+  logFile?: string;
+}
+
+export interface EmbeddedEtcd {
+  readonly endpoint: string;
+  readonly clientPort: number;
+  readonly peerPort: number;
+  readonly dataDir: string;
+  readonly process: ChildProcess;
+  /** Stops etcd (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+export function etcdAvailable(binary = "etcd"): boolean {
+  const r = spawnSync(binary, ["--version"], { stdio: "ignore" });
+  return r.status === 0;
+}
+
+/** A port free on 127.0.0.1 right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startEmbeddedEtcd(opts: EmbeddedEtcdOptions): Promise<EmbeddedEtcd> {
+  const binary = opts.binary ?? "etcd";
+  if (!etcdAvailable(binary)) throw new EtcdMissingError(binary);
+  mkdirSync(opts.dataDir, { recursive: true });
+  const clientPort = opts.clientPort || (await freePort());
+  const peerPort = opts.peerPort || (await freePort());
+  const client = `http://127.0.0.1:${clientPort}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
+  const args = [
+    "--name", "fencekeeper",
+    "--data-dir", join(opts.dataDir, "member-data"),
+    "--listen-client-urls", client,
+    "--advertise-client-urls", client,
+    "--listen-peer-urls", peer,
+    "--initial-advertise-peer-urls", peer,
+    "--initial-cluster", `fencekeeper=${peer}`,
+    "--initial-cluster-state", "new",
+    // Room for a Txn of 1 MiB of values plus its keys and idempotency record.
+    "--max-request-bytes", String(4 * 1024 * 1024),
+    "--log-level", "warn",
+  ];
+  const log = createWriteStream(opts.logFile ?? join(opts.dataDir, "etcd.log"), { flags: "a" });
+  const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCD_UNSUPPORTED_ARCH: process.env.ETCD_UNSUPPORTED_ARCH ?? "" } });
+  child.stdout!.pipe(log);
+  child.stderr!.pipe(log);
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  let exitedEarly = false;
+  child.once("exit", () => { exitedEarly = true; });
+
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (exitedEarly) throw new Error(`etcd exited at start (code ${child.exitCode}); see ${opts.logFile ?? join(opts.dataDir, "etcd.log")}`);
+    if (await healthy(client)) break;
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`etcd did not become healthy on ${client} within 20 s`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+
+  return {
+    endpoint: client,
+    clientPort,
+    peerPort,
+    dataDir: opts.dataDir,
+    process: child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(t);
+      log.end();
+    },
+  };
+}
+
+async function healthy(client: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${client}/health`, { signal: AbortSignal.timeout(1_000) });
+    if (!res.ok) return false;
+    const body = (await res.json()) as { health?: string };
+    return body.health === "true";
+  } catch {
+    return false;
+  }
+}

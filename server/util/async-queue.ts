@@ -1,0 +1,49 @@
+// A queue that one side pushes to and the other reads as an async iterable, ended by close() or fail().
+
+export class AsyncQueue<T> implements AsyncIterable<T> {
+  private readonly items: T[] = [];
+  private waiting?: { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void };
+  private done = false;
+  private error?: unknown;
+
+  push(item: T): void {
+    if (this.done) return;
+    if (this.waiting) {
+      const w = this.waiting;
+      this.waiting = undefined;
+      w.resolve({ value: item, done: false });
+    } else {
+      this.items.push(item);
+    }
+  }
+
+  close(): void {
+    if (this.done) return;
+    this.done = true;
+    this.waiting?.resolve({ value: undefined, done: true });
+    this.waiting = undefined;
+  }
+
+  fail(err: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    this.error = err;
+    this.waiting?.reject(err);
+    this.waiting = undefined;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return {
+      next: () => {
+        if (this.items.length > 0) return Promise.resolve({ value: this.items.shift()!, done: false });
+        if (this.error !== undefined) return Promise.reject(this.error);
+        if (this.done) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+      },
+      return: () => {
+        this.close();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+}
