@@ -3,6 +3,9 @@
 # (Debian's etcd-server) when it is missing. Safe to run again: it does nothing that is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# --test: also what the test suite needs beyond running the server (other languages' toolchains).
+for_tests=0
+[ "${1:-}" = "--test" ] && for_tests=1
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "fencekeeper setup: installing npm dependencies" >&2
@@ -20,4 +23,10 @@ if ! command -v etcd >/dev/null 2>&1; then
     echo "  sudo apt-get install -y etcd-server" >&2
     exit 1
   fi
+fi
+
+if [ "$for_tests" = 1 ]; then
+  for extra in scripts/setup-*.sh; do
+    [ -e "$extra" ] && bash "$extra"
+  done
 fi

@@ -3,5 +3,5 @@
 # start themselves on free loopback ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --test
 exec npx mocha "$@"

@@ -42,8 +42,13 @@ export async function listen(host: string, port: number, handler: Handler): Prom
       socket.removeListener("data", sniff);
       socket.pause();
       socket.unshift(head);
-      (head.subarray(0, n).equals(H2_PREFACE.subarray(0, n)) ? h2 : h1).emit("connection", socket);
-      socket.resume();
+      // Each server takes the socket over with the bytes already read put back in front.
+      if (head.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
     };
     socket.on("data", sniff);
   });

@@ -1,0 +1,60 @@
+// A fencekeeper server as its own process, on a free loopback port, against a given etcd.
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface TestServer {
+  readonly url: string;
+  readonly process: ChildProcess;
+  /** Every line the server logged so far. */
+  readonly logs: string[];
+  /** Sends a signal and waits for the process to exit; resolves with its exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export interface ServerOptions {
+  etcd: string;
+  /** A key prefix of its own, so that tests sharing an etcd do not see each other's state. */
+  prefix?: string;
+  args?: string[];
+  env?: Record<string, string>;
+}
+
+export async function startServer(o: ServerOptions): Promise<TestServer> {
+  const prefix = o.prefix ?? `/fk-test-${randomBytes(4).toString("hex")}/`;
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "server/main.ts", "--listen", "127.0.0.1:0", "--etcd", o.etcd, "--prefix", prefix, "--log-level", "debug", ...(o.args ?? [])],
+    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...o.env } },
+  );
+  const logs: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  createInterface({ input: child.stderr! }).on("line", (l) => logs.push(l));
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      logs.push(line);
+      try {
+        const entry = JSON.parse(line);
+        if (entry.msg === "serving") resolve(entry.url);
+      } catch {
+        // not a log line
+      }
+    });
+    exited.then((code) => reject(new Error(`server exited with ${code} before serving:\n${logs.join("\n")}`)));
+  });
+  return {
+    url,
+    process: child,
+    logs,
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGCONT");
+        child.kill(signal);
+      }
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,42 @@
+// One etcd and one server for a describe block, started before its tests and stopped after.
+import { startEtcd, type TestEtcd } from "./etcd.js";
+import { startServer, type TestServer } from "./server.js";
+import { clientsFor, type Clients } from "./clients.js";
+
+export interface Suite extends Clients {
+  etcd: TestEtcd;
+  server: TestServer;
+}
+
+/** Call inside describe(): the returned object is filled in by before() and emptied by after(). */
+export function useServer(args: string[] = []): Suite {
+  const suite = {} as Suite;
+  before(async function () {
+    this.timeout(60_000);
+    suite.etcd = await startEtcd();
+    suite.server = await startServer({ etcd: suite.etcd.endpoint, args });
+    Object.assign(suite, clientsFor(suite.server.url));
+  });
+  after(async function () {
+    this.timeout(30_000);
+    await suite.server?.stop();
+    await suite.etcd?.destroy();
+  });
+  return suite;
+}
+
+/** A resource name of its own for each test. */
+let counter = 0;
+export const uniqueResource = (name: string) => `${name}-${process.pid}-${++counter}`;
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until check() is true or timeoutMs passes; fails with message. */
+export async function eventually(check: () => Promise<boolean> | boolean, message: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${message}`);
+    await sleep(50);
+  }
+}
