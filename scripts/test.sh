@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
+# With no arguments, every test; otherwise what is given (files, --grep ...).
+[ $# -eq 0 ] && set -- "test/**/*.test.ts"
 exec npx mocha "$@"
