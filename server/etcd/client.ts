@@ -7,13 +7,15 @@ export interface EtcdConnectOptions {
   endpoints: string[];
   /** Deadline of every unary etcd call, in ms. Streams (watch, keepalive) have none. */
   callTimeoutMs: number;
-  credentials?: IOptions["credentials"];
+  /** TLS to etcd (https:// endpoints): a CA to trust instead of the system's, and a client certificate. */
+  credentials?: { rootCertificate?: Buffer; privateKey?: Buffer; certChain?: Buffer };
 }
 
 export function connectEtcd(opts: EtcdConnectOptions): Etcd3 {
   return new Etcd3({
     hosts: opts.endpoints,
-    credentials: opts.credentials,
+    // Without a CA of its own, the client trusts the system's (etcd3 passes the fields to grpc-js as is).
+    credentials: opts.credentials as IOptions["credentials"],
     dialTimeout: opts.callTimeoutMs,
     defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + opts.callTimeoutMs }),
     // No retries and no circuit breaker inside the client: a write retried blindly could apply twice,
@@ -22,11 +24,25 @@ export function connectEtcd(opts: EtcdConnectOptions): Etcd3 {
   });
 }
 
+/** Told of every call etcdCall makes: what it was, how long it took, and its error if it failed. */
+export type EtcdCallObserver = (what: string, seconds: number, error?: unknown) => void;
+
+let observer: EtcdCallObserver | undefined;
+
+/** Sets the one observer of etcd calls (the metrics); undefined removes it. */
+export function observeEtcdCalls(o: EtcdCallObserver | undefined): void {
+  observer = o;
+}
+
 /** Runs one etcd call; any failure that is not already the domain's becomes UNAVAILABLE. */
 export async function etcdCall<T>(what: string, call: () => Promise<T>): Promise<T> {
+  const started = performance.now();
   try {
-    return await call();
+    const result = await call();
+    observer?.(what, (performance.now() - started) / 1000);
+    return result;
   } catch (err) {
+    observer?.(what, (performance.now() - started) / 1000, err);
     if (err instanceof DomainError) throw err;
     if (String((err as Error)?.message).includes("required revision has been compacted")) {
       throw new DomainError("failed_precondition", `${what}: the snapshot this request reads has been compacted in etcd; start again without a page token`);
