@@ -1,0 +1,188 @@
+// The fencekeeper client: acquires leases and keeps them on one KeepAlive stream, runs work under a lease,
+// and gives the store's calls with an explicit token. Any of several server URLs may serve any call.
+import { hostname } from "node:os";
+import { Code } from "@connectrpc/connect";
+import { DEFAULT_BACKOFF, type BackoffOptions } from "./backoff.js";
+import { Calls } from "./calls.js";
+import { now } from "./clock.js";
+import { defaultDriftMs } from "./deadline.js";
+import { toDuration, toMs } from "./duration.js";
+import { toFencekeeperError } from "./error-mapping.js";
+import { CanceledError, FencekeeperError, type LeaseLostError } from "./errors.js";
+import type { EventSink } from "./events.js";
+import { KeepAlive } from "./keepalive.js";
+import { Lease, type LeaseContext } from "./lease.js";
+import { Servers } from "./servers.js";
+import { Store, type FenceModeName } from "./store.js";
+import { tokenFromProto, tokenToProto, type Token } from "./token.js";
+
+export const DEFAULT_URL = "http://127.0.0.1:50051";
+export const DEFAULT_TTL_MS = 10_000;
+
+export interface ClientOptions {
+  /** Server base URLs, replicas of one service. Default: FENCEKEEPER_URL (comma-separated), else DEFAULT_URL. */
+  servers?: string | readonly string[];
+  /** The holder label sent with Acquire. Default: "<hostname>:<pid>". */
+  holder?: string;
+  /** Subtracted from every lease deadline, in ms. Default: 100 ms + 1% of the TTL. */
+  driftMarginMs?: number;
+  /** The deadline of calls that do not wait, in ms. Default 15000. */
+  callTimeoutMs?: number;
+  /** The fence mode of writes through a lease, unless a call says otherwise. Default "live". */
+  fenceMode?: FenceModeName;
+  /** Reconnection backoff of the KeepAlive stream. */
+  backoff?: Partial<BackoffOptions>;
+  onEvent?: EventSink;
+}
+
+export interface AcquireOptions {
+  /** The lease's TTL in ms; etcd grants whole seconds, at least 2 s. Default 10000. */
+  ttl?: number;
+  /** false (default): fail with ResourceHeldError if held. true: wait in line. A number: wait at most that many ms. */
+  wait?: boolean | number;
+  /** Aborting it cancels a waiting acquire, and once granted, releases the lease. */
+  signal?: AbortSignal;
+  /** Overrides ClientOptions.holder. */
+  holder?: string;
+}
+
+export interface Description {
+  held: boolean;
+  holder?: string;
+  token?: Token;
+  /** The TTL left on the holder's lease, as etcd reports it (whole seconds), in ms. */
+  ttlMs?: number;
+  waiters: number;
+  fence: bigint;
+  lastIssued: bigint;
+}
+
+export interface Ownership {
+  held: boolean;
+  holder?: string;
+  token?: Token;
+  /** The etcd revision at which this state took effect. */
+  revision: bigint;
+}
+
+export class FencekeeperClient {
+  /** The fenced store with explicit tokens; writes through a Lease attach its token themselves. */
+  readonly store: Store;
+  readonly #servers: Servers;
+  readonly #streamServers: Servers;
+  readonly #calls: Calls;
+  readonly #keepAlive: KeepAlive;
+  readonly #holder: string;
+  readonly #leases = new Set<Lease>();
+  readonly #ctx: LeaseContext;
+
+  constructor(o: ClientOptions = {}) {
+    const urls = o.servers ?? process.env.FENCEKEEPER_URL ?? DEFAULT_URL;
+    const list = typeof urls === "string" ? urls.split(",").map((u) => u.trim()).filter(Boolean) : urls;
+    this.#servers = new Servers(list);
+    // The KeepAlive stream has connections of its own, so that dropping a hung one leaves other calls be.
+    this.#streamServers = new Servers(list);
+    this.#calls = new Calls(this.#servers, o.callTimeoutMs ?? 15_000);
+    this.store = new Store(this.#calls);
+    const emit: EventSink = o.onEvent ?? (() => undefined);
+    this.#keepAlive = new KeepAlive(this.#streamServers, { ...DEFAULT_BACKOFF, ...o.backoff }, emit);
+    this.#holder = o.holder ?? `${hostname()}:${process.pid}`;
+    this.#ctx = {
+      store: this.store,
+      keepAlive: this.#keepAlive,
+      emit,
+      fenceMode: o.fenceMode ?? "live",
+      driftMs: o.driftMarginMs !== undefined ? () => o.driftMarginMs! : defaultDriftMs,
+      release: (token) => this.#release(token),
+      ended: (lease) => this.#leases.delete(lease),
+    };
+  }
+
+  /** Acquires a resource and keeps its lease alive until it is released or lost. */
+  async acquire(resource: string, o: AcquireOptions = {}): Promise<Lease> {
+    const ttlMs = o.ttl ?? DEFAULT_TTL_MS;
+    const wait = o.wait !== undefined && o.wait !== false;
+    const waitMs = typeof o.wait === "number" ? o.wait : undefined;
+    const timeoutMs = o.wait === true ? 0 : this.#calls.timeoutMs + (waitMs ?? 0);
+    const sentAt = now();
+    const res = await this.#calls.run(
+      (c) =>
+        c.lease.acquire(
+          { resource, ttl: toDuration(ttlMs), holder: o.holder ?? this.#holder, wait, waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined },
+          { signal: o.signal, timeoutMs },
+        ),
+      false,
+    );
+    const answeredAt = now();
+    if (!res.token || !res.ttl) throw new FencekeeperError("the server granted a lease without a token or a TTL", Code.Internal);
+    const token = tokenFromProto(res.token);
+    if (o.signal?.aborted) {
+      await this.#release(token);
+      throw new CanceledError(`acquire of "${resource}" was canceled`, Code.Canceled);
+    }
+    const lease = new Lease({ token, ttlMs: toMs(res.ttl), sentAt, answeredAt }, this.#ctx, o.signal);
+    this.#leases.add(lease);
+    // A long wait in line uses up the deadline, which counts from the Acquire's send: confirm a renewal
+    // before handing out a lease with less than two thirds of its TTL left.
+    if (lease.validUntil.getTime() - Date.now() < (lease.ttlMs * 2) / 3) await lease.renewNow();
+    return lease;
+  }
+
+  /**
+   * Runs fn under a lease on `resource`, with the lease's signal, and releases the lease afterwards, also
+   * when fn throws. If the lease is lost before fn returns, this rejects with the LeaseLostError.
+   */
+  async withLease<T>(resource: string, fn: (lease: Lease, signal: AbortSignal) => Promise<T> | T, o: AcquireOptions = {}): Promise<T> {
+    const lease = await this.acquire(resource, o);
+    try {
+      const result = await fn(lease, lease.signal);
+      const signal = lease.signal;
+      if (signal.aborted && (signal.reason as LeaseLostError).why !== "released") throw signal.reason;
+      return result;
+    } finally {
+      await lease.release();
+    }
+  }
+
+  /** Who holds a resource, with which token, for how much longer, and how many wait. */
+  async describe(resource: string, o: { signal?: AbortSignal } = {}): Promise<Description> {
+    const d = await this.#calls.run((c) => c.lease.describe({ resource }, { signal: o.signal, timeoutMs: this.#calls.timeoutMs }), true);
+    return {
+      held: d.held,
+      holder: d.held ? d.holder : undefined,
+      token: d.token && tokenFromProto(d.token),
+      ttlMs: d.ttl && toMs(d.ttl),
+      waiters: d.waiters,
+      fence: d.fence,
+      lastIssued: d.lastIssued,
+    };
+  }
+
+  /** The ownership of a resource now, then each change of holder, until the signal aborts. */
+  async *observe(resource: string, o: { signal?: AbortSignal } = {}): AsyncGenerator<Ownership> {
+    try {
+      for await (const x of this.#servers.connection().lease.observe({ resource }, { signal: o.signal, timeoutMs: 0 })) {
+        yield { held: x.held, holder: x.held ? x.holder : undefined, token: x.token && tokenFromProto(x.token), revision: x.revision };
+      }
+    } catch (err) {
+      if (o.signal?.aborted) return;
+      throw toFencekeeperError(err);
+    }
+  }
+
+  /** Releases every lease still held, then closes the connections. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#leases].map((l) => l.release()));
+    this.#keepAlive.close();
+    this.#servers.close();
+    this.#streamServers.close();
+  }
+
+  async #release(token: Token): Promise<void> {
+    try {
+      await this.#calls.run((c) => c.lease.release({ token: tokenToProto(token) }, { timeoutMs: this.#calls.timeoutMs }), true);
+    } catch {
+      // Gone already, or no server answers: with renewals stopped, the lease ends at its TTL either way.
+    }
+  }
+}

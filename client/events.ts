@@ -1,0 +1,14 @@
+// What a client reports to ClientOptions.onEvent as it keeps leases: for logs, metrics and tests.
+import type { FencekeeperError, LeaseLostError } from "./errors.js";
+import type { Token } from "./token.js";
+
+export type ClientEvent =
+  | { type: "acquired"; token: Token; ttlMs: number; validUntil: Date }
+  | { type: "renewed"; token: Token; sentAt: Date; confirmedAt: Date; ttlMs: number; validUntil: Date }
+  /** A renewal that proves nothing (e.g. etcd did not answer); the deadline stays where it was. */
+  | { type: "renewal-failed"; token: Token; error: FencekeeperError }
+  | { type: "lost"; error: LeaseLostError }
+  | { type: "stream-opened"; url: string }
+  | { type: "stream-failed"; url: string; error: unknown; retryInMs: number };
+
+export type EventSink = (event: ClientEvent) => void;

@@ -1,0 +1,22 @@
+// The fencekeeper TypeScript SDK.
+export { FencekeeperClient, DEFAULT_URL, DEFAULT_TTL_MS } from "./client.js";
+export type { ClientOptions, AcquireOptions, Description, Ownership } from "./client.js";
+export { Lease } from "./lease.js";
+export type { Store, Commit, Entry, GetResult, ListOptions, ReadOptions, TxnOp, Value, WriteOptions, FenceModeName } from "./store.js";
+export { formatToken, parseToken, tokenToJson, type Token } from "./token.js";
+export type { ClientEvent } from "./events.js";
+export {
+  FencekeeperError,
+  StaleTokenError,
+  LeaseNotHeldError,
+  GenerationNotIssuedError,
+  ResourceHeldError,
+  LeaseNotFoundError,
+  IdempotencyKeyReusedError,
+  UnavailableError,
+  TimeoutError,
+  InvalidArgumentError,
+  CanceledError,
+  LeaseLostError,
+  type LossCause,
+} from "./errors.js";
