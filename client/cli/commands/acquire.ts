@@ -1,0 +1,56 @@
+// fencekeeper acquire: take a resource, print its token, keep the lease alive until Ctrl-C (which
+// releases it, exit 0) or until it is lost (exit 3).
+import { Command, Option } from "commander";
+import type { LeaseLostError } from "../../errors.js";
+import { formatToken, tokenToJson } from "../../token.js";
+import { EXIT } from "../exit-codes.js";
+import { duration } from "../parse.js";
+import { action, interruption } from "../run.js";
+
+interface Options {
+  ttl: number;
+  wait?: true | string;
+  holder?: string;
+  verbose?: boolean;
+}
+
+export function acquireCommand(): Command {
+  return new Command("acquire")
+    .description("acquire a resource, print its token, and hold the lease until Ctrl-C (released) or its loss (exit 3)")
+    .argument("<resource>", "the resource to acquire")
+    .addOption(
+      new Option("--ttl <duration>", "the lease's TTL (e.g. 10s, 2500ms); etcd grants whole seconds, at least 2 s").argParser(duration).default(10_000, "10s"),
+    )
+    .option("--wait [duration]", "wait in line while the resource is held (at most <duration>, if given)")
+    .option("--holder <label>", "who holds it, as Describe and Observe show (default: host:pid)")
+    .option("--verbose", "also print every confirmed renewal")
+    .action(
+      action(async (ctx, resource: string, o: Options) => {
+        const stop = interruption();
+        const wait = o.wait === undefined ? false : o.wait === true ? true : duration(o.wait);
+        const client = ctx.client({
+          onEvent: (e) => {
+            if (e.type !== "renewed" || !o.verbose) return;
+            const { sentAt, confirmedAt, validUntil } = e;
+            ctx.out.result({ event: "renewed", sentAt, confirmedAt, validUntil }, () => `renewed: valid until ${validUntil.toISOString()}`);
+          },
+        });
+        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, signal: stop }).catch((err) => {
+          if (stop.aborted) return undefined;
+          throw err;
+        });
+        if (!lease) return EXIT.interrupted;
+        const { token, ttlMs, validUntil } = lease;
+        ctx.out.result(
+          { event: "acquired", token: tokenToJson(token), tokenText: formatToken(token), ttlMs, validUntil },
+          () => `acquired "${resource}": token ${formatToken(token)} (generation ${token.generation}, ttl ${ttlMs / 1000} s); Ctrl-C releases it`,
+        );
+        const signal = lease.signal;
+        if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+        const end = signal.reason as LeaseLostError;
+        await lease.release();
+        if (end.why !== "canceled") throw end;
+        ctx.out.result({ event: "released", token: tokenToJson(token) }, () => `released "${resource}" (generation ${token.generation})`);
+      }),
+    );
+}

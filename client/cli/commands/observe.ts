@@ -1,0 +1,24 @@
+// fencekeeper observe: print the holder of a resource now, then every handover, until Ctrl-C.
+import { Command } from "commander";
+import { formatToken, tokenToJson } from "../../token.js";
+import { action, interruption } from "../run.js";
+
+export function observeCommand(): Command {
+  return new Command("observe")
+    .description("print who holds a resource now, then every handover, until Ctrl-C")
+    .argument("<resource>")
+    .action(
+      action(async (ctx, resource: string) => {
+        const signal = interruption();
+        for await (const o of ctx.client().observe(resource, { signal })) {
+          const at = new Date();
+          ctx.out.result(
+            { at, resource, held: o.held, holder: o.holder, token: o.token && tokenToJson(o.token), revision: o.revision },
+            () =>
+              `${at.toISOString()}  revision ${o.revision}  ` +
+              (o.held && o.token ? `held by "${o.holder}" with token ${formatToken(o.token)}` : "free"),
+          );
+        }
+      }),
+    );
+}
