@@ -25,6 +25,8 @@ export interface AppOptions {
 
 export interface App {
   routes(router: ConnectRouter): void;
+  /** Resolves when etcd answers a linearizable read (which needs a quorum) under the prefix; for health. */
+  pingEtcd(): Promise<void>;
   close(): void;
 }
 
@@ -46,6 +48,9 @@ export function createApp(o: AppOptions): App {
     routes(router) {
       router.service(LeaseService, leaseService(coordinator, o.log));
       router.service(FencedStoreService, storeService(store, o.log));
+    },
+    async pingEtcd() {
+      await reader.range("health probe", { key: Buffer.from(o.prefix), count_only: true });
     },
     close() {
       leases.close();

@@ -1,10 +1,37 @@
 // Configuration from flags and environment variables (flags win), checked at start so that a bad value
-// stops the server with its name and what is allowed.
+// stops the server with its name and what is allowed. docs/configuration.md lists every setting.
+import { readFileSync } from "node:fs";
+import { X509Certificate, createPrivateKey } from "node:crypto";
+import { createSecureContext } from "node:tls";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { MIN_TTL_SECONDS } from "./domain/limits.js";
 
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** A PEM file as read at start: where it came from, and its bytes. */
+export interface PemFile {
+  path: string;
+  pem: Buffer;
+}
+
+export interface ServerTls {
+  cert: PemFile;
+  key: PemFile;
+  /** Set: clients must present a certificate signed by this CA (mutual TLS). */
+  clientCa?: PemFile;
+}
+
+export interface EtcdTls {
+  ca?: PemFile;
+  cert?: PemFile;
+  key?: PemFile;
+}
+
 export interface Config {
-  listen: { host: string; port: number };
+  listen: HostPort;
   /** Empty: start the embedded single-node etcd. */
   etcdEndpoints: string[];
   dataDir: string;
@@ -16,6 +43,22 @@ export interface Config {
   etcdTimeoutMs: number;
   shutdownGraceMs: number;
   logLevel: string;
+  /** Undefined: no metrics endpoint. */
+  metricsListen?: HostPort;
+  reflection: boolean;
+  healthProbeIntervalMs: number;
+  /** Undefined: cleartext (HTTP/2 with prior knowledge, and HTTP/1.1). */
+  tls?: ServerTls;
+  /** Undefined: plain http:// endpoints, or https:// with the system's CAs and no client certificate. */
+  etcdTls?: EtcdTls;
+}
+
+/** A setting whose value cannot work with the others; the message names the settings. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
 }
 
 function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -28,11 +71,29 @@ function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   };
 }
 
-function hostPort(raw: string): { host: string; port: number } {
-  const m = /^(.*):(\d+)$/.exec(raw.trim());
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || !m[1] || port > 65535) throw new InvalidArgumentError(`listen must be host:port (e.g. 127.0.0.1:50051), got "${raw}"`);
-  return { host: m[1].replace(/^\[(.*)\]$/, "$1"), port };
+function hostPort(name: string, example: string) {
+  return (raw: string): HostPort => {
+    const m = /^(.*):(\d+)$/.exec(raw.trim());
+    const port = m ? Number(m[2]) : NaN;
+    if (!m || !m[1] || port > 65535) throw new InvalidArgumentError(`${name} must be host:port (e.g. ${example}), got "${raw}"`);
+    return { host: m[1].replace(/^\[(.*)\]$/, "$1"), port };
+  };
+}
+
+function orOff<T>(parse: (raw: string) => T) {
+  return (raw: string): T | undefined => (raw.trim() === "off" ? undefined : parse(raw));
+}
+
+const TRUE = ["true", "on", "yes", "1"];
+const FALSE = ["false", "off", "no", "0"];
+
+function boolean(name: string) {
+  return (raw: string): boolean => {
+    const v = raw.trim().toLowerCase();
+    if (TRUE.includes(v)) return true;
+    if (FALSE.includes(v)) return false;
+    throw new InvalidArgumentError(`${name} must be one of ${[...TRUE, ...FALSE].join(", ")}, got "${raw}"`);
+  };
 }
 
 function endpoints(raw: string): string[] {
@@ -52,17 +113,31 @@ function prefix(raw: string): string {
   return raw;
 }
 
+/** Reads a PEM file at start; what it holds is checked with the settings that go with it. */
+function pemFile(name: string) {
+  return (raw: string): PemFile => {
+    let pem: Buffer;
+    try {
+      pem = readFileSync(raw);
+    } catch (err) {
+      throw new InvalidArgumentError(`${name}: cannot read "${raw}" (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    }
+    if (!pem.includes("-----BEGIN ")) throw new InvalidArgumentError(`${name}: "${raw}" is not a PEM file`);
+    return { path: raw, pem };
+  };
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /** The options of `serve`, shared by the server's own entry point and the CLI. */
 export function serveOptions(cmd: Command): Command {
-  const opt = (flags: string, description: string, env: string, parse?: (raw: string) => unknown, dflt?: unknown) => {
+  const opt = (flags: string, description: string, env: string, parse?: (raw: string) => unknown, dflt?: unknown, shown?: string) => {
     const o = new Option(flags, description).env(env);
     if (parse) o.argParser(parse);
-    if (dflt !== undefined) o.default(dflt);
+    if (dflt !== undefined) o.default(dflt, shown);
     cmd.addOption(o);
   };
-  opt("--listen <host:port>", "address to serve gRPC, gRPC-Web and Connect on", "FENCEKEEPER_LISTEN", hostPort, hostPort("127.0.0.1:50051"));
+  opt("--listen <host:port>", "address to serve gRPC, gRPC-Web and Connect on", "FENCEKEEPER_LISTEN", hostPort("listen", "127.0.0.1:50051"), hostPort("listen", "")("127.0.0.1:50051"), "127.0.0.1:50051");
   opt("--etcd <urls>", "etcd endpoints, comma-separated; unset: start an embedded single-node etcd", "FENCEKEEPER_ETCD_ENDPOINTS", endpoints, []);
   opt("--data-dir <dir>", "where the embedded etcd keeps its data", "FENCEKEEPER_DATA_DIR", undefined, ".fencekeeper");
   opt("--embedded-etcd-port <port>", "client port of the embedded etcd (its peer port is the next one)", "FENCEKEEPER_EMBEDDED_ETCD_PORT", integer("embedded-etcd-port", 1, 65534), 52379);
@@ -70,16 +145,33 @@ export function serveOptions(cmd: Command): Command {
   opt("--max-ttl <seconds>", "longest lease TTL a client may ask for", "FENCEKEEPER_MAX_TTL", integer("max-ttl", MIN_TTL_SECONDS, 86400), 300);
   opt("--max-txn-ops <n>", "most operations in one Txn", "FENCEKEEPER_MAX_TXN_OPS", integer("max-txn-ops", 1, 1000), 64);
   opt("--idempotency-ttl <seconds>", "how long idempotency records are kept", "FENCEKEEPER_IDEMPOTENCY_TTL", integer("idempotency-ttl", 60, 30 * 86400), 86400);
-  opt("--etcd-timeout <ms>", "deadline of each etcd call", "FENCEKEEPER_ETCD_TIMEOUT", integer("etcd-timeout", 100, 60_000), 5000);
-  opt("--shutdown-grace <ms>", "how long calls in flight may finish at shutdown", "FENCEKEEPER_SHUTDOWN_GRACE", integer("shutdown-grace", 0, 600_000), 10_000);
+  opt("--etcd-timeout <ms>", "deadline of each etcd call, and of each health probe of etcd", "FENCEKEEPER_ETCD_TIMEOUT", integer("etcd-timeout", 100, 60_000), 5000);
+  opt("--shutdown-grace <ms>", "how long unary calls in flight may finish at shutdown", "FENCEKEEPER_SHUTDOWN_GRACE", integer("shutdown-grace", 0, 600_000), 10_000);
   cmd.addOption(new Option("--log-level <level>", "log level").env("FENCEKEEPER_LOG_LEVEL").choices(LOG_LEVELS).default("info"));
+  opt(
+    "--metrics-listen <host:port|off>",
+    "address of the Prometheus endpoint (GET /metrics); port 0 picks a free one; off: none",
+    "FENCEKEEPER_METRICS_LISTEN",
+    orOff(hostPort("metrics-listen", "127.0.0.1:9464")),
+    hostPort("metrics-listen", "")("127.0.0.1:9464"),
+    "127.0.0.1:9464",
+  );
+  opt("--reflection <on|off>", "serve gRPC server reflection (v1 and v1alpha)", "FENCEKEEPER_REFLECTION", boolean("reflection"), true, "on");
+  opt("--health-probe-interval <ms>", "how often etcd is probed for the health service", "FENCEKEEPER_HEALTH_PROBE_INTERVAL", integer("health-probe-interval", 100, 60_000), 2000);
+  opt("--tls-cert <file>", "PEM certificate (chain) to serve TLS with; unset: cleartext", "FENCEKEEPER_TLS_CERT", pemFile("tls-cert"));
+  opt("--tls-key <file>", "PEM private key of --tls-cert", "FENCEKEEPER_TLS_KEY", pemFile("tls-key"));
+  opt("--tls-client-ca <file>", "PEM CA that client certificates must chain to (mutual TLS)", "FENCEKEEPER_TLS_CLIENT_CA", pemFile("tls-client-ca"));
+  opt("--etcd-ca <file>", "PEM CA to trust for https:// etcd endpoints instead of the system's", "FENCEKEEPER_ETCD_CA", pemFile("etcd-ca"));
+  opt("--etcd-cert <file>", "PEM client certificate for etcd", "FENCEKEEPER_ETCD_CERT", pemFile("etcd-cert"));
+  opt("--etcd-key <file>", "PEM private key of --etcd-cert", "FENCEKEEPER_ETCD_KEY", pemFile("etcd-key"));
   return cmd;
 }
 
+/** The configuration from parsed options; throws ConfigError when settings do not fit together. */
 export function toConfig(o: Record<string, unknown>): Config {
   const port = o.embeddedEtcdPort as number;
-  return {
-    listen: o.listen as Config["listen"],
+  const config: Config = {
+    listen: o.listen as HostPort,
     etcdEndpoints: o.etcd as string[],
     dataDir: o.dataDir as string,
     embeddedEtcdPorts: { client: port, peer: port + 1 },
@@ -90,5 +182,65 @@ export function toConfig(o: Record<string, unknown>): Config {
     etcdTimeoutMs: o.etcdTimeout as number,
     shutdownGraceMs: o.shutdownGrace as number,
     logLevel: o.logLevel as string,
+    metricsListen: o.metricsListen as HostPort | undefined,
+    reflection: o.reflection as boolean,
+    healthProbeIntervalMs: o.healthProbeInterval as number,
+    tls: serverTls(o.tlsCert as PemFile | undefined, o.tlsKey as PemFile | undefined, o.tlsClientCa as PemFile | undefined),
+    etcdTls: etcdTls(o.etcd as string[], o.etcdCa as PemFile | undefined, o.etcdCert as PemFile | undefined, o.etcdKey as PemFile | undefined),
   };
+  const { listen, metricsListen } = config;
+  if (metricsListen && metricsListen.port !== 0 && metricsListen.port === listen.port && metricsListen.host === listen.host) {
+    throw new ConfigError(`--metrics-listen (FENCEKEEPER_METRICS_LISTEN) must differ from --listen (FENCEKEEPER_LISTEN): both are ${listen.host}:${listen.port}`);
+  }
+  return config;
+}
+
+function serverTls(cert?: PemFile, key?: PemFile, clientCa?: PemFile): ServerTls | undefined {
+  if (!cert && !key) {
+    if (clientCa) throw new ConfigError("--tls-client-ca (FENCEKEEPER_TLS_CLIENT_CA) needs --tls-cert and --tls-key");
+    return undefined;
+  }
+  if (!cert) throw new ConfigError("--tls-key (FENCEKEEPER_TLS_KEY) needs --tls-cert (FENCEKEEPER_TLS_CERT)");
+  if (!key) throw new ConfigError("--tls-cert (FENCEKEEPER_TLS_CERT) needs --tls-key (FENCEKEEPER_TLS_KEY)");
+  checkKeyPair("--tls-cert", cert, "--tls-key", key);
+  if (clientCa) checkCertificate("--tls-client-ca", clientCa);
+  return { cert, key, clientCa };
+}
+
+function etcdTls(endpoints: string[], ca?: PemFile, cert?: PemFile, key?: PemFile): EtcdTls | undefined {
+  const secure = endpoints.filter((e) => e.startsWith("https://")).length;
+  if (secure > 0 && secure < endpoints.length) {
+    throw new ConfigError("--etcd (FENCEKEEPER_ETCD_ENDPOINTS) mixes http:// and https:// endpoints; use one scheme for all");
+  }
+  if (!ca && !cert && !key) return undefined;
+  const given = [ca && "--etcd-ca", cert && "--etcd-cert", key && "--etcd-key"].filter(Boolean).join(", ");
+  if (endpoints.length === 0) throw new ConfigError(`${given} need --etcd (FENCEKEEPER_ETCD_ENDPOINTS): the embedded etcd has no TLS`);
+  if (secure === 0) throw new ConfigError(`${given} need https:// endpoints in --etcd (FENCEKEEPER_ETCD_ENDPOINTS), got ${endpoints.join(",")}`);
+  if (cert && !key) throw new ConfigError("--etcd-cert (FENCEKEEPER_ETCD_CERT) needs --etcd-key (FENCEKEEPER_ETCD_KEY)");
+  if (key && !cert) throw new ConfigError("--etcd-key (FENCEKEEPER_ETCD_KEY) needs --etcd-cert (FENCEKEEPER_ETCD_CERT)");
+  if (cert && key) checkKeyPair("--etcd-cert", cert, "--etcd-key", key);
+  if (ca) checkCertificate("--etcd-ca", ca);
+  return { ca, cert, key };
+}
+
+function checkCertificate(flag: string, file: PemFile): void {
+  try {
+    new X509Certificate(file.pem);
+  } catch (err) {
+    throw new ConfigError(`${flag}: "${file.path}" holds no valid certificate (${(err as Error).message})`);
+  }
+}
+
+function checkKeyPair(certFlag: string, cert: PemFile, keyFlag: string, key: PemFile): void {
+  checkCertificate(certFlag, cert);
+  try {
+    createPrivateKey(key.pem);
+  } catch (err) {
+    throw new ConfigError(`${keyFlag}: "${key.path}" holds no valid private key (${(err as Error).message})`);
+  }
+  try {
+    createSecureContext({ cert: cert.pem, key: key.pem });
+  } catch (err) {
+    throw new ConfigError(`${keyFlag} "${key.path}" is not the key of ${certFlag} "${cert.path}" (${(err as Error).message})`);
+  }
 }

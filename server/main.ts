@@ -1,20 +1,43 @@
-// The server process: configuration, etcd (given or embedded), both services on one port, and a clean
-// shutdown on SIGINT or SIGTERM. Leases are never revoked by a shutdown: other replicas carry on.
+// The server process: configuration, etcd (given or embedded), both services with health and reflection
+// on one port, metrics on another, and a graceful shutdown on SIGTERM or SIGINT (server/lifecycle/drain.ts).
+// Leases are never revoked by a shutdown: other replicas carry on.
 import { join, resolve } from "node:path";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Command } from "commander";
-import pino from "pino";
+import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
+import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";
-import { serveOptions, toConfig, type Config } from "./config.js";
-import { connectEtcd } from "./etcd/client.js";
+import { ConfigError, serveOptions, toConfig, type Config, type EtcdTls } from "./config.js";
+import { connectEtcd, observeEtcdCalls, type EtcdConnectOptions } from "./etcd/client.js";
 import { EtcdMissingError, startEmbeddedEtcd, type EmbeddedEtcd } from "./etcd/embedded.js";
+import { Health } from "./grpc-gen/grpc/health/v1/health_pb.js";
+import { probeEtcd } from "./health/etcd-probe.js";
+import { healthService } from "./health/health-service.js";
+import { HealthStatus } from "./health/status.js";
+import { drain } from "./lifecycle/drain.js";
+import { InFlightCalls } from "./lifecycle/in-flight.js";
+import { etcdMetrics } from "./metrics/etcd-metrics.js";
+import { serveMetrics } from "./metrics/exporter.js";
+import { healthMetrics } from "./metrics/health-metrics.js";
+import { leaseMetrics } from "./metrics/lease-metrics.js";
+import { createMetricsRegistry } from "./metrics/registry.js";
+import { rpcMetrics } from "./metrics/rpc-metrics.js";
+import { storeMetrics } from "./metrics/store-metrics.js";
+import { createLogger } from "./observability/logger.js";
+import { requestLog } from "./observability/request-log.js";
+import { registerReflection } from "./reflection/reflection-service.js";
 import { listen } from "./transport.js";
 
 /** Requests larger than this are refused with RESOURCE_EXHAUSTED before they are parsed. */
 const READ_MAX_BYTES = 4 * 1024 * 1024;
 
+function etcdCredentials(tls: EtcdTls | undefined): EtcdConnectOptions["credentials"] {
+  return tls && { rootCertificate: tls.ca?.pem, certChain: tls.cert?.pem, privateKey: tls.key?.pem };
+}
+
 export async function serve(config: Config): Promise<void> {
-  const log = pino({ level: config.logLevel, base: { service: "fencekeeper" } });
+  const log = createLogger(config.logLevel);
   let embedded: EmbeddedEtcd | undefined;
   let endpoints = config.etcdEndpoints;
   if (endpoints.length === 0) {
@@ -32,44 +55,77 @@ export async function serve(config: Config): Promise<void> {
     log.info({ endpoint: embedded.endpoint, dataDir, log: join(dataDir, "etcd.log") }, "started embedded etcd");
   }
 
-  const etcd = connectEtcd({ endpoints, callTimeoutMs: config.etcdTimeoutMs });
-  const app = createApp({
-    etcd,
-    prefix: config.prefix,
-    limits: { maxTtlSeconds: config.maxTtlSeconds, maxTxnOps: config.maxTxnOps, idempotencyTtlSeconds: config.idempotencyTtlSeconds },
-    etcdTimeoutMs: config.etcdTimeoutMs,
-    log,
-  });
-  const handler = connectNodeAdapter({ routes: (r) => app.routes(r), readMaxBytes: READ_MAX_BYTES });
-  const transport = await listen(config.listen.host, config.listen.port, handler);
-  const { address, port } = transport.address;
-  const url = `http://${address.includes(":") ? `[${address}]` : address}:${port}`;
-  log.info({ url, etcd: endpoints }, "serving");
+  try {
+    const metrics = createMetricsRegistry();
+    observeEtcdCalls(etcdMetrics(metrics));
+    const etcd = connectEtcd({ endpoints, callTimeoutMs: config.etcdTimeoutMs, credentials: etcdCredentials(config.etcdTls) });
+    const app = createApp({
+      etcd,
+      prefix: config.prefix,
+      limits: { maxTtlSeconds: config.maxTtlSeconds, maxTxnOps: config.maxTxnOps, idempotencyTtlSeconds: config.idempotencyTtlSeconds },
+      etcdTimeoutMs: config.etcdTimeoutMs,
+      log,
+    });
+    const health = new HealthStatus([LeaseService.typeName, FencedStoreService.typeName]);
+    healthMetrics(metrics, health);
+    const calls = new InFlightCalls();
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
-    transport.stopAccepting();
-    const grace = setTimeout(() => transport.destroy(), config.shutdownGraceMs);
-    await transport.closed();
-    clearTimeout(grace);
-    app.close();
-    etcd.close();
+    const routes = (router: ConnectRouter) => {
+      app.routes(router);
+      router.service(Health, healthService(health));
+      if (config.reflection) registerReflection(router);
+    };
+    // Outermost first: the request log and metrics see each call as the client does, after the
+    // in-flight registry (innermost) has turned a shutdown's interruption into UNAVAILABLE.
+    const interceptors = [requestLog(log), rpcMetrics(metrics), leaseMetrics(metrics), storeMetrics(metrics), calls.interceptor];
+    const handler = connectNodeAdapter({ routes, interceptors, readMaxBytes: READ_MAX_BYTES });
+
+    const probe = probeEtcd(() => app.pingEtcd(), health, config.healthProbeIntervalMs, log);
+    await probe.first;
+    const exporter = config.metricsListen && (await serveMetrics(config.metricsListen, metrics));
+    if (exporter) log.info({ url: exporter.url }, "metrics");
+    const transport = await listen({ ...config.listen, tls: config.tls }, handler);
+    const { address, port } = transport.address;
+    const url = `${transport.scheme}://${address.includes(":") ? `[${address}]` : address}:${port}`;
+    log.info({ url, etcd: endpoints, reflection: config.reflection, mtls: config.tls?.clientCa !== undefined, serving: health.serving }, "serving");
+
+    let stopping = false;
+    const shutdown = async (signal: string) => {
+      if (stopping) {
+        log.warn({ signal }, "second signal: stopping now");
+        process.exit(1);
+      }
+      stopping = true;
+      log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
+      await drain({ health, transport, calls, graceMs: config.shutdownGraceMs, settleMs: config.etcdTimeoutMs, log });
+      probe.stop();
+      app.close();
+      etcd.close();
+      await exporter?.close();
+      await embedded?.stop();
+      log.info("stopped");
+      process.exit(0);
+    };
+    process.on("SIGINT", () => void shutdown("SIGINT"));
+    process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  } catch (err) {
     await embedded?.stop();
-    log.info("stopped");
-    process.exit(0);
-  };
-  process.on("SIGINT", () => void shutdown("SIGINT"));
-  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+    throw err;
+  }
 }
 
 const isMain = process.argv[1] && resolve(process.argv[1]).replace(/\.[jt]s$/, "") === resolve(import.meta.dirname, "main");
 if (isMain) {
   const cmd = serveOptions(new Command("fencekeeper-server").description("Serve LeaseService and FencedStoreService"));
   cmd.parse();
-  serve(toConfig(cmd.opts())).catch((err) => {
+  let config: Config;
+  try {
+    config = toConfig(cmd.opts());
+  } catch (err) {
+    if (err instanceof ConfigError) cmd.error(`error: ${err.message}`);
+    throw err;
+  }
+  serve(config).catch((err) => {
     process.stderr.write(`fencekeeper: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
   });

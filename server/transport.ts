@@ -1,18 +1,34 @@
-// One cleartext port for every protocol: HTTP/2 with prior knowledge (gRPC, and Connect or gRPC-Web
-// over h2c) and HTTP/1.1 (Connect and gRPC-Web from browsers and curl). The first bytes of a connection
-// tell which: an HTTP/2 connection opens with the preface "PRI * HTTP/2.0".
+// One port for every protocol: gRPC, and Connect or gRPC-Web, over HTTP/2 or HTTP/1.1.
+//
+// Cleartext: the first bytes of a connection tell which HTTP it speaks, since an HTTP/2 connection with
+// prior knowledge (h2c, as gRPC clients and meshes' sidecars use) opens with the preface "PRI * HTTP/2.0".
+// TLS: ALPN settles it (h2 or http/1.1); with a client CA, clients must present a certificate it signed.
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
+import type { ServerTls } from "./config.js";
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\n");
 
-type Handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
+type Request = http.IncomingMessage | http2.Http2ServerRequest;
+type Response = http.ServerResponse | http2.Http2ServerResponse;
+type Handler = (req: Request, res: Response) => void;
+
+export interface ListenOptions {
+  host: string;
+  port: number;
+  tls?: ServerTls;
+}
 
 export interface Transport {
   readonly address: AddressInfo;
-  /** Stops accepting connections; existing HTTP/2 sessions get GOAWAY and finish their streams. */
+  /** "https" with TLS, else "http". */
+  readonly scheme: "http" | "https";
+  /**
+   * Stops taking new calls: the port closes, HTTP/2 connections get GOAWAY (their open streams go on),
+   * HTTP/1.1 connections close after the response in progress, and new HTTP/1.1 requests get 503.
+   */
   stopAccepting(): void;
   /** Closes every connection now. */
   destroy(): void;
@@ -20,19 +36,73 @@ export interface Transport {
   closed(): Promise<void>;
 }
 
-export async function listen(host: string, port: number, handler: Handler): Promise<Transport> {
-  const h2 = http2.createServer({}, handler as never);
-  const h1 = http.createServer(handler as never);
+export async function listen(o: ListenOptions, handler: Handler): Promise<Transport> {
+  let accepting = true;
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.Http2Session>();
-  h2.on("session", (s) => {
-    sessions.add(s);
-    s.once("close", () => sessions.delete(s));
-  });
+  const h1Responses = new Set<http.ServerResponse>();
 
-  const server = net.createServer((socket) => {
+  // HTTP/1.1 has no GOAWAY: a connection is told to close with the response it carries.
+  const serve: Handler = (req, res) => {
+    if (req.httpVersionMajor === 1) {
+      const r = res as http.ServerResponse;
+      if (!accepting) {
+        r.writeHead(503, { connection: "close", "content-type": "text/plain" }).end("fencekeeper is shutting down; call another replica\n");
+        return;
+      }
+      h1Responses.add(r);
+      r.once("close", () => h1Responses.delete(r));
+    }
+    handler(req, res);
+  };
+  const track = (socket: net.Socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
+  };
+  const onSession = (s: http2.Http2Session) => {
+    sessions.add(s);
+    s.once("close", () => sessions.delete(s));
+  };
+
+  const { server, closeIdleHttp1 } = o.tls ? secureServer(o.tls, serve, track, onSession) : cleartextServer(serve, track, onSession);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(o.port, o.host, () => {
+      server.removeListener("error", reject);
+      resolve();
+    });
+  });
+  const closed = new Promise<void>((resolve) => server.once("close", () => resolve()));
+
+  return {
+    address: server.address() as AddressInfo,
+    scheme: o.tls ? "https" : "http",
+    stopAccepting() {
+      accepting = false;
+      server.close();
+      for (const s of sessions) s.close();
+      for (const r of h1Responses) if (!r.headersSent) r.setHeader("connection", "close");
+      closeIdleHttp1();
+    },
+    destroy() {
+      for (const s of sockets) s.destroy();
+    },
+    closed: () => closed,
+  };
+}
+
+interface Listener {
+  server: net.Server;
+  /** Closes the HTTP/1.1 keep-alive connections that carry no request now. */
+  closeIdleHttp1(): void;
+}
+
+function cleartextServer(serve: Handler, track: (s: net.Socket) => void, onSession: (s: http2.Http2Session) => void): Listener {
+  const h2 = http2.createServer({}, serve as never);
+  const h1 = http.createServer(serve as never);
+  h2.on("session", onSession);
+  const server = net.createServer((socket) => {
+    track(socket);
     socket.once("error", () => socket.destroy());
     let head = Buffer.alloc(0);
     const sniff = (chunk: Buffer) => {
@@ -52,23 +122,30 @@ export async function listen(host: string, port: number, handler: Handler): Prom
     };
     socket.on("data", sniff);
   });
+  return { server, closeIdleHttp1: () => h1.closeIdleConnections() };
+}
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => resolve());
-  });
-  const closed = new Promise<void>((resolve) => server.once("close", () => resolve()));
-
-  return {
-    address: server.address() as AddressInfo,
-    stopAccepting() {
-      server.close();
-      for (const s of sessions) s.close();
-      h1.closeIdleConnections();
+function secureServer(
+  tls: ServerTls,
+  serve: Handler,
+  track: (s: net.Socket) => void,
+  onSession: (s: http2.Http2Session) => void,
+): Listener {
+  const server = http2.createSecureServer(
+    {
+      cert: tls.cert.pem,
+      key: tls.key.pem,
+      ca: tls.clientCa?.pem,
+      requestCert: tls.clientCa !== undefined,
+      rejectUnauthorized: tls.clientCa !== undefined,
+      // ALPN offers h2 and, with this, http/1.1 for Connect and gRPC-Web clients without HTTP/2.
+      allowHTTP1: true,
+      minVersion: "TLSv1.2",
     },
-    destroy() {
-      for (const s of sockets) s.destroy();
-    },
-    closed: () => closed,
-  };
+    serve as never,
+  );
+  server.on("connection", track);
+  server.on("session", onSession);
+  // Node keeps no list of idle HTTP/1.1 connections here: they close with destroy() at the end of a drain.
+  return { server, closeIdleHttp1: () => undefined };
 }

@@ -1,0 +1,41 @@
+// Asks etcd, every interval, whether it answers a linearizable read (one that needs a quorum), and
+// tells HealthStatus. Each probe has the etcd call deadline; the next starts an interval after the last
+// one ended, so that probes never pile up behind a slow etcd.
+import type { Logger } from "pino";
+import type { HealthStatus } from "./status.js";
+
+export interface EtcdProbe {
+  /** Resolves after the first probe has answered, whatever it found. */
+  readonly first: Promise<void>;
+  stop(): void;
+}
+
+export function probeEtcd(check: () => Promise<unknown>, status: HealthStatus, intervalMs: number, log: Logger): EtcdProbe {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let failures = 0;
+  const once = async () => {
+    try {
+      await check();
+      if (!status.etcdUp) log.info("etcd answers: serving");
+      failures = 0;
+      status.setEtcdReachable(true);
+    } catch (err) {
+      // The first failure in a row is worth a warning; the rest of an outage only at debug level.
+      log[failures++ === 0 ? "warn" : "debug"]({ err: err instanceof Error ? err.message : String(err) }, "etcd does not answer: not serving");
+      status.setEtcdReachable(false);
+    }
+  };
+  const loop = () => {
+    if (stopped) return;
+    timer = setTimeout(() => void once().then(loop), intervalMs);
+  };
+  const first = once().then(loop);
+  return {
+    first,
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,39 @@
+// grpc.health.v1.Health: Check, List and Watch over HealthStatus.
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Health } from "../grpc-gen/grpc/health/v1/health_pb.js";
+import { AsyncQueue } from "../util/async-queue.js";
+import { ServingStatus, type HealthStatus } from "./status.js";
+
+export function healthService(status: HealthStatus): ServiceImpl<typeof Health> {
+  return {
+    check(req) {
+      const s = status.of(req.service);
+      if (s === undefined) throw new ConnectError(`unknown service "${req.service}"`, Code.NotFound);
+      return { status: s };
+    },
+
+    list() {
+      return { statuses: Object.fromEntries([...status.all()].map(([name, s]) => [name, { status: s }])) };
+    },
+
+    async *watch(req, ctx) {
+      const changes = new AsyncQueue<void>();
+      const stop = status.onChange(() => changes.push());
+      const close = () => changes.close();
+      ctx.signal.addEventListener("abort", close, { once: true });
+      try {
+        let last: ServingStatus | undefined;
+        changes.push();
+        for await (const _ of changes) {
+          const now = status.of(req.service) ?? ServingStatus.SERVICE_UNKNOWN;
+          if (now === last) continue;
+          last = now;
+          yield { status: now };
+        }
+      } finally {
+        stop();
+        ctx.signal.removeEventListener("abort", close);
+      }
+    },
+  };
+}

@@ -1,0 +1,150 @@
+// The calls in flight, so that a shutdown can let unary calls finish, end streams at once, and abandon
+// what is still running when the grace period is over.
+//
+// Streams (KeepAlive, Observe, health Watch) last as long as their clients want; waiting for them would
+// hold every shutdown for the whole grace period. They end with UNAVAILABLE, which every gRPC client
+// treats as "try again", and a new connection reaches another replica. Ending a stream releases nothing:
+// leases live on in etcd until their TTL, and the client renews them through the replica it reaches.
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+
+interface Call {
+  readonly controller: AbortController;
+  /** Set once the server has ended or abandoned the call: its failure is the shutdown's. */
+  stopped: boolean;
+  /** Streams only: ends the stream now with UNAVAILABLE. */
+  interrupt?: () => void;
+}
+
+/** What a call ended by the shutdown answers. */
+export function shuttingDown(): ConnectError {
+  return new ConnectError("fencekeeper is shutting down; call again, another replica will answer", Code.Unavailable);
+}
+
+export class InFlightCalls {
+  private readonly unary = new Set<Call>();
+  private readonly streams = new Set<Call>();
+  private idle: (() => void)[] = [];
+  private closing = false;
+
+  /** Innermost interceptor: gives each handler a signal this registry can abort. */
+  readonly interceptor: Interceptor = (next) => async (req) => {
+    const call: Call = { controller: new AbortController(), stopped: false };
+    const forward = () => call.controller.abort(req.signal.reason);
+    if (req.signal.aborted) forward();
+    else req.signal.addEventListener("abort", forward, { once: true });
+    const untrack = (set: Set<Call>) => {
+      set.delete(call);
+      req.signal.removeEventListener("abort", forward);
+      if (this.unary.size === 0) for (const resolve of this.idle.splice(0)) resolve();
+    };
+    const inner = { ...req, signal: call.controller.signal } as typeof req;
+
+    if (!req.stream) {
+      this.unary.add(call);
+      try {
+        return await next(inner);
+      } catch (err) {
+        throw call.stopped ? shuttingDown() : err;
+      } finally {
+        untrack(this.unary);
+      }
+    }
+
+    this.streams.add(call);
+    try {
+      const res = await next(inner);
+      if (!res.stream) return res;
+      const message = interruptible(res.message, call, () => untrack(this.streams));
+      // A stream that got in while the server was closing ends at once, like the ones before it.
+      if (this.closing) call.interrupt?.();
+      return { ...res, message };
+    } catch (err) {
+      untrack(this.streams);
+      throw call.stopped ? shuttingDown() : err;
+    }
+  };
+
+  get unaryCount(): number {
+    return this.unary.size;
+  }
+
+  /** Ends every open stream with UNAVAILABLE, and every stream that opens from now on. */
+  endStreams(): void {
+    this.closing = true;
+    for (const call of [...this.streams]) call.interrupt?.();
+  }
+
+  /** Resolves true once no unary call is in flight, or false when ms have passed first. */
+  unaryDone(ms: number): Promise<boolean> {
+    if (this.unary.size === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      this.idle.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  /** Aborts the unary calls still running: each gives up (a waiting Acquire leaves the line) and answers UNAVAILABLE. */
+  abandonUnary(): void {
+    for (const call of this.unary) {
+      call.stopped = true;
+      call.controller.abort(shuttingDown());
+    }
+  }
+}
+
+/**
+ * The stream as the handler produces it, until interrupt(): then the handler's signal is aborted (so it
+ * lets go of its etcd watches), and the call fails with UNAVAILABLE at once, even while the handler
+ * waits for something to send.
+ */
+function interruptible<T>(source: AsyncIterable<T>, call: Call, onEnd: () => void): AsyncIterable<T> {
+  let it: AsyncIterator<T> | undefined;
+  let reject: (err: ConnectError) => void = () => undefined;
+  const stop = new Promise<never>((_, r) => (reject = r));
+  stop.catch(() => undefined);
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    call.interrupt = undefined;
+    onEnd();
+  };
+  call.interrupt = () => {
+    call.stopped = true;
+    call.controller.abort(shuttingDown());
+    reject(shuttingDown());
+    // The handler finishes in the background; nobody reads what it still sends.
+    it?.return?.().catch(() => undefined);
+  };
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<T> {
+      const source$ = (it = source[Symbol.asyncIterator]());
+      return {
+        async next() {
+          try {
+            if (call.stopped) await stop;
+            const r = await Promise.race([source$.next(), stop]);
+            if (r.done) end();
+            return r;
+          } catch (err) {
+            end();
+            if (call.stopped) source$.return?.().catch(() => undefined);
+            throw call.stopped ? shuttingDown() : err;
+          }
+        },
+        async return(value?: unknown) {
+          end();
+          return (await source$.return?.(value)) ?? { done: true, value: value as T };
+        },
+        async throw(err?: unknown) {
+          end();
+          if (source$.throw) return source$.throw(err);
+          throw err;
+        },
+      };
+    },
+  };
+}

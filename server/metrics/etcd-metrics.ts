@@ -1,0 +1,30 @@
+// How etcd answers: the time of each call the server makes to it, and its errors, by operation (the
+// name each call site gives etcdCall: "acquire", "put", "describe", "lease grant", "health probe", ...).
+// Lease renewals travel on one long-lived etcd stream and are not among them.
+import { Counter, Histogram, type Registry } from "prom-client";
+import type { EtcdCallObserver } from "../etcd/client.js";
+
+/** Operation names are constants at the call sites; anything else is folded into one value. */
+const operationLabel = (what: string) => (/^[a-z][a-z -]{0,39}$/.test(what) ? what : "other");
+const errorLabel = (err: unknown) => (err instanceof Error && /^\w{1,60}$/.test(err.name) ? err.name : "Error");
+
+export function etcdMetrics(registry: Registry): EtcdCallObserver {
+  const seconds = new Histogram({
+    name: "fencekeeper_etcd_request_duration_seconds",
+    help: "Round trip of each etcd call, by operation and result (ok, error).",
+    labelNames: ["operation", "result"],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const errors = new Counter({
+    name: "fencekeeper_etcd_request_errors_total",
+    help: "etcd calls that failed, by operation and error (e.g. GRPCUnavailableError, GRPCDeadlineExceededError).",
+    labelNames: ["operation", "error"],
+    registers: [registry],
+  });
+  return (what, s, error) => {
+    const operation = operationLabel(what);
+    seconds.observe({ operation, result: error === undefined ? "ok" : "error" }, s);
+    if (error !== undefined) errors.inc({ operation, error: errorLabel(error) });
+  };
+}

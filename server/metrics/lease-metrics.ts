@@ -1,0 +1,111 @@
+// What LeaseService calls tell about leases, as this replica sees them.
+//
+// Leases held: the leases this replica granted (Acquire) that it has not seen end. A lease ends here
+// when it is released through this replica, when a renewal through this replica finds it gone, or when
+// the TTL it last reported (at the grant or a renewal through this replica) runs out. Renewals sent to
+// another replica are not seen, so a lease renewed only elsewhere drops out of this count early; with
+// each client on one replica (gRPC keeps a client on one HTTP/2 connection) the sum over replicas is
+// the number of leases held. Nothing is read from etcd for this.
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Counter, Gauge, type Registry } from "prom-client";
+import {
+  LeaseService,
+  type AcquireRequest,
+  type AcquireResponse,
+  type KeepAliveResponse,
+  type ReleaseRequest,
+  type RenewRequest,
+  type RenewResponse,
+} from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { codeName, tapCall } from "../observability/call-tap.js";
+
+class HeldLeases {
+  private readonly expiry = new Map<bigint, number>();
+
+  granted(id: bigint, ttlSeconds: number): void {
+    this.expiry.set(id, Date.now() + ttlSeconds * 1000);
+  }
+
+  renewed(id: bigint, ttlSeconds: number): void {
+    if (this.expiry.has(id)) this.granted(id, ttlSeconds);
+  }
+
+  gone(id: bigint): void {
+    this.expiry.delete(id);
+  }
+
+  count(): number {
+    const now = Date.now();
+    for (const [id, at] of this.expiry) if (at <= now) this.expiry.delete(id);
+    return this.expiry.size;
+  }
+}
+
+export function leaseMetrics(registry: Registry): Interceptor {
+  const held = new HeldLeases();
+  new Gauge({
+    name: "fencekeeper_leases_held",
+    help: "Leases granted by this replica and not yet seen released or expired.",
+    registers: [registry],
+    collect() {
+      this.set(held.count());
+    },
+  });
+  const waiting = new Gauge({
+    name: "fencekeeper_acquire_waiting",
+    help: "Acquire calls with wait set in flight on this replica: callers waiting in line, or just granted.",
+    registers: [registry],
+  });
+  const renewals = new Counter({
+    name: "fencekeeper_lease_renewals_total",
+    help: "Renewals answered, by method (Renew, KeepAlive) and result (OK, NotFound: the lease is gone, Unavailable: etcd did not answer).",
+    labelNames: ["grpc_method", "result"],
+    registers: [registry],
+  });
+  const renewal = (method: string, leaseId: bigint, ttl: { seconds: bigint } | undefined, result: string) => {
+    renewals.inc({ grpc_method: method, result });
+    if (ttl) held.renewed(leaseId, Number(ttl.seconds));
+    if (result === "NotFound") held.gone(leaseId);
+  };
+
+  const { acquire, keepAlive, renew, release } = LeaseService.method;
+  return (next) => async (req) => {
+    switch (req.method) {
+      case acquire: {
+        const wait = (req.message as AcquireRequest).wait;
+        if (wait) waiting.inc();
+        return tapCall(next, req, {
+          end(error, response) {
+            if (wait) waiting.dec();
+            const token = (response as AcquireResponse | undefined)?.token;
+            if (!error && token) held.granted(token.leaseId, Number((response as AcquireResponse).ttl?.seconds ?? 0n));
+          },
+        });
+      }
+      case renew: {
+        const { leaseId } = req.message as RenewRequest;
+        return tapCall(next, req, {
+          end: (error, response) => renewal("Renew", leaseId, (response as RenewResponse | undefined)?.ttl, codeName(error)),
+        });
+      }
+      case keepAlive:
+        return tapCall(next, req, {
+          message(m) {
+            const { leaseId, ttl, error } = m as KeepAliveResponse;
+            renewal("KeepAlive", leaseId, ttl, error ? codeName(new ConnectError(error.message, error.code)) : "OK");
+          },
+          end() {},
+        });
+      case release: {
+        const leaseId = (req.message as ReleaseRequest).token?.leaseId;
+        return tapCall(next, req, {
+          end(error) {
+            if (leaseId !== undefined && (!error || codeName(error) === "NotFound")) held.gone(leaseId);
+          },
+        });
+      }
+      default:
+        return next(req);
+    }
+  };
+}
