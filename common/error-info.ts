@@ -3,7 +3,8 @@
 // The contract imports no googleapis file, so protoc-gen-es has nothing to generate it from; this module
 // builds the same descriptor (fields as in google/rpc/error_details.proto) so that the server can attach
 // ErrorInfo to a ConnectError and clients can read it back with ConnectError.findDetails(ErrorInfoSchema).
-import { create, createFileRegistry, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { create, createFileRegistry, type Message } from "@bufbuild/protobuf";
+import type { GenMessage } from "@bufbuild/protobuf/codegenv2";
 import {
   FieldDescriptorProto_Label as Label,
   FieldDescriptorProto_Type as Type,
@@ -52,6 +53,4 @@ export type ErrorInfo = Message<"google.rpc.ErrorInfo"> & {
   metadata: { [key: string]: string };
 };
 
-export const ErrorInfoSchema = createFileRegistry(file, () => undefined).getMessage("google.rpc.ErrorInfo") as DescMessage & {
-  readonly typeName: "google.rpc.ErrorInfo";
-};
+export const ErrorInfoSchema = createFileRegistry(file, () => undefined).getMessage("google.rpc.ErrorInfo") as GenMessage<ErrorInfo>;
