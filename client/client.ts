@@ -11,7 +11,7 @@ import { toFencekeeperError } from "./error-mapping.js";
 import { CanceledError, FencekeeperError, type LeaseLostError } from "./errors.js";
 import type { EventSink } from "./events.js";
 import { KeepAlive } from "./keepalive.js";
-import { Lease, type LeaseContext } from "./lease.js";
+import { Lease, type Grant, type LeaseContext } from "./lease.js";
 import { Servers } from "./servers.js";
 import { Store, type FenceModeName } from "./store.js";
 import { tokenFromProto, tokenToProto, type Token } from "./token.js";
@@ -113,18 +113,17 @@ export class FencekeeperClient {
         ),
       false,
     );
-    const answeredAt = now();
     if (!res.token || !res.ttl) throw new FencekeeperError("the server granted a lease without a token or a TTL", Code.Internal);
-    const token = tokenFromProto(res.token);
+    let grant: Grant = { token: tokenFromProto(res.token), ttlMs: toMs(res.ttl), sentAt, answeredAt: now() };
+    // The deadline counts from the Acquire's send, and a wait in line uses it up: the TTL started when
+    // the lease was granted, at some unknown point before the answer. Then count from a renewal instead.
+    if (grant.answeredAt.mono - sentAt.mono > grant.ttlMs / 3) grant = await this.#confirm(grant);
     if (o.signal?.aborted) {
-      await this.#release(token);
+      await this.#release(grant.token);
       throw new CanceledError(`acquire of "${resource}" was canceled`, Code.Canceled);
     }
-    const lease = new Lease({ token, ttlMs: toMs(res.ttl), sentAt, answeredAt }, this.#ctx, o.signal);
+    const lease = new Lease(grant, this.#ctx, o.signal);
     this.#leases.add(lease);
-    // A long wait in line uses up the deadline, which counts from the Acquire's send: confirm a renewal
-    // before handing out a lease with less than two thirds of its TTL left.
-    if (lease.validUntil.getTime() - Date.now() < (lease.ttlMs * 2) / 3) await lease.renewNow();
     return lease;
   }
 
@@ -176,6 +175,18 @@ export class FencekeeperClient {
     this.#keepAlive.close();
     this.#servers.close();
     this.#streamServers.close();
+  }
+
+  /** A fresh grant from a Renew of the lease, sent now; the lease is released if that fails. */
+  async #confirm(grant: Grant): Promise<Grant> {
+    const sentAt = now();
+    try {
+      const res = await this.#calls.run((c) => c.lease.renew({ leaseId: grant.token.leaseId }, { timeoutMs: this.#calls.timeoutMs }), true);
+      return { token: grant.token, ttlMs: toMs(res.ttl!), sentAt, answeredAt: now() };
+    } catch (err) {
+      await this.#release(grant.token);
+      throw err;
+    }
   }
 
   async #release(token: Token): Promise<void> {

@@ -62,14 +62,6 @@ export class KeepAlive {
     this.schedule(e);
   }
 
-  /** Makes a lease's next renewal due now. */
-  renewSoon(leaseId: bigint): void {
-    const e = this.entries.get(leaseId);
-    if (!e) return;
-    e.nextAt = Math.min(e.nextAt, performance.now());
-    this.schedule(e);
-  }
-
   /** Stops renewing a lease. The stream closes with the last lease. */
   remove(leaseId: bigint): void {
     const e = this.entries.get(leaseId);

@@ -27,7 +27,7 @@ export interface Grant {
   token: Token;
   /** The TTL etcd granted, in ms. */
   ttlMs: number;
-  /** When the Acquire was sent, and when its answer came. */
+  /** When the grant (the Acquire, or a renewal right after it) was sent, and when its answer came. */
   sentAt: Instant;
   answeredAt: Instant;
 }
@@ -39,7 +39,6 @@ export class Lease {
   readonly #ctx: LeaseContext;
   readonly #controller = new AbortController();
   readonly #deadline: Deadline;
-  readonly #confirmations: { resolve(): void; reject(err: unknown): void }[] = [];
   readonly #stopWatching: () => void;
   #timer?: NodeJS.Timeout;
   #ending?: Promise<void>;
@@ -84,15 +83,6 @@ export class Lease {
   /** Throws the LeaseLostError once the lease is lost; call it right before acting on the lease. */
   check(): void {
     if (this.signal.aborted) throw this.#controller.signal.reason;
-  }
-
-  /** Asks for a renewal now; resolves once a renewal is confirmed, rejects with LeaseLostError if the lease is lost first. */
-  renewNow(): Promise<void> {
-    this.check();
-    return new Promise((resolve, reject) => {
-      this.#confirmations.push({ resolve, reject });
-      this.#ctx.keepAlive.renewSoon(this.token.leaseId);
-    });
   }
 
   /** Gives the lease up: renewals stop, the signal aborts, the server releases it. Idempotent; never throws. */
@@ -155,7 +145,6 @@ export class Lease {
           ttlMs,
           validUntil: this.validUntil,
         });
-        for (const c of this.#confirmations.splice(0)) c.resolve();
       },
       refused: (error: FencekeeperError) => {
         if (error instanceof LeaseNotFoundError) this.#lose("not-found", error);
@@ -188,7 +177,6 @@ export class Lease {
     this.#controller.abort(error);
     // A lease the server says is gone needs no release; any other may still be held in etcd.
     this.#ending = why === "not-found" ? Promise.resolve() : this.#ctx.release(this.token);
-    for (const c of this.#confirmations.splice(0)) c.reject(error);
     this.#ctx.ended(this);
     this.#ctx.emit({ type: "lost", error });
   }
