@@ -45,6 +45,8 @@ export interface Config {
   logLevel: string;
   /** Undefined: no metrics endpoint. */
   metricsListen?: HostPort;
+  /** False when metricsListen is the default: then a busy port leaves the server without metrics, with a warning. */
+  metricsListenGiven: boolean;
   reflection: boolean;
   healthProbeIntervalMs: number;
   /** Undefined: cleartext (HTTP/2 with prior knowledge, and HTTP/1.1). */
@@ -129,6 +131,9 @@ function pemFile(name: string) {
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
+/** The default metrics address, told apart from a given one by identity. */
+const DEFAULT_METRICS_LISTEN: HostPort = Object.freeze({ host: "127.0.0.1", port: 9464 });
+
 /** The options of `serve`, shared by the server's own entry point and the CLI. */
 export function serveOptions(cmd: Command): Command {
   const opt = (flags: string, description: string, env: string, parse?: (raw: string) => unknown, dflt?: unknown, shown?: string) => {
@@ -153,7 +158,7 @@ export function serveOptions(cmd: Command): Command {
     "address of the Prometheus endpoint (GET /metrics); port 0 picks a free one; off: none",
     "FENCEKEEPER_METRICS_LISTEN",
     orOff(hostPort("metrics-listen", "127.0.0.1:9464")),
-    hostPort("metrics-listen", "")("127.0.0.1:9464"),
+    DEFAULT_METRICS_LISTEN,
     "127.0.0.1:9464",
   );
   opt("--reflection <on|off>", "serve gRPC server reflection (v1 and v1alpha)", "FENCEKEEPER_REFLECTION", boolean("reflection"), true, "on");
@@ -183,6 +188,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     shutdownGraceMs: o.shutdownGrace as number,
     logLevel: o.logLevel as string,
     metricsListen: o.metricsListen as HostPort | undefined,
+    metricsListenGiven: o.metricsListen !== DEFAULT_METRICS_LISTEN,
     reflection: o.reflection as boolean,
     healthProbeIntervalMs: o.healthProbeInterval as number,
     tls: serverTls(o.tlsCert as PemFile | undefined, o.tlsKey as PemFile | undefined, o.tlsClientCa as PemFile | undefined),

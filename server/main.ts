@@ -5,6 +5,8 @@ import { join, resolve } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Command } from "commander";
+import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";
@@ -18,7 +20,7 @@ import { HealthStatus } from "./health/status.js";
 import { drain } from "./lifecycle/drain.js";
 import { InFlightCalls } from "./lifecycle/in-flight.js";
 import { etcdMetrics } from "./metrics/etcd-metrics.js";
-import { serveMetrics } from "./metrics/exporter.js";
+import { serveMetrics, type MetricsEndpoint } from "./metrics/exporter.js";
 import { healthMetrics } from "./metrics/health-metrics.js";
 import { leaseMetrics } from "./metrics/lease-metrics.js";
 import { createMetricsRegistry } from "./metrics/registry.js";
@@ -34,6 +36,19 @@ const READ_MAX_BYTES = 4 * 1024 * 1024;
 
 function etcdCredentials(tls: EtcdTls | undefined): EtcdConnectOptions["credentials"] {
   return tls && { rootCertificate: tls.ca?.pem, certChain: tls.cert?.pem, privateKey: tls.key?.pem };
+}
+
+/** The metrics endpoint; at the default address only, a busy port is a warning (e.g. a second local server). */
+async function startMetrics(config: Config, metrics: Registry, log: Logger): Promise<MetricsEndpoint | undefined> {
+  try {
+    const endpoint = await serveMetrics(config.metricsListen!, metrics);
+    log.info({ url: endpoint.url }, "metrics");
+    return endpoint;
+  } catch (err) {
+    if (config.metricsListenGiven) throw err;
+    log.warn({ err: (err as Error).message }, "no metrics endpoint: the default address is busy; set --metrics-listen to another address, or off");
+    return undefined;
+  }
 }
 
 export async function serve(config: Config): Promise<void> {
@@ -82,8 +97,7 @@ export async function serve(config: Config): Promise<void> {
 
     const probe = probeEtcd(() => app.pingEtcd(), health, config.healthProbeIntervalMs, log);
     await probe.first;
-    const exporter = config.metricsListen && (await serveMetrics(config.metricsListen, metrics));
-    if (exporter) log.info({ url: exporter.url }, "metrics");
+    const exporter = config.metricsListen && (await startMetrics(config, metrics, log));
     const transport = await listen({ ...config.listen, tls: config.tls }, handler);
     const { address, port } = transport.address;
     const url = `${transport.scheme}://${address.includes(":") ? `[${address}]` : address}:${port}`;
