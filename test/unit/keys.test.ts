@@ -1,0 +1,37 @@
+// The key layout: fixed-width generations order byte-wise as numbers; resources never share a prefix.
+import { expect } from "chai";
+import { KeyLayout, decodeGeneration, encodeGeneration, prefixEnd } from "../../server/etcd/keys.js";
+
+describe("etcd key layout", () => {
+  const keys = new KeyLayout("/fk/");
+
+  it("encodes generations so that byte order is numeric order", () => {
+    const gens = [0n, 1n, 9n, 10n, 99n, 100n, 123456789n, 2n ** 63n - 1n];
+    const encoded = gens.map(encodeGeneration);
+    const sorted = [...encoded].sort(Buffer.compare);
+    expect(sorted.map((b) => decodeGeneration(b))).to.deep.equal(gens);
+    expect(decodeGeneration(undefined)).to.equal(0n);
+  });
+
+  it("keeps one resource's keys out of another's range, whatever the names", () => {
+    const a = keys.dataPrefix("a");
+    const ab = keys.dataKey("a/b", "x");
+    const end = prefixEnd(a);
+    expect(Buffer.compare(ab, a) >= 0 && Buffer.compare(ab, end) < 0).to.equal(false);
+    expect(keys.queuePrefix("a/b").toString()).to.equal("/fk/r/a%2Fb/q/");
+  });
+
+  it("maps store keys to etcd keys and back", () => {
+    const k = keys.dataKey("res", "dir/ключ");
+    expect(keys.storeKey("res", k)).to.equal("dir/ключ");
+  });
+
+  it("computes the end of a prefix range", () => {
+    expect(prefixEnd(Buffer.from("ab"))).to.deep.equal(Buffer.from("ac"));
+    expect(prefixEnd(Buffer.from([0x61, 0xff]))).to.deep.equal(Buffer.from([0x62]));
+  });
+
+  it("refuses a prefix that does not end with a slash", () => {
+    expect(() => new KeyLayout("/fk")).to.throw(/must end with/);
+  });
+});
