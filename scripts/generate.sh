@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `npm run generate`: regenerates gen/ from proto/ for every language (buf.gen.yaml), with the code
+# generators pinned in toolchain.env (installed into .tools/ first when missing), then writes those
+# versions into the manifests of gen/ and test/conformance/. gen/ is committed: commit what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$PATH"
+bash scripts/install-codegen.sh
+buf generate
+bash scripts/write-manifests.sh
