@@ -1,0 +1,865 @@
+package io.fencekeeper.v1;
+
+import static io.grpc.MethodDescriptor.generateFullMethodName;
+
+/**
+ * <pre>
+ * LeaseService hands out leases on named resources, each with a fencing token.
+ * A lease lasts for its TTL unless its holder renews it (Renew, or a message on a KeepAlive stream).
+ * The server never renews a lease on its own: a holder that is paused, partitioned or dead loses its
+ * lease when the TTL runs out, and the next acquisition gets a greater token. Closing a KeepAlive
+ * stream releases nothing. A renewal whose answer arrives late proves nothing: measure how long you
+ * may act from the moment you sent the renewal, not from when its answer came.
+ * </pre>
+ */
+@io.grpc.stub.annotations.GrpcGenerated
+public final class LeaseServiceGrpc {
+
+  private LeaseServiceGrpc() {}
+
+  public static final java.lang.String SERVICE_NAME = "fencekeeper.v1.LeaseService";
+
+  // Static method descriptors that strictly reflect the proto.
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.AcquireRequest,
+      io.fencekeeper.v1.AcquireResponse> getAcquireMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Acquire",
+      requestType = io.fencekeeper.v1.AcquireRequest.class,
+      responseType = io.fencekeeper.v1.AcquireResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.AcquireRequest,
+      io.fencekeeper.v1.AcquireResponse> getAcquireMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.AcquireRequest, io.fencekeeper.v1.AcquireResponse> getAcquireMethod;
+    if ((getAcquireMethod = LeaseServiceGrpc.getAcquireMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getAcquireMethod = LeaseServiceGrpc.getAcquireMethod) == null) {
+          LeaseServiceGrpc.getAcquireMethod = getAcquireMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.AcquireRequest, io.fencekeeper.v1.AcquireResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Acquire"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.AcquireRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.AcquireResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("Acquire"))
+              .build();
+        }
+      }
+    }
+    return getAcquireMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.KeepAliveRequest,
+      io.fencekeeper.v1.KeepAliveResponse> getKeepAliveMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "KeepAlive",
+      requestType = io.fencekeeper.v1.KeepAliveRequest.class,
+      responseType = io.fencekeeper.v1.KeepAliveResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.BIDI_STREAMING)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.KeepAliveRequest,
+      io.fencekeeper.v1.KeepAliveResponse> getKeepAliveMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.KeepAliveRequest, io.fencekeeper.v1.KeepAliveResponse> getKeepAliveMethod;
+    if ((getKeepAliveMethod = LeaseServiceGrpc.getKeepAliveMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getKeepAliveMethod = LeaseServiceGrpc.getKeepAliveMethod) == null) {
+          LeaseServiceGrpc.getKeepAliveMethod = getKeepAliveMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.KeepAliveRequest, io.fencekeeper.v1.KeepAliveResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.BIDI_STREAMING)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "KeepAlive"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.KeepAliveRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.KeepAliveResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("KeepAlive"))
+              .build();
+        }
+      }
+    }
+    return getKeepAliveMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.RenewRequest,
+      io.fencekeeper.v1.RenewResponse> getRenewMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Renew",
+      requestType = io.fencekeeper.v1.RenewRequest.class,
+      responseType = io.fencekeeper.v1.RenewResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.RenewRequest,
+      io.fencekeeper.v1.RenewResponse> getRenewMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.RenewRequest, io.fencekeeper.v1.RenewResponse> getRenewMethod;
+    if ((getRenewMethod = LeaseServiceGrpc.getRenewMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getRenewMethod = LeaseServiceGrpc.getRenewMethod) == null) {
+          LeaseServiceGrpc.getRenewMethod = getRenewMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.RenewRequest, io.fencekeeper.v1.RenewResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Renew"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.RenewRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.RenewResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("Renew"))
+              .build();
+        }
+      }
+    }
+    return getRenewMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.ReleaseRequest,
+      io.fencekeeper.v1.ReleaseResponse> getReleaseMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Release",
+      requestType = io.fencekeeper.v1.ReleaseRequest.class,
+      responseType = io.fencekeeper.v1.ReleaseResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.ReleaseRequest,
+      io.fencekeeper.v1.ReleaseResponse> getReleaseMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.ReleaseRequest, io.fencekeeper.v1.ReleaseResponse> getReleaseMethod;
+    if ((getReleaseMethod = LeaseServiceGrpc.getReleaseMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getReleaseMethod = LeaseServiceGrpc.getReleaseMethod) == null) {
+          LeaseServiceGrpc.getReleaseMethod = getReleaseMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.ReleaseRequest, io.fencekeeper.v1.ReleaseResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Release"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.ReleaseRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.ReleaseResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("Release"))
+              .build();
+        }
+      }
+    }
+    return getReleaseMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.DescribeRequest,
+      io.fencekeeper.v1.DescribeResponse> getDescribeMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Describe",
+      requestType = io.fencekeeper.v1.DescribeRequest.class,
+      responseType = io.fencekeeper.v1.DescribeResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.DescribeRequest,
+      io.fencekeeper.v1.DescribeResponse> getDescribeMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.DescribeRequest, io.fencekeeper.v1.DescribeResponse> getDescribeMethod;
+    if ((getDescribeMethod = LeaseServiceGrpc.getDescribeMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getDescribeMethod = LeaseServiceGrpc.getDescribeMethod) == null) {
+          LeaseServiceGrpc.getDescribeMethod = getDescribeMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.DescribeRequest, io.fencekeeper.v1.DescribeResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Describe"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.DescribeRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.DescribeResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("Describe"))
+              .build();
+        }
+      }
+    }
+    return getDescribeMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.ObserveRequest,
+      io.fencekeeper.v1.ObserveResponse> getObserveMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Observe",
+      requestType = io.fencekeeper.v1.ObserveRequest.class,
+      responseType = io.fencekeeper.v1.ObserveResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.ObserveRequest,
+      io.fencekeeper.v1.ObserveResponse> getObserveMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.ObserveRequest, io.fencekeeper.v1.ObserveResponse> getObserveMethod;
+    if ((getObserveMethod = LeaseServiceGrpc.getObserveMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getObserveMethod = LeaseServiceGrpc.getObserveMethod) == null) {
+          LeaseServiceGrpc.getObserveMethod = getObserveMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.ObserveRequest, io.fencekeeper.v1.ObserveResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Observe"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.ObserveRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.ObserveResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("Observe"))
+              .build();
+        }
+      }
+    }
+    return getObserveMethod;
+  }
+
+  /**
+   * Creates a new async stub that supports all call types for the service
+   */
+  public static LeaseServiceStub newStub(io.grpc.Channel channel) {
+    io.grpc.stub.AbstractStub.StubFactory<LeaseServiceStub> factory =
+      new io.grpc.stub.AbstractStub.StubFactory<LeaseServiceStub>() {
+        @java.lang.Override
+        public LeaseServiceStub newStub(io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+          return new LeaseServiceStub(channel, callOptions);
+        }
+      };
+    return LeaseServiceStub.newStub(factory, channel);
+  }
+
+  /**
+   * Creates a new blocking-style stub that supports all types of calls on the service
+   */
+  public static LeaseServiceBlockingV2Stub newBlockingV2Stub(
+      io.grpc.Channel channel) {
+    io.grpc.stub.AbstractStub.StubFactory<LeaseServiceBlockingV2Stub> factory =
+      new io.grpc.stub.AbstractStub.StubFactory<LeaseServiceBlockingV2Stub>() {
+        @java.lang.Override
+        public LeaseServiceBlockingV2Stub newStub(io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+          return new LeaseServiceBlockingV2Stub(channel, callOptions);
+        }
+      };
+    return LeaseServiceBlockingV2Stub.newStub(factory, channel);
+  }
+
+  /**
+   * Creates a new blocking-style stub that supports unary and streaming output calls on the service
+   */
+  public static LeaseServiceBlockingStub newBlockingStub(
+      io.grpc.Channel channel) {
+    io.grpc.stub.AbstractStub.StubFactory<LeaseServiceBlockingStub> factory =
+      new io.grpc.stub.AbstractStub.StubFactory<LeaseServiceBlockingStub>() {
+        @java.lang.Override
+        public LeaseServiceBlockingStub newStub(io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+          return new LeaseServiceBlockingStub(channel, callOptions);
+        }
+      };
+    return LeaseServiceBlockingStub.newStub(factory, channel);
+  }
+
+  /**
+   * Creates a new ListenableFuture-style stub that supports unary calls on the service
+   */
+  public static LeaseServiceFutureStub newFutureStub(
+      io.grpc.Channel channel) {
+    io.grpc.stub.AbstractStub.StubFactory<LeaseServiceFutureStub> factory =
+      new io.grpc.stub.AbstractStub.StubFactory<LeaseServiceFutureStub>() {
+        @java.lang.Override
+        public LeaseServiceFutureStub newStub(io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+          return new LeaseServiceFutureStub(channel, callOptions);
+        }
+      };
+    return LeaseServiceFutureStub.newStub(factory, channel);
+  }
+
+  /**
+   * <pre>
+   * LeaseService hands out leases on named resources, each with a fencing token.
+   * A lease lasts for its TTL unless its holder renews it (Renew, or a message on a KeepAlive stream).
+   * The server never renews a lease on its own: a holder that is paused, partitioned or dead loses its
+   * lease when the TTL runs out, and the next acquisition gets a greater token. Closing a KeepAlive
+   * stream releases nothing. A renewal whose answer arrives late proves nothing: measure how long you
+   * may act from the moment you sent the renewal, not from when its answer came.
+   * </pre>
+   */
+  public interface AsyncService {
+
+    /**
+     * <pre>
+     * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
+     * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
+     * the caller cancels. A waiter that gives up leaves nothing behind.
+     * </pre>
+     */
+    default void acquire(io.fencekeeper.v1.AcquireRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.AcquireResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getAcquireMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Keep leases alive. Send a KeepAliveRequest for a lease whenever you want it renewed (every third of
+     * its TTL is usual); each gets one KeepAliveResponse. One stream may carry any number of leases.
+     * </pre>
+     */
+    default io.grpc.stub.StreamObserver<io.fencekeeper.v1.KeepAliveRequest> keepAlive(
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.KeepAliveResponse> responseObserver) {
+      return io.grpc.stub.ServerCalls.asyncUnimplementedStreamingCall(getKeepAliveMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Renew one lease once. NOT_FOUND (reason LEASE_NOT_FOUND) if it expired or never existed.
+     * </pre>
+     */
+    default void renew(io.fencekeeper.v1.RenewRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.RenewResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getRenewMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+     * </pre>
+     */
+    default void release(io.fencekeeper.v1.ReleaseRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.ReleaseResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getReleaseMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Describe who holds a resource, with which token, for how much longer, and how many wait.
+     * </pre>
+     */
+    default void describe(io.fencekeeper.v1.DescribeRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.DescribeResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getDescribeMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Stream the ownership changes of one resource, starting with its current state.
+     * </pre>
+     */
+    default void observe(io.fencekeeper.v1.ObserveRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.ObserveResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getObserveMethod(), responseObserver);
+    }
+  }
+
+  /**
+   * Base class for the server implementation of the service LeaseService.
+   * <pre>
+   * LeaseService hands out leases on named resources, each with a fencing token.
+   * A lease lasts for its TTL unless its holder renews it (Renew, or a message on a KeepAlive stream).
+   * The server never renews a lease on its own: a holder that is paused, partitioned or dead loses its
+   * lease when the TTL runs out, and the next acquisition gets a greater token. Closing a KeepAlive
+   * stream releases nothing. A renewal whose answer arrives late proves nothing: measure how long you
+   * may act from the moment you sent the renewal, not from when its answer came.
+   * </pre>
+   */
+  public static abstract class LeaseServiceImplBase
+      implements io.grpc.BindableService, AsyncService {
+
+    @java.lang.Override public final io.grpc.ServerServiceDefinition bindService() {
+      return LeaseServiceGrpc.bindService(this);
+    }
+  }
+
+  /**
+   * A stub to allow clients to do asynchronous rpc calls to service LeaseService.
+   * <pre>
+   * LeaseService hands out leases on named resources, each with a fencing token.
+   * A lease lasts for its TTL unless its holder renews it (Renew, or a message on a KeepAlive stream).
+   * The server never renews a lease on its own: a holder that is paused, partitioned or dead loses its
+   * lease when the TTL runs out, and the next acquisition gets a greater token. Closing a KeepAlive
+   * stream releases nothing. A renewal whose answer arrives late proves nothing: measure how long you
+   * may act from the moment you sent the renewal, not from when its answer came.
+   * </pre>
+   */
+  public static final class LeaseServiceStub
+      extends io.grpc.stub.AbstractAsyncStub<LeaseServiceStub> {
+    private LeaseServiceStub(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      super(channel, callOptions);
+    }
+
+    @java.lang.Override
+    protected LeaseServiceStub build(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      return new LeaseServiceStub(channel, callOptions);
+    }
+
+    /**
+     * <pre>
+     * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
+     * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
+     * the caller cancels. A waiter that gives up leaves nothing behind.
+     * </pre>
+     */
+    public void acquire(io.fencekeeper.v1.AcquireRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.AcquireResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getAcquireMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Keep leases alive. Send a KeepAliveRequest for a lease whenever you want it renewed (every third of
+     * its TTL is usual); each gets one KeepAliveResponse. One stream may carry any number of leases.
+     * </pre>
+     */
+    public io.grpc.stub.StreamObserver<io.fencekeeper.v1.KeepAliveRequest> keepAlive(
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.KeepAliveResponse> responseObserver) {
+      return io.grpc.stub.ClientCalls.asyncBidiStreamingCall(
+          getChannel().newCall(getKeepAliveMethod(), getCallOptions()), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Renew one lease once. NOT_FOUND (reason LEASE_NOT_FOUND) if it expired or never existed.
+     * </pre>
+     */
+    public void renew(io.fencekeeper.v1.RenewRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.RenewResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getRenewMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+     * </pre>
+     */
+    public void release(io.fencekeeper.v1.ReleaseRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.ReleaseResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getReleaseMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Describe who holds a resource, with which token, for how much longer, and how many wait.
+     * </pre>
+     */
+    public void describe(io.fencekeeper.v1.DescribeRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.DescribeResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getDescribeMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Stream the ownership changes of one resource, starting with its current state.
+     * </pre>
+     */
+    public void observe(io.fencekeeper.v1.ObserveRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.ObserveResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncServerStreamingCall(
+          getChannel().newCall(getObserveMethod(), getCallOptions()), request, responseObserver);
+    }
+  }
+
+  /**
+   * A stub to allow clients to do synchronous rpc calls to service LeaseService.
+   * <pre>
+   * LeaseService hands out leases on named resources, each with a fencing token.
+   * A lease lasts for its TTL unless its holder renews it (Renew, or a message on a KeepAlive stream).
+   * The server never renews a lease on its own: a holder that is paused, partitioned or dead loses its
+   * lease when the TTL runs out, and the next acquisition gets a greater token. Closing a KeepAlive
+   * stream releases nothing. A renewal whose answer arrives late proves nothing: measure how long you
+   * may act from the moment you sent the renewal, not from when its answer came.
+   * </pre>
+   */
+  public static final class LeaseServiceBlockingV2Stub
+      extends io.grpc.stub.AbstractBlockingStub<LeaseServiceBlockingV2Stub> {
+    private LeaseServiceBlockingV2Stub(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      super(channel, callOptions);
+    }
+
+    @java.lang.Override
+    protected LeaseServiceBlockingV2Stub build(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      return new LeaseServiceBlockingV2Stub(channel, callOptions);
+    }
+
+    /**
+     * <pre>
+     * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
+     * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
+     * the caller cancels. A waiter that gives up leaves nothing behind.
+     * </pre>
+     */
+    public io.fencekeeper.v1.AcquireResponse acquire(io.fencekeeper.v1.AcquireRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getAcquireMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Keep leases alive. Send a KeepAliveRequest for a lease whenever you want it renewed (every third of
+     * its TTL is usual); each gets one KeepAliveResponse. One stream may carry any number of leases.
+     * </pre>
+     */
+    @io.grpc.ExperimentalApi("https://github.com/grpc/grpc-java/issues/10918")
+    public io.grpc.stub.BlockingClientCall<io.fencekeeper.v1.KeepAliveRequest, io.fencekeeper.v1.KeepAliveResponse>
+        keepAlive() {
+      return io.grpc.stub.ClientCalls.blockingBidiStreamingCall(
+          getChannel(), getKeepAliveMethod(), getCallOptions());
+    }
+
+    /**
+     * <pre>
+     * Renew one lease once. NOT_FOUND (reason LEASE_NOT_FOUND) if it expired or never existed.
+     * </pre>
+     */
+    public io.fencekeeper.v1.RenewResponse renew(io.fencekeeper.v1.RenewRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getRenewMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+     * </pre>
+     */
+    public io.fencekeeper.v1.ReleaseResponse release(io.fencekeeper.v1.ReleaseRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getReleaseMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Describe who holds a resource, with which token, for how much longer, and how many wait.
+     * </pre>
+     */
+    public io.fencekeeper.v1.DescribeResponse describe(io.fencekeeper.v1.DescribeRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getDescribeMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Stream the ownership changes of one resource, starting with its current state.
+     * </pre>
+     */
+    @io.grpc.ExperimentalApi("https://github.com/grpc/grpc-java/issues/10918")
+    public io.grpc.stub.BlockingClientCall<?, io.fencekeeper.v1.ObserveResponse>
+        observe(io.fencekeeper.v1.ObserveRequest request) {
+      return io.grpc.stub.ClientCalls.blockingV2ServerStreamingCall(
+          getChannel(), getObserveMethod(), getCallOptions(), request);
+    }
+  }
+
+  /**
+   * A stub to allow clients to do limited synchronous rpc calls to service LeaseService.
+   * <pre>
+   * LeaseService hands out leases on named resources, each with a fencing token.
+   * A lease lasts for its TTL unless its holder renews it (Renew, or a message on a KeepAlive stream).
+   * The server never renews a lease on its own: a holder that is paused, partitioned or dead loses its
+   * lease when the TTL runs out, and the next acquisition gets a greater token. Closing a KeepAlive
+   * stream releases nothing. A renewal whose answer arrives late proves nothing: measure how long you
+   * may act from the moment you sent the renewal, not from when its answer came.
+   * </pre>
+   */
+  public static final class LeaseServiceBlockingStub
+      extends io.grpc.stub.AbstractBlockingStub<LeaseServiceBlockingStub> {
+    private LeaseServiceBlockingStub(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      super(channel, callOptions);
+    }
+
+    @java.lang.Override
+    protected LeaseServiceBlockingStub build(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      return new LeaseServiceBlockingStub(channel, callOptions);
+    }
+
+    /**
+     * <pre>
+     * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
+     * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
+     * the caller cancels. A waiter that gives up leaves nothing behind.
+     * </pre>
+     */
+    public io.fencekeeper.v1.AcquireResponse acquire(io.fencekeeper.v1.AcquireRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getAcquireMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Renew one lease once. NOT_FOUND (reason LEASE_NOT_FOUND) if it expired or never existed.
+     * </pre>
+     */
+    public io.fencekeeper.v1.RenewResponse renew(io.fencekeeper.v1.RenewRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getRenewMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+     * </pre>
+     */
+    public io.fencekeeper.v1.ReleaseResponse release(io.fencekeeper.v1.ReleaseRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getReleaseMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Describe who holds a resource, with which token, for how much longer, and how many wait.
+     * </pre>
+     */
+    public io.fencekeeper.v1.DescribeResponse describe(io.fencekeeper.v1.DescribeRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getDescribeMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Stream the ownership changes of one resource, starting with its current state.
+     * </pre>
+     */
+    public java.util.Iterator<io.fencekeeper.v1.ObserveResponse> observe(
+        io.fencekeeper.v1.ObserveRequest request) {
+      return io.grpc.stub.ClientCalls.blockingServerStreamingCall(
+          getChannel(), getObserveMethod(), getCallOptions(), request);
+    }
+  }
+
+  /**
+   * A stub to allow clients to do ListenableFuture-style rpc calls to service LeaseService.
+   * <pre>
+   * LeaseService hands out leases on named resources, each with a fencing token.
+   * A lease lasts for its TTL unless its holder renews it (Renew, or a message on a KeepAlive stream).
+   * The server never renews a lease on its own: a holder that is paused, partitioned or dead loses its
+   * lease when the TTL runs out, and the next acquisition gets a greater token. Closing a KeepAlive
+   * stream releases nothing. A renewal whose answer arrives late proves nothing: measure how long you
+   * may act from the moment you sent the renewal, not from when its answer came.
+   * </pre>
+   */
+  public static final class LeaseServiceFutureStub
+      extends io.grpc.stub.AbstractFutureStub<LeaseServiceFutureStub> {
+    private LeaseServiceFutureStub(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      super(channel, callOptions);
+    }
+
+    @java.lang.Override
+    protected LeaseServiceFutureStub build(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      return new LeaseServiceFutureStub(channel, callOptions);
+    }
+
+    /**
+     * <pre>
+     * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
+     * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
+     * the caller cancels. A waiter that gives up leaves nothing behind.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.AcquireResponse> acquire(
+        io.fencekeeper.v1.AcquireRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getAcquireMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Renew one lease once. NOT_FOUND (reason LEASE_NOT_FOUND) if it expired or never existed.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.RenewResponse> renew(
+        io.fencekeeper.v1.RenewRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getRenewMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.ReleaseResponse> release(
+        io.fencekeeper.v1.ReleaseRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getReleaseMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Describe who holds a resource, with which token, for how much longer, and how many wait.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.DescribeResponse> describe(
+        io.fencekeeper.v1.DescribeRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getDescribeMethod(), getCallOptions()), request);
+    }
+  }
+
+  private static final int METHODID_ACQUIRE = 0;
+  private static final int METHODID_RENEW = 1;
+  private static final int METHODID_RELEASE = 2;
+  private static final int METHODID_DESCRIBE = 3;
+  private static final int METHODID_OBSERVE = 4;
+  private static final int METHODID_KEEP_ALIVE = 5;
+
+  private static final class MethodHandlers<Req, Resp> implements
+      io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
+      io.grpc.stub.ServerCalls.ServerStreamingMethod<Req, Resp>,
+      io.grpc.stub.ServerCalls.ClientStreamingMethod<Req, Resp>,
+      io.grpc.stub.ServerCalls.BidiStreamingMethod<Req, Resp> {
+    private final AsyncService serviceImpl;
+    private final int methodId;
+
+    MethodHandlers(AsyncService serviceImpl, int methodId) {
+      this.serviceImpl = serviceImpl;
+      this.methodId = methodId;
+    }
+
+    @java.lang.Override
+    @java.lang.SuppressWarnings("unchecked")
+    public void invoke(Req request, io.grpc.stub.StreamObserver<Resp> responseObserver) {
+      switch (methodId) {
+        case METHODID_ACQUIRE:
+          serviceImpl.acquire((io.fencekeeper.v1.AcquireRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.AcquireResponse>) responseObserver);
+          break;
+        case METHODID_RENEW:
+          serviceImpl.renew((io.fencekeeper.v1.RenewRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.RenewResponse>) responseObserver);
+          break;
+        case METHODID_RELEASE:
+          serviceImpl.release((io.fencekeeper.v1.ReleaseRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.ReleaseResponse>) responseObserver);
+          break;
+        case METHODID_DESCRIBE:
+          serviceImpl.describe((io.fencekeeper.v1.DescribeRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.DescribeResponse>) responseObserver);
+          break;
+        case METHODID_OBSERVE:
+          serviceImpl.observe((io.fencekeeper.v1.ObserveRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.ObserveResponse>) responseObserver);
+          break;
+        default:
+          throw new AssertionError();
+      }
+    }
+
+    @java.lang.Override
+    @java.lang.SuppressWarnings("unchecked")
+    public io.grpc.stub.StreamObserver<Req> invoke(
+        io.grpc.stub.StreamObserver<Resp> responseObserver) {
+      switch (methodId) {
+        case METHODID_KEEP_ALIVE:
+          return (io.grpc.stub.StreamObserver<Req>) serviceImpl.keepAlive(
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.KeepAliveResponse>) responseObserver);
+        default:
+          throw new AssertionError();
+      }
+    }
+  }
+
+  public static final io.grpc.ServerServiceDefinition bindService(AsyncService service) {
+    return io.grpc.ServerServiceDefinition.builder(getServiceDescriptor())
+        .addMethod(
+          getAcquireMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.AcquireRequest,
+              io.fencekeeper.v1.AcquireResponse>(
+                service, METHODID_ACQUIRE)))
+        .addMethod(
+          getKeepAliveMethod(),
+          io.grpc.stub.ServerCalls.asyncBidiStreamingCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.KeepAliveRequest,
+              io.fencekeeper.v1.KeepAliveResponse>(
+                service, METHODID_KEEP_ALIVE)))
+        .addMethod(
+          getRenewMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.RenewRequest,
+              io.fencekeeper.v1.RenewResponse>(
+                service, METHODID_RENEW)))
+        .addMethod(
+          getReleaseMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.ReleaseRequest,
+              io.fencekeeper.v1.ReleaseResponse>(
+                service, METHODID_RELEASE)))
+        .addMethod(
+          getDescribeMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.DescribeRequest,
+              io.fencekeeper.v1.DescribeResponse>(
+                service, METHODID_DESCRIBE)))
+        .addMethod(
+          getObserveMethod(),
+          io.grpc.stub.ServerCalls.asyncServerStreamingCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.ObserveRequest,
+              io.fencekeeper.v1.ObserveResponse>(
+                service, METHODID_OBSERVE)))
+        .build();
+  }
+
+  private static abstract class LeaseServiceBaseDescriptorSupplier
+      implements io.grpc.protobuf.ProtoFileDescriptorSupplier, io.grpc.protobuf.ProtoServiceDescriptorSupplier {
+    LeaseServiceBaseDescriptorSupplier() {}
+
+    @java.lang.Override
+    public com.google.protobuf.Descriptors.FileDescriptor getFileDescriptor() {
+      return io.fencekeeper.v1.LeaseProto.getDescriptor();
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Descriptors.ServiceDescriptor getServiceDescriptor() {
+      return getFileDescriptor().findServiceByName("LeaseService");
+    }
+  }
+
+  private static final class LeaseServiceFileDescriptorSupplier
+      extends LeaseServiceBaseDescriptorSupplier {
+    LeaseServiceFileDescriptorSupplier() {}
+  }
+
+  private static final class LeaseServiceMethodDescriptorSupplier
+      extends LeaseServiceBaseDescriptorSupplier
+      implements io.grpc.protobuf.ProtoMethodDescriptorSupplier {
+    private final java.lang.String methodName;
+
+    LeaseServiceMethodDescriptorSupplier(java.lang.String methodName) {
+      this.methodName = methodName;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Descriptors.MethodDescriptor getMethodDescriptor() {
+      return getServiceDescriptor().findMethodByName(methodName);
+    }
+  }
+
+  private static volatile io.grpc.ServiceDescriptor serviceDescriptor;
+
+  public static io.grpc.ServiceDescriptor getServiceDescriptor() {
+    io.grpc.ServiceDescriptor result = serviceDescriptor;
+    if (result == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        result = serviceDescriptor;
+        if (result == null) {
+          serviceDescriptor = result = io.grpc.ServiceDescriptor.newBuilder(SERVICE_NAME)
+              .setSchemaDescriptor(new LeaseServiceFileDescriptorSupplier())
+              .addMethod(getAcquireMethod())
+              .addMethod(getKeepAliveMethod())
+              .addMethod(getRenewMethod())
+              .addMethod(getReleaseMethod())
+              .addMethod(getDescribeMethod())
+              .addMethod(getObserveMethod())
+              .build();
+        }
+      }
+    }
+    return result;
+  }
+}

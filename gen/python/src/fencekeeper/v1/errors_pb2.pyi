@@ -1,0 +1,24 @@
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from typing import ClassVar as _ClassVar
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ERROR_REASON_UNSPECIFIED: _ClassVar[ErrorReason]
+    STALE_TOKEN: _ClassVar[ErrorReason]
+    LEASE_NOT_HELD: _ClassVar[ErrorReason]
+    GENERATION_NOT_ISSUED: _ClassVar[ErrorReason]
+    RESOURCE_HELD: _ClassVar[ErrorReason]
+    LEASE_NOT_FOUND: _ClassVar[ErrorReason]
+    IDEMPOTENCY_KEY_REUSED: _ClassVar[ErrorReason]
+    ETCD_UNAVAILABLE: _ClassVar[ErrorReason]
+ERROR_REASON_UNSPECIFIED: ErrorReason
+STALE_TOKEN: ErrorReason
+LEASE_NOT_HELD: ErrorReason
+GENERATION_NOT_ISSUED: ErrorReason
+RESOURCE_HELD: ErrorReason
+LEASE_NOT_FOUND: ErrorReason
+IDEMPOTENCY_KEY_REUSED: ErrorReason
+ETCD_UNAVAILABLE: ErrorReason

@@ -1,0 +1,113 @@
+import datetime
+
+from fencekeeper.v1 import token_pb2 as _token_pb2
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.rpc import status_pb2 as _status_pb2
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AcquireRequest(_message.Message):
+    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    ttl: _duration_pb2.Duration
+    holder: str
+    wait: bool
+    wait_timeout: _duration_pb2.Duration
+    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class AcquireResponse(_message.Message):
+    __slots__ = ("token", "ttl")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    token: _token_pb2.FencingToken
+    ttl: _duration_pb2.Duration
+    def __init__(self, token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class KeepAliveRequest(_message.Message):
+    __slots__ = ("lease_id",)
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    lease_id: int
+    def __init__(self, lease_id: _Optional[int] = ...) -> None: ...
+
+class KeepAliveResponse(_message.Message):
+    __slots__ = ("lease_id", "ttl", "error")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    lease_id: int
+    ttl: _duration_pb2.Duration
+    error: _status_pb2.Status
+    def __init__(self, lease_id: _Optional[int] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class RenewRequest(_message.Message):
+    __slots__ = ("lease_id",)
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    lease_id: int
+    def __init__(self, lease_id: _Optional[int] = ...) -> None: ...
+
+class RenewResponse(_message.Message):
+    __slots__ = ("ttl",)
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    ttl: _duration_pb2.Duration
+    def __init__(self, ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class ReleaseRequest(_message.Message):
+    __slots__ = ("token",)
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    token: _token_pb2.FencingToken
+    def __init__(self, token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ...) -> None: ...
+
+class ReleaseResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeRequest(_message.Message):
+    __slots__ = ("resource",)
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    def __init__(self, resource: _Optional[str] = ...) -> None: ...
+
+class DescribeResponse(_message.Message):
+    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued")
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    WAITERS_FIELD_NUMBER: _ClassVar[int]
+    FENCE_FIELD_NUMBER: _ClassVar[int]
+    LAST_ISSUED_FIELD_NUMBER: _ClassVar[int]
+    held: bool
+    holder: str
+    token: _token_pb2.FencingToken
+    ttl: _duration_pb2.Duration
+    waiters: int
+    fence: int
+    last_issued: int
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ...) -> None: ...
+
+class ObserveRequest(_message.Message):
+    __slots__ = ("resource",)
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    def __init__(self, resource: _Optional[str] = ...) -> None: ...
+
+class ObserveResponse(_message.Message):
+    __slots__ = ("held", "holder", "token", "revision")
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    held: bool
+    holder: str
+    token: _token_pb2.FencingToken
+    revision: int
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,25 @@
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Optional as _Optional
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class FenceMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FENCE_MODE_UNSPECIFIED: _ClassVar[FenceMode]
+    FENCE_MODE_ORDER: _ClassVar[FenceMode]
+    FENCE_MODE_LIVE: _ClassVar[FenceMode]
+FENCE_MODE_UNSPECIFIED: FenceMode
+FENCE_MODE_ORDER: FenceMode
+FENCE_MODE_LIVE: FenceMode
+
+class FencingToken(_message.Message):
+    __slots__ = ("resource", "generation", "lease_id")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    generation: int
+    lease_id: int
+    def __init__(self, resource: _Optional[str] = ..., generation: _Optional[int] = ..., lease_id: _Optional[int] = ...) -> None: ...
