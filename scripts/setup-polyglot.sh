@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the conformance clients of test/conformance/ (see SCENARIO.md there) against the committed
+# stubs in gen/, at the versions of toolchain.env:
+#   Go      .conformance/go/fk-conformance
+#   Python  .conformance/venv, with gen/python, grpcio, grpcio-status and protobuf installed
+#   Java    gen/java installed in ~/.m2, then test/conformance/java/target/fk-conformance.jar
+# TypeScript needs nothing beyond npm's packages.
+# `scripts/setup.sh --test` (and so `npm test`) runs it. Safe to run again: a client whose sources,
+# stubs and versions have not changed since its last build is not built again.
+# A missing toolchain does not stop the others: its client is left unbuilt, the reason is kept in
+# .conformance/<language>.missing, and the conformance test of that language fails with it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=../toolchain.env
+source toolchain.env
+out=.conformance
+mkdir -p "$out"
+
+# fingerprint PATH...: one hash of the files under the paths and of toolchain.env.
+fingerprint() {
+  find "$@" toolchain.env -type f -not -path '*/target/*' -not -path '*/__pycache__/*' -print0 |
+    sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
+}
+# Debian's Maven 3.8 writes colour resets even with -q -B: keep its messages, drop those.
+mvnq() { mvn -q -B "$@" 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2; }
+built() { [ "$(cat "$out/$1.stamp" 2>/dev/null)" = "$2" ]; }
+mark_built() { rm -f "$out/$1.missing"; echo "$2" >"$out/$1.stamp"; }
+missing() {
+  echo "$2" >"$out/$1.missing"
+  rm -f "$out/$1.stamp"
+  echo "setup-polyglot: the $1 conformance client is not built: $2" >&2
+}
+
+# Go: grpc-go and the go_package of the protos need Go 1.26 or newer (go.mod says which).
+hash=$(fingerprint gen/go test/conformance/go)
+if ! command -v go >/dev/null 2>&1; then
+  missing go "Go is not installed. Install Go 1.26 or newer: https://go.dev/doc/install"
+elif ! built go "$hash" || [ ! -x "$out/go/fk-conformance" ]; then
+  echo "setup-polyglot: building the Go client" >&2
+  (cd test/conformance/go && go build -o "../../../$out/go/fk-conformance" .)
+  mark_built go "$hash"
+fi
+
+# Python: protobuf 7 needs Python 3.10 or newer.
+hash=$(fingerprint gen/python test/conformance/python)
+python_hint="Install Python 3.10 or newer with venv: sudo apt-get install -y python3 python3-venv python3-pip"
+if ! command -v python3 >/dev/null 2>&1; then
+  missing python "python3 is not installed. $python_hint"
+elif ! python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1; then
+  missing python "python3 is older than 3.10 or has no venv module ($(python3 --version 2>&1)). $python_hint"
+elif ! built python "$hash" || [ ! -x "$out/venv/bin/python" ]; then
+  echo "setup-polyglot: installing the Python client's packages in $out/venv" >&2
+  [ -x "$out/venv/bin/python" ] || python3 -m venv "$out/venv"
+  pip=("$out/venv/bin/python" -m pip install -q --disable-pip-version-check)
+  "${pip[@]}" "grpcio==${GRPCIO_VERSION}" "grpcio-status==${GRPCIO_VERSION}" \
+    "protobuf==${PROTOBUF_PYTHON_VERSION}" "googleapis-common-protos==${GOOGLEAPIS_COMMON_PROTOS_VERSION}"
+  # From a copy, so that the build leaves nothing in gen/python.
+  copy=$(mktemp -d)
+  cp -r gen/python "$copy/"
+  "${pip[@]}" --no-deps --force-reinstall "$copy/python"
+  rm -rf "$copy"
+  mark_built python "$hash"
+fi
+
+# Java: the stubs module, installed in the local Maven repository, then the client.
+hash=$(fingerprint gen/java test/conformance/java)
+java_hint="Install a JDK 17 or newer and Maven: sudo apt-get install -y openjdk-17-jdk-headless maven"
+if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+  missing java "java or mvn is not installed. $java_hint"
+elif ! built java "$hash" || [ ! -f test/conformance/java/target/fk-conformance.jar ]; then
+  echo "setup-polyglot: building the Java stubs and client with Maven" >&2
+  mvnq -f gen/java/pom.xml install
+  mvnq -f test/conformance/java/pom.xml package
+  mark_built java "$hash"
+fi

@@ -1,0 +1,38 @@
+// The Api of api.ts with @connectrpc/connect, over the gRPC protocol (@connectrpc/connect-node).
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ErrorInfoSchema } from "../../../common/error-info.js";
+import { LeaseService } from "../../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { FencedStoreService } from "../../../gen/ts/fencekeeper/v1/store_pb.js";
+import type { Api, Failure, Library } from "./api.js";
+
+export const connectLibrary: Library = {
+  name: "connect",
+
+  connect(server: string): Api {
+    const transport = createGrpcTransport({ baseUrl: server });
+    const lease = createClient(LeaseService, transport);
+    const store = createClient(FencedStoreService, transport);
+    return {
+      acquire: (req) => lease.acquire(req),
+      renew: (req) => lease.renew(req),
+      release: (req) => lease.release(req),
+      describe: (req) => lease.describe(req),
+      keepAlive: (requests) => lease.keepAlive(requests),
+      observe: (req, signal) => lease.observe(req, { signal }),
+      put: (req) => store.put(req),
+      get: (req) => store.get(req),
+      // The transport's HTTP/2 sessions close themselves once idle.
+      close: () => {},
+    };
+  },
+
+  /** The status of a ConnectError, and the google.rpc.ErrorInfo that Connect decoded from grpc-status-details-bin. */
+  failureOf(error: unknown): Failure | undefined {
+    if (!(error instanceof ConnectError)) return undefined;
+    const [info] = error.findDetails(ErrorInfoSchema);
+    // Code names are PascalCase (FailedPrecondition); the canonical names are FAILED_PRECONDITION.
+    const code = Code[error.code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+    return { code, reason: info?.reason ?? "", domain: info?.domain ?? "" };
+  },
+};
