@@ -8,7 +8,8 @@ import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import type { TestServer } from "../harness/server.js";
 import { eventually, uniqueResource } from "../harness/suite.js";
 import { ErrorInfoSchema, type ErrorInfo } from "../../common/error-info.js";
-import type { KeepAliveRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { KeepAliveRequestSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { startMeshServer } from "./support/mesh-server.js";
 import { Pushable, collect } from "./support/pushable.js";
 
@@ -48,7 +49,7 @@ describe("two replicas on one etcd", () => {
     expect(observed.items[1].token).to.deep.include({ generation: first.token!.generation, leaseId: first.token!.leaseId });
 
     expect(Number((await b.lease.renew({ leaseId: first.token!.leaseId })).ttl!.seconds)).to.be.within(9, 10);
-    const requests = new Pushable<Partial<KeepAliveRequest>>();
+    const requests = new Pushable<MessageInitShape<typeof KeepAliveRequestSchema>>();
     const keepAlive = collect(b.lease.keepAlive(requests));
     requests.push({ leaseId: first.token!.leaseId });
     await eventually(() => keepAlive.items.length === 1, "a KeepAlive answer through B");

@@ -8,7 +8,8 @@ import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import type { TestServer } from "../harness/server.js";
 import { eventually, uniqueResource } from "../harness/suite.js";
 import { HealthCheckResponse_ServingStatus as Status } from "../../server/grpc-gen/grpc/health/v1/health_pb.js";
-import type { KeepAliveRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { KeepAliveRequestSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { healthClient, startMeshServer } from "./support/mesh-server.js";
 import { Pushable, collect } from "./support/pushable.js";
 
@@ -45,7 +46,7 @@ describe("graceful shutdown on SIGTERM", () => {
     // alive on a KeepAlive stream, an Observe stream, a health Watch, and an Acquire waiting in line.
     const holder = await b.lease.acquire({ resource, ttl: ttl(20), holder: "holder" });
     const kept = await a.lease.acquire({ resource: renewed, ttl: ttl(20), holder: "kept" });
-    const requests = new Pushable<Partial<KeepAliveRequest>>();
+    const requests = new Pushable<MessageInitShape<typeof KeepAliveRequestSchema>>();
     const keepAlive = collect(a.lease.keepAlive(requests));
     requests.push({ leaseId: kept.token!.leaseId });
     const observe = collect(a.lease.observe({ resource }));

@@ -48,8 +48,10 @@ export function parseExposition(text: string): Scrape {
       }
       if (consumed !== m[2].length) throw new Error(`bad labels in: ${line}`);
     }
-    const value = Number(m[3].replace(/^\+Inf$/, "Infinity").replace(/^-Inf$/, "-Infinity"));
-    if (Number.isNaN(value) && m[3] !== "NaN") throw new Error(`bad value in: ${line}`);
+    // Prometheus reads values as Go's ParseFloat does: NaN and Inf in any case (prom-client writes "Nan").
+    const special = /^([+-]?)(inf|infinity|nan)$/i.exec(m[3]);
+    const value = special ? (special[2].toLowerCase() === "nan" ? NaN : Number(`${special[1]}Infinity`)) : Number(m[3]);
+    if (!special && (m[3] === "" || Number.isNaN(value))) throw new Error(`bad value in: ${line}`);
     samples.push({ name: m[1], labels, value });
   }
   return new Scrape(samples, types);
