@@ -82,8 +82,9 @@ function hostPort(name: string, example: string) {
   };
 }
 
+/** "off", as false: commander would turn an undefined value into "". */
 function orOff<T>(parse: (raw: string) => T) {
-  return (raw: string): T | undefined => (raw.trim() === "off" ? undefined : parse(raw));
+  return (raw: string): T | false => (raw.trim() === "off" ? false : parse(raw));
 }
 
 const TRUE = ["true", "on", "yes", "1"];
@@ -187,7 +188,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     etcdTimeoutMs: o.etcdTimeout as number,
     shutdownGraceMs: o.shutdownGrace as number,
     logLevel: o.logLevel as string,
-    metricsListen: o.metricsListen as HostPort | undefined,
+    metricsListen: (o.metricsListen as HostPort | false) || undefined,
     metricsListenGiven: o.metricsListen !== DEFAULT_METRICS_LISTEN,
     reflection: o.reflection as boolean,
     healthProbeIntervalMs: o.healthProbeInterval as number,
@@ -220,8 +221,9 @@ function etcdTls(endpoints: string[], ca?: PemFile, cert?: PemFile, key?: PemFil
   }
   if (!ca && !cert && !key) return undefined;
   const given = [ca && "--etcd-ca", cert && "--etcd-cert", key && "--etcd-key"].filter(Boolean).join(", ");
-  if (endpoints.length === 0) throw new ConfigError(`${given} need --etcd (FENCEKEEPER_ETCD_ENDPOINTS): the embedded etcd has no TLS`);
-  if (secure === 0) throw new ConfigError(`${given} need https:// endpoints in --etcd (FENCEKEEPER_ETCD_ENDPOINTS), got ${endpoints.join(",")}`);
+  const need = given.includes(",") ? "need" : "needs";
+  if (endpoints.length === 0) throw new ConfigError(`${given} ${need} --etcd (FENCEKEEPER_ETCD_ENDPOINTS): the embedded etcd has no TLS`);
+  if (secure === 0) throw new ConfigError(`${given} ${need} https:// endpoints in --etcd (FENCEKEEPER_ETCD_ENDPOINTS), got ${endpoints.join(",")}`);
   if (cert && !key) throw new ConfigError("--etcd-cert (FENCEKEEPER_ETCD_CERT) needs --etcd-key (FENCEKEEPER_ETCD_KEY)");
   if (key && !cert) throw new ConfigError("--etcd-key (FENCEKEEPER_ETCD_KEY) needs --etcd-cert (FENCEKEEPER_ETCD_CERT)");
   if (cert && key) checkKeyPair("--etcd-cert", cert, "--etcd-key", key);
