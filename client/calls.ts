@@ -1,6 +1,7 @@
-// Runs one unary or server-streaming call on the current server, as a typed error when it fails. A server
-// that cannot be reached (UNAVAILABLE with no ErrorInfo: the transport's verdict, not etcd's) makes the next
-// server current; a call that is safe to repeat is then tried on each other server once.
+// Runs one call on the current server, as a typed error when it fails. A server that cannot be reached
+// (UNAVAILABLE with no ErrorInfo: the transport's verdict, not etcd's) makes the next server current. The
+// call is then tried on each other server once if it is safe to repeat, or if it never left: the
+// connection was refused, so the server cannot have seen it.
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../common/error-info.js";
 import { toFencekeeperError } from "./error-mapping.js";
@@ -16,19 +17,26 @@ export class Calls {
 
   async run<T>(call: (c: Connection) => Promise<T>, repeatable: boolean): Promise<T> {
     for (let tries = 1; ; tries++) {
-      const c = this.servers.connection();
+      const c = this.servers.connection("calls");
       try {
         return await call(c);
       } catch (err) {
         if (!unreachable(err)) throw toFencekeeperError(err);
         this.servers.failed(c.url);
-        if (!repeatable || tries >= this.servers.urls.length) {
+        if (!(repeatable || refused(err)) || tries >= this.servers.urls.length) {
           const e = err as ConnectError;
           throw new UnavailableError(`no answer from the server at ${c.url}: ${e.rawMessage}`, e.code, undefined, {}, { cause: err });
         }
       }
     }
   }
+}
+
+function refused(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if ((e as NodeJS.ErrnoException).code === "ECONNREFUSED") return true;
+  }
+  return false;
 }
 
 function unreachable(err: unknown): boolean {

@@ -69,7 +69,6 @@ export class FencekeeperClient {
   /** The fenced store with explicit tokens; writes through a Lease attach its token themselves. */
   readonly store: Store;
   readonly #servers: Servers;
-  readonly #streamServers: Servers;
   readonly #calls: Calls;
   readonly #keepAlive: KeepAlive;
   readonly #holder: string;
@@ -80,12 +79,10 @@ export class FencekeeperClient {
     const urls = o.servers ?? process.env.FENCEKEEPER_URL ?? DEFAULT_URL;
     const list = typeof urls === "string" ? urls.split(",").map((u) => u.trim()).filter(Boolean) : urls;
     this.#servers = new Servers(list);
-    // The KeepAlive stream has connections of its own, so that dropping a hung one leaves other calls be.
-    this.#streamServers = new Servers(list);
     this.#calls = new Calls(this.#servers, o.callTimeoutMs ?? 15_000);
     this.store = new Store(this.#calls);
     const emit: EventSink = o.onEvent ?? (() => undefined);
-    this.#keepAlive = new KeepAlive(this.#streamServers, { ...DEFAULT_BACKOFF, ...o.backoff }, emit);
+    this.#keepAlive = new KeepAlive(this.#servers, { ...DEFAULT_BACKOFF, ...o.backoff }, emit);
     this.#holder = o.holder ?? `${hostname()}:${process.pid}`;
     this.#ctx = {
       store: this.store,
@@ -160,7 +157,7 @@ export class FencekeeperClient {
   /** The ownership of a resource now, then each change of holder, until the signal aborts. */
   async *observe(resource: string, o: { signal?: AbortSignal } = {}): AsyncGenerator<Ownership> {
     try {
-      for await (const x of this.#servers.connection().lease.observe({ resource }, { signal: o.signal, timeoutMs: 0 })) {
+      for await (const x of this.#servers.connection("calls").lease.observe({ resource }, { signal: o.signal, timeoutMs: 0 })) {
         yield { held: x.held, holder: x.held ? x.holder : undefined, token: x.token && tokenFromProto(x.token), revision: x.revision };
       }
     } catch (err) {
@@ -174,7 +171,6 @@ export class FencekeeperClient {
     await Promise.all([...this.#leases].map((l) => l.release()));
     this.#keepAlive.close();
     this.#servers.close();
-    this.#streamServers.close();
   }
 
   /** A fresh grant from a Renew of the lease, sent now; the lease is released if that fails. */

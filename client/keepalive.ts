@@ -117,7 +117,7 @@ export class KeepAlive {
     const url = this.servers.current;
     const s: Stream = { url, requests: new AsyncQueue(), abort: new AbortController(), sent: new Map() };
     this.stream = s;
-    const answers = this.servers.connection(url).lease.keepAlive(s.requests, { signal: s.abort.signal, timeoutMs: 0 });
+    const answers = this.servers.connection("stream", url).lease.keepAlive(s.requests, { signal: s.abort.signal, timeoutMs: 0 });
     void (async () => {
       try {
         for await (const answer of answers) this.answer(s, answer.leaseId, answer.ttl, answer.error);
@@ -164,7 +164,7 @@ export class KeepAlive {
     s.abort.abort();
     s.requests.close();
     // A hung connection may be a dead one: the next attempt on that server opens a fresh connection.
-    if (hung) this.servers.reset(s.url);
+    if (hung) this.servers.reset("stream", s.url);
     this.servers.failed(s.url);
     const at = performance.now();
     for (const [id] of s.sent) {

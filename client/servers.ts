@@ -1,5 +1,7 @@
 // The fencekeeper servers a client may talk to: replicas sharing one etcd, any of which serves any
-// call. One HTTP/2 connection per server, opened on first use; a failed server makes the next one current.
+// call. A failed server makes the next one current. Each server gets two HTTP/2 connections, opened on
+// first use: one for calls and one for the KeepAlive stream, so that dropping a hung stream's connection
+// leaves the calls on the other be.
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
@@ -10,6 +12,9 @@ export interface Connection {
   readonly lease: Client<typeof LeaseService>;
   readonly store: Client<typeof FencedStoreService>;
 }
+
+/** Which of a server's two connections. */
+export type Channel = "calls" | "stream";
 
 export class Servers {
   readonly urls: readonly string[];
@@ -33,25 +38,28 @@ export class Servers {
     if (this.current === url) this.index = (this.index + 1) % this.urls.length;
   }
 
-  connection(url: string = this.current): Connection {
-    let c = this.open.get(url);
+  connection(channel: Channel, url: string = this.current): Connection {
+    const id = `${channel} ${url}`;
+    let c = this.open.get(id);
     if (!c) {
       const session = new Http2SessionManager(url);
       const transport = createGrpcTransport({ baseUrl: url, sessionManager: session });
       c = { session, connection: { url, lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) } };
-      this.open.set(url, c);
+      this.open.set(id, c);
     }
     return c.connection;
   }
 
-  /** Drops the connection to `url`: its calls fail, and the next call opens a fresh connection. */
-  reset(url: string): void {
-    const c = this.open.get(url);
-    this.open.delete(url);
+  /** Drops a connection: its calls fail, and the next call on that channel opens a fresh one. */
+  reset(channel: Channel, url: string): void {
+    const id = `${channel} ${url}`;
+    const c = this.open.get(id);
+    this.open.delete(id);
     c?.session.abort();
   }
 
   close(): void {
-    for (const url of [...this.open.keys()]) this.reset(url);
+    for (const c of this.open.values()) c.session.abort();
+    this.open.clear();
   }
 }
