@@ -1,4 +1,4 @@
-// The demo's handle on a holder process (demo/holder.ts): its events, in order, and its stdin.
+// A handle on a holder process (demo/holder.ts): its events, in order, its stdin, and signals to pause it.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -40,6 +40,11 @@ export class HolderProcess {
         };
       });
     }
+  }
+
+  /** The events called `name` that arrived and were not taken by next(). */
+  seen(name: string): HolderEvent[] {
+    return this.events.filter((e) => e.event === name);
   }
 
   send(command: string): void {

@@ -1,5 +1,7 @@
-// A lease holder for the demo, as a process of its own so that it can really be paused (SIGSTOP). It
-// acquires a resource (waiting in line if held) and reports in JSON lines on stdout; on stdin it takes:
+// A lease holder for the demo (and the client tests), as a process of its own so that it can really be
+// paused (SIGSTOP). It acquires a resource (waiting in line if held), looks at its lease every few ms as a
+// worker would before each step, and reports in JSON lines on stdout: waiting, acquired, renewed, lost
+// (with the last time a look found the lease held), and the outcome of each command. On stdin it takes:
 //   put <key> <value>        write through the lease: refused locally once the lease is lost
 //   put-token <key> <value>  write with the token alone, as a program that ignored its lease's signal would
 //   exit                     release and exit
@@ -11,13 +13,26 @@ const [url, name, resource, ttl] = process.argv.slice(2);
 const say = (event: string, data: Record<string, unknown> = {}) =>
   process.stdout.write(JSON.stringify({ event, at: Date.now(), ...data }, (_, v) => (typeof v === "bigint" ? String(v) : v)) + "\n");
 
-const client = new FencekeeperClient({ servers: url, holder: name });
+const client = new FencekeeperClient({
+  servers: url,
+  holder: name,
+  onEvent: (e) => {
+    if (e.type === "renewed") say("renewed", { sentAt: e.sentAt.getTime(), confirmedAt: e.confirmedAt.getTime(), validUntil: e.validUntil.getTime() });
+  },
+});
 say("waiting");
 const lease: Lease = await client.acquire(resource, { ttl: Number(ttl), wait: true });
 say("acquired", { token: tokenToJson(lease.token), ttlMs: lease.ttlMs, validUntil: lease.validUntil.getTime() });
+
+let lastSeenHeldAt = Date.now();
+const worker = setInterval(() => {
+  const at = Date.now();
+  if (lease.held) lastSeenHeldAt = at;
+}, 5);
 lease.signal.addEventListener("abort", () => {
+  clearInterval(worker);
   const e = lease.signal.reason as LeaseLostError;
-  say("lost", { why: e.why, message: e.message, validUntil: e.validUntil.getTime(), lastConfirmedAt: e.lastConfirmedAt.getTime() });
+  say("lost", { why: e.why, message: e.message, validUntil: e.validUntil.getTime(), lastConfirmedAt: e.lastConfirmedAt.getTime(), lastSeenHeldAt });
 });
 
 function outcome(err: unknown): Record<string, unknown> {
