@@ -21,13 +21,19 @@ export function asConnectError(err: unknown): ConnectError {
   return err instanceof ConnectError ? err : ConnectError.from(err, Code.Internal);
 }
 
+/** A failure while the call's signal is aborted is the client going away (or a deadline), not a server fault. */
+function failure(err: unknown, signal: AbortSignal): ConnectError {
+  if (!(err instanceof ConnectError) && signal.aborted) return ConnectError.from(signal.reason, Code.Canceled);
+  return asConnectError(err);
+}
+
 export async function tapCall(next: Next, req: AnyRequest, tap: CallTap): Promise<AnyResponse> {
   const around = tap.around ?? ((step) => step());
   let res: AnyResponse;
   try {
     res = await around(() => next(req));
   } catch (err) {
-    tap.end(asConnectError(err));
+    tap.end(failure(err, req.signal));
     throw err;
   }
   if (!res.stream) {
@@ -56,7 +62,7 @@ function tapStream<T>(source: AsyncIterable<T>, signal: AbortSignal, tap: CallTa
             else tap.message?.(r.value);
             return r;
           } catch (err) {
-            end(asConnectError(err));
+            end(failure(err, signal));
             throw err;
           }
         },
