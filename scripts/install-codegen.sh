@@ -50,9 +50,9 @@ maven_exe() {
 # go_tool NAME PACKAGE VERSION
 go_tool() {
   installed "$1" "$3" && return 0
-  need go "Install Go from https://go.dev/doc/install (or: sudo apt-get install -y golang)"
+  need go "Install Go 1.26 or newer: https://go.dev/doc/install"
   echo "install-codegen: $1 $3 with go install" >&2
-  GOBIN="$bin" GOFLAGS=-mod=mod go install "$2@$3"
+  GOBIN="$bin" go install "$2@$3"
   mark "$1" "$3"
 }
 
