@@ -1,5 +1,6 @@
 // A bad setting stops the server at start, before it touches etcd or a port, with a message that
 // names the setting: the flag, or the environment variable it came from.
+import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { Command } from "commander";
 import { serveOptions, toConfig } from "../../server/config.js";
@@ -76,6 +77,17 @@ describe("configuration checked at start", () => {
       for (const name of theCase.names) expect(message).to.include(name);
     });
   }
+
+  it("docs/configuration.md has a row for every setting, with its flag and environment variable", () => {
+    const rows = readFileSync(new URL("../../docs/configuration.md", import.meta.url), "utf8").split("\n").filter((l) => l.startsWith("| `--"));
+    const options = serveOptions(new Command("fencekeeper-server")).options;
+    expect(rows).to.have.length(options.length);
+    for (const o of options) {
+      const row = rows.find((r) => r.startsWith(`| \`${o.long} `) || r.startsWith(`| \`${o.long}\``));
+      expect(row, o.long).to.be.a("string");
+      expect(row).to.include(`\`${o.envVar}\``);
+    }
+  });
 
   it("the server process exits non-zero before serving, with the setting's name on stderr", async function () {
     this.timeout(30_000);
