@@ -36,7 +36,9 @@ const (
 	// FAILED_PRECONDITION, FENCE_MODE_LIVE only: the token's lease is no longer held in etcd (it expired
 	// or was released). Metadata: "resource", "generation", "lease_id".
 	ErrorReason_LEASE_NOT_HELD ErrorReason = 2
-	// FAILED_PRECONDITION: the token names a generation that was never issued for this resource.
+	// FAILED_PRECONDITION: the token names a generation greater than the last one issued for this
+	// resource, so it cannot have come from Acquire. (A forged generation at or below the last issued
+	// one is judged like any other: it is refused once it is older than the fence.)
 	// Metadata: "resource", "generation", "last_issued".
 	ErrorReason_GENERATION_NOT_ISSUED ErrorReason = 3
 	// ABORTED, from Acquire with wait unset: the resource is held by another generation. Metadata:

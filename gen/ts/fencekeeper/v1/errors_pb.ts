@@ -44,7 +44,9 @@ export enum ErrorReason {
   LEASE_NOT_HELD = 2,
 
   /**
-   * FAILED_PRECONDITION: the token names a generation that was never issued for this resource.
+   * FAILED_PRECONDITION: the token names a generation greater than the last one issued for this
+   * resource, so it cannot have come from Acquire. (A forged generation at or below the last issued
+   * one is judged like any other: it is refused once it is older than the fence.)
    * Metadata: "resource", "generation", "last_issued".
    *
    * @generated from enum value: GENERATION_NOT_ISSUED = 3;

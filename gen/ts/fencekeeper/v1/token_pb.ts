@@ -72,7 +72,8 @@ export enum FenceMode {
 
   /**
    * Accept when the token's generation is at least the resource's fence, then raise the fence to it.
-   * A generation that was never issued for the resource is refused. This is the ordering rule: it
+   * A generation greater than the last one issued for the resource is refused, so that no request can
+   * raise the fence beyond what Acquire has handed out. This is the ordering rule: it
    * refuses a holder once a newer generation has written, but accepts an expired holder's write when
    * no newer generation has written yet.
    *

@@ -46,7 +46,9 @@ public enum ErrorReason
   LEASE_NOT_HELD(2),
   /**
    * <pre>
-   * FAILED_PRECONDITION: the token names a generation that was never issued for this resource.
+   * FAILED_PRECONDITION: the token names a generation greater than the last one issued for this
+   * resource, so it cannot have come from Acquire. (A forged generation at or below the last issued
+   * one is judged like any other: it is refused once it is older than the fence.)
    * Metadata: "resource", "generation", "last_issued".
    * </pre>
    *
@@ -129,7 +131,9 @@ public enum ErrorReason
   public static final int LEASE_NOT_HELD_VALUE = 2;
   /**
    * <pre>
-   * FAILED_PRECONDITION: the token names a generation that was never issued for this resource.
+   * FAILED_PRECONDITION: the token names a generation greater than the last one issued for this
+   * resource, so it cannot have come from Acquire. (A forged generation at or below the last issued
+   * one is judged like any other: it is refused once it is older than the fence.)
    * Metadata: "resource", "generation", "last_issued".
    * </pre>
    *
