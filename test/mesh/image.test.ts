@@ -1,0 +1,64 @@
+// The container image cannot be built here (no Docker engine), so what it depends on is checked from
+// the sources: every file the server loads is copied into the image, and every package it imports is a
+// production dependency (the image installs with --omit=dev).
+import { existsSync, readFileSync } from "node:fs";
+import { builtinModules } from "node:module";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect } from "chai";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"|import\("([^"]+)"\)/g;
+
+/** Every source file reachable from server/main.ts, and every package those files import. */
+function serverGraph(): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    for (const m of readFileSync(file, "utf8").matchAll(IMPORT)) {
+      const spec = m[1] ?? m[2];
+      if (spec.startsWith(".")) {
+        const target = resolve(dirname(file), spec.replace(/\.js$/, ".ts"));
+        expect(existsSync(target), `${relative(ROOT, file)} imports ${spec}`).to.equal(true);
+        visit(target);
+      } else if (!spec.startsWith("node:") && !builtinModules.includes(spec)) {
+        packages.add(spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]);
+      }
+    }
+  };
+  visit(join(ROOT, "server/main.ts"));
+  return { files, packages };
+}
+
+describe("the container image (deploy/Dockerfile)", () => {
+  const dockerfile = readFileSync(join(ROOT, "deploy/Dockerfile"), "utf8");
+  const ignore = readFileSync(join(ROOT, "deploy/Dockerfile.dockerignore"), "utf8");
+  const copied = [...dockerfile.matchAll(/^COPY (?!--from)(\S+) /gm)].map((m) => m[1]);
+  const allowed = [...ignore.matchAll(/^!(\S+?)(?:\/\*\*)?$/gm)].map((m) => m[1]);
+  const { files, packages } = serverGraph();
+
+  it("copies, and lets into the build context, every file the server loads", () => {
+    expect(files.size).to.be.greaterThan(30);
+    for (const file of files) {
+      const path = relative(ROOT, file);
+      expect(copied.some((c) => path.startsWith(`${c}/`)), `${path} is copied`).to.equal(true);
+      expect(allowed.some((a) => path.startsWith(`${a}/`)), `${path} is in the build context`).to.equal(true);
+    }
+    for (const f of ["package.json", "package-lock.json"]) expect(allowed, f).to.include(f);
+  });
+
+  it("needs only production dependencies, tsx included", () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+    for (const p of [...packages, "tsx"]) expect(pkg.dependencies, `${p} is a dependency`).to.have.property(p);
+  });
+
+  it("runs the server as a non-root user, with the container addresses and the right entry point", () => {
+    expect(dockerfile).to.match(/^USER nonroot$/m);
+    expect(dockerfile).to.include("FENCEKEEPER_LISTEN=0.0.0.0:50051");
+    expect(dockerfile).to.include("FENCEKEEPER_METRICS_LISTEN=0.0.0.0:9464");
+    expect(dockerfile).to.include('ENTRYPOINT ["/nodejs/bin/node", "--import", "tsx", "server/main.ts"]');
+    expect(dockerfile).to.match(/npm ci --omit=dev/);
+  });
+});
