@@ -76,7 +76,7 @@ export class FencekeeperClient {
   readonly #ctx: LeaseContext;
 
   constructor(o: ClientOptions = {}) {
-    const urls = o.servers ?? process.env.FENCEKEEPER_URL ?? DEFAULT_URL;
+    const urls = o.servers ?? (process.env.FENCEKEEPER_URL || DEFAULT_URL);
     const list = typeof urls === "string" ? urls.split(",").map((u) => u.trim()).filter(Boolean) : urls;
     this.#servers = new Servers(list);
     this.#calls = new Calls(this.#servers, o.callTimeoutMs ?? 15_000);

@@ -43,7 +43,7 @@ const observing = new AbortController();
 let failed = false;
 try {
   if (!options.server) server = await startDemoServer();
-  const url = options.server ?? server!.url;
+  const url = options.server || server!.url;
   line("demo", server ? `fencekeeper on ${url} (etcd in ${server.dir})` : `fencekeeper on ${url}`);
   line("demo", "A holds a lease and is paused past its TTL; B takes over and writes; A comes back and writes");
   const resource = `demo-${process.pid}-${t0.toString(36)}`;

@@ -1,7 +1,7 @@
 // How every command runs: options of the whole program (--server, --json) into a client and an output,
 // the command's outcome into an exit code, and any error into one line.
 import type { Command } from "commander";
-import { FencekeeperClient, type ClientOptions } from "../client.js";
+import { DEFAULT_URL, FencekeeperClient, type ClientOptions } from "../client.js";
 import { EXIT, exitCodeOf } from "./exit-codes.js";
 import { Output } from "./output.js";
 
@@ -18,7 +18,7 @@ export function action<A extends unknown[]>(fn: (ctx: Context, ...args: A) => Pr
     const globals = cmd.optsWithGlobals() as { server: string; json?: boolean };
     const out = new Output(Boolean(globals.json));
     let client: FencekeeperClient | undefined;
-    const ctx: Context = { out, client: (o) => (client ??= new FencekeeperClient({ ...o, servers: globals.server })) };
+    const ctx: Context = { out, client: (o) => (client ??= new FencekeeperClient({ ...o, servers: globals.server || DEFAULT_URL })) };
     let code: number;
     try {
       code = (await fn(ctx, ...(args.slice(0, -1) as A))) ?? EXIT.ok;
