@@ -53,7 +53,10 @@ export class InFlightCalls {
     this.streams.add(call);
     try {
       const res = await next(inner);
-      if (!res.stream) return res;
+      if (!res.stream) {
+        untrack(this.streams);
+        return res;
+      }
       const message = interruptible(res.message, call, () => untrack(this.streams));
       // A stream that got in while the server was closing ends at once, like the ones before it.
       if (this.closing) call.interrupt?.();
