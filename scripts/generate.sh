@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `npm run generate`: regenerates gen/ from proto/ for every language (buf.gen.yaml), with the code
+# `npm run generate`: regenerates gen/ from proto/ for every language (buf.gen.yaml), and the TypeScript of
+# the gRPC health and reflection protocols (buf.gen.grpc.yaml, into gen/ts-grpc), with the code
 # generators pinned in toolchain.env (installed into .tools/ first when missing), then writes those
 # versions into the manifests of gen/ and test/conformance/. gen/ is committed: commit what changed.
 set -euo pipefail
@@ -7,4 +8,5 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
 bash scripts/install-codegen.sh
 buf generate
+buf generate --template buf.gen.grpc.yaml
 bash scripts/write-manifests.sh

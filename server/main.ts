@@ -13,7 +13,7 @@ import { createApp } from "./app.js";
 import { ConfigError, serveOptions, toConfig, type Config, type EtcdTls } from "./config.js";
 import { connectEtcd, observeEtcdCalls, type EtcdConnectOptions } from "./etcd/client.js";
 import { EtcdMissingError, startEmbeddedEtcd, type EmbeddedEtcd } from "./etcd/embedded.js";
-import { Health } from "./grpc-gen/grpc/health/v1/health_pb.js";
+import { Health } from "../gen/ts-grpc/grpc/health/v1/health_pb.js";
 import { probeEtcd } from "./health/etcd-probe.js";
 import { healthService } from "./health/health-service.js";
 import { HealthStatus } from "./health/status.js";

@@ -4,7 +4,7 @@
 // draining, NOT_SERVING otherwise: these are the names for readiness and load balancing. "liveness"
 // stays SERVING for as long as the process answers, so that a liveness probe does not restart every
 // replica while etcd is away (a restart would not bring etcd back).
-import { HealthCheckResponse_ServingStatus as ServingStatus } from "../grpc-gen/grpc/health/v1/health_pb.js";
+import { HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
 
 export { ServingStatus };
 

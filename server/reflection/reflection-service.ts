@@ -9,8 +9,8 @@ import {
   ServerReflectionRequestSchema,
   ServerReflectionResponseSchema,
   type ServerReflectionRequest,
-} from "../grpc-gen/grpc/reflection/v1/reflection_pb.js";
-import * as v1alpha from "../grpc-gen/grpc/reflection/v1alpha/reflection_pb.js";
+} from "../../gen/ts-grpc/grpc/reflection/v1/reflection_pb.js";
+import * as v1alpha from "../../gen/ts-grpc/grpc/reflection/v1alpha/reflection_pb.js";
 import { DescriptorIndex } from "./descriptor-index.js";
 
 type Answer = MessageInitShape<typeof ServerReflectionResponseSchema>;

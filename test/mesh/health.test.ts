@@ -5,7 +5,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { eventually } from "../harness/suite.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import type { TestServer } from "../harness/server.js";
-import { HealthCheckResponse_ServingStatus as Status } from "../../server/grpc-gen/grpc/health/v1/health_pb.js";
+import { HealthCheckResponse_ServingStatus as Status } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
 import { healthClient, startMeshServer } from "./support/mesh-server.js";
 import { collect } from "./support/pushable.js";
 

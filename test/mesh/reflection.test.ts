@@ -6,7 +6,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import type { TestServer } from "../harness/server.js";
 import { uniqueResource } from "../harness/suite.js";
-import { ServerReflection as ServerReflectionV1alpha } from "../../server/grpc-gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { ServerReflection as ServerReflectionV1alpha } from "../../gen/ts-grpc/grpc/reflection/v1alpha/reflection_pb.js";
 import { bufCurl } from "./support/buf-curl.js";
 import { startMeshServer } from "./support/mesh-server.js";
 

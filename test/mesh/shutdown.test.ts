@@ -7,7 +7,7 @@ import { clientsFor } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import type { TestServer } from "../harness/server.js";
 import { eventually, uniqueResource } from "../harness/suite.js";
-import { HealthCheckResponse_ServingStatus as Status } from "../../server/grpc-gen/grpc/health/v1/health_pb.js";
+import { HealthCheckResponse_ServingStatus as Status } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { KeepAliveRequestSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { healthClient, startMeshServer } from "./support/mesh-server.js";

@@ -8,7 +8,7 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { eventually, uniqueResource } from "../harness/suite.js";
-import { Health, HealthCheckResponse_ServingStatus as Status } from "../../server/grpc-gen/grpc/health/v1/health_pb.js";
+import { Health, HealthCheckResponse_ServingStatus as Status } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
 import { bufCurl } from "./support/buf-curl.js";
 import { makeCerts, type Certs } from "./support/certs.js";
 import { startMeshServer } from "./support/mesh-server.js";

@@ -3,7 +3,7 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { startServer, type ServerOptions, type TestServer } from "../../harness/server.js";
-import { Health } from "../../../server/grpc-gen/grpc/health/v1/health_pb.js";
+import { Health } from "../../../gen/ts-grpc/grpc/health/v1/health_pb.js";
 
 export const FAST_HEALTH = ["--metrics-listen", "127.0.0.1:0", "--health-probe-interval", "200", "--etcd-timeout", "1000"];
 
