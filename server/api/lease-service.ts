@@ -1,7 +1,9 @@
 // LeaseService handlers: protobuf in, domain call, protobuf out.
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { LeaseService, type KeepAliveResponseSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { AsyncQueue } from "../util/async-queue.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import { durationMs, seconds, tokenFromProto, tokenToProto } from "./convert.js";
 import { streaming, toStatus, unary } from "./errors.js";
@@ -25,15 +27,36 @@ export function leaseService(coordinator: LeaseCoordinator, log: Logger): Partia
     }),
 
     keepAlive: streaming(log, async function* (requests) {
-      for await (const req of requests) {
+      // Renewals run side by side: one slow lease must not hold up the others on the stream. Each answer
+      // names its lease; one lease's failure is that lease's answer, and the stream goes on.
+      const answers = new AsyncQueue<MessageInitShape<typeof KeepAliveResponseSchema>>();
+      let pending = 0;
+      let ended = false;
+      const settle = () => ended && pending === 0 && answers.close();
+      const renew = async (leaseId: bigint) => {
         try {
-          const ttl = await coordinator.renew(req.leaseId);
-          yield { leaseId: req.leaseId, ttl: seconds(ttl) };
+          answers.push({ leaseId, ttl: seconds(await coordinator.renew(leaseId)) });
         } catch (err) {
-          // One lease's failure is that lease's answer; the stream goes on for the others.
-          yield { leaseId: req.leaseId, error: toStatus(err, log) };
+          answers.push({ leaseId, error: toStatus(err, log) });
+        } finally {
+          pending--;
+          settle();
         }
-      }
+      };
+      void (async () => {
+        try {
+          for await (const req of requests) {
+            pending++;
+            void renew(req.leaseId);
+          }
+        } catch (err) {
+          answers.fail(err);
+        } finally {
+          ended = true;
+          settle();
+        }
+      })();
+      yield* answers;
     }),
 
     renew: unary(log, async (req) => ({ ttl: seconds(await coordinator.renew(req.leaseId)) })),

@@ -17,6 +17,9 @@ export function connectEtcd(opts: EtcdConnectOptions): Etcd3 {
     // Without a CA of its own, the client trusts the system's (etcd3 passes the fields to grpc-js as is).
     credentials: opts.credentials as IOptions["credentials"],
     dialTimeout: opts.callTimeoutMs,
+    // grpc-js backs off up to 120 s between reconnects; a server would then notice for minutes that etcd
+    // is back. Keep retrying every few seconds at most.
+    grpcOptions: { "grpc.initial_reconnect_backoff_ms": 250, "grpc.max_reconnect_backoff_ms": 2000 },
     defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + opts.callTimeoutMs }),
     // No retries and no circuit breaker inside the client: a write retried blindly could apply twice,
     // and a breaker would keep failing calls after etcd is back. Callers see every failure at once.

@@ -48,7 +48,11 @@ export class Leases {
    * Renews a lease once. Resolves with the TTL etcd reports after the renewal, or 0 if the lease is gone.
    * Rejects with UNAVAILABLE if etcd does not answer within the renewal timeout.
    */
-  async renew(id: bigint): Promise<number> {
+  renew(id: bigint): Promise<number> {
+    return etcdCall("lease renew", () => this.renewOnce(id));
+  }
+
+  private async renewOnce(id: bigint): Promise<number> {
     const stream = await this.keepAliveStream();
     const key = id.toString();
     return new Promise<number>((resolve, reject) => {

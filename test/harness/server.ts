@@ -27,7 +27,7 @@ export async function startServer(o: ServerOptions): Promise<TestServer> {
   const prefix = o.prefix ?? `/fk-test-${randomBytes(4).toString("hex")}/`;
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", "server/main.ts", "--listen", "127.0.0.1:0", "--etcd", o.etcd, "--prefix", prefix, "--log-level", "debug", ...(o.args ?? [])],
+    ["--import", "tsx", "server/main.ts", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--etcd", o.etcd, "--prefix", prefix, "--log-level", "debug", ...(o.args ?? [])],
     { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...o.env } },
   );
   const logs: string[] = [];
