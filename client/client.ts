@@ -81,7 +81,16 @@ export class FencekeeperClient {
     this.#servers = new Servers(list);
     this.#calls = new Calls(this.#servers, o.callTimeoutMs ?? 15_000);
     this.store = new Store(this.#calls);
-    const emit: EventSink = o.onEvent ?? (() => undefined);
+    const emit: EventSink = (e) => {
+      try {
+        o.onEvent?.(e);
+      } catch (err) {
+        // A failing listener must not stop the keeping of leases; its error surfaces on its own.
+        queueMicrotask(() => {
+          throw err;
+        });
+      }
+    };
     this.#keepAlive = new KeepAlive(this.#servers, { ...DEFAULT_BACKOFF, ...o.backoff }, emit);
     this.#holder = o.holder ?? `${hostname()}:${process.pid}`;
     this.#ctx = {

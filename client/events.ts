@@ -7,7 +7,10 @@ export type ClientEvent =
   | { type: "renewed"; token: Token; sentAt: Date; confirmedAt: Date; ttlMs: number; validUntil: Date }
   /** A renewal that proves nothing (e.g. etcd did not answer); the deadline stays where it was. */
   | { type: "renewal-failed"; token: Token; error: FencekeeperError }
+  /** The lease can no longer be assumed held (why: deadline, not-found or fenced). */
   | { type: "lost"; error: LeaseLostError }
+  /** The lease was given up: release(), or the acquire's signal aborted. */
+  | { type: "released"; token: Token }
   | { type: "stream-opened"; url: string }
   | { type: "stream-failed"; url: string; error: unknown; retryInMs: number };
 

@@ -178,7 +178,7 @@ export class Lease {
     // A lease the server says is gone needs no release; any other may still be held in etcd.
     this.#ending = why === "not-found" ? Promise.resolve() : this.#ctx.release(this.token);
     this.#ctx.ended(this);
-    this.#ctx.emit({ type: "lost", error });
+    this.#ctx.emit(why === "released" || why === "canceled" ? { type: "released", token: this.token } : { type: "lost", error });
   }
 }
 
