@@ -46,7 +46,8 @@ async function measure(path: Result["path"], writers: number, write: (writer: nu
 
 async function main() {
   const etcd = await startEtcd();
-  const server = await startServer({ etcd: etcd.endpoint });
+  // Info, not the harness's debug: a log line per call would be measured too.
+  const server = await startServer({ etcd: etcd.endpoint, args: ["--log-level", "info"] });
   const direct = new Etcd3({ hosts: etcd.endpoint });
   try {
     const { lease, store } = clientsFor(server.url);
