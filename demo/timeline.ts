@@ -40,6 +40,18 @@ function expect(ok: unknown, what: string): asserts ok {
 let server: DemoServer | undefined;
 const holders: HolderProcess[] = [];
 const observing = new AbortController();
+let stopping: Promise<void> | undefined;
+const stopAll = () =>
+  (stopping ??= (async () => {
+    observing.abort();
+    for (const h of holders) await h.kill(); // a paused holder too: kill() resumes it first
+    await server?.stop();
+  })());
+process.once("SIGINT", () => {
+  console.log("\ninterrupted");
+  void stopAll().then(() => process.exit(130));
+});
+
 let failed = false;
 try {
   if (!options.server) server = await startDemoServer();
@@ -116,8 +128,6 @@ try {
   failed = true;
   console.log(`\nFAILED: ${err instanceof Error ? err.message : String(err)}`);
 } finally {
-  observing.abort();
-  for (const h of holders) await h.kill();
-  await server?.stop();
+  await stopAll();
 }
 process.exit(failed ? 1 : 0);
