@@ -1,7 +1,7 @@
 // From what the transport raises (a ConnectError with a google.rpc.ErrorInfo detail, or a
 // google.rpc.Status inside a KeepAlive answer) to the SDK's typed errors.
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema, type ErrorInfo } from "../common/error-info.js";
+import { ErrorInfoSchema } from "../common/error-info.js";
 import { FencingTokenSchema } from "../gen/ts/fencekeeper/v1/token_pb.js";
 import type { Status } from "../gen/ts/google/rpc/status_pb.js";
 import {
@@ -42,7 +42,7 @@ const BY_CODE: Partial<Record<Code, Plain>> = {
 export function toFencekeeperError(err: unknown): FencekeeperError {
   if (err instanceof FencekeeperError) return err;
   const ce = ConnectError.from(err);
-  const info = ce.findDetails(ErrorInfoSchema)[0] as ErrorInfo | undefined;
+  const info = ce.findDetails(ErrorInfoSchema).at(0);
   const reason = info?.reason || undefined;
   const metadata = { ...(info?.metadata ?? {}) };
   const message = ce.rawMessage || Code[ce.code];
