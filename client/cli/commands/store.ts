@@ -4,7 +4,7 @@ import { Command, Option } from "commander";
 import type { Commit, FenceModeName } from "../../store.js";
 import type { Token } from "../../token.js";
 import { EXIT } from "../exit-codes.js";
-import { showValue, valueJson } from "../output.js";
+import { showValue, toJsonLine, valueJson } from "../output.js";
 import { positiveInteger, token } from "../parse.js";
 import { action, type Context } from "../run.js";
 
@@ -61,7 +61,7 @@ export function storeCommands(): Command[] {
     .action(
       action(async (ctx, resource: string, key: string) => {
         const r = await ctx.client().store.get(resource, key);
-        if (ctx.out.json) ctx.out.result({ found: r.found, key, ...valueJson(r.value), modRevision: r.modRevision, fence: r.fence }, () => "");
+        if (ctx.out.json) process.stdout.write(toJsonLine({ found: r.found, key, ...valueJson(r.value), modRevision: r.modRevision, fence: r.fence }));
         else if (r.found) ctx.out.raw(r.value);
         else process.stderr.write(`fencekeeper: no key "${key}" in "${resource}"\n`);
         return r.found ? EXIT.ok : EXIT.notFound;
