@@ -146,7 +146,7 @@ export function serveOptions(cmd: Command): Command {
   opt("--listen <host:port>", "address to serve gRPC, gRPC-Web and Connect on", "FENCEKEEPER_LISTEN", hostPort("listen", "127.0.0.1:50051"), hostPort("listen", "")("127.0.0.1:50051"), "127.0.0.1:50051");
   opt("--etcd <urls>", "etcd endpoints, comma-separated; unset: start an embedded single-node etcd", "FENCEKEEPER_ETCD_ENDPOINTS", endpoints, []);
   opt("--data-dir <dir>", "where the embedded etcd keeps its data", "FENCEKEEPER_DATA_DIR", undefined, ".fencekeeper");
-  opt("--embedded-etcd-port <port>", "client port of the embedded etcd (its peer port is the next one)", "FENCEKEEPER_EMBEDDED_ETCD_PORT", integer("embedded-etcd-port", 1, 65534), 52379);
+  opt("--embedded-etcd-port <port>", "client port of the embedded etcd (its peer port is the next one; 0: free ports)", "FENCEKEEPER_EMBEDDED_ETCD_PORT", integer("embedded-etcd-port", 0, 65534), 52379);
   opt("--prefix <prefix>", "etcd key prefix under which all state lives", "FENCEKEEPER_PREFIX", prefix, "/fencekeeper/");
   opt("--max-ttl <seconds>", "longest lease TTL a client may ask for", "FENCEKEEPER_MAX_TTL", integer("max-ttl", MIN_TTL_SECONDS, 86400), 300);
   opt("--max-txn-ops <n>", "most operations in one Txn", "FENCEKEEPER_MAX_TXN_OPS", integer("max-txn-ops", 1, 1000), 64);
@@ -180,7 +180,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     listen: o.listen as HostPort,
     etcdEndpoints: o.etcd as string[],
     dataDir: o.dataDir as string,
-    embeddedEtcdPorts: { client: port, peer: port + 1 },
+    embeddedEtcdPorts: { client: port, peer: port === 0 ? 0 : port + 1 },
     prefix: o.prefix as string,
     maxTtlSeconds: o.maxTtl as number,
     maxTxnOps: o.maxTxnOps as number,
