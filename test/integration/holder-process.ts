@@ -27,8 +27,6 @@ for await (const line of createInterface({ input: process.stdin })) {
         mutation: { token, mode: args[3] === "live" ? FenceMode.LIVE : FenceMode.ORDER },
       });
       say({ ok: true, fence: res.commit!.fence });
-    } else if (cmd === "exit") {
-      process.exit(0);
     }
   } catch (err) {
     const e = ConnectError.from(err);
