@@ -82,6 +82,10 @@ export async function startEmbeddedEtcd(opts: EmbeddedEtcdOptions): Promise<Embe
   child.stdout!.pipe(log);
   child.stderr!.pipe(log);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // However this process ends (short of SIGKILL), etcd does not outlive it.
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  child.once("exit", () => process.removeListener("exit", killOnExit));
   let exitedEarly = false;
   child.once("exit", () => { exitedEarly = true; });
 
