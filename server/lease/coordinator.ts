@@ -5,7 +5,7 @@
 // watches the key just ahead of it, so a release or an expiry hands over in FIFO order. Once a key owns
 // the resource, the generation is recorded as issued (the store refuses generations never issued).
 import type { IKeyValue } from "etcd3";
-import { DomainError, leaseNotFound } from "../domain/errors.js";
+import { DomainError, leaseNotFound, unavailable } from "../domain/errors.js";
 import type { Limits } from "../domain/limits.js";
 import type { Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../domain/validate.js";
@@ -184,7 +184,7 @@ export class LeaseCoordinator {
       const events = res.events.map((ev) => ({ deleted: ev.type === "Delete", key: ev.kv.key }));
       changes.push({ revision: BigInt(res.header.revision), events });
     });
-    watcher.on("error", (err) => changes.fail(err));
+    watcher.on("error", (err) => changes.fail(unavailable("watch", err)));
     const stop = () => changes.close();
     signal.addEventListener("abort", stop, { once: true });
     try {
@@ -244,7 +244,7 @@ export class LeaseCoordinator {
     try {
       await new Promise<void>((resolve, reject) => {
         watcher.on("delete", () => resolve());
-        watcher.on("error", reject);
+        watcher.on("error", (err) => reject(unavailable("watch", err)));
         if (signal.aborted) return reject(cancelled(p.resource));
         onAbort = () => reject(cancelled(p.resource));
         signal.addEventListener("abort", onAbort, { once: true });
