@@ -4,7 +4,7 @@
 // smallest create revision owns the resource, and that create revision is the generation. A waiter
 // watches the key just ahead of it, so a release or an expiry hands over in FIFO order. Once a key owns
 // the resource, the generation is recorded as issued (the store refuses generations never issued).
-import type { IKeyValue } from "etcd3";
+import type { IKeyValue, IRangeRequest } from "etcd3";
 import { DomainError, leaseNotFound, unavailable } from "../domain/errors.js";
 import type { Limits } from "../domain/limits.js";
 import type { Token } from "../domain/token.js";
@@ -74,15 +74,17 @@ export class LeaseCoordinator {
     const lease = await leases.grant(ttl);
     const lineKey = keys.queueKey(p.resource, lease.id);
     try {
+      // Join the line and read it back in the same round trip.
+      const linePrefix = keys.queuePrefix(p.resource);
       const queued = await committer.commit("acquire", {
         compare: [cmp.createdAt(lineKey, 0n)],
-        success: [op.put(lineKey, Buffer.from(JSON.stringify({ holder: p.holder })), lease.id)],
+        success: [op.put(lineKey, Buffer.from(JSON.stringify({ holder: p.holder })), lease.id), op.range(lineRange(linePrefix))],
         failure: [],
       });
       if (!queued.succeeded) throw new Error(`etcd granted lease ${lease.id} twice`);
       const generation = BigInt(queued.header.revision);
 
-      await this.waitForTurn(p, lineKey, lease, signal);
+      const waited = await this.waitForTurn(p, lineKey, lease, signal, { kvs: queued.responses[1].response_range.kvs, revision: generation });
 
       // Record the generation as issued, and give the resource a fence if it has none, while this key
       // still owns the resource. No later owner can exist while it does, so issued only grows.
@@ -97,8 +99,9 @@ export class LeaseCoordinator {
       });
       if (!issued.succeeded) throw placeLost(p.resource, lease.id);
 
-      // Start the holder's TTL now rather than when it joined the line.
-      const ttlLeft = await leases.renew(lease.id);
+      // After a wait, start the holder's TTL now rather than when it joined the line; without one, the
+      // TTL etcd reported at the grant is fresh.
+      const ttlLeft = waited ? await leases.renew(lease.id) : lease.ttlSeconds;
       if (ttlLeft <= 0) throw placeLost(p.resource, lease.id);
       return { token: { resource: p.resource, generation, leaseId: lease.id }, ttlSeconds: ttlLeft };
     } catch (err) {
@@ -139,7 +142,7 @@ export class LeaseCoordinator {
     checkResource(resource);
     const { keys, reader, leases } = this.d;
     const snap = await reader.snapshot("describe", [
-      prefixRange(keys.queuePrefix(resource), { sort_order: "Ascend", sort_target: "Create" }),
+      lineRange(keys.queuePrefix(resource)),
       { key: keys.fenceKey(resource) },
       { key: keys.issuedKey(resource) },
     ]);
@@ -165,12 +168,11 @@ export class LeaseCoordinator {
     const { keys, reader } = this.d;
     const linePrefix = keys.queuePrefix(resource);
     const ownerAt = async (revision?: bigint) => {
-      const res = await reader.range("observe", prefixRange(linePrefix, {
-        sort_order: "Ascend",
-        sort_target: "Create",
+      const res = await reader.range("observe", {
+        ...lineRange(linePrefix),
         limit: 1,
         ...(revision !== undefined ? { revision: revision.toString() } : {}),
-      }));
+      });
       return { revision: BigInt(res.header.revision), owner: res.kvs[0] ? lineEntry(resource, res.kvs[0]) : undefined };
     };
 
@@ -204,14 +206,26 @@ export class LeaseCoordinator {
     }
   }
 
-  /** Returns once lineKey owns the resource; with wait unset, fails at once if it does not. */
-  private async waitForTurn(p: AcquireParams, lineKey: Buffer, lease: { id: bigint; ttlSeconds: number }, signal: AbortSignal) {
-    const { keys, reader } = this.d;
-    for (;;) {
-      const line = await reader.range("acquire", prefixRange(keys.queuePrefix(p.resource), { sort_order: "Ascend", sort_target: "Create" }));
+  /**
+   * Returns once lineKey owns the resource, saying whether it had to wait; with wait unset, fails at once
+   * if it does not. line is the line as read when the key joined it.
+   */
+  private async waitForTurn(
+    p: AcquireParams,
+    lineKey: Buffer,
+    lease: { id: bigint; ttlSeconds: number },
+    signal: AbortSignal,
+    line: { kvs: IKeyValue[]; revision: bigint },
+  ): Promise<boolean> {
+    const linePrefix = this.d.keys.queuePrefix(p.resource);
+    for (let waited = false; ; waited = true) {
+      if (waited) {
+        const res = await this.d.reader.range("acquire", lineRange(linePrefix));
+        line = { kvs: res.kvs, revision: BigInt(res.header.revision) };
+      }
       const place = line.kvs.findIndex((kv) => kv.key.equals(lineKey));
       if (place < 0) throw placeLost(p.resource, lease.id);
-      if (place === 0) return;
+      if (place === 0) return waited;
       if (!p.wait) {
         const owner = lineEntry(p.resource, line.kvs[0]);
         throw new DomainError(
@@ -223,7 +237,7 @@ export class LeaseCoordinator {
           tokenOf(p.resource, owner),
         );
       }
-      await this.waitForDeletion(p, line.kvs[place - 1].key, BigInt(line.header.revision), lease, signal);
+      await this.waitForDeletion(p, line.kvs[place - 1].key, line.revision, lease, signal);
     }
   }
 
@@ -265,6 +279,11 @@ export class LeaseCoordinator {
       await watcher.cancel().catch(() => undefined);
     }
   }
+}
+
+/** The whole line of a resource, first come first. */
+function lineRange(linePrefix: Buffer): IRangeRequest {
+  return prefixRange(linePrefix, { sort_order: "Ascend", sort_target: "Create" });
 }
 
 function lineEntry(resource: string, kv: IKeyValue): LineEntry {

@@ -6,7 +6,7 @@
 // another replica are not seen, so a lease renewed only elsewhere drops out of this count early; with
 // each client on one replica (gRPC keeps a client on one HTTP/2 connection) the sum over replicas is
 // the number of leases held. Nothing is read from etcd for this.
-import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, type Interceptor } from "@connectrpc/connect";
 import { Counter, Gauge, type Registry } from "prom-client";
 import {
   LeaseService,
@@ -92,7 +92,7 @@ export function leaseMetrics(registry: Registry): Interceptor {
         return tapCall(next, req, {
           message(m) {
             const { leaseId, ttl, error } = m as KeepAliveResponse;
-            renewal("KeepAlive", leaseId, ttl, error ? codeName(new ConnectError(error.message, error.code)) : "OK");
+            renewal("KeepAlive", leaseId, ttl, error ? Code[error.code] : "OK");
           },
           end() {},
         });

@@ -61,7 +61,8 @@ export class FencedStore {
   async mutate(m: Mutation, what: "put" | "delete" | "txn"): Promise<Commit> {
     const token = this.check(m, what);
     const { keys, reader } = this.d;
-    const fingerprint = fingerprintOf(m, token);
+    // Only a mutation with an idempotency key needs its fingerprint: it hashes every value.
+    const fingerprint = m.idempotencyKey ? fingerprintOf(m, token) : "";
     const recordKey = m.idempotencyKey ? keys.idempotencyKey(m.resource, hashKey(m.idempotencyKey)) : undefined;
 
     // The idempotency lookup comes before the fence check: a retry of a write that was applied under
