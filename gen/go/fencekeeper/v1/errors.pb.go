@@ -52,6 +52,12 @@ const (
 	// UNAVAILABLE: etcd could not be reached or did not answer in time. A mutation may or may not have
 	// committed: retry it with the same idempotency key to learn its outcome without applying it twice.
 	ErrorReason_ETCD_UNAVAILABLE ErrorReason = 7
+	// ALREADY_EXISTS, from Acquire with session_id: the session already holds or waits for the resource.
+	// Metadata: "resource", "session_id", "generation" (of the session's place in line).
+	ErrorReason_ALREADY_ACQUIRED ErrorReason = 8
+	// FAILED_PRECONDITION: a page token reads a snapshot that etcd has compacted away. Start the listing
+	// again without a page token. Metadata: "revision", "compacted" (the oldest revision etcd keeps).
+	ErrorReason_REVISION_COMPACTED ErrorReason = 9
 )
 
 // Enum value maps for ErrorReason.
@@ -65,6 +71,8 @@ var (
 		5: "LEASE_NOT_FOUND",
 		6: "IDEMPOTENCY_KEY_REUSED",
 		7: "ETCD_UNAVAILABLE",
+		8: "ALREADY_ACQUIRED",
+		9: "REVISION_COMPACTED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -75,6 +83,8 @@ var (
 		"LEASE_NOT_FOUND":          5,
 		"IDEMPOTENCY_KEY_REUSED":   6,
 		"ETCD_UNAVAILABLE":         7,
+		"ALREADY_ACQUIRED":         8,
+		"REVISION_COMPACTED":       9,
 	}
 )
 
@@ -109,7 +119,7 @@ var File_fencekeeper_v1_errors_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xc5\x01\n" +
+	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xf3\x01\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSTALE_TOKEN\x10\x01\x12\x12\n" +
@@ -118,7 +128,9 @@ const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\rRESOURCE_HELD\x10\x04\x12\x13\n" +
 	"\x0fLEASE_NOT_FOUND\x10\x05\x12\x1a\n" +
 	"\x16IDEMPOTENCY_KEY_REUSED\x10\x06\x12\x14\n" +
-	"\x10ETCD_UNAVAILABLE\x10\aBj\n" +
+	"\x10ETCD_UNAVAILABLE\x10\a\x12\x14\n" +
+	"\x10ALREADY_ACQUIRED\x10\b\x12\x16\n" +
+	"\x12REVISION_COMPACTED\x10\tBj\n" +
 	"\x11io.fencekeeper.v1B\vErrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
 var (

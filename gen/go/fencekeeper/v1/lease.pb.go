@@ -39,8 +39,14 @@ type AcquireRequest struct {
 	// the caller cancels. While it waits, the server keeps the waiter's place alive.
 	Wait bool `protobuf:"varint,4,opt,name=wait,proto3" json:"wait,omitempty"`
 	// With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-	// call's deadline bounds the wait.
-	WaitTimeout   *durationpb.Duration `protobuf:"bytes,5,opt,name=wait_timeout,json=waitTimeout,proto3" json:"wait_timeout,omitempty"`
+	// call's deadline bounds the wait. Must not be negative.
+	WaitTimeout *durationpb.Duration `protobuf:"bytes,5,opt,name=wait_timeout,json=waitTimeout,proto3" json:"wait_timeout,omitempty"`
+	// Acquire on this session (OpenSessionResponse.session_id) rather than on a lease of its own; then
+	// ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
+	// session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
+	// ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
+	// such an acquisition waits, the server does not renew the session: its KeepAlive does.
+	SessionId     int64 `protobuf:"varint,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -110,6 +116,13 @@ func (x *AcquireRequest) GetWaitTimeout() *durationpb.Duration {
 	return nil
 }
 
+func (x *AcquireRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
 // The response of LeaseService.Acquire.
 type AcquireResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -165,11 +178,17 @@ func (x *AcquireResponse) GetTtl() *durationpb.Duration {
 	return nil
 }
 
-// One renewal request on a KeepAlive stream.
+// One renewal request on a KeepAlive stream: one lease, or many at once.
 type KeepAliveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The lease to renew: FencingToken.lease_id.
-	LeaseId       int64 `protobuf:"varint,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	// The lease to renew: FencingToken.lease_id, or a session id. With lease_ids empty, the answer is
+	// one KeepAliveResponse with lease_id and ttl or error set.
+	LeaseId int64 `protobuf:"varint,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	// More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+	// one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+	// then those of lease_ids in their order. Renewing many leases with one message costs far less
+	// than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+	LeaseIds      []int64 `protobuf:"varint,2,rep,packed,name=lease_ids,json=leaseIds,proto3" json:"lease_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -211,7 +230,15 @@ func (x *KeepAliveRequest) GetLeaseId() int64 {
 	return 0
 }
 
-// The answer to one KeepAliveRequest. Exactly one of ttl and error is set.
+func (x *KeepAliveRequest) GetLeaseIds() []int64 {
+	if x != nil {
+		return x.LeaseIds
+	}
+	return nil
+}
+
+// The answer to one KeepAliveRequest. For a request with lease_id only, exactly one of ttl and error
+// is set; for a request with lease_ids, renewals holds the answers and the other fields are unset.
 type KeepAliveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lease this answer is for.
@@ -223,7 +250,9 @@ type KeepAliveResponse struct {
 	// lease is gone for good and its token must no longer be used. Code UNAVAILABLE: etcd did not
 	// answer; the lease may still be held, but this renewal proves nothing. The stream stays open for
 	// the other leases.
-	Error         *status.Status `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Error *status.Status `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// The answers to a request with lease_ids, one per lease, in the order of the request.
+	Renewals      []*LeaseRenewal `protobuf:"bytes,4,rep,name=renewals,proto3" json:"renewals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -279,6 +308,78 @@ func (x *KeepAliveResponse) GetError() *status.Status {
 	return nil
 }
 
+func (x *KeepAliveResponse) GetRenewals() []*LeaseRenewal {
+	if x != nil {
+		return x.Renewals
+	}
+	return nil
+}
+
+// The answer for one lease of a KeepAliveRequest with lease_ids. Exactly one of ttl and error is set,
+// with the meanings of KeepAliveResponse.ttl and KeepAliveResponse.error.
+type LeaseRenewal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lease (or session) this answer is for.
+	LeaseId int64 `protobuf:"varint,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	// The TTL left as etcd reports it after the renewal; count it from the moment the request was sent.
+	Ttl *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Why the lease could not be renewed: NOT_FOUND (gone for good) or UNAVAILABLE (proves nothing).
+	Error         *status.Status `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRenewal) Reset() {
+	*x = LeaseRenewal{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRenewal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRenewal) ProtoMessage() {}
+
+func (x *LeaseRenewal) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRenewal.ProtoReflect.Descriptor instead.
+func (*LeaseRenewal) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *LeaseRenewal) GetLeaseId() int64 {
+	if x != nil {
+		return x.LeaseId
+	}
+	return 0
+}
+
+func (x *LeaseRenewal) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *LeaseRenewal) GetError() *status.Status {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // The request of LeaseService.Renew.
 type RenewRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -290,7 +391,7 @@ type RenewRequest struct {
 
 func (x *RenewRequest) Reset() {
 	*x = RenewRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[4]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -302,7 +403,7 @@ func (x *RenewRequest) String() string {
 func (*RenewRequest) ProtoMessage() {}
 
 func (x *RenewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[4]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -315,7 +416,7 @@ func (x *RenewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewRequest.ProtoReflect.Descriptor instead.
 func (*RenewRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{4}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RenewRequest) GetLeaseId() int64 {
@@ -336,7 +437,7 @@ type RenewResponse struct {
 
 func (x *RenewResponse) Reset() {
 	*x = RenewResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[5]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -348,7 +449,7 @@ func (x *RenewResponse) String() string {
 func (*RenewResponse) ProtoMessage() {}
 
 func (x *RenewResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[5]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -361,7 +462,7 @@ func (x *RenewResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewResponse.ProtoReflect.Descriptor instead.
 func (*RenewResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{5}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RenewResponse) GetTtl() *durationpb.Duration {
@@ -382,7 +483,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[6]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +495,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[6]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +508,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{6}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReleaseRequest) GetToken() *FencingToken {
@@ -426,7 +527,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[7]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +539,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[7]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +552,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{7}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{8}
 }
 
 // The request of LeaseService.Describe.
@@ -465,7 +566,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[8]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -477,7 +578,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[8]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -490,7 +591,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{8}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DescribeRequest) GetResource() string {
@@ -523,7 +624,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[9]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +636,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[9]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +649,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{9}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DescribeResponse) GetHeld() bool {
@@ -611,7 +712,7 @@ type ObserveRequest struct {
 
 func (x *ObserveRequest) Reset() {
 	*x = ObserveRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[10]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -623,7 +724,7 @@ func (x *ObserveRequest) String() string {
 func (*ObserveRequest) ProtoMessage() {}
 
 func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[10]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -636,7 +737,7 @@ func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveRequest.ProtoReflect.Descriptor instead.
 func (*ObserveRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{10}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ObserveRequest) GetResource() string {
@@ -664,7 +765,7 @@ type ObserveResponse struct {
 
 func (x *ObserveResponse) Reset() {
 	*x = ObserveResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +777,7 @@ func (x *ObserveResponse) String() string {
 func (*ObserveResponse) ProtoMessage() {}
 
 func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +790,7 @@ func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveResponse.ProtoReflect.Descriptor instead.
 func (*ObserveResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{11}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ObserveResponse) GetHeld() bool {
@@ -720,23 +821,224 @@ func (x *ObserveResponse) GetRevision() int64 {
 	return 0
 }
 
+// The request of LeaseService.OpenSession.
+type OpenSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How long the session lasts without renewal, as AcquireRequest.ttl: whole seconds, at least 2 s.
+	Ttl *durationpb.Duration `protobuf:"bytes,1,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Who holds the session, for people reading Describe and logs. At most 256 bytes.
+	Holder        string `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenSessionRequest) Reset() {
+	*x = OpenSessionRequest{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenSessionRequest) ProtoMessage() {}
+
+func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
+func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *OpenSessionRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *OpenSessionRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+// The response of LeaseService.OpenSession.
+type OpenSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session: give it as AcquireRequest.session_id, and renew it as a lease id (Renew, KeepAlive).
+	SessionId int64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The TTL granted, in whole seconds, as etcd reports it right after the grant.
+	Ttl           *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenSessionResponse) Reset() {
+	*x = OpenSessionResponse{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenSessionResponse) ProtoMessage() {}
+
+func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenSessionResponse.ProtoReflect.Descriptor instead.
+func (*OpenSessionResponse) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *OpenSessionResponse) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *OpenSessionResponse) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+// The request of LeaseService.CloseSession.
+type CloseSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session to close.
+	SessionId     int64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseSessionRequest) Reset() {
+	*x = CloseSessionRequest{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseSessionRequest) ProtoMessage() {}
+
+func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
+func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *CloseSessionRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+// The response of LeaseService.CloseSession.
+type CloseSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseSessionResponse) Reset() {
+	*x = CloseSessionResponse{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseSessionResponse) ProtoMessage() {}
+
+func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
+func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{16}
+}
+
 var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x17google/rpc/status.proto\"\xc3\x01\n" +
+	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x17google/rpc/status.proto\"\xe2\x01\n" +
 	"\x0eAcquireRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
 	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x12\n" +
 	"\x04wait\x18\x04 \x01(\bR\x04wait\x12<\n" +
-	"\fwait_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vwaitTimeout\"r\n" +
+	"\fwait_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vwaitTimeout\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x06 \x01(\x03R\tsessionId\"r\n" +
 	"\x0fAcquireResponse\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
-	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"-\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"J\n" +
 	"\x10KeepAliveRequest\x12\x19\n" +
-	"\blease_id\x18\x01 \x01(\x03R\aleaseId\"\x85\x01\n" +
+	"\blease_id\x18\x01 \x01(\x03R\aleaseId\x12\x1b\n" +
+	"\tlease_ids\x18\x02 \x03(\x03R\bleaseIds\"\xbf\x01\n" +
 	"\x11KeepAliveResponse\x12\x19\n" +
+	"\blease_id\x18\x01 \x01(\x03R\aleaseId\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12(\n" +
+	"\x05error\x18\x03 \x01(\v2\x12.google.rpc.StatusR\x05error\x128\n" +
+	"\brenewals\x18\x04 \x03(\v2\x1c.fencekeeper.v1.LeaseRenewalR\brenewals\"\x80\x01\n" +
+	"\fLeaseRenewal\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x03R\aleaseId\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12(\n" +
 	"\x05error\x18\x03 \x01(\v2\x12.google.rpc.StatusR\x05error\")\n" +
@@ -764,14 +1066,27 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
 	"\x05token\x18\x03 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12\x1a\n" +
-	"\brevision\x18\x04 \x01(\x03R\brevision2\xdf\x03\n" +
+	"\brevision\x18\x04 \x01(\x03R\brevision\"Y\n" +
+	"\x12OpenSessionRequest\x12+\n" +
+	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\"a\n" +
+	"\x13OpenSessionResponse\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"4\n" +
+	"\x13CloseSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x03R\tsessionId\"\x16\n" +
+	"\x14CloseSessionResponse2\x92\x05\n" +
 	"\fLeaseService\x12J\n" +
 	"\aAcquire\x12\x1e.fencekeeper.v1.AcquireRequest\x1a\x1f.fencekeeper.v1.AcquireResponse\x12T\n" +
 	"\tKeepAlive\x12 .fencekeeper.v1.KeepAliveRequest\x1a!.fencekeeper.v1.KeepAliveResponse(\x010\x01\x12D\n" +
 	"\x05Renew\x12\x1c.fencekeeper.v1.RenewRequest\x1a\x1d.fencekeeper.v1.RenewResponse\x12J\n" +
 	"\aRelease\x12\x1e.fencekeeper.v1.ReleaseRequest\x1a\x1f.fencekeeper.v1.ReleaseResponse\x12M\n" +
 	"\bDescribe\x12\x1f.fencekeeper.v1.DescribeRequest\x1a .fencekeeper.v1.DescribeResponse\x12L\n" +
-	"\aObserve\x12\x1e.fencekeeper.v1.ObserveRequest\x1a\x1f.fencekeeper.v1.ObserveResponse0\x01Bi\n" +
+	"\aObserve\x12\x1e.fencekeeper.v1.ObserveRequest\x1a\x1f.fencekeeper.v1.ObserveResponse0\x01\x12V\n" +
+	"\vOpenSession\x12\".fencekeeper.v1.OpenSessionRequest\x1a#.fencekeeper.v1.OpenSessionResponse\x12Y\n" +
+	"\fCloseSession\x12#.fencekeeper.v1.CloseSessionRequest\x1a$.fencekeeper.v1.CloseSessionResponseBi\n" +
 	"\x11io.fencekeeper.v1B\n" +
 	"LeaseProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
@@ -787,53 +1102,67 @@ func file_fencekeeper_v1_lease_proto_rawDescGZIP() []byte {
 	return file_fencekeeper_v1_lease_proto_rawDescData
 }
 
-var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_fencekeeper_v1_lease_proto_goTypes = []any{
-	(*AcquireRequest)(nil),      // 0: fencekeeper.v1.AcquireRequest
-	(*AcquireResponse)(nil),     // 1: fencekeeper.v1.AcquireResponse
-	(*KeepAliveRequest)(nil),    // 2: fencekeeper.v1.KeepAliveRequest
-	(*KeepAliveResponse)(nil),   // 3: fencekeeper.v1.KeepAliveResponse
-	(*RenewRequest)(nil),        // 4: fencekeeper.v1.RenewRequest
-	(*RenewResponse)(nil),       // 5: fencekeeper.v1.RenewResponse
-	(*ReleaseRequest)(nil),      // 6: fencekeeper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),     // 7: fencekeeper.v1.ReleaseResponse
-	(*DescribeRequest)(nil),     // 8: fencekeeper.v1.DescribeRequest
-	(*DescribeResponse)(nil),    // 9: fencekeeper.v1.DescribeResponse
-	(*ObserveRequest)(nil),      // 10: fencekeeper.v1.ObserveRequest
-	(*ObserveResponse)(nil),     // 11: fencekeeper.v1.ObserveResponse
-	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
-	(*FencingToken)(nil),        // 13: fencekeeper.v1.FencingToken
-	(*status.Status)(nil),       // 14: google.rpc.Status
+	(*AcquireRequest)(nil),       // 0: fencekeeper.v1.AcquireRequest
+	(*AcquireResponse)(nil),      // 1: fencekeeper.v1.AcquireResponse
+	(*KeepAliveRequest)(nil),     // 2: fencekeeper.v1.KeepAliveRequest
+	(*KeepAliveResponse)(nil),    // 3: fencekeeper.v1.KeepAliveResponse
+	(*LeaseRenewal)(nil),         // 4: fencekeeper.v1.LeaseRenewal
+	(*RenewRequest)(nil),         // 5: fencekeeper.v1.RenewRequest
+	(*RenewResponse)(nil),        // 6: fencekeeper.v1.RenewResponse
+	(*ReleaseRequest)(nil),       // 7: fencekeeper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),      // 8: fencekeeper.v1.ReleaseResponse
+	(*DescribeRequest)(nil),      // 9: fencekeeper.v1.DescribeRequest
+	(*DescribeResponse)(nil),     // 10: fencekeeper.v1.DescribeResponse
+	(*ObserveRequest)(nil),       // 11: fencekeeper.v1.ObserveRequest
+	(*ObserveResponse)(nil),      // 12: fencekeeper.v1.ObserveResponse
+	(*OpenSessionRequest)(nil),   // 13: fencekeeper.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),  // 14: fencekeeper.v1.OpenSessionResponse
+	(*CloseSessionRequest)(nil),  // 15: fencekeeper.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil), // 16: fencekeeper.v1.CloseSessionResponse
+	(*durationpb.Duration)(nil),  // 17: google.protobuf.Duration
+	(*FencingToken)(nil),         // 18: fencekeeper.v1.FencingToken
+	(*status.Status)(nil),        // 19: google.rpc.Status
 }
 var file_fencekeeper_v1_lease_proto_depIdxs = []int32{
-	12, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
-	12, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
-	13, // 2: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
-	12, // 3: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	12, // 4: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
-	14, // 5: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
-	12, // 6: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
-	13, // 7: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
-	13, // 8: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
-	12, // 9: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
-	13, // 10: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
-	0,  // 11: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
-	2,  // 12: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
-	4,  // 13: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
-	6,  // 14: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
-	8,  // 15: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
-	10, // 16: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
-	1,  // 17: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
-	3,  // 18: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
-	5,  // 19: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
-	7,  // 20: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
-	9,  // 21: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
-	11, // 22: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
-	17, // [17:23] is the sub-list for method output_type
-	11, // [11:17] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	17, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
+	17, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
+	18, // 2: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
+	17, // 3: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	17, // 4: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
+	19, // 5: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
+	4,  // 6: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
+	17, // 7: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
+	19, // 8: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
+	17, // 9: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
+	18, // 10: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
+	18, // 11: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
+	17, // 12: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
+	18, // 13: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
+	17, // 14: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	17, // 15: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
+	0,  // 16: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
+	2,  // 17: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
+	5,  // 18: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
+	7,  // 19: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
+	9,  // 20: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
+	11, // 21: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
+	13, // 22: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
+	15, // 23: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
+	1,  // 24: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
+	3,  // 25: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
+	6,  // 26: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
+	8,  // 27: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
+	10, // 28: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
+	12, // 29: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
+	14, // 30: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
+	16, // 31: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
+	24, // [24:32] is the sub-list for method output_type
+	16, // [16:24] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_fencekeeper_v1_lease_proto_init() }
@@ -848,7 +1177,7 @@ func file_fencekeeper_v1_lease_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fencekeeper_v1_lease_proto_rawDesc), len(file_fencekeeper_v1_lease_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,12 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	LeaseService_Acquire_FullMethodName   = "/fencekeeper.v1.LeaseService/Acquire"
-	LeaseService_KeepAlive_FullMethodName = "/fencekeeper.v1.LeaseService/KeepAlive"
-	LeaseService_Renew_FullMethodName     = "/fencekeeper.v1.LeaseService/Renew"
-	LeaseService_Release_FullMethodName   = "/fencekeeper.v1.LeaseService/Release"
-	LeaseService_Describe_FullMethodName  = "/fencekeeper.v1.LeaseService/Describe"
-	LeaseService_Observe_FullMethodName   = "/fencekeeper.v1.LeaseService/Observe"
+	LeaseService_Acquire_FullMethodName      = "/fencekeeper.v1.LeaseService/Acquire"
+	LeaseService_KeepAlive_FullMethodName    = "/fencekeeper.v1.LeaseService/KeepAlive"
+	LeaseService_Renew_FullMethodName        = "/fencekeeper.v1.LeaseService/Renew"
+	LeaseService_Release_FullMethodName      = "/fencekeeper.v1.LeaseService/Release"
+	LeaseService_Describe_FullMethodName     = "/fencekeeper.v1.LeaseService/Describe"
+	LeaseService_Observe_FullMethodName      = "/fencekeeper.v1.LeaseService/Observe"
+	LeaseService_OpenSession_FullMethodName  = "/fencekeeper.v1.LeaseService/OpenSession"
+	LeaseService_CloseSession_FullMethodName = "/fencekeeper.v1.LeaseService/CloseSession"
 )
 
 // LeaseServiceClient is the client API for LeaseService service.
@@ -54,6 +56,15 @@ type LeaseServiceClient interface {
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
 	// Stream the ownership changes of one resource, starting with its current state.
 	Observe(ctx context.Context, in *ObserveRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ObserveResponse], error)
+	// Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
+	// Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
+	// on a lease of its own; one renewal of the session (Renew or KeepAlive with the session_id as the
+	// lease id) keeps all of them, and when the session expires every one of them is lost at once.
+	// Each acquisition on a session still gets a generation of its own, and Release ends one of them.
+	OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error)
+	// Close a session now: every acquisition on it is released, and the next waiters are granted.
+	// NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
+	CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error)
 }
 
 type leaseServiceClient struct {
@@ -136,6 +147,26 @@ func (c *leaseServiceClient) Observe(ctx context.Context, in *ObserveRequest, op
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type LeaseService_ObserveClient = grpc.ServerStreamingClient[ObserveResponse]
 
+func (c *leaseServiceClient) OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OpenSessionResponse)
+	err := c.cc.Invoke(ctx, LeaseService_OpenSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *leaseServiceClient) CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CloseSessionResponse)
+	err := c.cc.Invoke(ctx, LeaseService_CloseSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LeaseServiceServer is the server API for LeaseService service.
 // All implementations must embed UnimplementedLeaseServiceServer
 // for forward compatibility.
@@ -163,6 +194,15 @@ type LeaseServiceServer interface {
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
 	// Stream the ownership changes of one resource, starting with its current state.
 	Observe(*ObserveRequest, grpc.ServerStreamingServer[ObserveResponse]) error
+	// Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
+	// Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
+	// on a lease of its own; one renewal of the session (Renew or KeepAlive with the session_id as the
+	// lease id) keeps all of them, and when the session expires every one of them is lost at once.
+	// Each acquisition on a session still gets a generation of its own, and Release ends one of them.
+	OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error)
+	// Close a session now: every acquisition on it is released, and the next waiters are granted.
+	// NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
+	CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error)
 	mustEmbedUnimplementedLeaseServiceServer()
 }
 
@@ -190,6 +230,12 @@ func (UnimplementedLeaseServiceServer) Describe(context.Context, *DescribeReques
 }
 func (UnimplementedLeaseServiceServer) Observe(*ObserveRequest, grpc.ServerStreamingServer[ObserveResponse]) error {
 	return status.Error(codes.Unimplemented, "method Observe not implemented")
+}
+func (UnimplementedLeaseServiceServer) OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method OpenSession not implemented")
+}
+func (UnimplementedLeaseServiceServer) CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CloseSession not implemented")
 }
 func (UnimplementedLeaseServiceServer) mustEmbedUnimplementedLeaseServiceServer() {}
 func (UnimplementedLeaseServiceServer) testEmbeddedByValue()                      {}
@@ -302,6 +348,42 @@ func _LeaseService_Observe_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type LeaseService_ObserveServer = grpc.ServerStreamingServer[ObserveResponse]
 
+func _LeaseService_OpenSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OpenSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LeaseServiceServer).OpenSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LeaseService_OpenSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LeaseServiceServer).OpenSession(ctx, req.(*OpenSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LeaseService_CloseSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CloseSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LeaseServiceServer).CloseSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LeaseService_CloseSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LeaseServiceServer).CloseSession(ctx, req.(*CloseSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LeaseService_ServiceDesc is the grpc.ServiceDesc for LeaseService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -324,6 +406,14 @@ var LeaseService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Describe",
 			Handler:    _LeaseService_Describe_Handler,
+		},
+		{
+			MethodName: "OpenSession",
+			Handler:    _LeaseService_OpenSession_Handler,
+		},
+		{
+			MethodName: "CloseSession",
+			Handler:    _LeaseService_CloseSession_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

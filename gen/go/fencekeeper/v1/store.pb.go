@@ -29,9 +29,10 @@ type Mutation struct {
 	// How the token is judged. Unset means FENCE_MODE_ORDER.
 	Mode FenceMode `protobuf:"varint,2,opt,name=mode,proto3,enum=fencekeeper.v1.FenceMode" json:"mode,omitempty"`
 	// Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-	// result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-	// record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-	// this key says which attempt.
+	// result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+	// IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+	// resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+	// from the token: the token says under whose authority, this key says which attempt.
 	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -91,7 +92,9 @@ func (x *Mutation) GetIdempotencyKey() string {
 // Where a mutation committed.
 type Commit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The etcd revision of the transaction that applied the mutation.
+	// The etcd revision of the transaction that applied the mutation. The server may commit several
+	// independent mutations in one etcd request; they then share a revision, and each was still
+	// checked and applied all or nothing on its own.
 	Revision int64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
 	// The resource's fence after the mutation: the token's generation.
 	Fence int64 `protobuf:"varint,2,opt,name=fence,proto3" json:"fence,omitempty"`
@@ -815,10 +818,13 @@ type RangeRequest struct {
 	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
 	// Only keys that start with this prefix; empty lists all keys.
 	Prefix string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
-	// At most this many entries per page; 0 means 100; values above 1000 are treated as 1000.
+	// At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
+	// also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
+	// message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-	// the same resource and prefix.
+	// the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+	// has compacted the listing's snapshot: start again.
 	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Leave the values out, to list keys only.
 	KeysOnly      bool `protobuf:"varint,5,opt,name=keys_only,json=keysOnly,proto3" json:"keys_only,omitempty"`

@@ -92,11 +92,11 @@ type FencingToken struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The resource this token is for, exactly as given to Acquire.
 	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
-	// The generation: the etcd revision at which this acquisition was queued (the create revision of
+	// The generation: the etcd revision at which this acquisition was granted (the create revision of
 	// the owner key). Greater than the generation of every earlier acquisition of the same resource.
 	Generation int64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
-	// The etcd lease that backs this generation. Renew and KeepAlive take it; it is gone once the
-	// lease expires or is released.
+	// The etcd lease that backs this generation: a lease of its own, or the session it was acquired on.
+	// Renew and KeepAlive take it; it is gone once the lease expires or is released.
 	LeaseId       int64 `protobuf:"varint,3,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -9,7 +9,7 @@ import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file fencekeeper/v1/errors.proto.
  */
 export const file_fencekeeper_v1_errors: GenFile = /*@__PURE__*/
-  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKsUBCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAdCagoRaW8uZmVuY2VrZWVwZXIudjFCC0Vycm9yc1Byb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw");
+  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKvMBCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJQmoKEWlvLmZlbmNla2VlcGVyLnYxQgtFcnJvcnNQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM");
 
 /**
  * The reasons fencekeeper puts in the `google.rpc.ErrorInfo` detail of a failed call, with domain
@@ -83,6 +83,22 @@ export enum ErrorReason {
    * @generated from enum value: ETCD_UNAVAILABLE = 7;
    */
   ETCD_UNAVAILABLE = 7,
+
+  /**
+   * ALREADY_EXISTS, from Acquire with session_id: the session already holds or waits for the resource.
+   * Metadata: "resource", "session_id", "generation" (of the session's place in line).
+   *
+   * @generated from enum value: ALREADY_ACQUIRED = 8;
+   */
+  ALREADY_ACQUIRED = 8,
+
+  /**
+   * FAILED_PRECONDITION: a page token reads a snapshot that etcd has compacted away. Start the listing
+   * again without a page token. Metadata: "revision", "compacted" (the oldest revision etcd keeps).
+   *
+   * @generated from enum value: REVISION_COMPACTED = 9;
+   */
+  REVISION_COMPACTED = 9,
 }
 
 /**

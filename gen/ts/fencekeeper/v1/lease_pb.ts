@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/lease.proto.
  */
 export const file_fencekeeper_v1_lease: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEimQEKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iZgoPQWNxdWlyZVJlc3BvbnNlEisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIkChBLZWVwQWxpdmVSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDInAKEUtlZXBBbGl2ZVJlc3BvbnNlEhAKCGxlYXNlX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzIiAKDFJlbmV3UmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoAyI3Cg1SZW5ld1Jlc3BvbnNlEiYKA3R0bBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiI9Cg5SZWxlYXNlUmVxdWVzdBIrCgV0b2tlbhgBIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbiIRCg9SZWxlYXNlUmVzcG9uc2UiIwoPRGVzY3JpYmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIroBChBEZXNjcmliZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIPCgd3YWl0ZXJzGAUgASgFEg0KBWZlbmNlGAYgASgDEhMKC2xhc3RfaXNzdWVkGAcgASgDIiIKDk9ic2VydmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIm4KD09ic2VydmVSZXNwb25zZRIMCgRoZWxkGAEgASgIEg4KBmhvbGRlchgCIAEoCRIrCgV0b2tlbhgDIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhIQCghyZXZpc2lvbhgEIAEoAzLfAwoMTGVhc2VTZXJ2aWNlEkoKB0FjcXVpcmUSHi5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXNwb25zZRJUCglLZWVwQWxpdmUSIC5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXF1ZXN0GiEuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVzcG9uc2UoATABEkQKBVJlbmV3EhwuZmVuY2VrZWVwZXIudjEuUmVuZXdSZXF1ZXN0Gh0uZmVuY2VrZWVwZXIudjEuUmVuZXdSZXNwb25zZRJKCgdSZWxlYXNlEh4uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVzcG9uc2USTQoIRGVzY3JpYmUSHy5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlEkwKB09ic2VydmUSHi5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXNwb25zZTABQmkKEWlvLmZlbmNla2VlcGVyLnYxQgpMZWFzZVByb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_rpc_status]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEirQEKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAyJmCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjcKEEtlZXBBbGl2ZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMSEQoJbGVhc2VfaWRzGAIgAygDIqABChFLZWVwQWxpdmVSZXNwb25zZRIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cxIuCghyZW5ld2FscxgEIAMoCzIcLmZlbmNla2VlcGVyLnYxLkxlYXNlUmVuZXdhbCJrCgxMZWFzZVJlbmV3YWwSEAoIbGVhc2VfaWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiEKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMiIAoMUmVuZXdSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDIjcKDVJlbmV3UmVzcG9uc2USJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj0KDlJlbGVhc2VSZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuIhEKD1JlbGVhc2VSZXNwb25zZSIjCg9EZXNjcmliZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiugEKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMiIgoOT2JzZXJ2ZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkibgoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDIkwKEk9wZW5TZXNzaW9uUmVxdWVzdBImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGaG9sZGVyGAIgASgJIlEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgDIhYKFENsb3NlU2Vzc2lvblJlc3BvbnNlMpIFCgxMZWFzZVNlcnZpY2USSgoHQWNxdWlyZRIeLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlc3BvbnNlElQKCUtlZXBBbGl2ZRIgLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlcXVlc3QaIS5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXNwb25zZSgBMAESRAoFUmVuZXcSHC5mZW5jZWtlZXBlci52MS5SZW5ld1JlcXVlc3QaHS5mZW5jZWtlZXBlci52MS5SZW5ld1Jlc3BvbnNlEkoKB1JlbGVhc2USHi5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXNwb25zZRJNCghEZXNjcmliZRIfLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVzcG9uc2USTAoHT2JzZXJ2ZRIeLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuT2JzZXJ2ZVJlc3BvbnNlMAESVgoLT3BlblNlc3Npb24SIi5mZW5jZWtlZXBlci52MS5PcGVuU2Vzc2lvblJlcXVlc3QaIy5mZW5jZWtlZXBlci52MS5PcGVuU2Vzc2lvblJlc3BvbnNlElkKDENsb3NlU2Vzc2lvbhIjLmZlbmNla2VlcGVyLnYxLkNsb3NlU2Vzc2lvblJlcXVlc3QaJC5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXNwb25zZUJpChFpby5mZW5jZWtlZXBlci52MUIKTGVhc2VQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_rpc_status]);
 
 /**
  * The request of LeaseService.Acquire.
@@ -58,11 +58,22 @@ export type AcquireRequest = Message<"fencekeeper.v1.AcquireRequest"> & {
 
   /**
    * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-   * call's deadline bounds the wait.
+   * call's deadline bounds the wait. Must not be negative.
    *
    * @generated from field: google.protobuf.Duration wait_timeout = 5;
    */
   waitTimeout?: Duration;
+
+  /**
+   * Acquire on this session (OpenSessionResponse.session_id) rather than on a lease of its own; then
+   * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
+   * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
+   * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
+   * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+   *
+   * @generated from field: int64 session_id = 6;
+   */
+  sessionId: bigint;
 };
 
 /**
@@ -101,17 +112,28 @@ export const AcquireResponseSchema: GenMessage<AcquireResponse> = /*@__PURE__*/
   messageDesc(file_fencekeeper_v1_lease, 1);
 
 /**
- * One renewal request on a KeepAlive stream.
+ * One renewal request on a KeepAlive stream: one lease, or many at once.
  *
  * @generated from message fencekeeper.v1.KeepAliveRequest
  */
 export type KeepAliveRequest = Message<"fencekeeper.v1.KeepAliveRequest"> & {
   /**
-   * The lease to renew: FencingToken.lease_id.
+   * The lease to renew: FencingToken.lease_id, or a session id. With lease_ids empty, the answer is
+   * one KeepAliveResponse with lease_id and ttl or error set.
    *
    * @generated from field: int64 lease_id = 1;
    */
   leaseId: bigint;
+
+  /**
+   * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+   * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+   * then those of lease_ids in their order. Renewing many leases with one message costs far less
+   * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+   *
+   * @generated from field: repeated int64 lease_ids = 2;
+   */
+  leaseIds: bigint[];
 };
 
 /**
@@ -122,7 +144,8 @@ export const KeepAliveRequestSchema: GenMessage<KeepAliveRequest> = /*@__PURE__*
   messageDesc(file_fencekeeper_v1_lease, 2);
 
 /**
- * The answer to one KeepAliveRequest. Exactly one of ttl and error is set.
+ * The answer to one KeepAliveRequest. For a request with lease_id only, exactly one of ttl and error
+ * is set; for a request with lease_ids, renewals holds the answers and the other fields are unset.
  *
  * @generated from message fencekeeper.v1.KeepAliveResponse
  */
@@ -151,6 +174,13 @@ export type KeepAliveResponse = Message<"fencekeeper.v1.KeepAliveResponse"> & {
    * @generated from field: google.rpc.Status error = 3;
    */
   error?: Status;
+
+  /**
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   *
+   * @generated from field: repeated fencekeeper.v1.LeaseRenewal renewals = 4;
+   */
+  renewals: LeaseRenewal[];
 };
 
 /**
@@ -159,6 +189,42 @@ export type KeepAliveResponse = Message<"fencekeeper.v1.KeepAliveResponse"> & {
  */
 export const KeepAliveResponseSchema: GenMessage<KeepAliveResponse> = /*@__PURE__*/
   messageDesc(file_fencekeeper_v1_lease, 3);
+
+/**
+ * The answer for one lease of a KeepAliveRequest with lease_ids. Exactly one of ttl and error is set,
+ * with the meanings of KeepAliveResponse.ttl and KeepAliveResponse.error.
+ *
+ * @generated from message fencekeeper.v1.LeaseRenewal
+ */
+export type LeaseRenewal = Message<"fencekeeper.v1.LeaseRenewal"> & {
+  /**
+   * The lease (or session) this answer is for.
+   *
+   * @generated from field: int64 lease_id = 1;
+   */
+  leaseId: bigint;
+
+  /**
+   * The TTL left as etcd reports it after the renewal; count it from the moment the request was sent.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 2;
+   */
+  ttl?: Duration;
+
+  /**
+   * Why the lease could not be renewed: NOT_FOUND (gone for good) or UNAVAILABLE (proves nothing).
+   *
+   * @generated from field: google.rpc.Status error = 3;
+   */
+  error?: Status;
+};
+
+/**
+ * Describes the message fencekeeper.v1.LeaseRenewal.
+ * Use `create(LeaseRenewalSchema)` to create a new message.
+ */
+export const LeaseRenewalSchema: GenMessage<LeaseRenewal> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 4);
 
 /**
  * The request of LeaseService.Renew.
@@ -179,7 +245,7 @@ export type RenewRequest = Message<"fencekeeper.v1.RenewRequest"> & {
  * Use `create(RenewRequestSchema)` to create a new message.
  */
 export const RenewRequestSchema: GenMessage<RenewRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 4);
+  messageDesc(file_fencekeeper_v1_lease, 5);
 
 /**
  * The response of LeaseService.Renew.
@@ -200,7 +266,7 @@ export type RenewResponse = Message<"fencekeeper.v1.RenewResponse"> & {
  * Use `create(RenewResponseSchema)` to create a new message.
  */
 export const RenewResponseSchema: GenMessage<RenewResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 5);
+  messageDesc(file_fencekeeper_v1_lease, 6);
 
 /**
  * The request of LeaseService.Release.
@@ -221,7 +287,7 @@ export type ReleaseRequest = Message<"fencekeeper.v1.ReleaseRequest"> & {
  * Use `create(ReleaseRequestSchema)` to create a new message.
  */
 export const ReleaseRequestSchema: GenMessage<ReleaseRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 6);
+  messageDesc(file_fencekeeper_v1_lease, 7);
 
 /**
  * The response of LeaseService.Release.
@@ -236,7 +302,7 @@ export type ReleaseResponse = Message<"fencekeeper.v1.ReleaseResponse"> & {
  * Use `create(ReleaseResponseSchema)` to create a new message.
  */
 export const ReleaseResponseSchema: GenMessage<ReleaseResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 7);
+  messageDesc(file_fencekeeper_v1_lease, 8);
 
 /**
  * The request of LeaseService.Describe.
@@ -257,7 +323,7 @@ export type DescribeRequest = Message<"fencekeeper.v1.DescribeRequest"> & {
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema: GenMessage<DescribeRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 8);
+  messageDesc(file_fencekeeper_v1_lease, 9);
 
 /**
  * The response of LeaseService.Describe.
@@ -320,7 +386,7 @@ export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
  * Use `create(DescribeResponseSchema)` to create a new message.
  */
 export const DescribeResponseSchema: GenMessage<DescribeResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 9);
+  messageDesc(file_fencekeeper_v1_lease, 10);
 
 /**
  * The request of LeaseService.Observe.
@@ -341,7 +407,7 @@ export type ObserveRequest = Message<"fencekeeper.v1.ObserveRequest"> & {
  * Use `create(ObserveRequestSchema)` to create a new message.
  */
 export const ObserveRequestSchema: GenMessage<ObserveRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 10);
+  messageDesc(file_fencekeeper_v1_lease, 11);
 
 /**
  * One ownership change of the observed resource. The first message of the stream gives the state at
@@ -384,7 +450,99 @@ export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
  * Use `create(ObserveResponseSchema)` to create a new message.
  */
 export const ObserveResponseSchema: GenMessage<ObserveResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 11);
+  messageDesc(file_fencekeeper_v1_lease, 12);
+
+/**
+ * The request of LeaseService.OpenSession.
+ *
+ * @generated from message fencekeeper.v1.OpenSessionRequest
+ */
+export type OpenSessionRequest = Message<"fencekeeper.v1.OpenSessionRequest"> & {
+  /**
+   * How long the session lasts without renewal, as AcquireRequest.ttl: whole seconds, at least 2 s.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 1;
+   */
+  ttl?: Duration;
+
+  /**
+   * Who holds the session, for people reading Describe and logs. At most 256 bytes.
+   *
+   * @generated from field: string holder = 2;
+   */
+  holder: string;
+};
+
+/**
+ * Describes the message fencekeeper.v1.OpenSessionRequest.
+ * Use `create(OpenSessionRequestSchema)` to create a new message.
+ */
+export const OpenSessionRequestSchema: GenMessage<OpenSessionRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 13);
+
+/**
+ * The response of LeaseService.OpenSession.
+ *
+ * @generated from message fencekeeper.v1.OpenSessionResponse
+ */
+export type OpenSessionResponse = Message<"fencekeeper.v1.OpenSessionResponse"> & {
+  /**
+   * The session: give it as AcquireRequest.session_id, and renew it as a lease id (Renew, KeepAlive).
+   *
+   * @generated from field: int64 session_id = 1;
+   */
+  sessionId: bigint;
+
+  /**
+   * The TTL granted, in whole seconds, as etcd reports it right after the grant.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 2;
+   */
+  ttl?: Duration;
+};
+
+/**
+ * Describes the message fencekeeper.v1.OpenSessionResponse.
+ * Use `create(OpenSessionResponseSchema)` to create a new message.
+ */
+export const OpenSessionResponseSchema: GenMessage<OpenSessionResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 14);
+
+/**
+ * The request of LeaseService.CloseSession.
+ *
+ * @generated from message fencekeeper.v1.CloseSessionRequest
+ */
+export type CloseSessionRequest = Message<"fencekeeper.v1.CloseSessionRequest"> & {
+  /**
+   * The session to close.
+   *
+   * @generated from field: int64 session_id = 1;
+   */
+  sessionId: bigint;
+};
+
+/**
+ * Describes the message fencekeeper.v1.CloseSessionRequest.
+ * Use `create(CloseSessionRequestSchema)` to create a new message.
+ */
+export const CloseSessionRequestSchema: GenMessage<CloseSessionRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 15);
+
+/**
+ * The response of LeaseService.CloseSession.
+ *
+ * @generated from message fencekeeper.v1.CloseSessionResponse
+ */
+export type CloseSessionResponse = Message<"fencekeeper.v1.CloseSessionResponse"> & {
+};
+
+/**
+ * Describes the message fencekeeper.v1.CloseSessionResponse.
+ * Use `create(CloseSessionResponseSchema)` to create a new message.
+ */
+export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 16);
 
 /**
  * LeaseService hands out leases on named resources, each with a fencing token.
@@ -460,6 +618,31 @@ export const LeaseService: GenService<{
     methodKind: "server_streaming";
     input: typeof ObserveRequestSchema;
     output: typeof ObserveResponseSchema;
+  },
+  /**
+   * Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
+   * Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
+   * on a lease of its own; one renewal of the session (Renew or KeepAlive with the session_id as the
+   * lease id) keeps all of them, and when the session expires every one of them is lost at once.
+   * Each acquisition on a session still gets a generation of its own, and Release ends one of them.
+   *
+   * @generated from rpc fencekeeper.v1.LeaseService.OpenSession
+   */
+  openSession: {
+    methodKind: "unary";
+    input: typeof OpenSessionRequestSchema;
+    output: typeof OpenSessionResponseSchema;
+  },
+  /**
+   * Close a session now: every acquisition on it is released, and the next waiters are granted.
+   * NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
+   *
+   * @generated from rpc fencekeeper.v1.LeaseService.CloseSession
+   */
+  closeSession: {
+    methodKind: "unary";
+    input: typeof CloseSessionRequestSchema;
+    output: typeof CloseSessionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fencekeeper_v1_lease, 0);

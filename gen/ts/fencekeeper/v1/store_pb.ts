@@ -36,9 +36,10 @@ export type Mutation = Message<"fencekeeper.v1.Mutation"> & {
 
   /**
    * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-   * result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-   * record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-   * this key says which attempt.
+   * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+   * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+   * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+   * from the token: the token says under whose authority, this key says which attempt.
    *
    * @generated from field: string idempotency_key = 3;
    */
@@ -59,7 +60,9 @@ export const MutationSchema: GenMessage<Mutation> = /*@__PURE__*/
  */
 export type Commit = Message<"fencekeeper.v1.Commit"> & {
   /**
-   * The etcd revision of the transaction that applied the mutation.
+   * The etcd revision of the transaction that applied the mutation. The server may commit several
+   * independent mutations in one etcd request; they then share a revision, and each was still
+   * checked and applied all or nothing on its own.
    *
    * @generated from field: int64 revision = 1;
    */
@@ -440,7 +443,9 @@ export type RangeRequest = Message<"fencekeeper.v1.RangeRequest"> & {
   prefix: string;
 
   /**
-   * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000.
+   * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
+   * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
+   * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
    *
    * @generated from field: int32 page_size = 3;
    */
@@ -448,7 +453,8 @@ export type RangeRequest = Message<"fencekeeper.v1.RangeRequest"> & {
 
   /**
    * The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-   * the same resource and prefix.
+   * the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+   * has compacted the listing's snapshot: start again.
    *
    * @generated from field: string page_token = 4;
    */

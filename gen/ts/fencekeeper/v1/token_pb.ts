@@ -34,7 +34,7 @@ export type FencingToken = Message<"fencekeeper.v1.FencingToken"> & {
   resource: string;
 
   /**
-   * The generation: the etcd revision at which this acquisition was queued (the create revision of
+   * The generation: the etcd revision at which this acquisition was granted (the create revision of
    * the owner key). Greater than the generation of every earlier acquisition of the same resource.
    *
    * @generated from field: int64 generation = 2;
@@ -42,8 +42,8 @@ export type FencingToken = Message<"fencekeeper.v1.FencingToken"> & {
   generation: bigint;
 
   /**
-   * The etcd lease that backs this generation. Renew and KeepAlive take it; it is gone once the
-   * lease expires or is released.
+   * The etcd lease that backs this generation: a lease of its own, or the session it was acquired on.
+   * Renew and KeepAlive take it; it is gone once the lease expires or is released.
    *
    * @generated from field: int64 lease_id = 3;
    */

@@ -14,6 +14,8 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LEASE_NOT_FOUND: _ClassVar[ErrorReason]
     IDEMPOTENCY_KEY_REUSED: _ClassVar[ErrorReason]
     ETCD_UNAVAILABLE: _ClassVar[ErrorReason]
+    ALREADY_ACQUIRED: _ClassVar[ErrorReason]
+    REVISION_COMPACTED: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 STALE_TOKEN: ErrorReason
 LEASE_NOT_HELD: ErrorReason
@@ -22,3 +24,5 @@ RESOURCE_HELD: ErrorReason
 LEASE_NOT_FOUND: ErrorReason
 IDEMPOTENCY_KEY_REUSED: ErrorReason
 ETCD_UNAVAILABLE: ErrorReason
+ALREADY_ACQUIRED: ErrorReason
+REVISION_COMPACTED: ErrorReason

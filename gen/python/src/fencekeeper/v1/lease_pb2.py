@@ -27,7 +27,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x66\x65ncekeeper/v1/lease.proto\x12\x0e\x66\x65ncekeeper.v1\x1a\x1a\x66\x65ncekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x17google/rpc/status.proto\"\xc3\x01\n\x0e\x41\x63quireRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x16\n\x06holder\x18\x03 \x01(\tR\x06holder\x12\x12\n\x04wait\x18\x04 \x01(\x08R\x04wait\x12<\n\x0cwait_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0bwaitTimeout\"r\n\x0f\x41\x63quireResponse\x12\x32\n\x05token\x18\x01 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"-\n\x10KeepAliveRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\"\x85\x01\n\x11KeepAliveResponse\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12(\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.google.rpc.StatusR\x05\x65rror\")\n\x0cRenewRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\"<\n\rRenewResponse\x12+\n\x03ttl\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"D\n\x0eReleaseRequest\x12\x32\n\x05token\x18\x01 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n\x0fReleaseResponse\"-\n\x0f\x44\x65scribeRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"\xf0\x01\n\x10\x44\x65scribeResponse\x12\x12\n\x04held\x18\x01 \x01(\x08R\x04held\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\x12\x32\n\x05token\x18\x03 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n\x03ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x18\n\x07waiters\x18\x05 \x01(\x05R\x07waiters\x12\x14\n\x05\x66\x65nce\x18\x06 \x01(\x03R\x05\x66\x65nce\x12\x1f\n\x0blast_issued\x18\x07 \x01(\x03R\nlastIssued\",\n\x0eObserveRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"\x8d\x01\n\x0fObserveResponse\x12\x12\n\x04held\x18\x01 \x01(\x08R\x04held\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\x12\x32\n\x05token\x18\x03 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12\x1a\n\x08revision\x18\x04 \x01(\x03R\x08revision2\xdf\x03\n\x0cLeaseService\x12J\n\x07\x41\x63quire\x12\x1e.fencekeeper.v1.AcquireRequest\x1a\x1f.fencekeeper.v1.AcquireResponse\x12T\n\tKeepAlive\x12 .fencekeeper.v1.KeepAliveRequest\x1a!.fencekeeper.v1.KeepAliveResponse(\x01\x30\x01\x12\x44\n\x05Renew\x12\x1c.fencekeeper.v1.RenewRequest\x1a\x1d.fencekeeper.v1.RenewResponse\x12J\n\x07Release\x12\x1e.fencekeeper.v1.ReleaseRequest\x1a\x1f.fencekeeper.v1.ReleaseResponse\x12M\n\x08\x44\x65scribe\x12\x1f.fencekeeper.v1.DescribeRequest\x1a .fencekeeper.v1.DescribeResponse\x12L\n\x07Observe\x12\x1e.fencekeeper.v1.ObserveRequest\x1a\x1f.fencekeeper.v1.ObserveResponse0\x01\x42i\n\x11io.fencekeeper.v1B\nLeaseProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x66\x65ncekeeper/v1/lease.proto\x12\x0e\x66\x65ncekeeper.v1\x1a\x1a\x66\x65ncekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x17google/rpc/status.proto\"\xe2\x01\n\x0e\x41\x63quireRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x16\n\x06holder\x18\x03 \x01(\tR\x06holder\x12\x12\n\x04wait\x18\x04 \x01(\x08R\x04wait\x12<\n\x0cwait_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0bwaitTimeout\x12\x1d\n\nsession_id\x18\x06 \x01(\x03R\tsessionId\"r\n\x0f\x41\x63quireResponse\x12\x32\n\x05token\x18\x01 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"J\n\x10KeepAliveRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\x12\x1b\n\tlease_ids\x18\x02 \x03(\x03R\x08leaseIds\"\xbf\x01\n\x11KeepAliveResponse\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12(\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.google.rpc.StatusR\x05\x65rror\x12\x38\n\x08renewals\x18\x04 \x03(\x0b\x32\x1c.fencekeeper.v1.LeaseRenewalR\x08renewals\"\x80\x01\n\x0cLeaseRenewal\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12(\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.google.rpc.StatusR\x05\x65rror\")\n\x0cRenewRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\"<\n\rRenewResponse\x12+\n\x03ttl\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"D\n\x0eReleaseRequest\x12\x32\n\x05token\x18\x01 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n\x0fReleaseResponse\"-\n\x0f\x44\x65scribeRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"\xf0\x01\n\x10\x44\x65scribeResponse\x12\x12\n\x04held\x18\x01 \x01(\x08R\x04held\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\x12\x32\n\x05token\x18\x03 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n\x03ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x18\n\x07waiters\x18\x05 \x01(\x05R\x07waiters\x12\x14\n\x05\x66\x65nce\x18\x06 \x01(\x03R\x05\x66\x65nce\x12\x1f\n\x0blast_issued\x18\x07 \x01(\x03R\nlastIssued\",\n\x0eObserveRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"\x8d\x01\n\x0fObserveResponse\x12\x12\n\x04held\x18\x01 \x01(\x08R\x04held\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\x12\x32\n\x05token\x18\x03 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12\x1a\n\x08revision\x18\x04 \x01(\x03R\x08revision\"Y\n\x12OpenSessionRequest\x12+\n\x03ttl\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\"a\n\x13OpenSessionResponse\x12\x1d\n\nsession_id\x18\x01 \x01(\x03R\tsessionId\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"4\n\x13\x43loseSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\x03R\tsessionId\"\x16\n\x14\x43loseSessionResponse2\x92\x05\n\x0cLeaseService\x12J\n\x07\x41\x63quire\x12\x1e.fencekeeper.v1.AcquireRequest\x1a\x1f.fencekeeper.v1.AcquireResponse\x12T\n\tKeepAlive\x12 .fencekeeper.v1.KeepAliveRequest\x1a!.fencekeeper.v1.KeepAliveResponse(\x01\x30\x01\x12\x44\n\x05Renew\x12\x1c.fencekeeper.v1.RenewRequest\x1a\x1d.fencekeeper.v1.RenewResponse\x12J\n\x07Release\x12\x1e.fencekeeper.v1.ReleaseRequest\x1a\x1f.fencekeeper.v1.ReleaseResponse\x12M\n\x08\x44\x65scribe\x12\x1f.fencekeeper.v1.DescribeRequest\x1a .fencekeeper.v1.DescribeResponse\x12L\n\x07Observe\x12\x1e.fencekeeper.v1.ObserveRequest\x1a\x1f.fencekeeper.v1.ObserveResponse0\x01\x12V\n\x0bOpenSession\x12\".fencekeeper.v1.OpenSessionRequest\x1a#.fencekeeper.v1.OpenSessionResponse\x12Y\n\x0c\x43loseSession\x12#.fencekeeper.v1.CloseSessionRequest\x1a$.fencekeeper.v1.CloseSessionResponseBi\n\x11io.fencekeeper.v1B\nLeaseProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,29 +36,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\021io.fencekeeper.v1B\nLeaseProtoP\001ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1'
   _globals['_ACQUIREREQUEST']._serialized_start=132
-  _globals['_ACQUIREREQUEST']._serialized_end=327
-  _globals['_ACQUIRERESPONSE']._serialized_start=329
-  _globals['_ACQUIRERESPONSE']._serialized_end=443
-  _globals['_KEEPALIVEREQUEST']._serialized_start=445
-  _globals['_KEEPALIVEREQUEST']._serialized_end=490
-  _globals['_KEEPALIVERESPONSE']._serialized_start=493
-  _globals['_KEEPALIVERESPONSE']._serialized_end=626
-  _globals['_RENEWREQUEST']._serialized_start=628
-  _globals['_RENEWREQUEST']._serialized_end=669
-  _globals['_RENEWRESPONSE']._serialized_start=671
-  _globals['_RENEWRESPONSE']._serialized_end=731
-  _globals['_RELEASEREQUEST']._serialized_start=733
-  _globals['_RELEASEREQUEST']._serialized_end=801
-  _globals['_RELEASERESPONSE']._serialized_start=803
-  _globals['_RELEASERESPONSE']._serialized_end=820
-  _globals['_DESCRIBEREQUEST']._serialized_start=822
-  _globals['_DESCRIBEREQUEST']._serialized_end=867
-  _globals['_DESCRIBERESPONSE']._serialized_start=870
-  _globals['_DESCRIBERESPONSE']._serialized_end=1110
-  _globals['_OBSERVEREQUEST']._serialized_start=1112
-  _globals['_OBSERVEREQUEST']._serialized_end=1156
-  _globals['_OBSERVERESPONSE']._serialized_start=1159
-  _globals['_OBSERVERESPONSE']._serialized_end=1300
-  _globals['_LEASESERVICE']._serialized_start=1303
-  _globals['_LEASESERVICE']._serialized_end=1782
+  _globals['_ACQUIREREQUEST']._serialized_end=358
+  _globals['_ACQUIRERESPONSE']._serialized_start=360
+  _globals['_ACQUIRERESPONSE']._serialized_end=474
+  _globals['_KEEPALIVEREQUEST']._serialized_start=476
+  _globals['_KEEPALIVEREQUEST']._serialized_end=550
+  _globals['_KEEPALIVERESPONSE']._serialized_start=553
+  _globals['_KEEPALIVERESPONSE']._serialized_end=744
+  _globals['_LEASERENEWAL']._serialized_start=747
+  _globals['_LEASERENEWAL']._serialized_end=875
+  _globals['_RENEWREQUEST']._serialized_start=877
+  _globals['_RENEWREQUEST']._serialized_end=918
+  _globals['_RENEWRESPONSE']._serialized_start=920
+  _globals['_RENEWRESPONSE']._serialized_end=980
+  _globals['_RELEASEREQUEST']._serialized_start=982
+  _globals['_RELEASEREQUEST']._serialized_end=1050
+  _globals['_RELEASERESPONSE']._serialized_start=1052
+  _globals['_RELEASERESPONSE']._serialized_end=1069
+  _globals['_DESCRIBEREQUEST']._serialized_start=1071
+  _globals['_DESCRIBEREQUEST']._serialized_end=1116
+  _globals['_DESCRIBERESPONSE']._serialized_start=1119
+  _globals['_DESCRIBERESPONSE']._serialized_end=1359
+  _globals['_OBSERVEREQUEST']._serialized_start=1361
+  _globals['_OBSERVEREQUEST']._serialized_end=1405
+  _globals['_OBSERVERESPONSE']._serialized_start=1408
+  _globals['_OBSERVERESPONSE']._serialized_end=1549
+  _globals['_OPENSESSIONREQUEST']._serialized_start=1551
+  _globals['_OPENSESSIONREQUEST']._serialized_end=1640
+  _globals['_OPENSESSIONRESPONSE']._serialized_start=1642
+  _globals['_OPENSESSIONRESPONSE']._serialized_end=1739
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=1741
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=1793
+  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1795
+  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1817
+  _globals['_LEASESERVICE']._serialized_start=1820
+  _globals['_LEASESERVICE']._serialized_end=2478
 # @@protoc_insertion_point(module_scope)

@@ -3,26 +3,29 @@ import datetime
 from fencekeeper.v1 import token_pb2 as _token_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.rpc import status_pb2 as _status_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AcquireRequest(_message.Message):
-    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout")
+    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout", "session_id")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     WAIT_FIELD_NUMBER: _ClassVar[int]
     WAIT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     resource: str
     ttl: _duration_pb2.Duration
     holder: str
     wait: bool
     wait_timeout: _duration_pb2.Duration
-    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    session_id: int
+    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[int] = ...) -> None: ...
 
 class AcquireResponse(_message.Message):
     __slots__ = ("token", "ttl")
@@ -33,12 +36,26 @@ class AcquireResponse(_message.Message):
     def __init__(self, token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class KeepAliveRequest(_message.Message):
-    __slots__ = ("lease_id",)
+    __slots__ = ("lease_id", "lease_ids")
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_IDS_FIELD_NUMBER: _ClassVar[int]
     lease_id: int
-    def __init__(self, lease_id: _Optional[int] = ...) -> None: ...
+    lease_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, lease_id: _Optional[int] = ..., lease_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class KeepAliveResponse(_message.Message):
+    __slots__ = ("lease_id", "ttl", "error", "renewals")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    RENEWALS_FIELD_NUMBER: _ClassVar[int]
+    lease_id: int
+    ttl: _duration_pb2.Duration
+    error: _status_pb2.Status
+    renewals: _containers.RepeatedCompositeFieldContainer[LeaseRenewal]
+    def __init__(self, lease_id: _Optional[int] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ..., renewals: _Optional[_Iterable[_Union[LeaseRenewal, _Mapping]]] = ...) -> None: ...
+
+class LeaseRenewal(_message.Message):
     __slots__ = ("lease_id", "ttl", "error")
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
@@ -111,3 +128,29 @@ class ObserveResponse(_message.Message):
     token: _token_pb2.FencingToken
     revision: int
     def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ...) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ("ttl", "holder")
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    ttl: _duration_pb2.Duration
+    holder: str
+    def __init__(self, ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ...) -> None: ...
+
+class OpenSessionResponse(_message.Message):
+    __slots__ = ("session_id", "ttl")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    session_id: int
+    ttl: _duration_pb2.Duration
+    def __init__(self, session_id: _Optional[int] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class CloseSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: int
+    def __init__(self, session_id: _Optional[int] = ...) -> None: ...
+
+class CloseSessionResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

@@ -71,6 +71,16 @@ class LeaseServiceStub:
                 request_serializer=fencekeeper_dot_v1_dot_lease__pb2.ObserveRequest.SerializeToString,
                 response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ObserveResponse.FromString,
                 _registered_method=True)
+        self.OpenSession = channel.unary_unary(
+                '/fencekeeper.v1.LeaseService/OpenSession',
+                request_serializer=fencekeeper_dot_v1_dot_lease__pb2.OpenSessionRequest.SerializeToString,
+                response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.OpenSessionResponse.FromString,
+                _registered_method=True)
+        self.CloseSession = channel.unary_unary(
+                '/fencekeeper.v1.LeaseService/CloseSession',
+                request_serializer=fencekeeper_dot_v1_dot_lease__pb2.CloseSessionRequest.SerializeToString,
+                response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.CloseSessionResponse.FromString,
+                _registered_method=True)
 
 
 class LeaseServiceServicer:
@@ -128,6 +138,25 @@ class LeaseServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OpenSession(self, request, context):
+        """Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
+        Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
+        on a lease of its own; one renewal of the session (Renew or KeepAlive with the session_id as the
+        lease id) keeps all of them, and when the session expires every one of them is lost at once.
+        Each acquisition on a session still gets a generation of its own, and Release ends one of them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CloseSession(self, request, context):
+        """Close a session now: every acquisition on it is released, and the next waiters are granted.
+        NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaseServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -160,6 +189,16 @@ def add_LeaseServiceServicer_to_server(servicer, server):
                     servicer.Observe,
                     request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ObserveRequest.FromString,
                     response_serializer=fencekeeper_dot_v1_dot_lease__pb2.ObserveResponse.SerializeToString,
+            ),
+            'OpenSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenSession,
+                    request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.OpenSessionRequest.FromString,
+                    response_serializer=fencekeeper_dot_v1_dot_lease__pb2.OpenSessionResponse.SerializeToString,
+            ),
+            'CloseSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseSession,
+                    request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.CloseSessionRequest.FromString,
+                    response_serializer=fencekeeper_dot_v1_dot_lease__pb2.CloseSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -331,6 +370,60 @@ class LeaseService:
             '/fencekeeper.v1.LeaseService/Observe',
             fencekeeper_dot_v1_dot_lease__pb2.ObserveRequest.SerializeToString,
             fencekeeper_dot_v1_dot_lease__pb2.ObserveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OpenSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fencekeeper.v1.LeaseService/OpenSession',
+            fencekeeper_dot_v1_dot_lease__pb2.OpenSessionRequest.SerializeToString,
+            fencekeeper_dot_v1_dot_lease__pb2.OpenSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fencekeeper.v1.LeaseService/CloseSession',
+            fencekeeper_dot_v1_dot_lease__pb2.CloseSessionRequest.SerializeToString,
+            fencekeeper_dot_v1_dot_lease__pb2.CloseSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

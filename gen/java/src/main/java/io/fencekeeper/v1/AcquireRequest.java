@@ -214,7 +214,7 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-   * call's deadline bounds the wait.
+   * call's deadline bounds the wait. Must not be negative.
    * </pre>
    *
    * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -227,7 +227,7 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-   * call's deadline bounds the wait.
+   * call's deadline bounds the wait. Must not be negative.
    * </pre>
    *
    * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -240,7 +240,7 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-   * call's deadline bounds the wait.
+   * call's deadline bounds the wait. Must not be negative.
    * </pre>
    *
    * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -248,6 +248,25 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public com.google.protobuf.DurationOrBuilder getWaitTimeoutOrBuilder() {
     return waitTimeout_ == null ? com.google.protobuf.Duration.getDefaultInstance() : waitTimeout_;
+  }
+
+  public static final int SESSION_ID_FIELD_NUMBER = 6;
+  private long sessionId_ = 0L;
+  /**
+   * <pre>
+   * Acquire on this session (OpenSessionResponse.session_id) rather than on a lease of its own; then
+   * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
+   * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
+   * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
+   * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+   * </pre>
+   *
+   * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
+   * @return The sessionId.
+   */
+  @java.lang.Override
+  public long getSessionId() {
+    return sessionId_;
   }
 
   private byte memoizedIsInitialized = -1;
@@ -279,6 +298,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       output.writeMessage(5, getWaitTimeout());
     }
+    if (sessionId_ != 0L) {
+      output.writeInt64(6, sessionId_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -300,6 +322,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(5, getWaitTimeout());
+    }
+    if (sessionId_ != 0L) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt64Size(6, sessionId_);
     }
     return size;
   }
@@ -341,6 +367,8 @@ private static final long serialVersionUID = 0L;
       if (!getWaitTimeout()
           .equals(other.getWaitTimeout())) return false;
     }
+    if (getSessionId()
+        != other.getSessionId()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -367,6 +395,9 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + WAIT_TIMEOUT_FIELD_NUMBER;
       hash = (53 * hash) + getWaitTimeout().hashCode();
     }
+    hash = (37 * hash) + SESSION_ID_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+        getSessionId());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -522,6 +553,7 @@ private static final long serialVersionUID = 0L;
         waitTimeoutBuilder_.dispose();
         waitTimeoutBuilder_ = null;
       }
+      sessionId_ = 0L;
       return this;
     }
 
@@ -577,6 +609,9 @@ private static final long serialVersionUID = 0L;
             : waitTimeoutBuilder_.build();
         to_bitField0_ |= 0x00000002;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.sessionId_ = sessionId_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -610,6 +645,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasWaitTimeout()) {
         mergeWaitTimeout(other.getWaitTimeout());
+      }
+      if (other.getSessionId() != 0L) {
+        setSessionId(other.getSessionId());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -664,6 +702,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 42
+            case 48: {
+              sessionId_ = input.readInt64();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1090,7 +1133,7 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-     * call's deadline bounds the wait.
+     * call's deadline bounds the wait. Must not be negative.
      * </pre>
      *
      * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -1102,7 +1145,7 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-     * call's deadline bounds the wait.
+     * call's deadline bounds the wait. Must not be negative.
      * </pre>
      *
      * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -1118,7 +1161,7 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-     * call's deadline bounds the wait.
+     * call's deadline bounds the wait. Must not be negative.
      * </pre>
      *
      * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -1137,7 +1180,7 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-     * call's deadline bounds the wait.
+     * call's deadline bounds the wait. Must not be negative.
      * </pre>
      *
      * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -1156,7 +1199,7 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-     * call's deadline bounds the wait.
+     * call's deadline bounds the wait. Must not be negative.
      * </pre>
      *
      * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -1182,7 +1225,7 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-     * call's deadline bounds the wait.
+     * call's deadline bounds the wait. Must not be negative.
      * </pre>
      *
      * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -1200,7 +1243,7 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-     * call's deadline bounds the wait.
+     * call's deadline bounds the wait. Must not be negative.
      * </pre>
      *
      * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -1213,7 +1256,7 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-     * call's deadline bounds the wait.
+     * call's deadline bounds the wait. Must not be negative.
      * </pre>
      *
      * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -1229,7 +1272,7 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-     * call's deadline bounds the wait.
+     * call's deadline bounds the wait. Must not be negative.
      * </pre>
      *
      * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -1246,6 +1289,62 @@ private static final long serialVersionUID = 0L;
         waitTimeout_ = null;
       }
       return waitTimeoutBuilder_;
+    }
+
+    private long sessionId_ ;
+    /**
+     * <pre>
+     * Acquire on this session (OpenSessionResponse.session_id) rather than on a lease of its own; then
+     * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
+     * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
+     * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
+     * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+     * </pre>
+     *
+     * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
+     * @return The sessionId.
+     */
+    @java.lang.Override
+    public long getSessionId() {
+      return sessionId_;
+    }
+    /**
+     * <pre>
+     * Acquire on this session (OpenSessionResponse.session_id) rather than on a lease of its own; then
+     * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
+     * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
+     * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
+     * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+     * </pre>
+     *
+     * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
+     * @param value The sessionId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSessionId(long value) {
+
+      sessionId_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Acquire on this session (OpenSessionResponse.session_id) rather than on a lease of its own; then
+     * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
+     * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
+     * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
+     * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+     * </pre>
+     *
+     * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSessionId() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      sessionId_ = 0L;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.AcquireRequest)

@@ -97,7 +97,7 @@ public interface AcquireRequestOrBuilder extends
   /**
    * <pre>
    * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-   * call's deadline bounds the wait.
+   * call's deadline bounds the wait. Must not be negative.
    * </pre>
    *
    * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -107,7 +107,7 @@ public interface AcquireRequestOrBuilder extends
   /**
    * <pre>
    * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-   * call's deadline bounds the wait.
+   * call's deadline bounds the wait. Must not be negative.
    * </pre>
    *
    * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
@@ -117,10 +117,24 @@ public interface AcquireRequestOrBuilder extends
   /**
    * <pre>
    * With wait set: the longest time to wait, on top of the call's own deadline. Unset: only the
-   * call's deadline bounds the wait.
+   * call's deadline bounds the wait. Must not be negative.
    * </pre>
    *
    * <code>.google.protobuf.Duration wait_timeout = 5 [json_name = "waitTimeout"];</code>
    */
   com.google.protobuf.DurationOrBuilder getWaitTimeoutOrBuilder();
+
+  /**
+   * <pre>
+   * Acquire on this session (OpenSessionResponse.session_id) rather than on a lease of its own; then
+   * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
+   * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
+   * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
+   * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+   * </pre>
+   *
+   * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
+   * @return The sessionId.
+   */
+  long getSessionId();
 }

@@ -56,7 +56,9 @@ private static final long serialVersionUID = 0L;
   private long revision_ = 0L;
   /**
    * <pre>
-   * The etcd revision of the transaction that applied the mutation.
+   * The etcd revision of the transaction that applied the mutation. The server may commit several
+   * independent mutations in one etcd request; they then share a revision, and each was still
+   * checked and applied all or nothing on its own.
    * </pre>
    *
    * <code>int64 revision = 1 [json_name = "revision"];</code>
@@ -449,7 +451,9 @@ private static final long serialVersionUID = 0L;
     private long revision_ ;
     /**
      * <pre>
-     * The etcd revision of the transaction that applied the mutation.
+     * The etcd revision of the transaction that applied the mutation. The server may commit several
+     * independent mutations in one etcd request; they then share a revision, and each was still
+     * checked and applied all or nothing on its own.
      * </pre>
      *
      * <code>int64 revision = 1 [json_name = "revision"];</code>
@@ -461,7 +465,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The etcd revision of the transaction that applied the mutation.
+     * The etcd revision of the transaction that applied the mutation. The server may commit several
+     * independent mutations in one etcd request; they then share a revision, and each was still
+     * checked and applied all or nothing on its own.
      * </pre>
      *
      * <code>int64 revision = 1 [json_name = "revision"];</code>
@@ -477,7 +483,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The etcd revision of the transaction that applied the mutation.
+     * The etcd revision of the transaction that applied the mutation. The server may commit several
+     * independent mutations in one etcd request; they then share a revision, and each was still
+     * checked and applied all or nothing on its own.
      * </pre>
      *
      * <code>int64 revision = 1 [json_name = "revision"];</code>

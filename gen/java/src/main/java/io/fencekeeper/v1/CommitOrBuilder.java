@@ -12,7 +12,9 @@ public interface CommitOrBuilder extends
 
   /**
    * <pre>
-   * The etcd revision of the transaction that applied the mutation.
+   * The etcd revision of the transaction that applied the mutation. The server may commit several
+   * independent mutations in one etcd request; they then share a revision, and each was still
+   * checked and applied all or nothing on its own.
    * </pre>
    *
    * <code>int64 revision = 1 [json_name = "revision"];</code>

@@ -90,6 +90,24 @@ public enum ErrorReason
    * <code>ETCD_UNAVAILABLE = 7;</code>
    */
   ETCD_UNAVAILABLE(7),
+  /**
+   * <pre>
+   * ALREADY_EXISTS, from Acquire with session_id: the session already holds or waits for the resource.
+   * Metadata: "resource", "session_id", "generation" (of the session's place in line).
+   * </pre>
+   *
+   * <code>ALREADY_ACQUIRED = 8;</code>
+   */
+  ALREADY_ACQUIRED(8),
+  /**
+   * <pre>
+   * FAILED_PRECONDITION: a page token reads a snapshot that etcd has compacted away. Start the listing
+   * again without a page token. Metadata: "revision", "compacted" (the oldest revision etcd keeps).
+   * </pre>
+   *
+   * <code>REVISION_COMPACTED = 9;</code>
+   */
+  REVISION_COMPACTED(9),
   UNRECOGNIZED(-1),
   ;
 
@@ -175,6 +193,24 @@ public enum ErrorReason
    * <code>ETCD_UNAVAILABLE = 7;</code>
    */
   public static final int ETCD_UNAVAILABLE_VALUE = 7;
+  /**
+   * <pre>
+   * ALREADY_EXISTS, from Acquire with session_id: the session already holds or waits for the resource.
+   * Metadata: "resource", "session_id", "generation" (of the session's place in line).
+   * </pre>
+   *
+   * <code>ALREADY_ACQUIRED = 8;</code>
+   */
+  public static final int ALREADY_ACQUIRED_VALUE = 8;
+  /**
+   * <pre>
+   * FAILED_PRECONDITION: a page token reads a snapshot that etcd has compacted away. Start the listing
+   * again without a page token. Metadata: "revision", "compacted" (the oldest revision etcd keeps).
+   * </pre>
+   *
+   * <code>REVISION_COMPACTED = 9;</code>
+   */
+  public static final int REVISION_COMPACTED_VALUE = 9;
 
 
   public final int getNumber() {
@@ -209,6 +245,8 @@ public enum ErrorReason
       case 5: return LEASE_NOT_FOUND;
       case 6: return IDEMPOTENCY_KEY_REUSED;
       case 7: return ETCD_UNAVAILABLE;
+      case 8: return ALREADY_ACQUIRED;
+      case 9: return REVISION_COMPACTED;
       default: return null;
     }
   }

@@ -112,7 +112,7 @@ private static final long serialVersionUID = 0L;
   private long generation_ = 0L;
   /**
    * <pre>
-   * The generation: the etcd revision at which this acquisition was queued (the create revision of
+   * The generation: the etcd revision at which this acquisition was granted (the create revision of
    * the owner key). Greater than the generation of every earlier acquisition of the same resource.
    * </pre>
    *
@@ -128,8 +128,8 @@ private static final long serialVersionUID = 0L;
   private long leaseId_ = 0L;
   /**
    * <pre>
-   * The etcd lease that backs this generation. Renew and KeepAlive take it; it is gone once the
-   * lease expires or is released.
+   * The etcd lease that backs this generation: a lease of its own, or the session it was acquired on.
+   * Renew and KeepAlive take it; it is gone once the lease expires or is released.
    * </pre>
    *
    * <code>int64 lease_id = 3 [json_name = "leaseId"];</code>
@@ -591,7 +591,7 @@ private static final long serialVersionUID = 0L;
     private long generation_ ;
     /**
      * <pre>
-     * The generation: the etcd revision at which this acquisition was queued (the create revision of
+     * The generation: the etcd revision at which this acquisition was granted (the create revision of
      * the owner key). Greater than the generation of every earlier acquisition of the same resource.
      * </pre>
      *
@@ -604,7 +604,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The generation: the etcd revision at which this acquisition was queued (the create revision of
+     * The generation: the etcd revision at which this acquisition was granted (the create revision of
      * the owner key). Greater than the generation of every earlier acquisition of the same resource.
      * </pre>
      *
@@ -621,7 +621,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The generation: the etcd revision at which this acquisition was queued (the create revision of
+     * The generation: the etcd revision at which this acquisition was granted (the create revision of
      * the owner key). Greater than the generation of every earlier acquisition of the same resource.
      * </pre>
      *
@@ -638,8 +638,8 @@ private static final long serialVersionUID = 0L;
     private long leaseId_ ;
     /**
      * <pre>
-     * The etcd lease that backs this generation. Renew and KeepAlive take it; it is gone once the
-     * lease expires or is released.
+     * The etcd lease that backs this generation: a lease of its own, or the session it was acquired on.
+     * Renew and KeepAlive take it; it is gone once the lease expires or is released.
      * </pre>
      *
      * <code>int64 lease_id = 3 [json_name = "leaseId"];</code>
@@ -651,8 +651,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The etcd lease that backs this generation. Renew and KeepAlive take it; it is gone once the
-     * lease expires or is released.
+     * The etcd lease that backs this generation: a lease of its own, or the session it was acquired on.
+     * Renew and KeepAlive take it; it is gone once the lease expires or is released.
      * </pre>
      *
      * <code>int64 lease_id = 3 [json_name = "leaseId"];</code>
@@ -668,8 +668,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The etcd lease that backs this generation. Renew and KeepAlive take it; it is gone once the
-     * lease expires or is released.
+     * The etcd lease that backs this generation: a lease of its own, or the session it was acquired on.
+     * Renew and KeepAlive take it; it is gone once the lease expires or is released.
      * </pre>
      *
      * <code>int64 lease_id = 3 [json_name = "leaseId"];</code>

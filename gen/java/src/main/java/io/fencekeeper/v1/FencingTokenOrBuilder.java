@@ -32,7 +32,7 @@ public interface FencingTokenOrBuilder extends
 
   /**
    * <pre>
-   * The generation: the etcd revision at which this acquisition was queued (the create revision of
+   * The generation: the etcd revision at which this acquisition was granted (the create revision of
    * the owner key). Greater than the generation of every earlier acquisition of the same resource.
    * </pre>
    *
@@ -43,8 +43,8 @@ public interface FencingTokenOrBuilder extends
 
   /**
    * <pre>
-   * The etcd lease that backs this generation. Renew and KeepAlive take it; it is gone once the
-   * lease expires or is released.
+   * The etcd lease that backs this generation: a lease of its own, or the session it was acquired on.
+   * Renew and KeepAlive take it; it is gone once the lease expires or is released.
    * </pre>
    *
    * <code>int64 lease_id = 3 [json_name = "leaseId"];</code>

@@ -7,7 +7,7 @@ package io.fencekeeper.v1;
 
 /**
  * <pre>
- * One renewal request on a KeepAlive stream.
+ * One renewal request on a KeepAlive stream: one lease, or many at once.
  * </pre>
  *
  * Protobuf type {@code fencekeeper.v1.KeepAliveRequest}
@@ -32,6 +32,7 @@ private static final long serialVersionUID = 0L;
     super(builder);
   }
   private KeepAliveRequest() {
+    leaseIds_ = emptyLongList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -56,7 +57,8 @@ private static final long serialVersionUID = 0L;
   private long leaseId_ = 0L;
   /**
    * <pre>
-   * The lease to renew: FencingToken.lease_id.
+   * The lease to renew: FencingToken.lease_id, or a session id. With lease_ids empty, the answer is
+   * one KeepAliveResponse with lease_id and ttl or error set.
    * </pre>
    *
    * <code>int64 lease_id = 1 [json_name = "leaseId"];</code>
@@ -66,6 +68,57 @@ private static final long serialVersionUID = 0L;
   public long getLeaseId() {
     return leaseId_;
   }
+
+  public static final int LEASE_IDS_FIELD_NUMBER = 2;
+  @SuppressWarnings("serial")
+  private com.google.protobuf.Internal.LongList leaseIds_ =
+      emptyLongList();
+  /**
+   * <pre>
+   * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+   * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+   * then those of lease_ids in their order. Renewing many leases with one message costs far less
+   * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+   * </pre>
+   *
+   * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+   * @return A list containing the leaseIds.
+   */
+  @java.lang.Override
+  public java.util.List<java.lang.Long>
+      getLeaseIdsList() {
+    return leaseIds_;
+  }
+  /**
+   * <pre>
+   * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+   * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+   * then those of lease_ids in their order. Renewing many leases with one message costs far less
+   * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+   * </pre>
+   *
+   * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+   * @return The count of leaseIds.
+   */
+  public int getLeaseIdsCount() {
+    return leaseIds_.size();
+  }
+  /**
+   * <pre>
+   * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+   * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+   * then those of lease_ids in their order. Renewing many leases with one message costs far less
+   * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+   * </pre>
+   *
+   * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+   * @param index The index of the element to return.
+   * @return The leaseIds at the given index.
+   */
+  public long getLeaseIds(int index) {
+    return leaseIds_.getLong(index);
+  }
+  private int leaseIdsMemoizedSerializedSize = -1;
 
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
@@ -81,8 +134,16 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public void writeTo(com.google.protobuf.CodedOutputStream output)
                       throws java.io.IOException {
+    getSerializedSize();
     if (leaseId_ != 0L) {
       output.writeInt64(1, leaseId_);
+    }
+    if (getLeaseIdsList().size() > 0) {
+      output.writeUInt32NoTag(18);
+      output.writeUInt32NoTag(leaseIdsMemoizedSerializedSize);
+    }
+    for (int i = 0; i < leaseIds_.size(); i++) {
+      output.writeInt64NoTag(leaseIds_.getLong(i));
     }
     getUnknownFields().writeTo(output);
   }
@@ -91,6 +152,20 @@ private static final long serialVersionUID = 0L;
     if (leaseId_ != 0L) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt64Size(1, leaseId_);
+    }
+    {
+      int dataSize = 0;
+      for (int i = 0; i < leaseIds_.size(); i++) {
+        dataSize += com.google.protobuf.CodedOutputStream
+          .computeInt64SizeNoTag(leaseIds_.getLong(i));
+      }
+      size += dataSize;
+      if (!getLeaseIdsList().isEmpty()) {
+        size += 1;
+        size += com.google.protobuf.CodedOutputStream
+            .computeInt32SizeNoTag(dataSize);
+      }
+      leaseIdsMemoizedSerializedSize = dataSize;
     }
     return size;
   }
@@ -118,6 +193,8 @@ private static final long serialVersionUID = 0L;
 
     if (getLeaseId()
         != other.getLeaseId()) return false;
+    if (!getLeaseIdsList()
+        .equals(other.getLeaseIdsList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -132,6 +209,10 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + LEASE_ID_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
         getLeaseId());
+    if (getLeaseIdsCount() > 0) {
+      hash = (37 * hash) + LEASE_IDS_FIELD_NUMBER;
+      hash = (53 * hash) + getLeaseIdsList().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -231,7 +312,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * One renewal request on a KeepAlive stream.
+   * One renewal request on a KeepAlive stream: one lease, or many at once.
    * </pre>
    *
    * Protobuf type {@code fencekeeper.v1.KeepAliveRequest}
@@ -268,6 +349,7 @@ private static final long serialVersionUID = 0L;
       super.clear();
       bitField0_ = 0;
       leaseId_ = 0L;
+      leaseIds_ = emptyLongList();
       return this;
     }
 
@@ -304,6 +386,10 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000001) != 0)) {
         result.leaseId_ = leaseId_;
       }
+      if (((from_bitField0_ & 0x00000002) != 0)) {
+        leaseIds_.makeImmutable();
+        result.leaseIds_ = leaseIds_;
+      }
     }
 
     @java.lang.Override
@@ -320,6 +406,17 @@ private static final long serialVersionUID = 0L;
       if (other == io.fencekeeper.v1.KeepAliveRequest.getDefaultInstance()) return this;
       if (other.getLeaseId() != 0L) {
         setLeaseId(other.getLeaseId());
+      }
+      if (!other.leaseIds_.isEmpty()) {
+        if (leaseIds_.isEmpty()) {
+          leaseIds_ = other.leaseIds_;
+          leaseIds_.makeImmutable();
+          bitField0_ |= 0x00000002;
+        } else {
+          ensureLeaseIdsIsMutable();
+          leaseIds_.addAll(other.leaseIds_);
+        }
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -350,6 +447,22 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000001;
               break;
             } // case 8
+            case 16: {
+              long v = input.readInt64();
+              ensureLeaseIdsIsMutable();
+              leaseIds_.addLong(v);
+              break;
+            } // case 16
+            case 18: {
+              int length = input.readRawVarint32();
+              int limit = input.pushLimit(length);
+              ensureLeaseIdsIsMutable();
+              while (input.getBytesUntilLimit() > 0) {
+                leaseIds_.addLong(input.readInt64());
+              }
+              input.popLimit(limit);
+              break;
+            } // case 18
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -370,7 +483,8 @@ private static final long serialVersionUID = 0L;
     private long leaseId_ ;
     /**
      * <pre>
-     * The lease to renew: FencingToken.lease_id.
+     * The lease to renew: FencingToken.lease_id, or a session id. With lease_ids empty, the answer is
+     * one KeepAliveResponse with lease_id and ttl or error set.
      * </pre>
      *
      * <code>int64 lease_id = 1 [json_name = "leaseId"];</code>
@@ -382,7 +496,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The lease to renew: FencingToken.lease_id.
+     * The lease to renew: FencingToken.lease_id, or a session id. With lease_ids empty, the answer is
+     * one KeepAliveResponse with lease_id and ttl or error set.
      * </pre>
      *
      * <code>int64 lease_id = 1 [json_name = "leaseId"];</code>
@@ -398,7 +513,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The lease to renew: FencingToken.lease_id.
+     * The lease to renew: FencingToken.lease_id, or a session id. With lease_ids empty, the answer is
+     * one KeepAliveResponse with lease_id and ttl or error set.
      * </pre>
      *
      * <code>int64 lease_id = 1 [json_name = "leaseId"];</code>
@@ -407,6 +523,139 @@ private static final long serialVersionUID = 0L;
     public Builder clearLeaseId() {
       bitField0_ = (bitField0_ & ~0x00000001);
       leaseId_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.Internal.LongList leaseIds_ = emptyLongList();
+    private void ensureLeaseIdsIsMutable() {
+      if (!leaseIds_.isModifiable()) {
+        leaseIds_ = makeMutableCopy(leaseIds_);
+      }
+      bitField0_ |= 0x00000002;
+    }
+    /**
+     * <pre>
+     * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+     * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+     * then those of lease_ids in their order. Renewing many leases with one message costs far less
+     * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+     * @return A list containing the leaseIds.
+     */
+    public java.util.List<java.lang.Long>
+        getLeaseIdsList() {
+      leaseIds_.makeImmutable();
+      return leaseIds_;
+    }
+    /**
+     * <pre>
+     * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+     * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+     * then those of lease_ids in their order. Renewing many leases with one message costs far less
+     * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+     * @return The count of leaseIds.
+     */
+    public int getLeaseIdsCount() {
+      return leaseIds_.size();
+    }
+    /**
+     * <pre>
+     * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+     * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+     * then those of lease_ids in their order. Renewing many leases with one message costs far less
+     * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+     * @param index The index of the element to return.
+     * @return The leaseIds at the given index.
+     */
+    public long getLeaseIds(int index) {
+      return leaseIds_.getLong(index);
+    }
+    /**
+     * <pre>
+     * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+     * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+     * then those of lease_ids in their order. Renewing many leases with one message costs far less
+     * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+     * @param index The index to set the value at.
+     * @param value The leaseIds to set.
+     * @return This builder for chaining.
+     */
+    public Builder setLeaseIds(
+        int index, long value) {
+
+      ensureLeaseIdsIsMutable();
+      leaseIds_.setLong(index, value);
+      bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+     * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+     * then those of lease_ids in their order. Renewing many leases with one message costs far less
+     * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+     * @param value The leaseIds to add.
+     * @return This builder for chaining.
+     */
+    public Builder addLeaseIds(long value) {
+
+      ensureLeaseIdsIsMutable();
+      leaseIds_.addLong(value);
+      bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+     * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+     * then those of lease_ids in their order. Renewing many leases with one message costs far less
+     * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+     * @param values The leaseIds to add.
+     * @return This builder for chaining.
+     */
+    public Builder addAllLeaseIds(
+        java.lang.Iterable<? extends java.lang.Long> values) {
+      ensureLeaseIdsIsMutable();
+      com.google.protobuf.AbstractMessageLite.Builder.addAll(
+          values, leaseIds_);
+      bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+     * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+     * then those of lease_ids in their order. Renewing many leases with one message costs far less
+     * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearLeaseIds() {
+      leaseIds_ = emptyLongList();
+      bitField0_ = (bitField0_ & ~0x00000002);
       onChanged();
       return this;
     }

@@ -12,11 +12,50 @@ public interface KeepAliveRequestOrBuilder extends
 
   /**
    * <pre>
-   * The lease to renew: FencingToken.lease_id.
+   * The lease to renew: FencingToken.lease_id, or a session id. With lease_ids empty, the answer is
+   * one KeepAliveResponse with lease_id and ttl or error set.
    * </pre>
    *
    * <code>int64 lease_id = 1 [json_name = "leaseId"];</code>
    * @return The leaseId.
    */
   long getLeaseId();
+
+  /**
+   * <pre>
+   * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+   * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+   * then those of lease_ids in their order. Renewing many leases with one message costs far less
+   * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+   * </pre>
+   *
+   * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+   * @return A list containing the leaseIds.
+   */
+  java.util.List<java.lang.Long> getLeaseIdsList();
+  /**
+   * <pre>
+   * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+   * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+   * then those of lease_ids in their order. Renewing many leases with one message costs far less
+   * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+   * </pre>
+   *
+   * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+   * @return The count of leaseIds.
+   */
+  int getLeaseIdsCount();
+  /**
+   * <pre>
+   * More leases or sessions to renew with this one message, up to 10,000. When set, the answer is
+   * one KeepAliveResponse whose renewals hold one answer per lease: lease_id's first when it is set,
+   * then those of lease_ids in their order. Renewing many leases with one message costs far less
+   * than one message each. A message with more is refused: the stream ends with INVALID_ARGUMENT.
+   * </pre>
+   *
+   * <code>repeated int64 lease_ids = 2 [json_name = "leaseIds"];</code>
+   * @param index The index of the element to return.
+   * @return The leaseIds at the given index.
+   */
+  long getLeaseIds(int index);
 }

@@ -7,7 +7,8 @@ package io.fencekeeper.v1;
 
 /**
  * <pre>
- * The answer to one KeepAliveRequest. Exactly one of ttl and error is set.
+ * The answer to one KeepAliveRequest. For a request with lease_id only, exactly one of ttl and error
+ * is set; for a request with lease_ids, renewals holds the answers and the other fields are unset.
  * </pre>
  *
  * Protobuf type {@code fencekeeper.v1.KeepAliveResponse}
@@ -32,6 +33,7 @@ private static final long serialVersionUID = 0L;
     super(builder);
   }
   private KeepAliveResponse() {
+    renewals_ = java.util.Collections.emptyList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -156,6 +158,67 @@ private static final long serialVersionUID = 0L;
     return error_ == null ? com.google.rpc.Status.getDefaultInstance() : error_;
   }
 
+  public static final int RENEWALS_FIELD_NUMBER = 4;
+  @SuppressWarnings("serial")
+  private java.util.List<io.fencekeeper.v1.LeaseRenewal> renewals_;
+  /**
+   * <pre>
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<io.fencekeeper.v1.LeaseRenewal> getRenewalsList() {
+    return renewals_;
+  }
+  /**
+   * <pre>
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends io.fencekeeper.v1.LeaseRenewalOrBuilder> 
+      getRenewalsOrBuilderList() {
+    return renewals_;
+  }
+  /**
+   * <pre>
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+   */
+  @java.lang.Override
+  public int getRenewalsCount() {
+    return renewals_.size();
+  }
+  /**
+   * <pre>
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+   */
+  @java.lang.Override
+  public io.fencekeeper.v1.LeaseRenewal getRenewals(int index) {
+    return renewals_.get(index);
+  }
+  /**
+   * <pre>
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+   */
+  @java.lang.Override
+  public io.fencekeeper.v1.LeaseRenewalOrBuilder getRenewalsOrBuilder(
+      int index) {
+    return renewals_.get(index);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -179,6 +242,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       output.writeMessage(3, getError());
     }
+    for (int i = 0; i < renewals_.size(); i++) {
+      output.writeMessage(4, renewals_.get(i));
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -195,6 +261,15 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(3, getError());
     }
+
+        {
+          final int count = renewals_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(renewals_.get(i));
+          }
+          size += 1 * count;
+        }
     return size;
   }
   @java.lang.Override
@@ -231,6 +306,8 @@ private static final long serialVersionUID = 0L;
       if (!getError()
           .equals(other.getError())) return false;
     }
+    if (!getRenewalsList()
+        .equals(other.getRenewalsList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -252,6 +329,10 @@ private static final long serialVersionUID = 0L;
     if (hasError()) {
       hash = (37 * hash) + ERROR_FIELD_NUMBER;
       hash = (53 * hash) + getError().hashCode();
+    }
+    if (getRenewalsCount() > 0) {
+      hash = (37 * hash) + RENEWALS_FIELD_NUMBER;
+      hash = (53 * hash) + getRenewalsList().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -352,7 +433,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The answer to one KeepAliveRequest. Exactly one of ttl and error is set.
+   * The answer to one KeepAliveRequest. For a request with lease_id only, exactly one of ttl and error
+   * is set; for a request with lease_ids, renewals holds the answers and the other fields are unset.
    * </pre>
    *
    * Protobuf type {@code fencekeeper.v1.KeepAliveResponse}
@@ -389,6 +471,7 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetTtlFieldBuilder();
         internalGetErrorFieldBuilder();
+        internalGetRenewalsFieldBuilder();
       }
     }
     @java.lang.Override
@@ -406,6 +489,13 @@ private static final long serialVersionUID = 0L;
         errorBuilder_.dispose();
         errorBuilder_ = null;
       }
+      if (renewalsBuilder_ == null) {
+        renewals_ = java.util.Collections.emptyList();
+      } else {
+        renewals_ = null;
+        renewalsBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000008);
       return this;
     }
 
@@ -432,9 +522,22 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public io.fencekeeper.v1.KeepAliveResponse buildPartial() {
       io.fencekeeper.v1.KeepAliveResponse result = new io.fencekeeper.v1.KeepAliveResponse(this);
+      buildPartialRepeatedFields(result);
       if (bitField0_ != 0) { buildPartial0(result); }
       onBuilt();
       return result;
+    }
+
+    private void buildPartialRepeatedFields(io.fencekeeper.v1.KeepAliveResponse result) {
+      if (renewalsBuilder_ == null) {
+        if (((bitField0_ & 0x00000008) != 0)) {
+          renewals_ = java.util.Collections.unmodifiableList(renewals_);
+          bitField0_ = (bitField0_ & ~0x00000008);
+        }
+        result.renewals_ = renewals_;
+      } else {
+        result.renewals_ = renewalsBuilder_.build();
+      }
     }
 
     private void buildPartial0(io.fencekeeper.v1.KeepAliveResponse result) {
@@ -479,6 +582,32 @@ private static final long serialVersionUID = 0L;
       if (other.hasError()) {
         mergeError(other.getError());
       }
+      if (renewalsBuilder_ == null) {
+        if (!other.renewals_.isEmpty()) {
+          if (renewals_.isEmpty()) {
+            renewals_ = other.renewals_;
+            bitField0_ = (bitField0_ & ~0x00000008);
+          } else {
+            ensureRenewalsIsMutable();
+            renewals_.addAll(other.renewals_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.renewals_.isEmpty()) {
+          if (renewalsBuilder_.isEmpty()) {
+            renewalsBuilder_.dispose();
+            renewalsBuilder_ = null;
+            renewals_ = other.renewals_;
+            bitField0_ = (bitField0_ & ~0x00000008);
+            renewalsBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetRenewalsFieldBuilder() : null;
+          } else {
+            renewalsBuilder_.addAllMessages(other.renewals_);
+          }
+        }
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -522,6 +651,19 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 26
+            case 34: {
+              io.fencekeeper.v1.LeaseRenewal m =
+                  input.readMessage(
+                      io.fencekeeper.v1.LeaseRenewal.parser(),
+                      extensionRegistry);
+              if (renewalsBuilder_ == null) {
+                ensureRenewalsIsMutable();
+                renewals_.add(m);
+              } else {
+                renewalsBuilder_.addMessage(m);
+              }
+              break;
+            } // case 34
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -927,6 +1069,312 @@ private static final long serialVersionUID = 0L;
         error_ = null;
       }
       return errorBuilder_;
+    }
+
+    private java.util.List<io.fencekeeper.v1.LeaseRenewal> renewals_ =
+      java.util.Collections.emptyList();
+    private void ensureRenewalsIsMutable() {
+      if (!((bitField0_ & 0x00000008) != 0)) {
+        renewals_ = new java.util.ArrayList<io.fencekeeper.v1.LeaseRenewal>(renewals_);
+        bitField0_ |= 0x00000008;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        io.fencekeeper.v1.LeaseRenewal, io.fencekeeper.v1.LeaseRenewal.Builder, io.fencekeeper.v1.LeaseRenewalOrBuilder> renewalsBuilder_;
+
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public java.util.List<io.fencekeeper.v1.LeaseRenewal> getRenewalsList() {
+      if (renewalsBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(renewals_);
+      } else {
+        return renewalsBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public int getRenewalsCount() {
+      if (renewalsBuilder_ == null) {
+        return renewals_.size();
+      } else {
+        return renewalsBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public io.fencekeeper.v1.LeaseRenewal getRenewals(int index) {
+      if (renewalsBuilder_ == null) {
+        return renewals_.get(index);
+      } else {
+        return renewalsBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public Builder setRenewals(
+        int index, io.fencekeeper.v1.LeaseRenewal value) {
+      if (renewalsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureRenewalsIsMutable();
+        renewals_.set(index, value);
+        onChanged();
+      } else {
+        renewalsBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public Builder setRenewals(
+        int index, io.fencekeeper.v1.LeaseRenewal.Builder builderForValue) {
+      if (renewalsBuilder_ == null) {
+        ensureRenewalsIsMutable();
+        renewals_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        renewalsBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public Builder addRenewals(io.fencekeeper.v1.LeaseRenewal value) {
+      if (renewalsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureRenewalsIsMutable();
+        renewals_.add(value);
+        onChanged();
+      } else {
+        renewalsBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public Builder addRenewals(
+        int index, io.fencekeeper.v1.LeaseRenewal value) {
+      if (renewalsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureRenewalsIsMutable();
+        renewals_.add(index, value);
+        onChanged();
+      } else {
+        renewalsBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public Builder addRenewals(
+        io.fencekeeper.v1.LeaseRenewal.Builder builderForValue) {
+      if (renewalsBuilder_ == null) {
+        ensureRenewalsIsMutable();
+        renewals_.add(builderForValue.build());
+        onChanged();
+      } else {
+        renewalsBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public Builder addRenewals(
+        int index, io.fencekeeper.v1.LeaseRenewal.Builder builderForValue) {
+      if (renewalsBuilder_ == null) {
+        ensureRenewalsIsMutable();
+        renewals_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        renewalsBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public Builder addAllRenewals(
+        java.lang.Iterable<? extends io.fencekeeper.v1.LeaseRenewal> values) {
+      if (renewalsBuilder_ == null) {
+        ensureRenewalsIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, renewals_);
+        onChanged();
+      } else {
+        renewalsBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public Builder clearRenewals() {
+      if (renewalsBuilder_ == null) {
+        renewals_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000008);
+        onChanged();
+      } else {
+        renewalsBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public Builder removeRenewals(int index) {
+      if (renewalsBuilder_ == null) {
+        ensureRenewalsIsMutable();
+        renewals_.remove(index);
+        onChanged();
+      } else {
+        renewalsBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public io.fencekeeper.v1.LeaseRenewal.Builder getRenewalsBuilder(
+        int index) {
+      return internalGetRenewalsFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public io.fencekeeper.v1.LeaseRenewalOrBuilder getRenewalsOrBuilder(
+        int index) {
+      if (renewalsBuilder_ == null) {
+        return renewals_.get(index);  } else {
+        return renewalsBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public java.util.List<? extends io.fencekeeper.v1.LeaseRenewalOrBuilder> 
+         getRenewalsOrBuilderList() {
+      if (renewalsBuilder_ != null) {
+        return renewalsBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(renewals_);
+      }
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public io.fencekeeper.v1.LeaseRenewal.Builder addRenewalsBuilder() {
+      return internalGetRenewalsFieldBuilder().addBuilder(
+          io.fencekeeper.v1.LeaseRenewal.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public io.fencekeeper.v1.LeaseRenewal.Builder addRenewalsBuilder(
+        int index) {
+      return internalGetRenewalsFieldBuilder().addBuilder(
+          index, io.fencekeeper.v1.LeaseRenewal.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * The answers to a request with lease_ids, one per lease, in the order of the request.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+     */
+    public java.util.List<io.fencekeeper.v1.LeaseRenewal.Builder> 
+         getRenewalsBuilderList() {
+      return internalGetRenewalsFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        io.fencekeeper.v1.LeaseRenewal, io.fencekeeper.v1.LeaseRenewal.Builder, io.fencekeeper.v1.LeaseRenewalOrBuilder> 
+        internalGetRenewalsFieldBuilder() {
+      if (renewalsBuilder_ == null) {
+        renewalsBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            io.fencekeeper.v1.LeaseRenewal, io.fencekeeper.v1.LeaseRenewal.Builder, io.fencekeeper.v1.LeaseRenewalOrBuilder>(
+                renewals_,
+                ((bitField0_ & 0x00000008) != 0),
+                getParentForChildren(),
+                isClean());
+        renewals_ = null;
+      }
+      return renewalsBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.KeepAliveResponse)

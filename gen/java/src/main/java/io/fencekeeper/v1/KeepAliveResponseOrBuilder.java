@@ -85,4 +85,48 @@ public interface KeepAliveResponseOrBuilder extends
    * <code>.google.rpc.Status error = 3 [json_name = "error"];</code>
    */
   com.google.rpc.StatusOrBuilder getErrorOrBuilder();
+
+  /**
+   * <pre>
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+   */
+  java.util.List<io.fencekeeper.v1.LeaseRenewal> 
+      getRenewalsList();
+  /**
+   * <pre>
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+   */
+  io.fencekeeper.v1.LeaseRenewal getRenewals(int index);
+  /**
+   * <pre>
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+   */
+  int getRenewalsCount();
+  /**
+   * <pre>
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+   */
+  java.util.List<? extends io.fencekeeper.v1.LeaseRenewalOrBuilder> 
+      getRenewalsOrBuilderList();
+  /**
+   * <pre>
+   * The answers to a request with lease_ids, one per lease, in the order of the request.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.LeaseRenewal renewals = 4 [json_name = "renewals"];</code>
+   */
+  io.fencekeeper.v1.LeaseRenewalOrBuilder getRenewalsOrBuilder(
+      int index);
 }

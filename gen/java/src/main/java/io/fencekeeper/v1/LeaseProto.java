@@ -47,6 +47,11 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fencekeeper_v1_KeepAliveResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LeaseRenewal_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LeaseRenewal_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_fencekeeper_v1_RenewRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -86,6 +91,26 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fencekeeper_v1_ObserveResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_OpenSessionRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_OpenSessionRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_OpenSessionResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_OpenSessionResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_CloseSessionRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_CloseSessionRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_CloseSessionResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_CloseSessionResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -98,51 +123,68 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "\n\032fencekeeper/v1/lease.proto\022\016fencekeepe" +
       "r.v1\032\032fencekeeper/v1/token.proto\032\036google" +
       "/protobuf/duration.proto\032\027google/rpc/sta" +
-      "tus.proto\"\303\001\n\016AcquireRequest\022\032\n\010resource" +
+      "tus.proto\"\342\001\n\016AcquireRequest\022\032\n\010resource" +
       "\030\001 \001(\tR\010resource\022+\n\003ttl\030\002 \001(\0132\031.google.p" +
       "rotobuf.DurationR\003ttl\022\026\n\006holder\030\003 \001(\tR\006h" +
       "older\022\022\n\004wait\030\004 \001(\010R\004wait\022<\n\014wait_timeou" +
       "t\030\005 \001(\0132\031.google.protobuf.DurationR\013wait" +
-      "Timeout\"r\n\017AcquireResponse\0222\n\005token\030\001 \001(" +
-      "\0132\034.fencekeeper.v1.FencingTokenR\005token\022+" +
-      "\n\003ttl\030\002 \001(\0132\031.google.protobuf.DurationR\003" +
-      "ttl\"-\n\020KeepAliveRequest\022\031\n\010lease_id\030\001 \001(" +
-      "\003R\007leaseId\"\205\001\n\021KeepAliveResponse\022\031\n\010leas" +
-      "e_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(\0132\031.googl" +
-      "e.protobuf.DurationR\003ttl\022(\n\005error\030\003 \001(\0132" +
-      "\022.google.rpc.StatusR\005error\")\n\014RenewReque" +
-      "st\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\"<\n\rRenewRe" +
-      "sponse\022+\n\003ttl\030\001 \001(\0132\031.google.protobuf.Du" +
-      "rationR\003ttl\"D\n\016ReleaseRequest\0222\n\005token\030\001" +
+      "Timeout\022\035\n\nsession_id\030\006 \001(\003R\tsessionId\"r" +
+      "\n\017AcquireResponse\0222\n\005token\030\001 \001(\0132\034.fence" +
+      "keeper.v1.FencingTokenR\005token\022+\n\003ttl\030\002 \001" +
+      "(\0132\031.google.protobuf.DurationR\003ttl\"J\n\020Ke" +
+      "epAliveRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseI" +
+      "d\022\033\n\tlease_ids\030\002 \003(\003R\010leaseIds\"\277\001\n\021KeepA" +
+      "liveResponse\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022" +
+      "+\n\003ttl\030\002 \001(\0132\031.google.protobuf.DurationR" +
+      "\003ttl\022(\n\005error\030\003 \001(\0132\022.google.rpc.StatusR" +
+      "\005error\0228\n\010renewals\030\004 \003(\0132\034.fencekeeper.v" +
+      "1.LeaseRenewalR\010renewals\"\200\001\n\014LeaseRenewa" +
+      "l\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(" +
+      "\0132\031.google.protobuf.DurationR\003ttl\022(\n\005err" +
+      "or\030\003 \001(\0132\022.google.rpc.StatusR\005error\")\n\014R" +
+      "enewRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\"<" +
+      "\n\rRenewResponse\022+\n\003ttl\030\001 \001(\0132\031.google.pr" +
+      "otobuf.DurationR\003ttl\"D\n\016ReleaseRequest\0222" +
+      "\n\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTo" +
+      "kenR\005token\"\021\n\017ReleaseResponse\"-\n\017Describ" +
+      "eRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"\360\001\n" +
+      "\020DescribeResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n" +
+      "\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.f" +
+      "encekeeper.v1.FencingTokenR\005token\022+\n\003ttl" +
+      "\030\004 \001(\0132\031.google.protobuf.DurationR\003ttl\022\030" +
+      "\n\007waiters\030\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R" +
+      "\005fence\022\037\n\013last_issued\030\007 \001(\003R\nlastIssued\"" +
+      ",\n\016ObserveRequest\022\032\n\010resource\030\001 \001(\tR\010res" +
+      "ource\"\215\001\n\017ObserveResponse\022\022\n\004held\030\001 \001(\010R" +
+      "\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003" +
       " \001(\0132\034.fencekeeper.v1.FencingTokenR\005toke" +
-      "n\"\021\n\017ReleaseResponse\"-\n\017DescribeRequest\022" +
-      "\032\n\010resource\030\001 \001(\tR\010resource\"\360\001\n\020Describe" +
-      "Response\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006holder\030\002" +
-      " \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fencekeepe" +
-      "r.v1.FencingTokenR\005token\022+\n\003ttl\030\004 \001(\0132\031." +
-      "google.protobuf.DurationR\003ttl\022\030\n\007waiters" +
-      "\030\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R\005fence\022\037\n" +
-      "\013last_issued\030\007 \001(\003R\nlastIssued\",\n\016Observ" +
-      "eRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"\215\001\n" +
-      "\017ObserveResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006" +
-      "holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fe" +
-      "ncekeeper.v1.FencingTokenR\005token\022\032\n\010revi" +
-      "sion\030\004 \001(\003R\010revision2\337\003\n\014LeaseService\022J\n" +
-      "\007Acquire\022\036.fencekeeper.v1.AcquireRequest" +
-      "\032\037.fencekeeper.v1.AcquireResponse\022T\n\tKee" +
-      "pAlive\022 .fencekeeper.v1.KeepAliveRequest" +
-      "\032!.fencekeeper.v1.KeepAliveResponse(\0010\001\022" +
-      "D\n\005Renew\022\034.fencekeeper.v1.RenewRequest\032\035" +
-      ".fencekeeper.v1.RenewResponse\022J\n\007Release" +
-      "\022\036.fencekeeper.v1.ReleaseRequest\032\037.fence" +
-      "keeper.v1.ReleaseResponse\022M\n\010Describe\022\037." +
-      "fencekeeper.v1.DescribeRequest\032 .fenceke" +
-      "eper.v1.DescribeResponse\022L\n\007Observe\022\036.fe" +
-      "ncekeeper.v1.ObserveRequest\032\037.fencekeepe" +
-      "r.v1.ObserveResponse0\001Bi\n\021io.fencekeeper" +
-      ".v1B\nLeaseProtoP\001ZFgithub.com/fencekeepe" +
-      "r/fencekeeper/gen/go/fencekeeper/v1;fenc" +
-      "ekeeperv1b\006proto3"
+      "n\022\032\n\010revision\030\004 \001(\003R\010revision\"Y\n\022OpenSes" +
+      "sionRequest\022+\n\003ttl\030\001 \001(\0132\031.google.protob" +
+      "uf.DurationR\003ttl\022\026\n\006holder\030\002 \001(\tR\006holder" +
+      "\"a\n\023OpenSessionResponse\022\035\n\nsession_id\030\001 " +
+      "\001(\003R\tsessionId\022+\n\003ttl\030\002 \001(\0132\031.google.pro" +
+      "tobuf.DurationR\003ttl\"4\n\023CloseSessionReque" +
+      "st\022\035\n\nsession_id\030\001 \001(\003R\tsessionId\"\026\n\024Clo" +
+      "seSessionResponse2\222\005\n\014LeaseService\022J\n\007Ac" +
+      "quire\022\036.fencekeeper.v1.AcquireRequest\032\037." +
+      "fencekeeper.v1.AcquireResponse\022T\n\tKeepAl" +
+      "ive\022 .fencekeeper.v1.KeepAliveRequest\032!." +
+      "fencekeeper.v1.KeepAliveResponse(\0010\001\022D\n\005" +
+      "Renew\022\034.fencekeeper.v1.RenewRequest\032\035.fe" +
+      "ncekeeper.v1.RenewResponse\022J\n\007Release\022\036." +
+      "fencekeeper.v1.ReleaseRequest\032\037.fencekee" +
+      "per.v1.ReleaseResponse\022M\n\010Describe\022\037.fen" +
+      "cekeeper.v1.DescribeRequest\032 .fencekeepe" +
+      "r.v1.DescribeResponse\022L\n\007Observe\022\036.fence" +
+      "keeper.v1.ObserveRequest\032\037.fencekeeper.v" +
+      "1.ObserveResponse0\001\022V\n\013OpenSession\022\".fen" +
+      "cekeeper.v1.OpenSessionRequest\032#.fenceke" +
+      "eper.v1.OpenSessionResponse\022Y\n\014CloseSess" +
+      "ion\022#.fencekeeper.v1.CloseSessionRequest" +
+      "\032$.fencekeeper.v1.CloseSessionResponseBi" +
+      "\n\021io.fencekeeper.v1B\nLeaseProtoP\001ZFgithu" +
+      "b.com/fencekeeper/fencekeeper/gen/go/fen" +
+      "cekeeper/v1;fencekeeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -156,7 +198,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_AcquireRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_AcquireRequest_descriptor,
-        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", });
+        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", });
     internal_static_fencekeeper_v1_AcquireResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_fencekeeper_v1_AcquireResponse_fieldAccessorTable = new
@@ -168,61 +210,91 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_KeepAliveRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_KeepAliveRequest_descriptor,
-        new java.lang.String[] { "LeaseId", });
+        new java.lang.String[] { "LeaseId", "LeaseIds", });
     internal_static_fencekeeper_v1_KeepAliveResponse_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_fencekeeper_v1_KeepAliveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_KeepAliveResponse_descriptor,
+        new java.lang.String[] { "LeaseId", "Ttl", "Error", "Renewals", });
+    internal_static_fencekeeper_v1_LeaseRenewal_descriptor =
+      getDescriptor().getMessageType(4);
+    internal_static_fencekeeper_v1_LeaseRenewal_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LeaseRenewal_descriptor,
         new java.lang.String[] { "LeaseId", "Ttl", "Error", });
     internal_static_fencekeeper_v1_RenewRequest_descriptor =
-      getDescriptor().getMessageType(4);
+      getDescriptor().getMessageType(5);
     internal_static_fencekeeper_v1_RenewRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_RenewRequest_descriptor,
         new java.lang.String[] { "LeaseId", });
     internal_static_fencekeeper_v1_RenewResponse_descriptor =
-      getDescriptor().getMessageType(5);
+      getDescriptor().getMessageType(6);
     internal_static_fencekeeper_v1_RenewResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_RenewResponse_descriptor,
         new java.lang.String[] { "Ttl", });
     internal_static_fencekeeper_v1_ReleaseRequest_descriptor =
-      getDescriptor().getMessageType(6);
+      getDescriptor().getMessageType(7);
     internal_static_fencekeeper_v1_ReleaseRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ReleaseRequest_descriptor,
         new java.lang.String[] { "Token", });
     internal_static_fencekeeper_v1_ReleaseResponse_descriptor =
-      getDescriptor().getMessageType(7);
+      getDescriptor().getMessageType(8);
     internal_static_fencekeeper_v1_ReleaseResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ReleaseResponse_descriptor,
         new java.lang.String[] { });
     internal_static_fencekeeper_v1_DescribeRequest_descriptor =
-      getDescriptor().getMessageType(8);
+      getDescriptor().getMessageType(9);
     internal_static_fencekeeper_v1_DescribeRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeRequest_descriptor,
         new java.lang.String[] { "Resource", });
     internal_static_fencekeeper_v1_DescribeResponse_descriptor =
-      getDescriptor().getMessageType(9);
+      getDescriptor().getMessageType(10);
     internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeResponse_descriptor,
         new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", });
     internal_static_fencekeeper_v1_ObserveRequest_descriptor =
-      getDescriptor().getMessageType(10);
+      getDescriptor().getMessageType(11);
     internal_static_fencekeeper_v1_ObserveRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveRequest_descriptor,
         new java.lang.String[] { "Resource", });
     internal_static_fencekeeper_v1_ObserveResponse_descriptor =
-      getDescriptor().getMessageType(11);
+      getDescriptor().getMessageType(12);
     internal_static_fencekeeper_v1_ObserveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveResponse_descriptor,
         new java.lang.String[] { "Held", "Holder", "Token", "Revision", });
+    internal_static_fencekeeper_v1_OpenSessionRequest_descriptor =
+      getDescriptor().getMessageType(13);
+    internal_static_fencekeeper_v1_OpenSessionRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_OpenSessionRequest_descriptor,
+        new java.lang.String[] { "Ttl", "Holder", });
+    internal_static_fencekeeper_v1_OpenSessionResponse_descriptor =
+      getDescriptor().getMessageType(14);
+    internal_static_fencekeeper_v1_OpenSessionResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_OpenSessionResponse_descriptor,
+        new java.lang.String[] { "SessionId", "Ttl", });
+    internal_static_fencekeeper_v1_CloseSessionRequest_descriptor =
+      getDescriptor().getMessageType(15);
+    internal_static_fencekeeper_v1_CloseSessionRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_CloseSessionRequest_descriptor,
+        new java.lang.String[] { "SessionId", });
+    internal_static_fencekeeper_v1_CloseSessionResponse_descriptor =
+      getDescriptor().getMessageType(16);
+    internal_static_fencekeeper_v1_CloseSessionResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_CloseSessionResponse_descriptor,
+        new java.lang.String[] { });
     descriptor.resolveAllFeaturesImmutable();
     io.fencekeeper.v1.TokenProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();

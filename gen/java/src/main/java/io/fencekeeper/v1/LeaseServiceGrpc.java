@@ -206,6 +206,68 @@ public final class LeaseServiceGrpc {
     return getObserveMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.OpenSessionRequest,
+      io.fencekeeper.v1.OpenSessionResponse> getOpenSessionMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "OpenSession",
+      requestType = io.fencekeeper.v1.OpenSessionRequest.class,
+      responseType = io.fencekeeper.v1.OpenSessionResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.OpenSessionRequest,
+      io.fencekeeper.v1.OpenSessionResponse> getOpenSessionMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.OpenSessionRequest, io.fencekeeper.v1.OpenSessionResponse> getOpenSessionMethod;
+    if ((getOpenSessionMethod = LeaseServiceGrpc.getOpenSessionMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getOpenSessionMethod = LeaseServiceGrpc.getOpenSessionMethod) == null) {
+          LeaseServiceGrpc.getOpenSessionMethod = getOpenSessionMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.OpenSessionRequest, io.fencekeeper.v1.OpenSessionResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "OpenSession"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.OpenSessionRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.OpenSessionResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("OpenSession"))
+              .build();
+        }
+      }
+    }
+    return getOpenSessionMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.CloseSessionRequest,
+      io.fencekeeper.v1.CloseSessionResponse> getCloseSessionMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "CloseSession",
+      requestType = io.fencekeeper.v1.CloseSessionRequest.class,
+      responseType = io.fencekeeper.v1.CloseSessionResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.CloseSessionRequest,
+      io.fencekeeper.v1.CloseSessionResponse> getCloseSessionMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.CloseSessionRequest, io.fencekeeper.v1.CloseSessionResponse> getCloseSessionMethod;
+    if ((getCloseSessionMethod = LeaseServiceGrpc.getCloseSessionMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getCloseSessionMethod = LeaseServiceGrpc.getCloseSessionMethod) == null) {
+          LeaseServiceGrpc.getCloseSessionMethod = getCloseSessionMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.CloseSessionRequest, io.fencekeeper.v1.CloseSessionResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "CloseSession"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.CloseSessionRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.CloseSessionResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("CloseSession"))
+              .build();
+        }
+      }
+    }
+    return getCloseSessionMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -339,6 +401,31 @@ public final class LeaseServiceGrpc {
         io.grpc.stub.StreamObserver<io.fencekeeper.v1.ObserveResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getObserveMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
+     * Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
+     * on a lease of its own; one renewal of the session (Renew or KeepAlive with the session_id as the
+     * lease id) keeps all of them, and when the session expires every one of them is lost at once.
+     * Each acquisition on a session still gets a generation of its own, and Release ends one of them.
+     * </pre>
+     */
+    default void openSession(io.fencekeeper.v1.OpenSessionRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.OpenSessionResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getOpenSessionMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Close a session now: every acquisition on it is released, and the next waiters are granted.
+     * NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
+     * </pre>
+     */
+    default void closeSession(io.fencekeeper.v1.CloseSessionRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.CloseSessionResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getCloseSessionMethod(), responseObserver);
+    }
   }
 
   /**
@@ -452,6 +539,33 @@ public final class LeaseServiceGrpc {
       io.grpc.stub.ClientCalls.asyncServerStreamingCall(
           getChannel().newCall(getObserveMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
+     * Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
+     * on a lease of its own; one renewal of the session (Renew or KeepAlive with the session_id as the
+     * lease id) keeps all of them, and when the session expires every one of them is lost at once.
+     * Each acquisition on a session still gets a generation of its own, and Release ends one of them.
+     * </pre>
+     */
+    public void openSession(io.fencekeeper.v1.OpenSessionRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.OpenSessionResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getOpenSessionMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Close a session now: every acquisition on it is released, and the next waiters are granted.
+     * NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
+     * </pre>
+     */
+    public void closeSession(io.fencekeeper.v1.CloseSessionRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.CloseSessionResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getCloseSessionMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -544,6 +658,31 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2ServerStreamingCall(
           getChannel(), getObserveMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
+     * Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
+     * on a lease of its own; one renewal of the session (Renew or KeepAlive with the session_id as the
+     * lease id) keeps all of them, and when the session expires every one of them is lost at once.
+     * Each acquisition on a session still gets a generation of its own, and Release ends one of them.
+     * </pre>
+     */
+    public io.fencekeeper.v1.OpenSessionResponse openSession(io.fencekeeper.v1.OpenSessionRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getOpenSessionMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Close a session now: every acquisition on it is released, and the next waiters are granted.
+     * NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
+     * </pre>
+     */
+    public io.fencekeeper.v1.CloseSessionResponse closeSession(io.fencekeeper.v1.CloseSessionRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getCloseSessionMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -622,6 +761,31 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingServerStreamingCall(
           getChannel(), getObserveMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
+     * Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
+     * on a lease of its own; one renewal of the session (Renew or KeepAlive with the session_id as the
+     * lease id) keeps all of them, and when the session expires every one of them is lost at once.
+     * Each acquisition on a session still gets a generation of its own, and Release ends one of them.
+     * </pre>
+     */
+    public io.fencekeeper.v1.OpenSessionResponse openSession(io.fencekeeper.v1.OpenSessionRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getOpenSessionMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Close a session now: every acquisition on it is released, and the next waiters are granted.
+     * NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
+     * </pre>
+     */
+    public io.fencekeeper.v1.CloseSessionResponse closeSession(io.fencekeeper.v1.CloseSessionRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getCloseSessionMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -693,6 +857,33 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getDescribeMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
+     * Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
+     * on a lease of its own; one renewal of the session (Renew or KeepAlive with the session_id as the
+     * lease id) keeps all of them, and when the session expires every one of them is lost at once.
+     * Each acquisition on a session still gets a generation of its own, and Release ends one of them.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.OpenSessionResponse> openSession(
+        io.fencekeeper.v1.OpenSessionRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getOpenSessionMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Close a session now: every acquisition on it is released, and the next waiters are granted.
+     * NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.CloseSessionResponse> closeSession(
+        io.fencekeeper.v1.CloseSessionRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getCloseSessionMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_ACQUIRE = 0;
@@ -700,7 +891,9 @@ public final class LeaseServiceGrpc {
   private static final int METHODID_RELEASE = 2;
   private static final int METHODID_DESCRIBE = 3;
   private static final int METHODID_OBSERVE = 4;
-  private static final int METHODID_KEEP_ALIVE = 5;
+  private static final int METHODID_OPEN_SESSION = 5;
+  private static final int METHODID_CLOSE_SESSION = 6;
+  private static final int METHODID_KEEP_ALIVE = 7;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -738,6 +931,14 @@ public final class LeaseServiceGrpc {
         case METHODID_OBSERVE:
           serviceImpl.observe((io.fencekeeper.v1.ObserveRequest) request,
               (io.grpc.stub.StreamObserver<io.fencekeeper.v1.ObserveResponse>) responseObserver);
+          break;
+        case METHODID_OPEN_SESSION:
+          serviceImpl.openSession((io.fencekeeper.v1.OpenSessionRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.OpenSessionResponse>) responseObserver);
+          break;
+        case METHODID_CLOSE_SESSION:
+          serviceImpl.closeSession((io.fencekeeper.v1.CloseSessionRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.CloseSessionResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -802,6 +1003,20 @@ public final class LeaseServiceGrpc {
               io.fencekeeper.v1.ObserveRequest,
               io.fencekeeper.v1.ObserveResponse>(
                 service, METHODID_OBSERVE)))
+        .addMethod(
+          getOpenSessionMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.OpenSessionRequest,
+              io.fencekeeper.v1.OpenSessionResponse>(
+                service, METHODID_OPEN_SESSION)))
+        .addMethod(
+          getCloseSessionMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.CloseSessionRequest,
+              io.fencekeeper.v1.CloseSessionResponse>(
+                service, METHODID_CLOSE_SESSION)))
         .build();
   }
 
@@ -856,6 +1071,8 @@ public final class LeaseServiceGrpc {
               .addMethod(getReleaseMethod())
               .addMethod(getDescribeMethod())
               .addMethod(getObserveMethod())
+              .addMethod(getOpenSessionMethod())
+              .addMethod(getCloseSessionMethod())
               .build();
         }
       }

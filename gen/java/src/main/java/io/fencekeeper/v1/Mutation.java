@@ -125,9 +125,10 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-   * result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-   * record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-   * this key says which attempt.
+   * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+   * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+   * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+   * from the token: the token says under whose authority, this key says which attempt.
    * </pre>
    *
    * <code>string idempotency_key = 3 [json_name = "idempotencyKey"];</code>
@@ -149,9 +150,10 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-   * result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-   * record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-   * this key says which attempt.
+   * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+   * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+   * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+   * from the token: the token says under whose authority, this key says which attempt.
    * </pre>
    *
    * <code>string idempotency_key = 3 [json_name = "idempotencyKey"];</code>
@@ -770,9 +772,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-     * result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-     * record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-     * this key says which attempt.
+     * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+     * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+     * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+     * from the token: the token says under whose authority, this key says which attempt.
      * </pre>
      *
      * <code>string idempotency_key = 3 [json_name = "idempotencyKey"];</code>
@@ -793,9 +796,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-     * result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-     * record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-     * this key says which attempt.
+     * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+     * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+     * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+     * from the token: the token says under whose authority, this key says which attempt.
      * </pre>
      *
      * <code>string idempotency_key = 3 [json_name = "idempotencyKey"];</code>
@@ -817,9 +821,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-     * result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-     * record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-     * this key says which attempt.
+     * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+     * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+     * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+     * from the token: the token says under whose authority, this key says which attempt.
      * </pre>
      *
      * <code>string idempotency_key = 3 [json_name = "idempotencyKey"];</code>
@@ -837,9 +842,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-     * result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-     * record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-     * this key says which attempt.
+     * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+     * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+     * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+     * from the token: the token says under whose authority, this key says which attempt.
      * </pre>
      *
      * <code>string idempotency_key = 3 [json_name = "idempotencyKey"];</code>
@@ -854,9 +860,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-     * result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-     * record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-     * this key says which attempt.
+     * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+     * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+     * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+     * from the token: the token says under whose authority, this key says which attempt.
      * </pre>
      *
      * <code>string idempotency_key = 3 [json_name = "idempotencyKey"];</code>

@@ -59,9 +59,10 @@ public interface MutationOrBuilder extends
   /**
    * <pre>
    * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-   * result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-   * record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-   * this key says which attempt.
+   * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+   * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+   * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+   * from the token: the token says under whose authority, this key says which attempt.
    * </pre>
    *
    * <code>string idempotency_key = 3 [json_name = "idempotencyKey"];</code>
@@ -71,9 +72,10 @@ public interface MutationOrBuilder extends
   /**
    * <pre>
    * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
-   * result and applies nothing; the same key with a different request is INVALID_ARGUMENT. The
-   * record is kept for 24 hours. Distinct from the token: the token says under whose authority,
-   * this key says which attempt.
+   * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
+   * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
+   * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
+   * from the token: the token says under whose authority, this key says which attempt.
    * </pre>
    *
    * <code>string idempotency_key = 3 [json_name = "idempotencyKey"];</code>

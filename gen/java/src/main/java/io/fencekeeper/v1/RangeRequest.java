@@ -153,7 +153,9 @@ private static final long serialVersionUID = 0L;
   private int pageSize_ = 0;
   /**
    * <pre>
-   * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000.
+   * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
+   * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
+   * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
    * </pre>
    *
    * <code>int32 page_size = 3 [json_name = "pageSize"];</code>
@@ -170,7 +172,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-   * the same resource and prefix.
+   * the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+   * has compacted the listing's snapshot: start again.
    * </pre>
    *
    * <code>string page_token = 4 [json_name = "pageToken"];</code>
@@ -192,7 +195,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-   * the same resource and prefix.
+   * the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+   * has compacted the listing's snapshot: start again.
    * </pre>
    *
    * <code>string page_token = 4 [json_name = "pageToken"];</code>
@@ -810,7 +814,9 @@ private static final long serialVersionUID = 0L;
     private int pageSize_ ;
     /**
      * <pre>
-     * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000.
+     * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
+     * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
+     * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
      * </pre>
      *
      * <code>int32 page_size = 3 [json_name = "pageSize"];</code>
@@ -822,7 +828,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000.
+     * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
+     * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
+     * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
      * </pre>
      *
      * <code>int32 page_size = 3 [json_name = "pageSize"];</code>
@@ -838,7 +846,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000.
+     * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
+     * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
+     * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
      * </pre>
      *
      * <code>int32 page_size = 3 [json_name = "pageSize"];</code>
@@ -855,7 +865,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-     * the same resource and prefix.
+     * the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+     * has compacted the listing's snapshot: start again.
      * </pre>
      *
      * <code>string page_token = 4 [json_name = "pageToken"];</code>
@@ -876,7 +887,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-     * the same resource and prefix.
+     * the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+     * has compacted the listing's snapshot: start again.
      * </pre>
      *
      * <code>string page_token = 4 [json_name = "pageToken"];</code>
@@ -898,7 +910,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-     * the same resource and prefix.
+     * the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+     * has compacted the listing's snapshot: start again.
      * </pre>
      *
      * <code>string page_token = 4 [json_name = "pageToken"];</code>
@@ -916,7 +929,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-     * the same resource and prefix.
+     * the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+     * has compacted the listing's snapshot: start again.
      * </pre>
      *
      * <code>string page_token = 4 [json_name = "pageToken"];</code>
@@ -931,7 +945,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-     * the same resource and prefix.
+     * the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+     * has compacted the listing's snapshot: start again.
      * </pre>
      *
      * <code>string page_token = 4 [json_name = "pageToken"];</code>

@@ -52,7 +52,9 @@ public interface RangeRequestOrBuilder extends
 
   /**
    * <pre>
-   * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000.
+   * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
+   * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
+   * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
    * </pre>
    *
    * <code>int32 page_size = 3 [json_name = "pageSize"];</code>
@@ -63,7 +65,8 @@ public interface RangeRequestOrBuilder extends
   /**
    * <pre>
    * The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-   * the same resource and prefix.
+   * the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+   * has compacted the listing's snapshot: start again.
    * </pre>
    *
    * <code>string page_token = 4 [json_name = "pageToken"];</code>
@@ -73,7 +76,8 @@ public interface RangeRequestOrBuilder extends
   /**
    * <pre>
    * The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
-   * the same resource and prefix.
+   * the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd
+   * has compacted the listing's snapshot: start again.
    * </pre>
    *
    * <code>string page_token = 4 [json_name = "pageToken"];</code>
