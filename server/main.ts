@@ -26,7 +26,7 @@ import { leaseMetrics } from "./metrics/lease-metrics.js";
 import { createMetricsRegistry } from "./metrics/registry.js";
 import { rpcMetrics } from "./metrics/rpc-metrics.js";
 import { storeMetrics } from "./metrics/store-metrics.js";
-import { createLogger } from "./observability/logger.js";
+import { createLogger, logWritten } from "./observability/logger.js";
 import { requestLog } from "./observability/request-log.js";
 import { registerReflection } from "./reflection/reflection-service.js";
 import { listen } from "./transport.js";
@@ -106,8 +106,14 @@ export async function serve(config: Config): Promise<void> {
     let stopping = false;
     const shutdown = async (signal: string) => {
       if (stopping) {
-        log.warn({ signal }, "second signal: stopping now");
-        process.exit(1);
+        // A second SIGTERM or SIGINT ends the process at once, with exit code 1, whatever the drain waits
+        // for. Nothing on this path waits for the log (server/observability/logger.ts); process.exit still
+        // runs the 'exit' handlers, which kill an embedded etcd.
+        try {
+          log.warn({ signal }, "second signal: stopping now");
+        } finally {
+          process.exit(1);
+        }
       }
       stopping = true;
       log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
@@ -118,6 +124,7 @@ export async function serve(config: Config): Promise<void> {
       await exporter?.close();
       await embedded?.stop();
       log.info("stopped");
+      await logWritten(1000); // a slow reader gets a second; a closed or stuck one costs nothing more
       process.exit(0);
     };
     process.on("SIGINT", () => void shutdown("SIGINT"));
