@@ -30,6 +30,7 @@ import { createLogger, logWritten } from "./observability/logger.js";
 import { requestLog } from "./observability/request-log.js";
 import { registerReflection } from "./reflection/reflection-service.js";
 import { listen } from "./transport.js";
+import { installStrictUtf8, strictUtf8Json } from "./wire/utf8.js";
 
 /** Requests larger than this are refused with RESOURCE_EXHAUSTED before they are parsed. */
 const READ_MAX_BYTES = 4 * 1024 * 1024;
@@ -52,6 +53,10 @@ async function startMetrics(config: Config, metrics: Registry, log: Logger): Pro
 }
 
 export async function serve(config: Config): Promise<void> {
+  // Before any request is decoded, for the whole process: invalid UTF-8 in a string field reaches
+  // validation as lone surrogates, to be refused, not as U+FFFD (server/wire/utf8.ts). Here rather than at
+  // module level, so that importing this module changes nothing global.
+  installStrictUtf8();
   const log = createLogger(config.logLevel);
   let embedded: EmbeddedEtcd | undefined;
   let endpoints = config.etcdEndpoints;
@@ -93,7 +98,7 @@ export async function serve(config: Config): Promise<void> {
     // Outermost first: the request log and metrics see each call as the client does, after the
     // in-flight registry (innermost) has turned a shutdown's interruption into UNAVAILABLE.
     const interceptors = [requestLog(log), rpcMetrics(metrics), leaseMetrics(metrics), storeMetrics(metrics), calls.interceptor];
-    const handler = connectNodeAdapter({ routes, interceptors, readMaxBytes: READ_MAX_BYTES });
+    const handler = connectNodeAdapter({ routes, interceptors, readMaxBytes: READ_MAX_BYTES, jsonOptions: strictUtf8Json });
 
     const probe = probeEtcd(() => app.pingEtcd(), health, config.healthProbeIntervalMs, log);
     await probe.first;
