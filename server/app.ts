@@ -1,4 +1,5 @@
 // Wiring: from a configuration and an etcd connection to the routes of both services.
+import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { Etcd3 } from "etcd3";
 import type { Logger } from "pino";
@@ -7,9 +8,11 @@ import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { leaseService } from "./api/lease-service.js";
 import { storeService } from "./api/store-service.js";
 import { DEFAULT_LIMITS, type Limits } from "./domain/limits.js";
+import { EtcdCalls, type EtcdCallObserver } from "./etcd/calls.js";
 import { Committer } from "./etcd/committer.js";
 import { KeyLayout } from "./etcd/keys.js";
 import { Leases } from "./etcd/leases.js";
+import { checkEtcdLimits } from "./etcd/limits-probe.js";
 import { Reader } from "./etcd/reader.js";
 import { LeaseCoordinator } from "./lease/coordinator.js";
 import { FencedStore } from "./store/fenced-store.js";
@@ -19,39 +22,58 @@ export interface AppOptions {
   etcd: Etcd3;
   prefix: string;
   limits?: Partial<Limits>;
+  /** What etcd accepts in one request. */
+  etcdLimits: { maxTxnOps: number; maxRequestBytes: number };
   etcdTimeoutMs: number;
   log: Logger;
+  /** Told of every etcd call (the metrics). */
+  observeEtcd?: EtcdCallObserver;
 }
 
 export interface App {
+  readonly coordinator: LeaseCoordinator;
+  readonly store: FencedStore;
+  /** Both services with their handlers: for connect's router, and for the unary fast path. */
+  readonly services: [DescService, Record<string, unknown>][];
   routes(router: ConnectRouter): void;
   /** Resolves when etcd answers a linearizable read (which needs a quorum) under the prefix; for health. */
   pingEtcd(): Promise<void>;
+  /** Checks that etcd accepts the largest request the server may send; throws saying which setting to change. */
+  checkEtcdLimits(): Promise<void>;
   close(): void;
 }
+
+/** Most etcd write requests in flight at once: more transactions wait and go out packed together. */
+const COMMITS_IN_FLIGHT = 2;
 
 export function createApp(o: AppOptions): App {
   const limits: Limits = { ...DEFAULT_LIMITS, ...o.limits };
   const keys = new KeyLayout(o.prefix);
-  const committer = new Committer(o.etcd);
-  const reader = new Reader(o.etcd);
-  const leases = new Leases(o.etcd, o.etcdTimeoutMs);
+  const calls = new EtcdCalls(o.observeEtcd);
+  // Leave room for what an estimate of a request's size does not count (field tags, lengths).
+  const maxRequestBytes = Math.floor(o.etcdLimits.maxRequestBytes * 0.9);
+  const committer = new Committer(o.etcd, calls, { maxTxnOps: o.etcdLimits.maxTxnOps, maxRequestBytes, maxInFlight: COMMITS_IN_FLIGHT });
+  const reader = new Reader(o.etcd, calls);
+  const leases = new Leases(o.etcd, calls, o.etcdTimeoutMs);
   const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits });
-  const store = new FencedStore({
-    keys,
-    committer,
-    reader,
-    idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds),
-    limits,
-  });
+  const store = new FencedStore({ keys, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits });
+  const lease = leaseService(coordinator, o.log);
+  const fenced = storeService(store);
   return {
+    coordinator,
+    store,
+    services: [
+      [LeaseService, lease],
+      [FencedStoreService, fenced],
+    ],
     routes(router) {
-      router.service(LeaseService, leaseService(coordinator, o.log));
-      router.service(FencedStoreService, storeService(store, o.log));
+      router.service(LeaseService, lease);
+      router.service(FencedStoreService, fenced);
     },
     async pingEtcd() {
       await reader.range("health probe", { key: Buffer.from(o.prefix), count_only: true });
     },
+    checkEtcdLimits: () => checkEtcdLimits(o.etcd, calls, keys, o.etcdLimits),
     close() {
       leases.close();
     },

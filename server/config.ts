@@ -4,7 +4,11 @@ import { readFileSync } from "node:fs";
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { MIN_TTL_SECONDS } from "./domain/limits.js";
+import { MIN_TTL_SECONDS, TXN_EXTRA_OPS } from "./domain/limits.js";
+import { EMBEDDED_ETCD_MAX_REQUEST_BYTES } from "./etcd/embedded.js";
+
+/** etcd's own default --max-request-bytes. */
+const ETCD_DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
 
 export interface HostPort {
   host: string;
@@ -39,6 +43,9 @@ export interface Config {
   prefix: string;
   maxTtlSeconds: number;
   maxTxnOps: number;
+  /** What etcd accepts in one request: its --max-txn-ops and --max-request-bytes. */
+  etcdMaxTxnOps: number;
+  etcdMaxRequestBytes: number;
   idempotencyTtlSeconds: number;
   etcdTimeoutMs: number;
   shutdownGraceMs: number;
@@ -149,7 +156,14 @@ export function serveOptions(cmd: Command): Command {
   opt("--embedded-etcd-port <port>", "client port of the embedded etcd (its peer port is the next one; 0: free ports)", "FENCEKEEPER_EMBEDDED_ETCD_PORT", integer("embedded-etcd-port", 0, 65534), 52379);
   opt("--prefix <prefix>", "etcd key prefix under which all state lives", "FENCEKEEPER_PREFIX", prefix, "/fencekeeper/");
   opt("--max-ttl <seconds>", "longest lease TTL a client may ask for", "FENCEKEEPER_MAX_TTL", integer("max-ttl", MIN_TTL_SECONDS, 86400), 300);
-  opt("--max-txn-ops <n>", "most operations in one Txn", "FENCEKEEPER_MAX_TXN_OPS", integer("max-txn-ops", 1, 1000), 64);
+  opt("--max-txn-ops <n>", "most operations in one Txn (at most --etcd-max-txn-ops minus 2)", "FENCEKEEPER_MAX_TXN_OPS", integer("max-txn-ops", 1, 10_000), 64);
+  opt("--etcd-max-txn-ops <n>", "etcd's --max-txn-ops: operations etcd accepts in one transaction", "FENCEKEEPER_ETCD_MAX_TXN_OPS", integer("etcd-max-txn-ops", 8, 100_000), 128);
+  opt(
+    "--etcd-max-request-bytes <n>",
+    "etcd's --max-request-bytes: the largest request etcd accepts (default 1.5 MiB; the embedded etcd takes 4 MiB)",
+    "FENCEKEEPER_ETCD_MAX_REQUEST_BYTES",
+    integer("etcd-max-request-bytes", 1_310_720, 2 ** 31 - 1),
+  );
   opt("--idempotency-ttl <seconds>", "how long idempotency records are kept", "FENCEKEEPER_IDEMPOTENCY_TTL", integer("idempotency-ttl", 60, 30 * 86400), 86400);
   opt("--etcd-timeout <ms>", "deadline of each etcd call, and of each health probe of etcd", "FENCEKEEPER_ETCD_TIMEOUT", integer("etcd-timeout", 100, 60_000), 5000);
   opt("--shutdown-grace <ms>", "how long unary calls in flight may finish at shutdown", "FENCEKEEPER_SHUTDOWN_GRACE", integer("shutdown-grace", 0, 600_000), 10_000);
@@ -184,6 +198,8 @@ export function toConfig(o: Record<string, unknown>): Config {
     prefix: o.prefix as string,
     maxTtlSeconds: o.maxTtl as number,
     maxTxnOps: o.maxTxnOps as number,
+    etcdMaxTxnOps: o.etcdMaxTxnOps as number,
+    etcdMaxRequestBytes: (o.etcdMaxRequestBytes as number | undefined) ?? ((o.etcd as string[]).length === 0 ? EMBEDDED_ETCD_MAX_REQUEST_BYTES : ETCD_DEFAULT_MAX_REQUEST_BYTES),
     idempotencyTtlSeconds: o.idempotencyTtl as number,
     etcdTimeoutMs: o.etcdTimeout as number,
     shutdownGraceMs: o.shutdownGrace as number,
@@ -195,6 +211,14 @@ export function toConfig(o: Record<string, unknown>): Config {
     tls: serverTls(o.tlsCert as PemFile | undefined, o.tlsKey as PemFile | undefined, o.tlsClientCa as PemFile | undefined),
     etcdTls: etcdTls(o.etcd as string[], o.etcdCa as PemFile | undefined, o.etcdCert as PemFile | undefined, o.etcdKey as PemFile | undefined),
   };
+  // A Txn commits as one transaction with the fence and the idempotency record beside its operations.
+  if (config.maxTxnOps + TXN_EXTRA_OPS > config.etcdMaxTxnOps) {
+    throw new ConfigError(
+      `--max-txn-ops (FENCEKEEPER_MAX_TXN_OPS) ${config.maxTxnOps} does not fit etcd's limit: a Txn commits with ${TXN_EXTRA_OPS} operations more ` +
+        `(the fence and the idempotency record), and --etcd-max-txn-ops (FENCEKEEPER_ETCD_MAX_TXN_OPS) is ${config.etcdMaxTxnOps}; ` +
+        `use at most ${config.etcdMaxTxnOps - TXN_EXTRA_OPS}, or raise etcd's --max-txn-ops and --etcd-max-txn-ops with it`,
+    );
+  }
   const { listen, metricsListen } = config;
   if (metricsListen && metricsListen.port !== 0 && metricsListen.port === listen.port && metricsListen.host === listen.host) {
     throw new ConfigError(`--metrics-listen (FENCEKEEPER_METRICS_LISTEN) must differ from --listen (FENCEKEEPER_LISTEN): both are ${listen.host}:${listen.port}`);

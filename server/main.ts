@@ -11,7 +11,8 @@ import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";
 import { ConfigError, serveOptions, toConfig, type Config, type EtcdTls } from "./config.js";
-import { connectEtcd, observeEtcdCalls, type EtcdConnectOptions } from "./etcd/client.js";
+import { connectEtcd, type EtcdConnectOptions } from "./etcd/client.js";
+import { EtcdLimitsError } from "./etcd/limits-probe.js";
 import { EtcdMissingError, startEmbeddedEtcd, type EmbeddedEtcd } from "./etcd/embedded.js";
 import { Health } from "../gen/ts-grpc/grpc/health/v1/health_pb.js";
 import { probeEtcd } from "./health/etcd-probe.js";
@@ -27,6 +28,7 @@ import { createMetricsRegistry } from "./metrics/registry.js";
 import { rpcMetrics } from "./metrics/rpc-metrics.js";
 import { storeMetrics } from "./metrics/store-metrics.js";
 import { createLogger, logWritten } from "./observability/logger.js";
+import { allOf, interceptorFor } from "./observability/call-observer.js";
 import { requestLog } from "./observability/request-log.js";
 import { registerReflection } from "./reflection/reflection-service.js";
 import { listen } from "./transport.js";
@@ -77,14 +79,15 @@ export async function serve(config: Config): Promise<void> {
 
   try {
     const metrics = createMetricsRegistry();
-    observeEtcdCalls(etcdMetrics(metrics));
     const etcd = connectEtcd({ endpoints, callTimeoutMs: config.etcdTimeoutMs, credentials: etcdCredentials(config.etcdTls) });
     const app = createApp({
       etcd,
       prefix: config.prefix,
       limits: { maxTtlSeconds: config.maxTtlSeconds, maxTxnOps: config.maxTxnOps, idempotencyTtlSeconds: config.idempotencyTtlSeconds },
+      etcdLimits: { maxTxnOps: config.etcdMaxTxnOps, maxRequestBytes: config.etcdMaxRequestBytes },
       etcdTimeoutMs: config.etcdTimeoutMs,
       log,
+      observeEtcd: etcdMetrics(metrics),
     });
     const health = new HealthStatus([LeaseService.typeName, FencedStoreService.typeName]);
     healthMetrics(metrics, health);
@@ -97,11 +100,25 @@ export async function serve(config: Config): Promise<void> {
     };
     // Outermost first: the request log and metrics see each call as the client does, after the
     // in-flight registry (innermost) has turned a shutdown's interruption into UNAVAILABLE.
-    const interceptors = [requestLog(log), rpcMetrics(metrics), leaseMetrics(metrics), storeMetrics(metrics), calls.interceptor];
+    const observer = allOf([requestLog(log), rpcMetrics(metrics), leaseMetrics(metrics), storeMetrics(metrics)]);
+    const interceptors = [interceptorFor(observer), calls.interceptor];
     const handler = connectNodeAdapter({ routes, interceptors, readMaxBytes: READ_MAX_BYTES, jsonOptions: strictUtf8Json });
 
     const probe = probeEtcd(() => app.pingEtcd(), health, config.healthProbeIntervalMs, log);
     await probe.first;
+    if (health.etcdUp) {
+      try {
+        await app.checkEtcdLimits();
+      } catch (err) {
+        if (err instanceof EtcdLimitsError) {
+          probe.stop();
+          throw err;
+        }
+        log.warn({ err: (err as Error).message }, "could not check what etcd accepts in one request");
+      }
+    } else {
+      log.warn("etcd does not answer yet: what it accepts in one request (--etcd-max-txn-ops, --etcd-max-request-bytes) is not checked");
+    }
     const exporter = config.metricsListen && (await startMetrics(config, metrics, log));
     const transport = await listen({ ...config.listen, tls: config.tls }, handler);
     const { address, port } = transport.address;

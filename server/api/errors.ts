@@ -2,7 +2,7 @@
 // can match, and a message a person can act on. Anything unexpected becomes INTERNAL without details.
 import { create } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ERROR_DOMAIN, ErrorInfoSchema } from "../../common/error-info.js";
 import { DomainError, type Kind } from "../domain/errors.js";
@@ -18,9 +18,14 @@ const CODES: Record<Kind, Code> = {
   deadline_exceeded: Code.DeadlineExceeded,
   cancelled: Code.Canceled,
   unavailable: Code.Unavailable,
+  out_of_range: Code.OutOfRange,
+  already_exists: Code.AlreadyExists,
+  resource_exhausted: Code.ResourceExhausted,
+  internal: Code.Internal,
 };
 
-export function toConnectError(err: unknown, log: Logger): ConnectError {
+/** The error as it leaves the server. An unexpected one becomes INTERNAL, with the error itself as its cause for the call's log line. */
+export function toConnectError(err: unknown): ConnectError {
   if (err instanceof DomainError) {
     const details = [];
     if (err.reason) {
@@ -30,13 +35,13 @@ export function toConnectError(err: unknown, log: Logger): ConnectError {
     return new ConnectError(err.message, CODES[err.kind], undefined, details);
   }
   if (err instanceof ConnectError) return err;
-  log.error({ err }, "unexpected error");
-  return new ConnectError("internal error; the server log has the details", Code.Internal);
+  return new ConnectError("internal error; the server log has the details", Code.Internal, undefined, undefined, err);
 }
 
 /** The same failure as a google.rpc.Status, for answers that carry a status per item (KeepAlive). */
 export function toStatus(err: unknown, log: Logger): Status {
-  const ce = toConnectError(err, log);
+  const ce = toConnectError(err);
+  if (ce.code === Code.Internal && ce.cause !== undefined) log.error({ err: ce.cause }, "unexpected error");
   return create(StatusSchema, {
     code: ce.code,
     message: ce.rawMessage,
@@ -44,24 +49,32 @@ export function toStatus(err: unknown, log: Logger): Status {
   });
 }
 
+/** What a handler sees of its call: both connect and the unary fast path (server/rpc) give it. */
+export interface CallContext {
+  /** Aborted when the caller goes away, its deadline passes, or the server gives up the call. */
+  readonly signal: AbortSignal;
+  /** The time left before the caller's deadline, in ms; undefined without one. */
+  timeoutMs(): number | undefined;
+}
+
 /** Wraps a unary handler so that every failure leaves as a proper ConnectError. */
-export function unary<I, O>(log: Logger, fn: (req: I, ctx: HandlerContext) => Promise<O>) {
-  return async (req: I, ctx: HandlerContext): Promise<O> => {
+export function unary<I, O>(fn: (req: I, ctx: CallContext) => Promise<O>) {
+  return async (req: I, ctx: CallContext): Promise<O> => {
     try {
       return await fn(req, ctx);
     } catch (err) {
-      throw toConnectError(err, log);
+      throw toConnectError(err);
     }
   };
 }
 
 /** Wraps a streaming handler in the same way. */
-export function streaming<I, O>(log: Logger, fn: (req: I, ctx: HandlerContext) => AsyncIterable<O>) {
-  return async function* (req: I, ctx: HandlerContext): AsyncIterable<O> {
+export function streaming<I, O>(fn: (req: I, ctx: CallContext) => AsyncIterable<O>) {
+  return async function* (req: I, ctx: CallContext): AsyncIterable<O> {
     try {
       yield* fn(req, ctx);
     } catch (err) {
-      throw toConnectError(err, log);
+      throw toConnectError(err);
     }
   };
 }

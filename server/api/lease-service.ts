@@ -1,18 +1,20 @@
 // LeaseService handlers: protobuf in, domain call, protobuf out.
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import { LeaseService, type KeepAliveResponseSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { AsyncQueue } from "../util/async-queue.js";
+import { invalid } from "../domain/errors.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
+import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { durationMs, seconds, tokenFromProto, tokenToProto } from "./convert.js";
-import { streaming, toStatus, unary } from "./errors.js";
+import { streaming, unary } from "./errors.js";
+import { keepAlive } from "./keepalive.js";
 
 export function leaseService(coordinator: LeaseCoordinator, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
   return {
-    acquire: unary(log, async (req, ctx) => {
+    acquire: unary(async (req, ctx) => {
+      const waitTimeoutMs = durationMs(req.waitTimeout, "wait_timeout");
+      if (waitTimeoutMs !== undefined && waitTimeoutMs < 0) throw invalid(`wait_timeout must not be negative, got ${waitTimeoutMs / 1000}s`);
       // The call's deadline and wait_timeout both bound the wait; the earlier one ends it.
-      const limits = [ctx.timeoutMs(), durationMs(req.waitTimeout, "wait_timeout")].filter((t): t is number => t !== undefined);
+      const limits = [ctx.timeoutMs(), waitTimeoutMs].filter((t): t is number => t !== undefined);
       const grant = await coordinator.acquire(
         {
           resource: req.resource,
@@ -20,53 +22,23 @@ export function leaseService(coordinator: LeaseCoordinator, log: Logger): Partia
           holder: req.holder,
           wait: req.wait,
           waitUntil: limits.length ? Date.now() + Math.min(...limits) : undefined,
+          sessionId: req.sessionId,
         },
         ctx.signal,
       );
-      return { token: tokenToProto(grant.token), ttl: seconds(grant.ttlSeconds) };
+      return { token: tokenToProto(grant.token), ttl: grant.ttlSeconds !== undefined ? seconds(grant.ttlSeconds) : undefined };
     }),
 
-    keepAlive: streaming(log, async function* (requests) {
-      // Renewals run side by side: one slow lease must not hold up the others on the stream. Each answer
-      // names its lease; one lease's failure is that lease's answer, and the stream goes on.
-      const answers = new AsyncQueue<MessageInitShape<typeof KeepAliveResponseSchema>>();
-      let pending = 0;
-      let ended = false;
-      const settle = () => ended && pending === 0 && answers.close();
-      const renew = async (leaseId: bigint) => {
-        try {
-          answers.push({ leaseId, ttl: seconds(await coordinator.renew(leaseId)) });
-        } catch (err) {
-          answers.push({ leaseId, error: toStatus(err, log) });
-        } finally {
-          pending--;
-          settle();
-        }
-      };
-      void (async () => {
-        try {
-          for await (const req of requests) {
-            pending++;
-            void renew(req.leaseId);
-          }
-        } catch (err) {
-          answers.fail(err);
-        } finally {
-          ended = true;
-          settle();
-        }
-      })();
-      yield* answers;
-    }),
+    keepAlive: streaming((requests, ctx) => keepAlive(coordinator, requests, ctx.signal, log)),
 
-    renew: unary(log, async (req) => ({ ttl: seconds(await coordinator.renew(req.leaseId)) })),
+    renew: unary(async (req) => ({ ttl: seconds(await coordinator.renew(req.leaseId)) })),
 
-    release: unary(log, async (req) => {
+    release: unary(async (req) => {
       await coordinator.release(tokenFromProto(req.token));
       return {};
     }),
 
-    describe: unary(log, async (req) => {
+    describe: unary(async (req) => {
       const d = await coordinator.describe(req.resource);
       return {
         held: d.held,
@@ -79,10 +51,20 @@ export function leaseService(coordinator: LeaseCoordinator, log: Logger): Partia
       };
     }),
 
-    observe: streaming(log, async function* (req, ctx) {
+    observe: streaming(async function* (req, ctx) {
       for await (const o of coordinator.observe(req.resource, ctx.signal)) {
         yield { held: o.held, holder: o.holder ?? "", token: o.token ? tokenToProto(o.token) : undefined, revision: o.revision };
       }
+    }),
+
+    openSession: unary(async (req) => {
+      const s = await coordinator.openSession(durationMs(req.ttl, "ttl"), req.holder);
+      return { sessionId: s.sessionId, ttl: seconds(s.ttlSeconds) };
+    }),
+
+    closeSession: unary(async (req) => {
+      await coordinator.closeSession(req.sessionId);
+      return {};
     }),
   };
 }

@@ -1,6 +1,5 @@
 // FencedStoreService handlers: protobuf in, domain call, protobuf out.
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { Logger } from "pino";
 import { invalid } from "../domain/errors.js";
 import { FencedStoreService, type Mutation as ProtoMutation } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import type { Commit, FencedStore, Mutation, StoreOp } from "../store/fenced-store.js";
@@ -19,17 +18,17 @@ function mutation(resource: string, m: ProtoMutation | undefined, ops: StoreOp[]
 
 const commit = (c: Commit) => ({ commit: { revision: c.revision, fence: c.fence, replayed: c.replayed } });
 
-export function storeService(store: FencedStore, log: Logger): Partial<ServiceImpl<typeof FencedStoreService>> {
+export function storeService(store: FencedStore): Partial<ServiceImpl<typeof FencedStoreService>> {
   return {
-    put: unary(log, async (req) =>
+    put: unary(async (req) =>
       commit(await store.mutate(mutation(req.resource, req.mutation, [{ kind: "put", key: req.key, value: req.value }]), "put")),
     ),
 
-    delete: unary(log, async (req) =>
+    delete: unary(async (req) =>
       commit(await store.mutate(mutation(req.resource, req.mutation, [{ kind: "delete", key: req.key }]), "delete")),
     ),
 
-    txn: unary(log, async (req) => {
+    txn: unary(async (req) => {
       const ops = req.ops.map((o, i): StoreOp => {
         switch (o.op.case) {
           case "put":
@@ -43,10 +42,10 @@ export function storeService(store: FencedStore, log: Logger): Partial<ServiceIm
       return commit(await store.mutate(mutation(req.resource, req.mutation, ops), "txn"));
     }),
 
-    get: unary(log, async (req) => store.get(req.resource, req.key)),
+    get: unary(async (req) => store.get(req.resource, req.key)),
 
-    range: unary(log, async (req) => store.range(req)),
+    range: unary(async (req) => store.range(req)),
 
-    getFence: unary(log, async (req) => store.getFence(req.resource)),
+    getFence: unary(async (req) => store.getFence(req.resource)),
   };
 }

@@ -10,7 +10,9 @@ export type Reason =
   | "RESOURCE_HELD"
   | "LEASE_NOT_FOUND"
   | "IDEMPOTENCY_KEY_REUSED"
-  | "ETCD_UNAVAILABLE";
+  | "ETCD_UNAVAILABLE"
+  | "ALREADY_ACQUIRED"
+  | "REVISION_COMPACTED";
 
 export type Kind =
   | "invalid_argument"
@@ -19,7 +21,11 @@ export type Kind =
   | "not_found"
   | "deadline_exceeded"
   | "cancelled"
-  | "unavailable";
+  | "unavailable"
+  | "out_of_range"
+  | "already_exists"
+  | "resource_exhausted"
+  | "internal";
 
 export class DomainError extends Error {
   constructor(

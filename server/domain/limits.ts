@@ -16,6 +16,8 @@ export const MAX_VALUE_BYTES = 1024 * 1024;
 export const MAX_TXN_VALUE_BYTES = 1024 * 1024;
 export const MAX_HOLDER_BYTES = 256;
 export const MAX_IDEMPOTENCY_KEY_BYTES = 256;
+/** Operations a Txn's transaction has besides its own: the fence and the idempotency record. */
+export const TXN_EXTRA_OPS = 2;
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
 

@@ -78,6 +78,9 @@ export function checkToken(token: Token | undefined, what = "mutation.token"): T
   return token;
 }
 
-export function checkLeaseId(leaseId: bigint): void {
-  if (leaseId <= 0n) throw invalid(`lease_id must be a positive lease id from Acquire, got ${leaseId}`);
+export function checkLeaseId(leaseId: bigint, what = "lease_id"): void {
+  if (leaseId <= 0n) {
+    const from = what === "session_id" ? "OpenSession" : "Acquire";
+    throw invalid(`${what} must be a positive ${what === "session_id" ? "session" : "lease"} id from ${from}, got ${leaseId}`);
+  }
 }

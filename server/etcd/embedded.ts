@@ -4,6 +4,9 @@ import { mkdirSync, createWriteStream } from "node:fs";
 import { join } from "node:path";
 import { createServer } from "node:net";
 
+/** The --max-request-bytes the embedded etcd runs with: room for a Txn of 1 MiB of values, and batches. */
+export const EMBEDDED_ETCD_MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
 /** The one command that installs etcd, for messages to people. */
 export const ETCD_INSTALL_HINT = "sudo apt-get install -y etcd-server   (Debian/Ubuntu; or put an etcd 3.4+ binary on PATH)";
 
@@ -73,8 +76,7 @@ export async function startEmbeddedEtcd(opts: EmbeddedEtcdOptions): Promise<Embe
     "--initial-advertise-peer-urls", peer,
     "--initial-cluster", `fencekeeper=${peer}`,
     "--initial-cluster-state", "new",
-    // Room for a Txn of 1 MiB of values plus its keys and idempotency record.
-    "--max-request-bytes", String(4 * 1024 * 1024),
+    "--max-request-bytes", String(EMBEDDED_ETCD_MAX_REQUEST_BYTES),
     "--log-level", "warn",
   ];
   const log = createWriteStream(opts.logFile ?? join(opts.dataDir, "etcd.log"), { flags: "a" });

@@ -1,14 +1,27 @@
-// The etcd key layout. This module alone knows how fencekeeper's state is laid out in etcd.
+// The etcd key layout and the formats of the values in it. This module alone knows how fencekeeper's
+// state is laid out in etcd, and how ownership is told from it.
 //
 // Under the configured prefix P, each resource R (URI-encoded, so it never contains "/") has:
-//   P r/R/q/<lease id, 16 hex digits>   one key per acquisition in line, attached to its etcd lease.
-//                                       The key with the smallest create revision owns the resource;
-//                                       that create revision is the generation of its token.
-//   P r/R/issued                        the greatest generation issued, 20 decimal digits
+//   P r/R/q/<lease id, 16 hex digits>   one key per acquisition in line (holding or waiting), attached
+//                                       to its lease: the acquisition's own, or its session's. The line
+//                                       is ordered by create revision.
+//   P r/R/owner                         the acquisition that holds R, attached to the same lease as its
+//                                       line key, so that both vanish together when the lease ends. Its
+//                                       create revision is the generation: the revision of the grant.
+//   P r/R/issued                        rewritten by every grant, so its mod revision is the greatest
+//                                       generation issued (its value is not read)
 //   P r/R/fence                         the greatest generation accepted by the store, 20 decimal digits
 //   P r/R/d/<key>                       the fenced store's values
-//   P r/R/i/<sha-256 of the idempotency key, hex>   idempotency records, on a 24 h lease
-// Generations are written fixed-width so that etcd's byte-wise value comparisons order them as numbers.
+// and, for all resources:
+//   P i/<sha-256 of the idempotency key, hex>   idempotency records, on shared leases of 24 h and more
+//   P s/<lease id, 16 hex digits>                one key per session, attached to the session's lease
+//
+// Only a grant writes an owner key, and only the first in line is granted: a line key whose Acquire
+// went away (a waiter cut off while etcd was down) can block the line until its lease ends, but it
+// never becomes an owner. Generations are written fixed-width so that etcd's byte-wise value
+// comparisons order them as numbers.
+import type { ICompare, IKeyValue } from "etcd3";
+import { cmp } from "./ops.js";
 
 const GENERATION_DIGITS = 20;
 
@@ -26,7 +39,11 @@ export class KeyLayout {
   }
 
   queueKey(resource: string, leaseId: bigint): Buffer {
-    return Buffer.from(`${this.resourceRoot(resource)}q/${leaseId.toString(16).padStart(16, "0")}`);
+    return Buffer.from(`${this.resourceRoot(resource)}q/${hex16(leaseId)}`);
+  }
+
+  ownerKey(resource: string): Buffer {
+    return Buffer.from(`${this.resourceRoot(resource)}owner`);
   }
 
   issuedKey(resource: string): Buffer {
@@ -51,10 +68,16 @@ export class KeyLayout {
     return etcdKey.subarray(root.length).toString("utf8");
   }
 
-  idempotencyKey(resource: string, keyHash: string): Buffer {
-    return Buffer.from(`${this.resourceRoot(resource)}i/${keyHash}`);
+  idempotencyKey(keyHash: string): Buffer {
+    return Buffer.from(`${this.prefix}i/${keyHash}`);
+  }
+
+  sessionKey(sessionId: bigint): Buffer {
+    return Buffer.from(`${this.prefix}s/${hex16(sessionId)}`);
   }
 }
+
+const hex16 = (id: bigint) => id.toString(16).padStart(16, "0");
 
 /** The generation as a fixed-width value, comparable byte-wise in etcd. */
 export function encodeGeneration(generation: bigint): Buffer {
@@ -77,4 +100,81 @@ export function prefixEnd(prefix: Buffer): Buffer {
     }
   }
   return Buffer.from([0]); // the whole keyspace
+}
+
+/** What the line key and the owner key of an acquisition say about it, besides their revisions. */
+export interface HolderEntry {
+  holder: string;
+}
+
+export function encodeHolder(e: HolderEntry): Buffer {
+  return Buffer.from(JSON.stringify({ holder: e.holder }));
+}
+
+/** The holder of an owner key, as a token's parts: its generation is the key's create revision. */
+export interface Owner {
+  holder: string;
+  generation: bigint;
+  leaseId: bigint;
+}
+
+export function decodeOwner(kv: IKeyValue): Owner {
+  return { holder: decodeHolder(kv.value).holder, generation: BigInt(kv.create_revision), leaseId: BigInt(kv.lease) };
+}
+
+export function decodeHolder(value: Buffer): HolderEntry {
+  try {
+    return { holder: String(JSON.parse(value.toString()).holder ?? "") };
+  } catch {
+    // A key written by something else than fencekeeper: no holder label to show.
+    return { holder: "" };
+  }
+}
+
+/** The greatest generation issued, from the issued key as read (0: none yet). */
+export function lastIssuedOf(kv: IKeyValue | undefined): bigint {
+  return kv ? BigInt(kv.mod_revision) : 0n;
+}
+
+/**
+ * The comparisons that say a token is judged as it must be, for one resource. ORDER: the generation
+ * was issued (issued's mod revision reaches it) and no newer generation has written (fence <= it).
+ * LIVE adds: it still holds the resource.
+ */
+export function fenceCompares(keys: KeyLayout, token: { resource: string; generation: bigint; leaseId: bigint }, live: boolean): ICompare[] {
+  const compares = [
+    cmp.modAbove(keys.issuedKey(token.resource), token.generation - 1n),
+    cmp.valueLess(keys.fenceKey(token.resource), encodeGeneration(token.generation + 1n)),
+  ];
+  if (live) compares.push(...holds(keys, token));
+  return compares;
+}
+
+/** The token's generation holds its resource: the owner key is the one its grant created, on its lease. */
+export function holds(keys: KeyLayout, token: { resource: string; generation: bigint; leaseId: bigint }): ICompare[] {
+  const ownerKey = keys.ownerKey(token.resource);
+  return [cmp.createdAt(ownerKey, token.generation), cmp.leaseIs(ownerKey, token.leaseId)];
+}
+
+/** Whether an owner key as read is the token's: the same test as holds(), on what was read. */
+export function isHeldBy(owner: IKeyValue | undefined, token: { generation: bigint; leaseId: bigint }): boolean {
+  return owner !== undefined && BigInt(owner.create_revision) === token.generation && BigInt(owner.lease) === token.leaseId;
+}
+
+/** An idempotency record: what a mutation with an idempotency key did. */
+export interface IdempotencyRecord {
+  /** Hash of the request the key was first used with. */
+  fingerprint: string;
+  /** The fence the mutation set. */
+  fence: bigint;
+}
+
+export function encodeRecord(r: IdempotencyRecord): Buffer {
+  return Buffer.from(JSON.stringify({ fingerprint: r.fingerprint, fence: r.fence.toString() }));
+}
+
+export function decodeRecord(kv: IKeyValue): IdempotencyRecord & { revision: bigint } {
+  const parsed = JSON.parse(kv.value.toString()) as { fingerprint: string; fence: string };
+  // The record commits with its mutation, so its last write is the mutation's revision.
+  return { fingerprint: parsed.fingerprint, fence: BigInt(parsed.fence), revision: BigInt(kv.mod_revision) };
 }

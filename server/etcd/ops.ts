@@ -5,8 +5,25 @@ import type { ICompare, IRequestOp, ITxnRequest, IRangeRequest } from "etcd3";
 export const cmp = {
   /** The key's create revision equals rev (0: the key does not exist). */
   createdAt: (key: Buffer, rev: bigint): ICompare => ({ key, target: "Create", result: "Equal", create_revision: rev.toString() }),
+  /** The key exists. */
+  exists: (key: Buffer): ICompare => ({ key, target: "Create", result: "Greater", create_revision: "0" }),
+  /** The key's mod revision is greater than rev (a missing key has 0). */
+  modAbove: (key: Buffer, rev: bigint): ICompare => ({ key, target: "Mod", result: "Greater", mod_revision: rev.toString() }),
+  /** The key is attached to lease id. */
+  leaseIs: (key: Buffer, id: bigint): ICompare => ({ key, target: "Lease", result: "Equal", lease: id.toString() }),
+  valueIs: (key: Buffer, value: Buffer): ICompare => ({ key, target: "Value", result: "Equal", value }),
   valueGreater: (key: Buffer, value: Buffer): ICompare => ({ key, target: "Value", result: "Greater", value }),
   valueLess: (key: Buffer, value: Buffer): ICompare => ({ key, target: "Value", result: "Less", value }),
+  /** No key in [key, rangeEnd) exists (etcd compares every key of a range; an empty range passes). */
+  rangeEmpty: (key: Buffer, rangeEnd: Buffer): ICompare => ({ key, range_end: rangeEnd, target: "Create", result: "Equal", create_revision: "0" }),
+  /** Every key in [key, rangeEnd) was created at rev or later. */
+  rangeCreatedFrom: (key: Buffer, rangeEnd: Buffer, rev: bigint): ICompare => ({
+    key,
+    range_end: rangeEnd,
+    target: "Create",
+    result: "Greater",
+    create_revision: (rev - 1n).toString(),
+  }),
 };
 
 export const op = {

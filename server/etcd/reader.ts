@@ -1,6 +1,10 @@
-// Reads from etcd: consistent snapshots of several ranges at once, and watches. Nothing here writes.
-import type { Etcd3, IRangeRequest, IRangeResponse, Watcher } from "etcd3";
-import { etcdCall } from "./client.js";
+// Reads from etcd: consistent snapshots of several ranges at once, single ranges, and watches. Nothing
+// here writes.
+import type { Etcd3, IRangeRequest, IRangeResponse, IWatchResponse, Watcher } from "etcd3";
+import { DomainError } from "../domain/errors.js";
+import { AsyncQueue } from "../util/async-queue.js";
+import type { EtcdCalls } from "./calls.js";
+import { classify } from "./errors.js";
 import { prefixEnd } from "./keys.js";
 
 export interface Snapshot {
@@ -10,11 +14,14 @@ export interface Snapshot {
 }
 
 export class Reader {
-  constructor(private readonly etcd: Etcd3) {}
+  constructor(
+    private readonly etcd: Etcd3,
+    private readonly calls: EtcdCalls,
+  ) {}
 
   /** Reads several ranges at one revision (a transaction with no compares and no writes). */
   async snapshot(what: string, ranges: IRangeRequest[]): Promise<Snapshot> {
-    const res = await etcdCall(what, () =>
+    const res = await this.calls.run(what, () =>
       this.etcd.kv.txn({ compare: [], success: ranges.map((r) => ({ request_range: r })), failure: [] }),
     );
     return {
@@ -24,20 +31,72 @@ export class Reader {
   }
 
   range(what: string, req: IRangeRequest): Promise<IRangeResponse> {
-    return etcdCall(what, () => this.etcd.kv.range(req));
+    return this.calls.run(what, () => this.etcd.kv.range(req));
   }
 
-  /** Watches every key under prefix, from revision fromRevision on. */
-  watchPrefix(prefix: Buffer, fromRevision: bigint): Promise<Watcher> {
-    return etcdCall("watch", () =>
-      this.etcd.watch().inRange({ start: prefix, end: prefixEnd(prefix) }).startRevision(fromRevision.toString()).create(),
-    );
+  /**
+   * Watches a key, or the range [key, rangeEnd), from revision fromRevision on, until the watch is
+   * closed. The signal closes it too, also while it is being set up; whoever opens a watch closes it on
+   * every path out (try/finally), so that etcd never keeps a watcher for a call that ended.
+   */
+  async watch(what: string, w: { key: Buffer; rangeEnd?: Buffer; fromRevision: bigint }, signal: AbortSignal): Promise<Watch> {
+    if (signal.aborted) throw aborted(signal);
+    let builder = this.etcd.watch();
+    builder = w.rangeEnd ? builder.inRange({ start: w.key, end: w.rangeEnd }) : builder.key(w.key);
+    // watcher() hands out the watcher before etcd has created it, so that it can be cancelled while
+    // being created (create() would only hand it out once created).
+    const watch = new Watch(what, builder.startRevision(w.fromRevision.toString()).watcher(), signal);
+    try {
+      await this.calls.run(what, () => watch.created);
+    } catch (err) {
+      await watch.close();
+      throw signal.aborted ? aborted(signal) : err;
+    }
+    return watch;
+  }
+}
+
+/** A watch of etcd: its responses, in order, until it is closed or fails. */
+export class Watch implements AsyncIterable<IWatchResponse> {
+  /** Settles once etcd has created the watcher, or the watch closed first. */
+  readonly created: Promise<void>;
+  private readonly responses = new AsyncQueue<IWatchResponse>();
+  private closing?: Promise<void>;
+  private readonly onAbort = () => void this.close();
+
+  constructor(
+    what: string,
+    private readonly watcher: Watcher,
+    private readonly signal: AbortSignal,
+  ) {
+    this.created = new Promise<void>((resolve, reject) => {
+      watcher.once("connected", () => resolve());
+      watcher.once("error", reject);
+      this.responses.closed.then(() => reject(aborted(signal)));
+    });
+    this.created.catch(() => undefined);
+    watcher.on("data", (res) => this.responses.push(res));
+    watcher.on("error", (err) => this.responses.fail(classify(what, err)));
+    signal.addEventListener("abort", this.onAbort, { once: true });
   }
 
-  /** Watches one key, from revision fromRevision on. */
-  watchKey(key: Buffer, fromRevision: bigint): Promise<Watcher> {
-    return etcdCall("watch", () => this.etcd.watch().key(key).startRevision(fromRevision.toString()).create());
+  [Symbol.asyncIterator](): AsyncIterator<IWatchResponse> {
+    return this.responses[Symbol.asyncIterator]();
   }
+
+  /** Ends the watch and cancels it in etcd; resolves once etcd has let it go. Safe to call again. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.signal.removeEventListener("abort", this.onAbort);
+      this.responses.close();
+      await this.watcher.cancel().catch(() => undefined);
+    })();
+    return this.closing;
+  }
+}
+
+function aborted(signal: AbortSignal): Error {
+  return signal.reason instanceof DomainError ? signal.reason : new DomainError("cancelled", "the call was cancelled");
 }
 
 /** A range over every key that starts with prefix. */

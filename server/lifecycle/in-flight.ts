@@ -20,8 +20,13 @@ export function shuttingDown(): ConnectError {
   return new ConnectError("fencekeeper is shutting down; call again, another replica will answer", Code.Unavailable);
 }
 
+/** A unary call as the registry knows it: what to do when the shutdown abandons it. */
+interface UnaryCall {
+  abandon(reason: ConnectError): void;
+}
+
 export class InFlightCalls {
-  private readonly unary = new Set<Call>();
+  private readonly unary = new Set<UnaryCall>();
   private readonly streams = new Set<Call>();
   private idle: (() => void)[] = [];
   private closing = false;
@@ -32,15 +37,22 @@ export class InFlightCalls {
     const forward = () => call.controller.abort(req.signal.reason);
     if (req.signal.aborted) forward();
     else req.signal.addEventListener("abort", forward, { once: true });
-    const untrack = (set: Set<Call>) => {
-      set.delete(call);
+    const unaryCall: UnaryCall = {
+      abandon: (reason) => {
+        call.stopped = true;
+        call.controller.abort(reason);
+      },
+    };
+    const untrack = (set: Set<Call> | Set<UnaryCall>) => {
+      set.delete(call as never);
+      set.delete(unaryCall as never);
       req.signal.removeEventListener("abort", forward);
       if (this.unary.size === 0) for (const resolve of this.idle.splice(0)) resolve();
     };
     const inner = { ...req, signal: call.controller.signal } as typeof req;
 
     if (!req.stream) {
-      this.unary.add(call);
+      this.unary.add(unaryCall);
       try {
         return await next(inner);
       } catch (err) {
@@ -67,6 +79,16 @@ export class InFlightCalls {
     }
   };
 
+  /** Tracks a unary call served outside connect (the fast path); returns the function that ends tracking. */
+  trackUnary(abandon: (reason: ConnectError) => void): () => void {
+    const call: UnaryCall = { abandon };
+    this.unary.add(call);
+    return () => {
+      this.unary.delete(call);
+      if (this.unary.size === 0) for (const resolve of this.idle.splice(0)) resolve();
+    };
+  }
+
   get unaryCount(): number {
     return this.unary.size;
   }
@@ -91,10 +113,7 @@ export class InFlightCalls {
 
   /** Aborts the unary calls still running: each gives up (a waiting Acquire leaves the line) and answers UNAVAILABLE. */
   abandonUnary(): void {
-    for (const call of this.unary) {
-      call.stopped = true;
-      call.controller.abort(shuttingDown());
-    }
+    for (const call of this.unary) call.abandon(shuttingDown());
   }
 }
 

@@ -2,7 +2,7 @@
 // name each call site gives etcdCall: "acquire", "put", "describe", "lease grant", "health probe", ...).
 // Lease renewals travel on one long-lived etcd stream and are not among them.
 import { Counter, Histogram, type Registry } from "prom-client";
-import type { EtcdCallObserver } from "../etcd/client.js";
+import type { EtcdCallObserver } from "../etcd/calls.js";
 
 /** Operation names are constants at the call sites; anything else is folded into one value. */
 const operationLabel = (what: string) => (/^[a-z][a-z -]{0,39}$/.test(what) ? what : "other");
@@ -22,9 +22,17 @@ export function etcdMetrics(registry: Registry): EtcdCallObserver {
     labelNames: ["operation", "error"],
     registers: [registry],
   });
+  // Every etcd call and renewal is observed: look each operation's histograms up once.
+  const byOperation = new Map<string, { ok: ReturnType<typeof seconds.labels>; error: ReturnType<typeof seconds.labels> }>();
   return (what, s, error) => {
-    const operation = operationLabel(what);
-    seconds.observe({ operation, result: error === undefined ? "ok" : "error" }, s);
-    if (error !== undefined) errors.inc({ operation, error: errorLabel(error) });
+    let h = byOperation.get(what);
+    if (!h) {
+      const operation = operationLabel(what);
+      h = { ok: seconds.labels({ operation, result: "ok" }), error: seconds.labels({ operation, result: "error" }) };
+      byOperation.set(what, h);
+    }
+    if (error === undefined) return h.ok.observe(s);
+    h.error.observe(s);
+    errors.inc({ operation: operationLabel(what), error: errorLabel(error) });
   };
 }

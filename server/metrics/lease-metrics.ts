@@ -6,7 +6,7 @@
 // another replica are not seen, so a lease renewed only elsewhere drops out of this count early; with
 // each client on one replica (gRPC keeps a client on one HTTP/2 connection) the sum over replicas is
 // the number of leases held. Nothing is read from etcd for this.
-import { Code, type Interceptor } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { Counter, Gauge, type Registry } from "prom-client";
 import {
   LeaseService,
@@ -17,7 +17,8 @@ import {
   type RenewRequest,
   type RenewResponse,
 } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { codeName, tapCall } from "../observability/call-tap.js";
+import type { CallObserver } from "../observability/call-observer.js";
+import { codeName } from "../observability/call-tap.js";
 
 class HeldLeases {
   private readonly expiry = new Map<bigint, number>();
@@ -41,7 +42,7 @@ class HeldLeases {
   }
 }
 
-export function leaseMetrics(registry: Registry): Interceptor {
+export function leaseMetrics(registry: Registry): CallObserver {
   const held = new HeldLeases();
   new Gauge({
     name: "fencekeeper_leases_held",
@@ -69,43 +70,42 @@ export function leaseMetrics(registry: Registry): Interceptor {
   };
 
   const { acquire, keepAlive, renew, release } = LeaseService.method;
-  return (next) => async (req) => {
-    switch (req.method) {
+  return ({ method, request }) => {
+    switch (method) {
       case acquire: {
-        const wait = (req.message as AcquireRequest).wait;
+        const wait = (request as AcquireRequest).wait;
         if (wait) waiting.inc();
-        return tapCall(next, req, {
+        return {
           end(error, response) {
             if (wait) waiting.dec();
             const token = (response as AcquireResponse | undefined)?.token;
             if (!error && token) held.granted(token.leaseId, Number((response as AcquireResponse).ttl?.seconds ?? 0n));
           },
-        });
+        };
       }
       case renew: {
-        const { leaseId } = req.message as RenewRequest;
-        return tapCall(next, req, {
-          end: (error, response) => renewal("Renew", leaseId, (response as RenewResponse | undefined)?.ttl, codeName(error)),
-        });
+        const { leaseId } = request as RenewRequest;
+        return { end: (error, response) => renewal("Renew", leaseId, (response as RenewResponse | undefined)?.ttl, codeName(error)) };
       }
       case keepAlive:
-        return tapCall(next, req, {
+        return {
           message(m) {
-            const { leaseId, ttl, error } = m as KeepAliveResponse;
-            renewal("KeepAlive", leaseId, ttl, error ? Code[error.code] : "OK");
+            const { leaseId, ttl, error, renewals: many } = m as KeepAliveResponse;
+            if (many.length === 0) return renewal("KeepAlive", leaseId, ttl, error ? Code[error.code] : "OK");
+            for (const r of many) renewal("KeepAlive", r.leaseId, r.ttl, r.error ? Code[r.error.code] : "OK");
           },
           end() {},
-        });
+        };
       case release: {
-        const leaseId = (req.message as ReleaseRequest).token?.leaseId;
-        return tapCall(next, req, {
+        const leaseId = (request as ReleaseRequest).token?.leaseId;
+        return {
           end(error) {
             if (leaseId !== undefined && (!error || codeName(error) === "NotFound")) held.gone(leaseId);
           },
-        });
+        };
       }
       default:
-        return next(req);
+        return undefined;
     }
   };
 }

@@ -1,8 +1,9 @@
 // Calls by method and code, and how long unary calls take, under the names gRPC's own Prometheus
 // interceptors use (grpc_server_*), so that existing dashboards and alerts work unchanged.
-import type { Interceptor } from "@connectrpc/connect";
+import type { DescMethod } from "@bufbuild/protobuf";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { codeName, tapCall } from "../observability/call-tap.js";
+import type { CallObserver } from "../observability/call-observer.js";
+import { codeName } from "../observability/call-tap.js";
 
 const GRPC_TYPES = {
   unary: "unary",
@@ -11,7 +12,7 @@ const GRPC_TYPES = {
   bidi_streaming: "bidi_stream",
 } as const;
 
-export function rpcMetrics(registry: Registry): Interceptor {
+export function rpcMetrics(registry: Registry): CallObserver {
   const labelNames = ["grpc_type", "grpc_service", "grpc_method"] as const;
   const started = new Counter({ name: "grpc_server_started_total", help: "Calls started.", labelNames, registers: [registry] });
   const handled = new Counter({
@@ -34,18 +35,29 @@ export function rpcMetrics(registry: Registry): Interceptor {
     registers: [registry],
   });
 
-  return (next) => async (req) => {
-    const labels = { grpc_type: GRPC_TYPES[req.method.methodKind], grpc_service: req.service.typeName, grpc_method: req.method.name };
-    const stream = { grpc_service: labels.grpc_service, grpc_method: labels.grpc_method };
+  // Each method's labelled series, looked up once.
+  const series = new Map<DescMethod, { labels: Record<(typeof labelNames)[number], string>; started: Counter.Internal; seconds: ReturnType<typeof seconds.labels>; stream: boolean }>();
+  const of = (method: DescMethod) => {
+    let s = series.get(method);
+    if (!s) {
+      const labels = { grpc_type: GRPC_TYPES[method.methodKind], grpc_service: method.parent.typeName, grpc_method: method.name };
+      s = { labels, started: started.labels(labels), seconds: seconds.labels(labels), stream: method.methodKind !== "unary" };
+      series.set(method, s);
+    }
+    return s;
+  };
+
+  return ({ method }) => {
+    const s = of(method);
     const begin = performance.now();
-    started.inc(labels);
-    if (req.stream) open.inc(stream);
-    return tapCall(next, req, {
+    s.started.inc();
+    if (s.stream) open.inc({ grpc_service: s.labels.grpc_service, grpc_method: s.labels.grpc_method });
+    return {
       end(error) {
-        handled.inc({ ...labels, grpc_code: codeName(error) });
-        if (req.stream) open.dec(stream);
-        else seconds.observe(labels, (performance.now() - begin) / 1000);
+        handled.inc({ ...s.labels, grpc_code: codeName(error) });
+        if (s.stream) open.dec({ grpc_service: s.labels.grpc_service, grpc_method: s.labels.grpc_method });
+        else s.seconds.observe((performance.now() - begin) / 1000);
       },
-    });
+    };
   };
 }

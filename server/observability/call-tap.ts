@@ -12,8 +12,6 @@ export interface CallTap {
   message?(message: unknown): void;
   /** Called once: error is undefined when the call succeeded; response is a unary call's answer. */
   end(error: ConnectError | undefined, response?: unknown): void;
-  /** Runs each step of the call (the handler, each message of a stream), e.g. inside a context. */
-  around?<T>(step: () => Promise<T>): Promise<T>;
 }
 
 /** The error as the client sees it: what is not a ConnectError leaves as INTERNAL. */
@@ -28,10 +26,9 @@ function failure(err: unknown, signal: AbortSignal): ConnectError {
 }
 
 export async function tapCall(next: Next, req: AnyRequest, tap: CallTap): Promise<AnyResponse> {
-  const around = tap.around ?? ((step) => step());
   let res: AnyResponse;
   try {
-    res = await around(() => next(req));
+    res = await next(req);
   } catch (err) {
     tap.end(failure(err, req.signal));
     throw err;
@@ -40,10 +37,10 @@ export async function tapCall(next: Next, req: AnyRequest, tap: CallTap): Promis
     tap.end(undefined, res.message);
     return res;
   }
-  return { ...res, message: tapStream(res.message, req.signal, tap, around) };
+  return { ...res, message: tapStream(res.message, req.signal, tap) };
 }
 
-function tapStream<T>(source: AsyncIterable<T>, signal: AbortSignal, tap: CallTap, around: NonNullable<CallTap["around"]>): AsyncIterable<T> {
+function tapStream<T>(source: AsyncIterable<T>, signal: AbortSignal, tap: CallTap): AsyncIterable<T> {
   return {
     [Symbol.asyncIterator](): AsyncIterator<T> {
       const it = source[Symbol.asyncIterator]();
@@ -57,7 +54,7 @@ function tapStream<T>(source: AsyncIterable<T>, signal: AbortSignal, tap: CallTa
       return {
         async next() {
           try {
-            const r = await around(() => it.next());
+            const r = await it.next();
             if (r.done) end();
             else tap.message?.(r.value);
             return r;

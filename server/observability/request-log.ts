@@ -1,10 +1,10 @@
-// One log line per call, with a request id that every other line written for the call carries too.
-// Only names, codes and timings are logged: never request or response contents.
-import { Code, type ConnectError, type Interceptor } from "@connectrpc/connect";
+// One log line per call, with its request id. Only names, codes and timings are logged: never request
+// or response contents. A line whose level is off is not built at all.
+import { Code, type ConnectError } from "@connectrpc/connect";
 import type { Level, Logger } from "pino";
-import { codeName, tapCall } from "./call-tap.js";
+import { codeName } from "./call-tap.js";
+import type { CallObserver } from "./call-observer.js";
 import { errorReason } from "./error-reason.js";
-import { REQUEST_ID_HEADER, requestIdFrom, runInRequest } from "./request-context.js";
 
 /** Success is routine (debug); a caller's mistake is worth a note (info); the server's own failures are not. */
 function levelOf(error: ConnectError | undefined): Level {
@@ -25,31 +25,30 @@ function levelOf(error: ConnectError | undefined): Level {
 /** Server-side failures keep their message (it says what broke); a caller's error is summed up by code and reason. */
 const SERVER_FAILURES = new Set([Code.Unavailable, Code.Internal, Code.Unknown, Code.DataLoss, Code.ResourceExhausted]);
 
-export function requestLog(log: Logger): Interceptor {
-  return (next) => async (req) => {
-    const context = { requestId: requestIdFrom(req.header) };
-    const rpc = `${req.service.typeName}/${req.method.name}`;
+export function requestLog(log: Logger): CallObserver {
+  return ({ method, requestId }) => {
     const started = performance.now();
     let messages = 0;
-    try {
-      const res = await tapCall(next, req, {
-        around: (step) => runInRequest(context, step),
-        message: () => messages++,
-        end: (error) =>
-          runInRequest(context, () => {
-            const line: Record<string, unknown> = { rpc, code: codeName(error), ms: Math.round((performance.now() - started) * 10) / 10 };
-            if (req.stream) line.messages = messages;
-            const reason = errorReason(error);
-            if (reason) line.reason = reason;
-            if (error && SERVER_FAILURES.has(error.code)) line.error = error.rawMessage;
-            log[levelOf(error)](line, "call");
-          }),
-      });
-      res.header.set(REQUEST_ID_HEADER, context.requestId);
-      return res;
-    } catch (err) {
-      (err as ConnectError).metadata?.set(REQUEST_ID_HEADER, context.requestId);
-      throw err;
-    }
+    const stream = method.methodKind !== "unary";
+    return {
+      message: () => void messages++,
+      end(error) {
+        const level = levelOf(error);
+        if (!log.isLevelEnabled(level)) return;
+        const line: Record<string, unknown> = {
+          requestId,
+          rpc: `${method.parent.typeName}/${method.name}`,
+          code: codeName(error),
+          ms: Math.round((performance.now() - started) * 10) / 10,
+        };
+        if (stream) line.messages = messages;
+        const reason = errorReason(error);
+        if (reason) line.reason = reason;
+        if (error && SERVER_FAILURES.has(error.code)) line.error = error.rawMessage;
+        // An unexpected failure: what the caller was not told (INTERNAL hides it) is here.
+        if (error?.code === Code.Internal && error.cause instanceof Error) line.err = error.cause;
+        log[level](line, "call");
+      },
+    };
   };
 }

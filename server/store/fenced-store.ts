@@ -1,22 +1,26 @@
 // The fenced store: a key-value store that refuses writes from stale generations.
 //
-// Every mutation is one etcd transaction that compares the token with the resource's state, applies
-// the writes, raises the fence and records the idempotency key, all or nothing:
-//   ORDER: last issued >= generation  (the generation was issued: no fence poisoning)
-//          fence <= generation        (no newer generation has written)
-//   LIVE:  ORDER, and the generation's line key still exists (its lease is held at commit time)
-// When the compares fail, the same transaction reads back what it compared, to say why.
-import { createHash } from "node:crypto";
+// Every mutation is one conditional transaction that compares the token with the resource's state,
+// applies the writes, raises the fence and records the idempotency key, all or nothing (the comparisons
+// are keys.ts's fenceCompares):
+//   ORDER: the generation was issued (no fence poisoning), and no newer generation has written
+//   LIVE:  ORDER, and the generation still holds the resource at commit time
+// When the compares fail, the same transaction reads back what it compared, to say why; the
+// idempotency record is among them, so a retry is answered from it whatever the fence says now.
+// Mutations of one resource under one token (without idempotency keys) share their compares and their
+// fence write, so the committer can commit many of them in one inner transaction.
 import type { IKeyValue, IRequestOp } from "etcd3";
 import { DomainError, invalid } from "../domain/errors.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } from "../domain/limits.js";
 import type { FenceMode, Token } from "../domain/token.js";
 import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../domain/validate.js";
-import type { Committer } from "../etcd/committer.js";
-import { decodeGeneration, encodeGeneration, prefixEnd, type KeyLayout } from "../etcd/keys.js";
+import type { Committer, Guard } from "../etcd/committer.js";
+import { EtcdLeaseNotFound, EtcdResponseTooLarge } from "../etcd/errors.js";
+import { decodeGeneration, decodeRecord, encodeGeneration, encodeRecord, fenceCompares, isHeldBy, lastIssuedOf, prefixEnd, type KeyLayout } from "../etcd/keys.js";
 import { cmp, op } from "../etcd/ops.js";
 import type { Reader } from "../etcd/reader.js";
-import { decodeRecord, encodeRecord, hashKey, type IdempotencyLeases } from "./idempotency.js";
+import { fingerprintOf, hashKey, type IdempotencyLeases } from "./idempotency.js";
+import { decodePageToken, encodePageToken, fitting } from "./paging.js";
 
 export type StoreOp = { kind: "put"; key: string; value: Uint8Array } | { kind: "delete"; key: string };
 
@@ -60,26 +64,17 @@ export class FencedStore {
 
   async mutate(m: Mutation, what: "put" | "delete" | "txn"): Promise<Commit> {
     const token = this.check(m, what);
-    const { keys, reader } = this.d;
+    if (!m.idempotencyKey) return this.commitMutation(m, token, what);
     // Only a mutation with an idempotency key needs its fingerprint: it hashes every value.
-    const fingerprint = m.idempotencyKey ? fingerprintOf(m, token) : "";
-    const recordKey = m.idempotencyKey ? keys.idempotencyKey(m.resource, hashKey(m.idempotencyKey)) : undefined;
-
-    // The idempotency lookup comes before the fence check: a retry of a write that was applied under
-    // valid authority gets its answer even after the fence has moved on.
-    if (recordKey) {
-      const found = await reader.range(what, { key: recordKey });
-      if (found.kvs[0]) return replay(found.kvs[0], fingerprint, m.idempotencyKey);
-    }
-
+    const record = { key: this.d.keys.idempotencyKey(hashKey(m.idempotencyKey)), fingerprint: fingerprintOf(m, token) };
     for (let attempt = 0; ; attempt++) {
-      const recordLease = recordKey ? await this.d.idempotency.leaseForNow() : undefined;
+      const lease = await this.d.idempotency.leaseForNow();
       try {
-        return await this.commitMutation(m, token, what, fingerprint, recordKey, recordLease);
+        return await this.commitMutation(m, token, what, { ...record, lease });
       } catch (err) {
         // The shared lease of idempotency records is gone (revoked by hand, or etcd lost it): get a new one.
-        if (recordLease !== undefined && attempt === 0 && String((err as Error).message).includes("requested lease not found")) {
-          this.d.idempotency.forget(recordLease);
+        if (attempt === 0 && err instanceof EtcdLeaseNotFound) {
+          await this.d.idempotency.forget(lease);
           continue;
         }
         throw err;
@@ -105,36 +100,50 @@ export class FencedStore {
     checkResource(p.resource);
     checkPrefix(p.prefix);
     if (p.pageSize < 0) throw invalid(`page_size must not be negative, got ${p.pageSize}`);
-    const size = p.pageSize === 0 ? DEFAULT_PAGE_SIZE : Math.min(p.pageSize, MAX_PAGE_SIZE);
+    let size = p.pageSize === 0 ? DEFAULT_PAGE_SIZE : Math.min(p.pageSize, MAX_PAGE_SIZE);
     const cursor = p.pageToken ? decodePageToken(p.pageToken, p.resource, p.prefix) : undefined;
     const { keys, reader } = this.d;
     const all = keys.dataPrefix(p.resource, p.prefix);
-    const res = await reader.range("range", {
-      key: cursor ? Buffer.concat([keys.dataKey(p.resource, cursor.after), Buffer.from([0])]) : all,
-      range_end: prefixEnd(all),
-      limit: size,
-      keys_only: p.keysOnly,
-      ...(cursor ? { revision: cursor.revision.toString() } : {}),
-    });
-    const revision = cursor?.revision ?? BigInt(res.header.revision);
-    const entries = res.kvs.map((kv) => ({
-      key: keys.storeKey(p.resource, kv.key),
-      value: p.keysOnly ? new Uint8Array() : kv.value,
-      modRevision: BigInt(kv.mod_revision),
-    }));
-    const last = entries[entries.length - 1];
-    return {
-      entries,
-      revision,
-      nextPageToken: res.more && last ? encodePageToken({ resource: p.resource, prefix: p.prefix, revision, after: last.key }) : "",
-    };
+    const read = (limit: number) =>
+      reader.range("range", {
+        key: cursor ? Buffer.concat([keys.dataKey(p.resource, cursor.after), Buffer.from([0])]) : all,
+        range_end: prefixEnd(all),
+        limit,
+        keys_only: p.keysOnly,
+        ...(cursor ? { revision: cursor.revision.toString() } : {}),
+      });
+    for (;;) {
+      try {
+        const res = await read(size);
+        const revision = cursor?.revision ?? BigInt(res.header.revision);
+        const kept = fitting(res.kvs.map((kv) => kv.key.length + kv.value.length));
+        const entries = res.kvs.slice(0, kept).map((kv) => ({
+          key: keys.storeKey(p.resource, kv.key),
+          value: p.keysOnly ? new Uint8Array() : kv.value,
+          modRevision: BigInt(kv.mod_revision),
+        }));
+        const last = entries[entries.length - 1];
+        const more = res.more || kept < res.kvs.length;
+        return { entries, revision, nextPageToken: more && last ? encodePageToken({ resource: p.resource, prefix: p.prefix, revision, after: last.key }) : "" };
+      } catch (err) {
+        // More values than one answer from etcd may carry: read fewer at a time.
+        if (err instanceof EtcdResponseTooLarge && size > 1) {
+          size = Math.ceil(size / 2);
+          continue;
+        }
+        if (err instanceof DomainError && err.reason === "REVISION_COMPACTED" && cursor) {
+          throw new DomainError(err.kind, err.message, err.reason, { revision: String(cursor.revision) });
+        }
+        throw err;
+      }
+    }
   }
 
   async getFence(resource: string): Promise<{ fence: bigint; lastIssued: bigint }> {
     checkResource(resource);
     const { keys, reader } = this.d;
     const snap = await reader.snapshot("get fence", [{ key: keys.fenceKey(resource) }, { key: keys.issuedKey(resource) }]);
-    return { fence: decodeGeneration(snap.ranges[0].kvs[0]?.value), lastIssued: decodeGeneration(snap.ranges[1].kvs[0]?.value) };
+    return { fence: decodeGeneration(snap.ranges[0].kvs[0]?.value), lastIssued: lastIssuedOf(snap.ranges[1].kvs[0]) };
   }
 
   private check(m: Mutation, what: string): Token {
@@ -170,41 +179,43 @@ export class FencedStore {
     m: Mutation,
     token: Token,
     what: string,
-    fingerprint: string,
-    recordKey: Buffer | undefined,
-    recordLease: bigint | undefined,
+    record?: { key: Buffer; fingerprint: string; lease: bigint },
   ): Promise<Commit> {
     const { keys, committer } = this.d;
     const g = token.generation;
+    const live = m.mode === "live";
     const issuedKey = keys.issuedKey(m.resource);
     const fenceKey = keys.fenceKey(m.resource);
-    const lineKey = keys.queueKey(m.resource, token.leaseId);
+    const ownerKey = keys.ownerKey(m.resource);
 
-    const compare = [cmp.valueGreater(issuedKey, encodeGeneration(g - 1n)), cmp.valueLess(fenceKey, encodeGeneration(g + 1n))];
-    const writes: IRequestOp[] = m.ops.map((o) =>
+    const compare = fenceCompares(keys, token, live);
+    const failure: IRequestOp[] = [op.get(issuedKey), op.get(fenceKey)];
+    if (live) failure.push(op.get(ownerKey));
+    const own: IRequestOp[] = m.ops.map((o) =>
       o.kind === "put" ? op.put(keys.dataKey(m.resource, o.key), Buffer.from(o.value)) : op.del(keys.dataKey(m.resource, o.key)),
     );
-    writes.push(op.put(fenceKey, encodeGeneration(g)));
-    const why: IRequestOp[] = [op.get(issuedKey), op.get(fenceKey)];
-    if (m.mode === "live") {
-      compare.push(cmp.createdAt(lineKey, g));
-      why.push(op.get(lineKey));
+    if (record) {
+      compare.push(cmp.createdAt(record.key, 0n));
+      failure.push(op.get(record.key));
+      own.push(op.put(record.key, encodeRecord({ fingerprint: record.fingerprint, fence: g }), record.lease));
     }
-    if (recordKey) {
-      compare.push(cmp.createdAt(recordKey, 0n));
-      writes.push(op.put(recordKey, encodeRecord({ fingerprint, fence: g }), recordLease));
-      why.push(op.get(recordKey));
-    }
-
-    const res = await committer.commit(what, { compare, success: writes, failure: why });
-    if (res.succeeded) return { revision: BigInt(res.header.revision), fence: g, replayed: false };
+    // Mutations under one token and mode share a guard; one with an idempotency record has a compare of
+    // its own, and so a guard of its own.
+    const guard: Guard = {
+      key: `${m.resource}\0${g}\0${token.leaseId}\0${m.mode}${record ? `\0${record.key.toString("hex")}` : ""}`,
+      compare,
+      shared: [op.put(fenceKey, encodeGeneration(g))],
+      failure,
+    };
+    const res = await committer.commitGuarded(what, guard, own);
+    if (res.succeeded) return { revision: res.revision, fence: g, replayed: false };
 
     const [issued, fence, ...rest] = res.responses.map((r) => r.response_range.kvs[0]);
-    const line = m.mode === "live" ? rest.shift() : undefined;
-    const record = recordKey ? rest.shift() : undefined;
-    // A concurrent request with the same idempotency key committed first.
-    if (record) return replay(record, fingerprint, m.idempotencyKey);
-    const lastIssued = decodeGeneration(issued?.value);
+    const owner = live ? rest.shift() : undefined;
+    const found = record ? rest.shift() : undefined;
+    // A request with the same idempotency key committed first.
+    if (found) return replay(found, record!.fingerprint, m.idempotencyKey);
+    const lastIssued = lastIssuedOf(issued);
     const currentFence = decodeGeneration(fence?.value);
     const meta = { resource: m.resource, generation: String(g) };
     if (lastIssued < g) {
@@ -224,7 +235,7 @@ export class FencedStore {
         { ...meta, fence: String(currentFence) },
       );
     }
-    if (m.mode === "live" && (!line || BigInt(line.create_revision) !== g)) {
+    if (live && !isHeldBy(owner, token)) {
       throw new DomainError(
         "failed_precondition",
         `lease ${token.leaseId} of generation ${g} of "${m.resource}" is no longer held (it expired or was released); ` +
@@ -248,42 +259,4 @@ function replay(kv: IKeyValue, fingerprint: string, idempotencyKey: string): Com
     );
   }
   return { revision: record.revision, fence: record.fence, replayed: true };
-}
-
-/** What makes two requests the same request: everything but the idempotency key itself. */
-function fingerprintOf(m: Mutation, token: Token): string {
-  const h = createHash("sha256");
-  h.update(JSON.stringify([m.resource, token.generation.toString(), token.leaseId.toString(), m.mode]));
-  for (const o of m.ops) {
-    h.update(JSON.stringify([o.kind, o.key, o.kind === "put" ? o.value.byteLength : -1]));
-    if (o.kind === "put") h.update(o.value);
-  }
-  return h.digest("hex");
-}
-
-interface Cursor {
-  resource: string;
-  prefix: string;
-  revision: bigint;
-  after: string;
-}
-
-function encodePageToken(c: Cursor): string {
-  return Buffer.from(JSON.stringify({ r: c.resource, p: c.prefix, v: c.revision.toString(), a: c.after })).toString("base64url");
-}
-
-function decodePageToken(token: string, resource: string, prefix: string): Cursor {
-  let c: { r?: unknown; p?: unknown; v?: unknown; a?: unknown };
-  try {
-    c = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
-  } catch {
-    throw invalid("page_token is malformed; pass the next_page_token of the previous page unchanged");
-  }
-  if (typeof c.r !== "string" || typeof c.p !== "string" || typeof c.v !== "string" || typeof c.a !== "string" || !/^\d+$/.test(c.v)) {
-    throw invalid("page_token is malformed; pass the next_page_token of the previous page unchanged");
-  }
-  if (c.r !== resource || c.p !== prefix) {
-    throw invalid("page_token belongs to another listing; use it with the same resource and prefix");
-  }
-  return { resource: c.r, prefix: c.p, revision: BigInt(c.v), after: c.a };
 }

@@ -1,33 +1,30 @@
 // Idempotency records: what a mutation with an idempotency key did, kept so that a retry gets the first
-// answer instead of applying again. A record is written in the same transaction as its mutation.
+// answer instead of applying again. A record is written in the same transaction as its mutation; its
+// key is global (the hash of the idempotency key), so that a key is one logical request wherever it is
+// sent.
 //
 // Records expire with etcd leases. Rather than one lease per record, records written within the same
 // hour share one lease that lasts the retention time plus that hour.
 import { createHash } from "node:crypto";
-import type { IKeyValue } from "etcd3";
 import type { Leases } from "../etcd/leases.js";
+import type { Mutation } from "./fenced-store.js";
+import type { Token } from "../domain/token.js";
 
 const BUCKET_MS = 3600_000;
-
-export interface IdempotencyRecord {
-  /** Hash of the request the key was first used with. */
-  fingerprint: string;
-  /** The fence the mutation set. */
-  fence: bigint;
-}
 
 export function hashKey(idempotencyKey: string): string {
   return createHash("sha256").update(idempotencyKey, "utf8").digest("hex");
 }
 
-export function encodeRecord(r: IdempotencyRecord): Buffer {
-  return Buffer.from(JSON.stringify({ fingerprint: r.fingerprint, fence: r.fence.toString() }));
-}
-
-export function decodeRecord(kv: IKeyValue): IdempotencyRecord & { revision: bigint } {
-  const parsed = JSON.parse(kv.value.toString()) as { fingerprint: string; fence: string };
-  // The record commits with its mutation, so its last write is the mutation's revision.
-  return { fingerprint: parsed.fingerprint, fence: BigInt(parsed.fence), revision: BigInt(kv.mod_revision) };
+/** What makes two requests the same request: everything but the idempotency key itself. */
+export function fingerprintOf(m: Mutation, token: Token): string {
+  const h = createHash("sha256");
+  h.update(JSON.stringify([m.resource, token.generation.toString(), token.leaseId.toString(), m.mode]));
+  for (const o of m.ops) {
+    h.update(JSON.stringify([o.kind, o.key, o.kind === "put" ? o.value.byteLength : -1]));
+    if (o.kind === "put") h.update(o.value);
+  }
+  return h.digest("hex");
 }
 
 export class IdempotencyLeases {
@@ -52,9 +49,9 @@ export class IdempotencyLeases {
   }
 
   /** Forgets a lease that etcd no longer has, so that the next record gets a fresh one. */
-  forget(lease: bigint): void {
+  async forget(lease: bigint): Promise<void> {
     for (const [bucket, p] of this.byBucket) {
-      p.then((id) => id === lease && this.byBucket.delete(bucket), () => undefined);
+      if ((await p.catch(() => undefined)) === lease) this.byBucket.delete(bucket);
     }
   }
 }

@@ -5,6 +5,9 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   private waiting?: { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void };
   private done = false;
   private error?: unknown;
+  private ended!: () => void;
+  /** Resolves once the queue is closed or failed. */
+  readonly closed = new Promise<void>((resolve) => (this.ended = resolve));
 
   push(item: T): void {
     if (this.done) return;
@@ -20,6 +23,7 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   close(): void {
     if (this.done) return;
     this.done = true;
+    this.ended();
     this.waiting?.resolve({ value: undefined, done: true });
     this.waiting = undefined;
   }
@@ -27,6 +31,7 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   fail(err: unknown): void {
     if (this.done) return;
     this.done = true;
+    this.ended();
     this.error = err;
     this.waiting?.reject(err);
     this.waiting = undefined;

@@ -12,12 +12,13 @@ const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 describe("waiting for a held resource", () => {
   const s = useServer();
 
-  /** Keys left in etcd for a resource's line, across all prefixes of this test etcd. */
+  /** Keys left in etcd for a resource's acquisitions (its owner and its line), across all prefixes of this test etcd. */
   async function lineKeys(resource: string): Promise<string[]> {
     const etcd = new Etcd3({ hosts: s.etcd.endpoint });
     try {
       const keys = await etcd.getAll().prefix("/").keys();
-      return keys.filter((k) => k.includes(`/r/${encodeURIComponent(resource)}/q/`));
+      const root = `/r/${encodeURIComponent(resource)}/`;
+      return keys.filter((k) => k.includes(`${root}q/`) || k.endsWith(`${root}owner`));
     } finally {
       etcd.close();
     }

@@ -56,7 +56,7 @@ const (
 	// Metadata: "resource", "session_id", "generation" (of the session's place in line).
 	ErrorReason_ALREADY_ACQUIRED ErrorReason = 8
 	// FAILED_PRECONDITION: a page token reads a snapshot that etcd has compacted away. Start the listing
-	// again without a page token. Metadata: "revision", "compacted" (the oldest revision etcd keeps).
+	// again without a page token. Metadata: "revision" (the snapshot's).
 	ErrorReason_REVISION_COMPACTED ErrorReason = 9
 )
 

@@ -94,7 +94,7 @@ export enum ErrorReason {
 
   /**
    * FAILED_PRECONDITION: a page token reads a snapshot that etcd has compacted away. Start the listing
-   * again without a page token. Metadata: "revision", "compacted" (the oldest revision etcd keeps).
+   * again without a page token. Metadata: "revision" (the snapshot's).
    *
    * @generated from enum value: REVISION_COMPACTED = 9;
    */

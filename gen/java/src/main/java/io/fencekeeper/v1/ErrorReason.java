@@ -102,7 +102,7 @@ public enum ErrorReason
   /**
    * <pre>
    * FAILED_PRECONDITION: a page token reads a snapshot that etcd has compacted away. Start the listing
-   * again without a page token. Metadata: "revision", "compacted" (the oldest revision etcd keeps).
+   * again without a page token. Metadata: "revision" (the snapshot's).
    * </pre>
    *
    * <code>REVISION_COMPACTED = 9;</code>
@@ -205,7 +205,7 @@ public enum ErrorReason
   /**
    * <pre>
    * FAILED_PRECONDITION: a page token reads a snapshot that etcd has compacted away. Start the listing
-   * again without a page token. Metadata: "revision", "compacted" (the oldest revision etcd keeps).
+   * again without a page token. Metadata: "revision" (the snapshot's).
    * </pre>
    *
    * <code>REVISION_COMPACTED = 9;</code>

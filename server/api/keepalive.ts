@@ -1,0 +1,89 @@
+// The KeepAlive stream: renewals of many leases, each answered on its own.
+//
+// Renewals run side by side: one slow lease must not hold up the others. A message renewing many leases
+// (lease_ids) is answered by one message once all of them are. One lease's failure is that lease's
+// answer; the stream goes on. What a stream has in flight is bounded: at the bound the server reads no
+// further message until answers have gone out, so HTTP/2 flow control holds the client back, and one
+// client's flood cannot take the service from the others.
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Logger } from "pino";
+import { invalid } from "../domain/errors.js";
+import type { LeaseCoordinator } from "../lease/coordinator.js";
+import type { KeepAliveRequest, KeepAliveResponseSchema, LeaseRenewalSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { AsyncQueue } from "../util/async-queue.js";
+import { seconds } from "./convert.js";
+import { toStatus } from "./errors.js";
+
+type Answer = MessageInitShape<typeof KeepAliveResponseSchema>;
+type Renewal = MessageInitShape<typeof LeaseRenewalSchema>;
+
+/** Most lease ids in one message. */
+export const MAX_LEASES_PER_MESSAGE = 10_000;
+/** Most renewals of one stream in flight or waiting to be sent; beyond it the stream is read no further. */
+export const MAX_RENEWALS_IN_FLIGHT = 20_000;
+
+export async function* keepAlive(
+  coordinator: LeaseCoordinator,
+  requests: AsyncIterable<KeepAliveRequest>,
+  signal: AbortSignal,
+  log: Logger,
+): AsyncGenerator<Answer> {
+  // Each answer with the number of renewals it carries; they count until the answer has been sent.
+  const answers = new AsyncQueue<{ answer: Answer; count: number }>();
+  let inFlight = 0;
+  let reading = true;
+  let resume: (() => void) | undefined;
+  const renewOne = async (leaseId: bigint): Promise<Renewal> => {
+    try {
+      return { leaseId, ttl: seconds(await coordinator.renew(leaseId)) };
+    } catch (err) {
+      return { leaseId, error: toStatus(err, log) };
+    }
+  };
+  let pending = 0;
+  const handle = async (req: KeepAliveRequest, count: number) => {
+    pending++;
+    if (req.leaseIds.length === 0) {
+      const r = await renewOne(req.leaseId);
+      answers.push({ answer: { leaseId: r.leaseId, ttl: r.ttl, error: r.error }, count });
+    } else {
+      const ids = req.leaseId !== 0n ? [req.leaseId, ...req.leaseIds] : req.leaseIds;
+      answers.push({ answer: { renewals: await Promise.all(ids.map(renewOne)) }, count });
+    }
+    if (--pending === 0 && !reading) answers.close();
+  };
+  void (async () => {
+    try {
+      for await (const req of requests) {
+        if (req.leaseIds.length > MAX_LEASES_PER_MESSAGE) {
+          throw invalid(`a KeepAliveRequest names ${req.leaseIds.length} leases; at most ${MAX_LEASES_PER_MESSAGE} are allowed in one message`);
+        }
+        const count = Math.max(1, req.leaseIds.length + (req.leaseId !== 0n && req.leaseIds.length > 0 ? 1 : 0));
+        inFlight += count;
+        void handle(req, count);
+        while (inFlight >= MAX_RENEWALS_IN_FLIGHT && !signal.aborted) await new Promise<void>((r) => (resume = r));
+        if (signal.aborted) break;
+      }
+    } catch (err) {
+      answers.fail(err);
+    } finally {
+      reading = false;
+      if (pending === 0) answers.close();
+    }
+  })();
+  const onAbort = () => resume?.();
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    for await (const { answer, count } of answers) {
+      yield answer;
+      inFlight -= count;
+      if (resume && inFlight < MAX_RENEWALS_IN_FLIGHT) {
+        const r = resume;
+        resume = undefined;
+        r();
+      }
+    }
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+}

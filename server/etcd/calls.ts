@@ -1,0 +1,28 @@
+// Every call the server makes to etcd runs through here: timed for the observer (the metrics), and its
+// failure classified once (errors.ts).
+import { classify } from "./errors.js";
+
+/** Told of every etcd call: what it was, how long it took, and its error if it failed. */
+export type EtcdCallObserver = (what: string, seconds: number, error?: unknown) => void;
+
+export class EtcdCalls {
+  constructor(private readonly observer: EtcdCallObserver = () => undefined) {}
+
+  /** Runs one etcd call; its failure leaves as the domain's error. */
+  async run<T>(what: string, call: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      const result = await call();
+      this.observer(what, (performance.now() - started) / 1000);
+      return result;
+    } catch (err) {
+      this.observer(what, (performance.now() - started) / 1000, err);
+      throw classify(what, err);
+    }
+  }
+
+  /** Tells the observer of a call timed elsewhere (a renewal on the keepalive stream). */
+  observe(what: string, seconds: number, error?: unknown): void {
+    this.observer(what, seconds, error);
+  }
+}

@@ -1,0 +1,91 @@
+// The one place where etcd's failures become the domain's, by the type etcd3 gives each of them (one
+// type per gRPC code, and a few of etcd's own). What etcd refuses because of the request is the
+// caller's problem and never UNAVAILABLE; only a failure to reach etcd, or an answer that did not come,
+// is worth a retry.
+import {
+  ClientClosedError,
+  ClientRuntimeError,
+  EtcdLeaseInvalidError,
+  EtcdWatchStreamEnded,
+  GRPCAbortedError,
+  GRPCCancelledError,
+  GRPCDeadlineExceededError,
+  GRPCFailedPreconditionError,
+  GRPCInvalidArgumentError,
+  GRPCOutOfRangeError,
+  GRPCResourceExhastedError,
+  GRPCUnavailableError,
+  GRPCUnknownError,
+} from "etcd3";
+import { DomainError, unavailable } from "../domain/errors.js";
+
+/** etcd has no such lease (any more): it expired, was revoked, or never existed. */
+export class EtcdLeaseNotFound extends DomainError {
+  constructor(what: string) {
+    super("not_found", `${what}: the etcd lease is gone`, "LEASE_NOT_FOUND");
+  }
+}
+
+/** etcd refused the request itself (too many operations, too large, a key twice): not retryable as is. */
+export class EtcdRefused extends DomainError {
+  constructor(what: string, cause: Error) {
+    super("invalid_argument", `etcd refused the request (${what}): ${etcdMessage(cause)}`);
+  }
+}
+
+/** An answer larger than this server accepts from etcd: read less at a time. */
+export class EtcdResponseTooLarge extends DomainError {
+  constructor(what: string, cause: Error) {
+    super("resource_exhausted", `etcd's answer is too large (${what}): ${etcdMessage(cause)}`);
+  }
+}
+
+/** Any failure of an etcd call, as the domain's error. */
+export function classify(what: string, err: unknown): Error {
+  if (err instanceof DomainError) return err;
+  if (err instanceof EtcdLeaseInvalidError) return new EtcdLeaseNotFound(what);
+  if (err instanceof GRPCInvalidArgumentError) return new EtcdRefused(what, err);
+  if (err instanceof GRPCResourceExhastedError) return new EtcdResponseTooLarge(what, err);
+  if (err instanceof GRPCOutOfRangeError) return outOfRange(what, err);
+  if (err instanceof GRPCFailedPreconditionError) {
+    return new DomainError("failed_precondition", `etcd refused the request (${what}): ${etcdMessage(err)}`);
+  }
+  if (
+    err instanceof GRPCUnavailableError ||
+    err instanceof GRPCDeadlineExceededError ||
+    err instanceof GRPCCancelledError ||
+    err instanceof GRPCAbortedError ||
+    err instanceof GRPCUnknownError ||
+    err instanceof ClientClosedError ||
+    err instanceof ClientRuntimeError ||
+    err instanceof EtcdWatchStreamEnded
+  ) {
+    return unavailable(what, err);
+  }
+  // Internal, data loss, permission and the like: a fault, not something a retry would mend.
+  return new DomainError("internal", `etcd failed (${what}): ${etcdMessage(err)}`);
+}
+
+/**
+ * etcd answers OUT_OF_RANGE for two reads of a revision: one it has compacted away (ErrCompacted),
+ * and one it has not reached yet (ErrFutureRev). The code is shared; only the text tells them apart.
+ */
+function outOfRange(what: string, err: Error): DomainError {
+  if (err.message.includes("required revision has been compacted")) {
+    return new DomainError(
+      "failed_precondition",
+      `${what}: the snapshot this request reads has been compacted in etcd; start again without a page token`,
+      "REVISION_COMPACTED",
+    );
+  }
+  if (err.message.includes("required revision is a future revision")) {
+    return new DomainError("out_of_range", `${what}: the request reads a revision etcd has not reached; pass a page token unchanged`);
+  }
+  return new DomainError("out_of_range", `etcd refused the request (${what}): ${etcdMessage(err)}`);
+}
+
+function etcdMessage(err: unknown): string {
+  const m = err instanceof Error ? err.message : String(err);
+  // grpc-js prefixes "<code> <NAME>: "; etcd prefixes "etcdserver: " or "mvcc: ".
+  return m.replace(/^\w+: \d+ [A-Z_]+: /, "").replace(/^\d+ [A-Z_]+: /, "");
+}

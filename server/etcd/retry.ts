@@ -1,0 +1,18 @@
+// Work that must happen once etcd answers again: tried now, then again with a growing pause while it
+// fails, until it succeeds or there is no point any more.
+
+/**
+ * Runs attempt until it resolves, or until giveUpAfterMs have passed. Resolves once the first attempt
+ * has settled (the retries go on in the background); never rejects.
+ */
+export function eventually(attempt: () => Promise<unknown>, giveUpAfterMs: number): Promise<void> {
+  const giveUpAt = Date.now() + giveUpAfterMs;
+  const run = (pauseMs: number): Promise<void> =>
+    attempt().then(
+      () => undefined,
+      () => {
+        if (Date.now() + pauseMs < giveUpAt) setTimeout(() => void run(Math.min(pauseMs * 2, 2000)), pauseMs).unref();
+      },
+    );
+  return run(250);
+}

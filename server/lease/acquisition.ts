@@ -1,0 +1,346 @@
+// One Acquire: from the request to a granted generation, or to an error that leaves nothing behind.
+//
+// The owner of a resource is its owner key; a grant creates it, and its create revision is the
+// generation. A grant is one transaction that checks nobody holds or waits for the resource (or, for a
+// waiter, that nobody waits ahead of it), creates the owner key on the acquisition's lease, and marks
+// the generation issued, so that an uncontended Acquire is one etcd transaction after its lease grant
+// (none on a session). A waiter joins the line with a key of its own and watches only the key just
+// ahead of it: the waiter before it, or the owner key when it is first in line. Each handover costs the
+// next waiter one watch event and one transaction, never a read of the whole line.
+//
+// A waiter's place in line is on a lease that this call keeps alive while it waits: the acquisition's
+// own lease, or, on a session, a place lease of its own (the session is renewed by its client only, and
+// a place held on it would outlive a call that died with its server).
+import { randomBytes } from "node:crypto";
+import type { IKeyValue, IRangeResponse } from "etcd3";
+import { DomainError, leaseNotFound } from "../domain/errors.js";
+import type { Limits } from "../domain/limits.js";
+import type { Token } from "../domain/token.js";
+import { checkHolder, checkLeaseId, checkResource, ttlSeconds } from "../domain/validate.js";
+import type { Committer, Outcome } from "../etcd/committer.js";
+import { decodeOwner, encodeGeneration, encodeHolder, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
+import type { Leases } from "../etcd/leases.js";
+import { cmp, op } from "../etcd/ops.js";
+import { prefixRange, type Reader, type Watch } from "../etcd/reader.js";
+import { eventually } from "../etcd/retry.js";
+import { atTime } from "../util/long-timeout.js";
+
+export interface AcquireParams {
+  resource: string;
+  ttlMs: number | undefined;
+  holder: string;
+  wait: boolean;
+  /** When to give up waiting (ms since the epoch); undefined: only the signal ends the wait. */
+  waitUntil?: number;
+  /** Acquire on this session instead of on a lease of its own. */
+  sessionId?: bigint;
+}
+
+export interface Grant {
+  token: Token;
+  /** The TTL etcd reports for the acquisition's own lease; undefined on a session. */
+  ttlSeconds?: number;
+}
+
+export interface AcquireDeps {
+  keys: KeyLayout;
+  committer: Committer;
+  reader: Reader;
+  leases: Leases;
+  limits: Limits;
+}
+
+/** The TTL of a session waiter's place in line: how long it outlives a call that died with its server. */
+const PLACE_TTL_SECONDS = 10;
+/** How long to keep trying to remove an owner key that a failed call on a session may have left. */
+const CLEANUP_GIVE_UP_MS = 10 * 60_000;
+
+export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSignal): Promise<Grant> {
+  checkResource(p.resource);
+  checkHolder(p.holder);
+  const onSession = p.sessionId !== undefined && p.sessionId !== 0n;
+  if (onSession) {
+    checkLeaseId(p.sessionId!, "session_id");
+    if (p.ttlMs !== undefined) throw new DomainError("invalid_argument", "ttl must be unset with session_id: an acquisition on a session lasts as long as the session");
+  }
+  const ttl = onSession ? 0 : ttlSeconds(p.ttlMs, d.limits);
+  const lease = onSession ? { id: p.sessionId!, ttlSeconds: 0 } : await d.leases.grant(ttl);
+  return new Acquisition(d, p, lease, onSession, signal).run();
+}
+
+class Acquisition {
+  private readonly keys: KeyLayout;
+  /** Distinguishes this attempt's keys from any other's, on the same lease or session too. */
+  private readonly nonce = randomBytes(8).toString("hex");
+  private readonly ownerValue: Buffer;
+  private readonly ownerKey: Buffer;
+  private readonly linePrefix: Buffer;
+  private readonly lineKey: Buffer;
+  private readonly sessionKey?: Buffer;
+  /** The lease of the place in line, once this acquisition waits. */
+  private place?: { id: bigint; ttlSeconds: number };
+  /** Set while a grant may have committed without this call knowing: cleanup must remove the owner key. */
+  private maybeGranted = false;
+
+  constructor(
+    private readonly d: AcquireDeps,
+    private readonly p: AcquireParams,
+    private readonly lease: { id: bigint; ttlSeconds: number },
+    private readonly onSession: boolean,
+    private readonly signal: AbortSignal,
+  ) {
+    this.keys = d.keys;
+    this.ownerKey = d.keys.ownerKey(p.resource);
+    this.linePrefix = d.keys.queuePrefix(p.resource);
+    this.lineKey = Buffer.concat([d.keys.queueKey(p.resource, lease.id), Buffer.from(this.nonce)]);
+    this.ownerValue = Buffer.from(JSON.stringify({ holder: p.holder, nonce: this.nonce }));
+    if (onSession) this.sessionKey = d.keys.sessionKey(lease.id);
+  }
+
+  async run(): Promise<Grant> {
+    try {
+      let generation = await this.tryFirst();
+      let waited = false;
+      if (generation === undefined) {
+        generation = await this.waitInLine();
+        waited = true;
+      }
+      const token: Token = { resource: this.p.resource, generation, leaseId: this.lease.id };
+      if (this.onSession) {
+        if (this.place) this.d.leases.revokeEventually(this.place.id, this.place.ttlSeconds);
+        return { token };
+      }
+      // After a wait, the holder's TTL starts now rather than when it joined the line; without one, the
+      // TTL etcd reported at the grant is fresh.
+      const ttlLeft = waited ? await this.d.leases.renew(this.lease.id) : this.lease.ttlSeconds;
+      if (ttlLeft <= 0) throw placeLost(this.p.resource, this.lease.id);
+      return { token, ttlSeconds: ttlLeft };
+    } catch (err) {
+      await this.leaveNothing();
+      throw err;
+    }
+  }
+
+  /**
+   * A waiter that gives up, or a grant that failed on its way, leaves no key behind. The first attempt
+   * is awaited (the call answers once its keys are gone); if etcd cannot be reached, the rest goes on
+   * in the background once it is back.
+   */
+  private async leaveNothing(): Promise<void> {
+    const { leases } = this.d;
+    const steps: Promise<void>[] = [];
+    // Revoking a lease deletes its keys: the acquisition's own (its place, and a grant that may have
+    // committed), or a session waiter's place.
+    if (!this.onSession) steps.push(leases.revokeEventually(this.lease.id, this.lease.ttlSeconds));
+    if (this.place) steps.push(leases.revokeEventually(this.place.id, this.place.ttlSeconds));
+    if (this.onSession && this.maybeGranted) {
+      // On a session, only the owner key is this attempt's: its value carries the nonce.
+      const compare = [cmp.valueIs(this.ownerKey, this.ownerValue)];
+      steps.push(eventually(() => this.d.committer.commit("release", { compare, success: [op.del(this.ownerKey)], failure: [] }), CLEANUP_GIVE_UP_MS));
+    }
+    await Promise.all(steps);
+  }
+
+  /** The writes of a grant: the owner key, the generation marked issued, a fence if there is none. */
+  private grantWrites() {
+    const fenceKey = this.keys.fenceKey(this.p.resource);
+    return [
+      op.put(this.ownerKey, this.ownerValue, this.lease.id),
+      op.put(this.keys.issuedKey(this.p.resource), Buffer.alloc(0)),
+      op.txn({ compare: [cmp.createdAt(fenceKey, 0n)], success: [op.put(fenceKey, encodeGeneration(0n))], failure: [] }),
+    ];
+  }
+
+  /**
+   * Takes the resource if nobody holds or waits for it: the generation. Otherwise fails, or, with wait,
+   * joins the line (in the same transaction when the place can go on the acquisition's own lease).
+   */
+  private async tryFirst(): Promise<bigint | undefined> {
+    const { p } = this;
+    const sessionChecks = this.sessionKey ? [cmp.exists(this.sessionKey)] : [];
+    const joinNow = p.wait && !this.onSession;
+    const reads = [op.get(this.ownerKey), ...(this.sessionKey ? [op.get(this.sessionKey), op.range(this.sessionPlaces({ count_only: true }))] : [])];
+    this.maybeGranted = true;
+    const res = await this.d.committer.commit("acquire", {
+      compare: [cmp.rangeEmpty(this.linePrefix, prefixEnd(this.linePrefix)), cmp.createdAt(this.ownerKey, 0n), ...sessionChecks],
+      success: this.grantWrites(),
+      failure: joinNow ? [op.range(this.lastInLine()), ...reads, op.put(this.lineKey, encodeHolder(p), this.lease.id)] : reads,
+    });
+    if (res.succeeded) return res.revision;
+    this.maybeGranted = false;
+
+    const ranges = res.responses.map((r) => r.response_range);
+    const predecessor = joinNow ? ranges.shift()!.kvs[0] : undefined;
+    const owner = ranges[0].kvs[0];
+    if (this.sessionKey) this.checkSession(ranges[1].kvs[0], owner, ranges[2]);
+    if (!p.wait) throw held(p.resource, owner && decodeOwner(owner));
+    if (joinNow) {
+      this.joined = { revision: res.revision, ahead: predecessor?.key ?? (owner ? this.ownerKey : undefined) };
+      return undefined;
+    }
+    return undefined;
+  }
+
+  /** Where this acquisition waits: its key's create revision, and the key it watches, if any. */
+  private joined?: { revision: bigint; ahead?: Buffer };
+
+  /** Waits for its turn and takes the resource: the generation. */
+  private async waitInLine(): Promise<bigint> {
+    if (!this.joined) await this.joinOnSession();
+    const myRev = this.joined!.revision;
+    let ahead = this.joined!.ahead;
+    let seenAt = myRev;
+    for (;;) {
+      if (ahead) await this.waitForDeletion(ahead, seenAt);
+      this.maybeGranted = true;
+      const res = await this.d.committer.commit("acquire", {
+        compare: [
+          cmp.createdAt(this.lineKey, myRev),
+          cmp.rangeCreatedFrom(this.linePrefix, prefixEnd(this.linePrefix), myRev),
+          cmp.createdAt(this.ownerKey, 0n),
+          ...(this.sessionKey ? [cmp.exists(this.sessionKey)] : []),
+        ],
+        success: [op.del(this.lineKey), ...this.grantWrites()],
+        failure: [op.range(this.lastInLine(myRev)), op.get(this.lineKey), op.get(this.ownerKey), ...(this.sessionKey ? [op.get(this.sessionKey)] : [])],
+      });
+      if (res.succeeded) return res.revision;
+      this.maybeGranted = false;
+      const [before, mine, owner, session] = res.responses.map((r) => r.response_range.kvs[0]);
+      if (this.sessionKey && !session) throw sessionGone(this.lease.id);
+      if (!mine) throw placeLost(this.p.resource, this.place?.id ?? this.lease.id);
+      ahead = before?.key ?? (owner ? this.ownerKey : undefined);
+      seenAt = res.revision;
+    }
+  }
+
+  /** A session waiter joins the line on a place lease of its own. */
+  private async joinOnSession(): Promise<void> {
+    this.place = await this.d.leases.grant(PLACE_TTL_SECONDS);
+    const res = await this.d.committer.commit("acquire", {
+      compare: [cmp.exists(this.sessionKey!), cmp.rangeEmpty(...this.sessionPlaceRange())],
+      success: [op.range(this.lastInLine()), op.get(this.ownerKey), op.put(this.lineKey, encodeHolder(this.p), this.place.id)],
+      failure: [op.get(this.sessionKey!), op.get(this.ownerKey), op.range(this.sessionPlaces({ count_only: true }))],
+    });
+    if (!res.succeeded) {
+      const [session, owner, places] = res.responses.map((r) => r.response_range);
+      this.checkSession(session.kvs[0], owner.kvs[0], places);
+      throw new Error(`joining the line of "${this.p.resource}" failed without a cause`);
+    }
+    const [predecessor, owner] = res.responses.map((r) => r.response_range?.kvs[0]);
+    this.joined = { revision: res.revision, ahead: predecessor?.key ?? (owner ? this.ownerKey : undefined) };
+  }
+
+  /** Refuses an acquisition on a session that is gone, or that holds or waits for the resource already. */
+  private checkSession(session: IKeyValue | undefined, owner: IKeyValue | undefined, places: IRangeResponse): void {
+    const id = this.lease.id;
+    if (!session) throw sessionGone(id);
+    const holds = owner !== undefined && BigInt(owner.lease) === id;
+    if (holds || Number(places.count) > 0) {
+      throw new DomainError(
+        "already_exists",
+        `session ${id} already ${holds ? "holds" : "waits for"} "${this.p.resource}"; release that acquisition first, or use another session`,
+        "ALREADY_ACQUIRED",
+        { resource: this.p.resource, session_id: String(id), ...(holds ? { generation: String(owner!.create_revision) } : {}) },
+      );
+    }
+  }
+
+  /** The places of this acquisition's session in the line (by key name: a session's places start with its id). */
+  private sessionPlaceRange(): [Buffer, Buffer] {
+    const prefix = this.keys.queueKey(this.p.resource, this.lease.id);
+    return [prefix, prefixEnd(prefix)];
+  }
+
+  private sessionPlaces(extra: { count_only?: boolean } = {}) {
+    const [key, range_end] = this.sessionPlaceRange();
+    return { key, range_end, ...extra };
+  }
+
+  /** The newest key in line (created before maxRevision, if given): the one a newcomer waits behind. */
+  private lastInLine(before?: bigint) {
+    return prefixRange(this.linePrefix, {
+      sort_order: "Descend",
+      sort_target: "Create",
+      limit: 1,
+      keys_only: true,
+      ...(before !== undefined ? { max_create_revision: (before - 1n).toString() } : {}),
+    });
+  }
+
+  /**
+   * Waits until key is deleted (after revision seenAt), keeping the place alive meanwhile: the open
+   * Acquire call is the client asking to keep its place. On a session, the session's end ends the wait.
+   */
+  private async waitForDeletion(key: Buffer, seenAt: bigint): Promise<void> {
+    const { reader, leases } = this.d;
+    const { resource, waitUntil } = this.p;
+    const stop = new AbortController();
+    const onAbort = () => stop.abort(cancelled(resource));
+    if (this.signal.aborted) throw cancelled(resource);
+    this.signal.addEventListener("abort", onAbort, { once: true });
+    const cancelTimer = waitUntil !== undefined ? atTime(waitUntil, () => stop.abort(waitExpired(resource))) : () => undefined;
+    const place = this.place ?? this.lease;
+    const keepPlace = setInterval(() => {
+      leases.renew(place.id).then(
+        (ttl) => ttl <= 0 && stop.abort(placeLost(resource, place.id)),
+        (err) => stop.abort(err),
+      );
+    }, Math.max(500, (place.ttlSeconds * 1000) / 3));
+    const watches: Watch[] = [];
+    try {
+      const deleted = (w: { key: Buffer }, onDelete: () => void) =>
+        reader.watch("watch", { ...w, fromRevision: seenAt + 1n }, stop.signal).then((watch) => {
+          watches.push(watch);
+          void (async () => {
+            try {
+              for await (const res of watch) if (res.events.some((e) => e.type === "Delete")) return onDelete();
+            } catch (err) {
+              stop.abort(err);
+            }
+          })();
+        });
+      const done = new Promise<void>((resolve, reject) => {
+        if (stop.signal.aborted) return reject(stop.signal.reason);
+        stop.signal.addEventListener("abort", () => reject(stop.signal.reason), { once: true });
+        void deleted({ key }, resolve).catch(reject);
+        if (this.sessionKey) void deleted({ key: this.sessionKey }, () => stop.abort(sessionGone(this.lease.id))).catch(reject);
+      });
+      await done;
+    } finally {
+      clearInterval(keepPlace);
+      cancelTimer();
+      this.signal.removeEventListener("abort", onAbort);
+      stop.abort();
+      await Promise.all(watches.map((w) => w.close()));
+    }
+  }
+}
+
+function held(resource: string, owner: Owner | undefined): DomainError {
+  if (!owner) {
+    return new DomainError(
+      "aborted",
+      `"${resource}" is being handed over to the next in line; acquire with wait set to queue for it`,
+      "RESOURCE_HELD",
+      { resource },
+    );
+  }
+  return new DomainError(
+    "aborted",
+    `"${resource}" is held by ${owner.holder ? `"${owner.holder}"` : "another holder"} (generation ${owner.generation}); ` +
+      "acquire with wait set to queue for it",
+    "RESOURCE_HELD",
+    { resource, holder: owner.holder, generation: String(owner.generation), lease_id: String(owner.leaseId) },
+    { resource, generation: owner.generation, leaseId: owner.leaseId },
+  );
+}
+
+const placeLost = (resource: string, leaseId: bigint) =>
+  new DomainError("aborted", `the place in line for "${resource}" was lost (lease ${leaseId} expired); acquire again`);
+const cancelled = (resource: string) => new DomainError("cancelled", `acquire of "${resource}" was cancelled; the waiter's place was removed`);
+const waitExpired = (resource: string) =>
+  new DomainError("deadline_exceeded", `gave up waiting for "${resource}" at its deadline; the waiter's place was removed`);
+const sessionGone = (id: bigint) => {
+  const e = leaseNotFound(id);
+  return new DomainError("not_found", `session ${id} is not open: it expired, was closed, or never existed; open a new session`, e.reason, e.metadata);
+};

@@ -1,0 +1,58 @@
+// Observe: the holder of a resource now, then each change of holder.
+//
+// It watches the owner key and the line together. When the owner key goes while acquisitions wait in
+// line, the first of them is about to be granted: that is a handover, reported once the next owner key
+// is there. The resource is reported free only when nobody holds it and nobody waits.
+import { checkResource } from "../domain/validate.js";
+import type { Token } from "../domain/token.js";
+import { decodeOwner, prefixEnd, type Owner } from "../etcd/keys.js";
+import { prefixRange } from "../etcd/reader.js";
+import type { AcquireDeps } from "./acquisition.js";
+
+export interface Ownership {
+  held: boolean;
+  holder?: string;
+  token?: Token;
+  /** The etcd revision at which this state took effect. */
+  revision: bigint;
+}
+
+export async function* observe(d: AcquireDeps, resource: string, signal: AbortSignal): AsyncGenerator<Ownership> {
+  checkResource(resource);
+  const { keys, reader } = d;
+  const ownerKey = keys.ownerKey(resource);
+  const linePrefix = keys.queuePrefix(resource);
+  const start = await reader.snapshot("observe", [{ key: ownerKey }, prefixRange(linePrefix, { count_only: true })]);
+  let owner = start.ranges[0].kvs[0] ? decodeOwner(start.ranges[0].kvs[0]) : undefined;
+  let waiting = Number(start.ranges[1].count);
+  let reported = owner;
+  yield ownership(resource, owner, start.revision);
+
+  // The owner key sorts just before the line ("owner" < "q/"), and nothing else of the resource between.
+  const watch = await reader.watch("observe", { key: ownerKey, rangeEnd: prefixEnd(linePrefix), fromRevision: start.revision + 1n }, signal);
+  try {
+    for await (const res of watch) {
+      // One transaction can both take a waiter out of the line and make it the owner: judge the state
+      // after all the events of one revision.
+      const events = res.events;
+      for (let i = 0; i < events.length; i++) {
+        const ev = events[i];
+        if (ev.kv.key.equals(ownerKey)) owner = ev.type === "Put" ? decodeOwner(ev.kv) : undefined;
+        else waiting += ev.type === "Put" ? (ev.kv.version === "1" ? 1 : 0) : -1;
+        if (events[i + 1]?.kv.mod_revision === ev.kv.mod_revision) continue;
+        if (owner ? owner.generation !== reported?.generation : reported !== undefined && waiting === 0) {
+          reported = owner;
+          yield ownership(resource, owner, BigInt(ev.kv.mod_revision));
+        }
+      }
+    }
+  } finally {
+    await watch.close();
+  }
+}
+
+function ownership(resource: string, owner: Owner | undefined, revision: bigint): Ownership {
+  return owner
+    ? { held: true, holder: owner.holder, token: { resource, generation: owner.generation, leaseId: owner.leaseId }, revision }
+    : { held: false, revision };
+}
