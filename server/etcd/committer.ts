@@ -4,10 +4,14 @@
 // one round trip commits many independent writes, each still checked and applied on its own. A
 // transaction that arrives when there is room goes out at once: one writer waits for nobody.
 //
-// What etcd allows in one request bounds a batch:
+// What etcd allows in one request bounds a batch, and so does what each transaction must see:
 //  - no key may be written twice in one request, over all its nested transactions and both branches:
 //    a transaction that would write a key already in the batch waits for the next one (and so do the
-//    later ones that write a key it writes, so that each key's transactions keep their order);
+//    later ones that touch a key it touches, so that each key's transactions keep their order);
+//  - etcd evaluates every compare of a request before it applies any write, so a transaction whose
+//    compares read a key that another writes would judge a state the request changes at the same
+//    revision (a write under FENCE_MODE_LIVE beside the release of its lease): such transactions go
+//    in different requests, so that each is judged on the state it commits on;
 //  - at most maxTxnOps operations, counted as etcd does: the outer operations plus the largest nested
 //    transaction's own count, recursively;
 //  - at most maxRequestBytes.
@@ -58,6 +62,8 @@ interface Pending {
   guard?: Guard;
   own?: IRequestOp[];
   writes: string[];
+  /** Keys its compares read (range compares aside: see comparedKeys). */
+  compares: string[];
   bytes: number;
   /** Sent in a request of its own: it was in a batch that etcd refused as a whole. */
   alone: boolean;
@@ -89,7 +95,7 @@ export class Committer {
 
   /** Commits one transaction. Failing compares are an answer (succeeded = false), not an error. */
   commit(what: string, txn: Txn): Promise<Outcome> {
-    return this.enqueue({ what, txn, writes: writtenKeys(txn), bytes: txnBytes(txn) });
+    return this.enqueue({ what, txn, writes: writtenKeys(txn), compares: comparedKeys(txn), bytes: txnBytes(txn) });
   }
 
   /** Commits own writes under a guard that transactions of the same group may share. */
@@ -100,6 +106,7 @@ export class Committer {
       guard,
       own,
       writes: [...writtenKeys(guardTxn), ...writtenKeys({ compare: [], success: own, failure: [] })],
+      compares: comparedKeys(guardTxn),
       bytes: txnBytes(guardTxn) + opsBytes(own),
     });
   }
@@ -132,35 +139,39 @@ export class Committer {
     const { maxTxnOps, maxRequestBytes } = this.limits;
     const inners: Inner[] = [];
     const byGuard = new Map<string, Inner>();
-    // Keys the request writes, and keys of transactions left for a later request: a transaction that
-    // writes one of those waits too, so that the transactions of each key go out in their order.
+    // Keys the request writes and compares, and keys of transactions left for a later request: a
+    // transaction that touches one of those waits too, so that each key's transactions keep their order.
     const written = new Set<string>();
+    const compared = new Set<string>();
     const blocked = new Set<string>();
     let bytes = 0;
     let largest = 0;
     let closed = false;
     const fits = (count: number, size: number) => (count <= 1 ? size <= maxTxnOps : count + Math.max(largest, size) <= maxTxnOps);
-    const disjoint = (keys: string[], from: Set<string>) => !keys.some((k) => from.has(k));
+    const disjoint = (keys: string[], ...from: Set<string>[]) => !keys.some((k) => from.some((f) => f.has(k)));
+    const add = (keys: string[], to: Set<string>) => {
+      for (const k of keys) to.add(k);
+    };
 
     const place = (p: Pending): boolean => {
-      if (closed || !disjoint(p.writes, blocked)) return false;
+      if (closed || !disjoint(p.writes, blocked) || !disjoint(p.compares, blocked)) return false;
       if (inners.length > 0 && (p.alone || bytes + p.bytes > maxRequestBytes)) return false;
       const group = p.guard && !p.alone ? byGuard.get(p.guard.key) : undefined;
       if (group) {
         // Only its own writes are new to the request: the guard's are in it already.
         const ownKeys = writtenKeys({ compare: [], success: p.own!, failure: [] });
         const size = Math.max(group.size, group.successLength + p.own!.length);
-        if (!disjoint(ownKeys, written) || !fits(inners.length, size)) return false;
+        if (!disjoint(ownKeys, written, compared) || !fits(inners.length, size)) return false;
         group.offsets.push(group.successLength);
         group.successLength += p.own!.length;
         group.members.push(p);
         group.size = size;
         largest = Math.max(largest, size);
-        for (const k of ownKeys) written.add(k);
+        add(ownKeys, written);
         bytes += p.bytes;
         return true;
       }
-      if (!disjoint(p.writes, written)) return false;
+      if (!disjoint(p.writes, written, compared) || !disjoint(p.compares, written)) return false;
       const inner: Inner = p.guard
         ? { guard: p.guard, members: [p], offsets: [p.guard.shared.length], successLength: p.guard.shared.length + p.own!.length, size: 0 }
         : { txn: p.txn, members: [p], offsets: [], successLength: 0, size: 0 };
@@ -170,7 +181,8 @@ export class Committer {
       inners.push(inner);
       if (p.guard && !p.alone) byGuard.set(p.guard.key, inner);
       largest = Math.max(largest, inner.size);
-      for (const k of p.writes) written.add(k);
+      add(p.writes, written);
+      add(p.compares, compared);
       bytes += p.bytes;
       closed = p.alone;
       return true;
@@ -180,7 +192,8 @@ export class Committer {
     for (const p of this.queue) {
       if (place(p)) continue;
       rest.push(p);
-      for (const k of p.writes) blocked.add(k);
+      add(p.writes, blocked);
+      add(p.compares, blocked);
     }
     this.queue = rest;
     return inners;
@@ -246,6 +259,21 @@ function txnSize(txn: ITxnRequest): number {
     if (o.request_txn) nested = Math.max(nested, txnSize(o.request_txn));
   }
   return own + nested;
+}
+
+/**
+ * The keys a transaction's compares read, nested ones included. A compare over a range is left out:
+ * the ones we make (a line is empty, or nobody in it is older) may see a newcomer of the same request or
+ * not, as if it had come just before or just after, and either is an answer the caller could get alone.
+ */
+function comparedKeys(txn: ITxnRequest): string[] {
+  const keys: string[] = [];
+  const visit = (t: ITxnRequest) => {
+    for (const c of t.compare ?? []) if (!c.range_end) keys.push(c.key!.toString("latin1"));
+    for (const o of [...(t.success ?? []), ...(t.failure ?? [])]) if (o.request_txn) visit(o.request_txn);
+  };
+  visit(txn);
+  return keys;
 }
 
 /** Every key a transaction writes, in either branch, nested ones included. */
