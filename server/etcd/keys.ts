@@ -111,6 +111,14 @@ export function encodeHolder(e: HolderEntry): Buffer {
   return Buffer.from(JSON.stringify({ holder: e.holder }));
 }
 
+/**
+ * An owner key's value: the holder label, and the nonce of the Acquire that wrote it, so that a call
+ * that cannot tell whether its grant committed can remove exactly its own owner key later.
+ */
+export function encodeOwner(e: HolderEntry & { nonce: string }): Buffer {
+  return Buffer.from(JSON.stringify({ holder: e.holder, nonce: e.nonce }));
+}
+
 /** The holder of an owner key, as a token's parts: its generation is the key's create revision. */
 export interface Owner {
   holder: string;

@@ -18,7 +18,7 @@ import type { Limits } from "../domain/limits.js";
 import type { Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, ttlSeconds } from "../domain/validate.js";
 import type { Committer, Outcome } from "../etcd/committer.js";
-import { decodeOwner, encodeGeneration, encodeHolder, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
+import { decodeOwner, encodeGeneration, encodeHolder, encodeOwner, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
 import type { Leases } from "../etcd/leases.js";
 import { cmp, op } from "../etcd/ops.js";
 import { prefixRange, type Reader, type Watch } from "../etcd/reader.js";
@@ -93,7 +93,7 @@ class Acquisition {
     this.ownerKey = d.keys.ownerKey(p.resource);
     this.linePrefix = d.keys.queuePrefix(p.resource);
     this.lineKey = Buffer.concat([d.keys.queueKey(p.resource, lease.id), Buffer.from(this.nonce)]);
-    this.ownerValue = Buffer.from(JSON.stringify({ holder: p.holder, nonce: this.nonce }));
+    this.ownerValue = encodeOwner({ holder: p.holder, nonce: this.nonce });
     if (onSession) this.sessionKey = d.keys.sessionKey(lease.id);
   }
 
