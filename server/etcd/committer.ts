@@ -111,11 +111,6 @@ export class Committer {
     });
   }
 
-  /** The largest transaction that fits one etcd request alone: for checking limits at start. */
-  static sizeOf(txn: Txn): number {
-    return txnSize(txn);
-  }
-
   private enqueue(p: Omit<Pending, "resolve" | "reject" | "alone">): Promise<Outcome> {
     return new Promise<Outcome>((resolve, reject) => {
       this.queue.push({ ...p, alone: false, resolve, reject });

@@ -90,8 +90,8 @@ export class Leases {
     });
   }
 
-  /** How many renewals wait for etcd's answer (for limits and tests). */
-  get pending(): number {
+  /** How many renewals wait for etcd's answer. */
+  private get pending(): number {
     return this.waiting.length - this.head;
   }
 

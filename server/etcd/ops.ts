@@ -12,7 +12,6 @@ export const cmp = {
   /** The key is attached to lease id. */
   leaseIs: (key: Buffer, id: bigint): ICompare => ({ key, target: "Lease", result: "Equal", lease: id.toString() }),
   valueIs: (key: Buffer, value: Buffer): ICompare => ({ key, target: "Value", result: "Equal", value }),
-  valueGreater: (key: Buffer, value: Buffer): ICompare => ({ key, target: "Value", result: "Greater", value }),
   valueLess: (key: Buffer, value: Buffer): ICompare => ({ key, target: "Value", result: "Less", value }),
   /** No key in [key, rangeEnd) exists (etcd compares every key of a range; an empty range passes). */
   rangeEmpty: (key: Buffer, rangeEnd: Buffer): ICompare => ({ key, range_end: rangeEnd, target: "Create", result: "Equal", create_revision: "0" }),
