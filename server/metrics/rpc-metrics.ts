@@ -36,15 +36,27 @@ export function rpcMetrics(registry: Registry): CallObserver {
   });
 
   // Each method's labelled series, looked up once.
-  const series = new Map<DescMethod, { labels: Record<(typeof labelNames)[number], string>; started: Counter.Internal; seconds: ReturnType<typeof seconds.labels>; stream: boolean }>();
+  interface Series {
+    labels: Record<(typeof labelNames)[number], string>;
+    started: Counter.Internal;
+    handled: Map<string, Counter.Internal>;
+    seconds: ReturnType<typeof seconds.labels>;
+    stream: boolean;
+  }
+  const series = new Map<DescMethod, Series>();
   const of = (method: DescMethod) => {
     let s = series.get(method);
     if (!s) {
       const labels = { grpc_type: GRPC_TYPES[method.methodKind], grpc_service: method.parent.typeName, grpc_method: method.name };
-      s = { labels, started: started.labels(labels), seconds: seconds.labels(labels), stream: method.methodKind !== "unary" };
+      s = { labels, started: started.labels(labels), handled: new Map(), seconds: seconds.labels(labels), stream: method.methodKind !== "unary" };
       series.set(method, s);
     }
     return s;
+  };
+  const handledOf = (s: Series, code: string) => {
+    let h = s.handled.get(code);
+    if (!h) s.handled.set(code, (h = handled.labels({ ...s.labels, grpc_code: code })));
+    return h;
   };
 
   return ({ method }) => {
@@ -54,7 +66,7 @@ export function rpcMetrics(registry: Registry): CallObserver {
     if (s.stream) open.inc({ grpc_service: s.labels.grpc_service, grpc_method: s.labels.grpc_method });
     return {
       end(error) {
-        handled.inc({ ...s.labels, grpc_code: codeName(error) });
+        handledOf(s, codeName(error)).inc();
         if (s.stream) open.dec({ grpc_service: s.labels.grpc_service, grpc_method: s.labels.grpc_method });
         else s.seconds.observe((performance.now() - begin) / 1000);
       },
