@@ -145,7 +145,7 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
     const message = decode(route, protocol, body, header(req, protocol.startsWith("grpc") ? "grpc-encoding" : "content-encoding") === "gzip");
     watch = o.observer({ method: route.method, requestId, request: message });
     call = new Call(timeout.timeoutMs !== undefined ? Date.now() + timeout.timeoutMs : undefined);
-    if (res.destroyed) onClose();
+    if (gone(res)) onClose();
     if (timeout.timeoutMs !== undefined) {
       const c = call;
       timer = setTimeout(() => c.abort(new ConnectError("the call's deadline passed", Code.DeadlineExceeded)), timeout.timeoutMs);
@@ -164,12 +164,17 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
     res.removeListener("close", onClose);
   }
   watch?.end(error, answer);
-  if (res.destroyed || res.writableEnded) return;
+  if (gone(res) || res.writableEnded) return;
   try {
     write(route, protocol, req, res, requestId, error, answer);
   } catch (err) {
     res.destroy(err as Error);
   }
+}
+
+/** The caller has gone: its stream or connection is closed. */
+function gone(res: Response): boolean {
+  return "stream" in res ? res.stream.destroyed || res.stream.closed : res.destroyed;
 }
 
 function header(req: Request, name: string): string | null {
