@@ -4,19 +4,26 @@ import { hostname } from "node:os";
 import { Code } from "@connectrpc/connect";
 import { DEFAULT_BACKOFF, type BackoffOptions } from "./backoff.js";
 import { Calls } from "./calls.js";
-import { now } from "./clock.js";
+import { now, type Instant } from "./clock.js";
 import { defaultDriftMs } from "./deadline.js";
 import { toDuration, toMs } from "./duration.js";
 import { toFencekeeperError } from "./error-mapping.js";
 import { CanceledError, FencekeeperError, type LeaseLostError } from "./errors.js";
-import type { EventSink } from "./events.js";
+import type { ClientEvent, Emitter, EventSink } from "./events.js";
 import { KeepAlive } from "./keepalive.js";
-import { Lease, type Grant, type LeaseContext } from "./lease.js";
-import { Servers } from "./servers.js";
+import { OwnLease, type KeeperContext } from "./keeper.js";
+import { Lease, type LeaseContext } from "./lease.js";
+import { Servers, type Connection } from "./servers.js";
 import { Store, type FenceModeName } from "./store.js";
 import { tokenFromProto, tokenToProto, type Token } from "./token.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:50051";
+/**
+ * Release calls in flight at most; more wait their turn. A lease's signal aborts when
+ * it is released, whatever its call waits for: this only keeps close() with thousands of leases from
+ * sending thousands of calls at once.
+ */
+const CLEANUPS_IN_FLIGHT = 64;
 export const DEFAULT_TTL_MS = 10_000;
 
 export interface ClientOptions {
@@ -65,6 +72,14 @@ export interface Ownership {
   revision: bigint;
 }
 
+/** A lease of its own as granted: the TTL etcd granted, in ms, and when the grant was sent and answered. */
+interface Grant {
+  token: Token;
+  ttlMs: number;
+  sentAt: Instant;
+  answeredAt: Instant;
+}
+
 export class FencekeeperClient {
   /** The fenced store with explicit tokens; writes through a Lease attach its token themselves. */
   readonly store: Store;
@@ -74,6 +89,11 @@ export class FencekeeperClient {
   readonly #holder: string;
   readonly #leases = new Set<Lease>();
   readonly #ctx: LeaseContext;
+  readonly #keepers: KeeperContext;
+  #cleanups = 0;
+  /** Cleanups waiting for a turn, from #turnsHead on. */
+  #turns: (() => void)[] = [];
+  #turnsHead = 0;
 
   constructor(o: ClientOptions = {}) {
     const urls = o.servers ?? (process.env.FENCEKEEPER_URL || DEFAULT_URL);
@@ -81,26 +101,28 @@ export class FencekeeperClient {
     this.#servers = new Servers(list);
     this.#calls = new Calls(this.#servers, o.callTimeoutMs ?? 15_000);
     this.store = new Store(this.#calls);
-    const emit: EventSink = (e) => {
-      try {
-        o.onEvent?.(e);
-      } catch (err) {
-        // A failing listener must not stop the keeping of leases; its error surfaces on its own.
-        queueMicrotask(() => {
-          throw err;
-        });
-      }
-    };
+    const sink = o.onEvent;
+    const emit: Emitter = Object.assign(
+      (e: ClientEvent) => {
+        try {
+          sink?.(e);
+        } catch (err) {
+          // A failing listener must not stop the keeping of leases; its error surfaces on its own.
+          queueMicrotask(() => {
+            throw err;
+          });
+        }
+      },
+      { listening: sink !== undefined },
+    );
     this.#keepAlive = new KeepAlive(this.#servers, { ...DEFAULT_BACKOFF, ...o.backoff }, emit);
     this.#holder = o.holder ?? `${hostname()}:${process.pid}`;
-    this.#ctx = {
-      store: this.store,
+    this.#ctx = { store: this.store, emit, fenceMode: o.fenceMode ?? "live", ended: (lease) => this.#leases.delete(lease) };
+    this.#keepers = {
       keepAlive: this.#keepAlive,
       emit,
-      fenceMode: o.fenceMode ?? "live",
       driftMs: o.driftMarginMs !== undefined ? () => o.driftMarginMs! : defaultDriftMs,
       release: (token) => this.#release(token),
-      ended: (lease) => this.#leases.delete(lease),
     };
   }
 
@@ -128,8 +150,13 @@ export class FencekeeperClient {
       await this.#release(grant.token);
       throw new CanceledError(`acquire of "${resource}" was canceled`, Code.Canceled);
     }
-    const lease = new Lease(grant, this.#ctx, o.signal);
-    this.#leases.add(lease);
+    const keeper = new OwnLease(grant.token.leaseId, grant.ttlMs, grant.sentAt, grant.answeredAt, this.#keepers);
+    return this.#held(new Lease(grant.token, keeper, this.#ctx, o.signal), keeper);
+  }
+
+  #held(lease: Lease, keeper: OwnLease): Lease {
+    if (!lease.signal.aborted) this.#leases.add(lease);
+    keeper.start();
     return lease;
   }
 
@@ -194,11 +221,32 @@ export class FencekeeperClient {
     }
   }
 
-  async #release(token: Token): Promise<void> {
+  #release(token: Token): Promise<void> {
+    // Gone already, or no server answers: with renewals stopped, the lease ends at its TTL either way.
+    return this.#cleanup((c) => c.lease.release({ token: tokenToProto(token) }, { timeoutMs: this.#calls.timeoutMs }));
+  }
+
+  /** Runs a call that gives something up on the server, at most CLEANUPS_IN_FLIGHT at a time; never throws. */
+  async #cleanup(call: (c: Connection) => Promise<unknown>): Promise<void> {
+    if (this.#cleanups < CLEANUPS_IN_FLIGHT) this.#cleanups++;
+    else await new Promise<void>((resolve) => this.#turns.push(resolve)); // a finishing call hands its turn over
     try {
-      await this.#calls.run((c) => c.lease.release({ token: tokenToProto(token) }, { timeoutMs: this.#calls.timeoutMs }), true);
+      await this.#calls.run(call, true);
     } catch {
-      // Gone already, or no server answers: with renewals stopped, the lease ends at its TTL either way.
+      // See the callers.
+    } finally {
+      const next = this.#turns[this.#turnsHead];
+      if (next) {
+        this.#turns[this.#turnsHead++] = undefined as never;
+        // Drop the taken turns once they are most of the array, so that a steady backlog does not grow it.
+        if (this.#turnsHead > 1024 && this.#turnsHead * 2 > this.#turns.length) {
+          this.#turns = this.#turns.slice(this.#turnsHead);
+          this.#turnsHead = 0;
+        }
+        next();
+      } else {
+        this.#cleanups--;
+      }
     }
   }
 }

@@ -11,7 +11,14 @@ export type ClientEvent =
   | { type: "lost"; error: LeaseLostError }
   /** The lease was given up: release(), or the acquire's signal aborted. */
   | { type: "released"; token: Token }
+  /** One KeepAliveRequest went out, renewing `leases` leases. */
+  | { type: "keepalive-sent"; url: string; leases: number }
   | { type: "stream-opened"; url: string }
   | { type: "stream-failed"; url: string; error: unknown; retryInMs: number };
 
 export type EventSink = (event: ClientEvent) => void;
+
+/** An EventSink that says whether anyone listens, so that events nobody reads are not even built. */
+export interface Emitter extends EventSink {
+  readonly listening: boolean;
+}

@@ -1,35 +1,21 @@
 // A held lease: its token, a signal aborted the moment it can no longer be assumed held, and the store
 // calls a holder makes, with the token attached. Reading `signal` or `held` looks at the clock first, so
 // a process that was paused past the deadline sees the loss on its first look, before any timer has run.
-import { now, type Instant } from "./clock.js";
-import { Deadline } from "./deadline.js";
-import { LeaseLostError, LeaseNotFoundError, LeaseNotHeldError, StaleTokenError, type FencekeeperError, type LossCause } from "./errors.js";
-import type { EventSink } from "./events.js";
-import type { KeepAlive, Renewable } from "./keepalive.js";
+// A lease is kept alive by its keeper (keeper.ts), whose deadline is its deadline and whose loss is its loss.
+import { LeaseLostError, LeaseNotHeldError, StaleTokenError, type LossCause } from "./errors.js";
+import type { Emitter } from "./events.js";
+import type { Keeper } from "./keeper.js";
 import type { Commit, Entry, FenceModeName, GetResult, ListOptions, ReadOptions, Store, TxnOp, Value, WriteOptions } from "./store.js";
 import type { Token } from "./token.js";
 
 /** What a lease needs from the client that acquired it. */
 export interface LeaseContext {
   readonly store: Store;
-  readonly keepAlive: KeepAlive;
-  readonly emit: EventSink;
+  readonly emit: Emitter;
   /** The fence mode of writes through a lease when a call does not say. */
   readonly fenceMode: FenceModeName;
-  readonly driftMs: (ttlMs: number) => number;
-  /** Gives the lease up on the server; never throws (an unreachable server lets it expire). */
-  release(token: Token): Promise<void>;
   /** Called once when the lease ends, whatever the cause. */
   ended(lease: Lease): void;
-}
-
-export interface Grant {
-  token: Token;
-  /** The TTL etcd granted, in ms. */
-  ttlMs: number;
-  /** When the grant (the Acquire, or a renewal right after it) was sent, and when its answer came. */
-  sentAt: Instant;
-  answeredAt: Instant;
 }
 
 export class Lease {
@@ -37,31 +23,28 @@ export class Lease {
   /** The TTL etcd granted, in ms. */
   readonly ttlMs: number;
   readonly #ctx: LeaseContext;
+  readonly #keeper: Keeper;
   readonly #controller = new AbortController();
-  readonly #deadline: Deadline;
   readonly #stopWatching: () => void;
-  #timer?: NodeJS.Timeout;
   #ending?: Promise<void>;
 
   /** Made by FencekeeperClient.acquire(); `until` ends the lease when it aborts. */
-  constructor(grant: Grant, ctx: LeaseContext, until?: AbortSignal) {
-    this.token = grant.token;
-    this.ttlMs = grant.ttlMs;
+  constructor(token: Token, keeper: Keeper, ctx: LeaseContext, until?: AbortSignal) {
+    this.token = token;
+    this.ttlMs = keeper.ttlMs;
     this.#ctx = ctx;
-    this.#deadline = new Deadline(grant.sentAt, grant.ttlMs, grant.answeredAt, ctx.driftMs);
+    this.#keeper = keeper;
+    keeper.attach(this, (why, cause, ending) => this.#end(why, cause, ending));
     const cancel = () => this.#lose("canceled", until?.reason);
     until?.addEventListener("abort", cancel, { once: true });
     this.#stopWatching = () => until?.removeEventListener("abort", cancel);
-    this.#arm();
-    const intervalMs = grant.ttlMs / 3;
-    ctx.keepAlive.add(this.#renewable(intervalMs), grant.sentAt.mono + intervalMs);
-    ctx.emit({ type: "acquired", token: this.token, ttlMs: this.ttlMs, validUntil: this.validUntil });
+    if (ctx.emit.listening) ctx.emit({ type: "acquired", token: this.token, ttlMs: this.ttlMs, validUntil: this.validUntil });
     if (until?.aborted) cancel();
   }
 
   /** Aborted, with a LeaseLostError as its reason, once the lease can no longer be assumed held. */
   get signal(): AbortSignal {
-    this.#expireIfPassed();
+    if (!this.#controller.signal.aborted) this.#keeper.expireIfPassed();
     return this.#controller.signal;
   }
 
@@ -72,12 +55,12 @@ export class Lease {
 
   /** Until when the lease may be assumed held: the send time of the last confirmed renewal + TTL - drift margin. */
   get validUntil(): Date {
-    return this.#deadline.validUntil;
+    return this.#keeper.deadline.validUntil;
   }
 
   /** When the last renewal was confirmed (or the Acquire answered). */
   get lastConfirmedAt(): Date {
-    return this.#deadline.lastConfirmedAt;
+    return this.#keeper.deadline.lastConfirmedAt;
   }
 
   /** Throws the LeaseLostError once the lease is lost; call it right before acting on the lease. */
@@ -127,57 +110,22 @@ export class Lease {
     }
   }
 
-  #renewable(intervalMs: number): Renewable {
-    return {
-      leaseId: this.token.leaseId,
-      intervalMs,
-      valid: () => !this.#expireIfPassed(),
-      confirmed: (sentAt: Instant, ttlMs: number) => {
-        if (this.#controller.signal.aborted) return;
-        const at = now();
-        if (!this.#deadline.confirm(sentAt, ttlMs, at)) return this.#lose("deadline");
-        this.#arm();
-        this.#ctx.emit({
-          type: "renewed",
-          token: this.token,
-          sentAt: new Date(sentAt.wall),
-          confirmedAt: new Date(at.wall),
-          ttlMs,
-          validUntil: this.validUntil,
-        });
-      },
-      refused: (error: FencekeeperError) => {
-        if (error instanceof LeaseNotFoundError) this.#lose("not-found", error);
-        else this.#ctx.emit({ type: "renewal-failed", token: this.token, error });
-      },
-    };
-  }
-
-  /** Ends the lease as lost if its deadline has passed; true once the lease has ended for any cause. */
-  #expireIfPassed(): boolean {
-    if (!this.#controller.signal.aborted && this.#deadline.passed()) this.#lose("deadline");
-    return this.#controller.signal.aborted;
-  }
-
-  #arm(): void {
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      if (!this.#expireIfPassed()) this.#arm();
-    }, Math.max(0, Math.ceil(this.#deadline.msLeft())));
-  }
-
+  /** Ends this lease on its own (released, fenced, canceled). */
   #lose(why: LossCause, cause?: unknown): void {
     if (this.#controller.signal.aborted) return;
-    const error = new LeaseLostError(lossMessage(this.token, why, this.validUntil, cause), why, this.token, this.validUntil, this.lastConfirmedAt, new Date(), {
+    this.#end(why, cause, this.#keeper.leaseEnded(this, why));
+  }
+
+  #end(why: LossCause, cause: unknown, ending: Promise<void>): void {
+    if (this.#controller.signal.aborted) return;
+    const validUntil = this.validUntil;
+    const error = new LeaseLostError(lossMessage(this.token, why, validUntil, cause), why, this.token, validUntil, this.lastConfirmedAt, new Date(), {
       cause,
     });
-    clearTimeout(this.#timer);
     this.#stopWatching();
-    this.#ctx.keepAlive.remove(this.token.leaseId);
-    this.#controller.abort(error);
-    // A lease the server says is gone needs no release; any other may still be held in etcd.
-    this.#ending = why === "not-found" ? Promise.resolve() : this.#ctx.release(this.token);
+    this.#ending = ending;
     this.#ctx.ended(this);
+    this.#controller.abort(error);
     this.#ctx.emit(why === "released" || why === "canceled" ? { type: "released", token: this.token } : { type: "lost", error });
   }
 }

@@ -1,0 +1,128 @@
+// What keeps a Lease alive: an etcd lease of its own (OwnLease). A keeper is what the KeepAlive stream
+// renews and what has a deadline: the send time of its last confirmed renewal + TTL - drift margin. When
+// it is lost (its deadline passed, or the server says it is gone) the lease it keeps is lost with it.
+import type { Instant } from "./clock.js";
+import { Deadline } from "./deadline.js";
+import { LeaseNotFoundError, type FencekeeperError, type LossCause } from "./errors.js";
+import type { Emitter } from "./events.js";
+import type { KeepAlive, Renewable } from "./keepalive.js";
+import type { Lease } from "./lease.js";
+import type { Token } from "./token.js";
+
+export interface KeeperContext {
+  readonly keepAlive: KeepAlive;
+  readonly emit: Emitter;
+  readonly driftMs: (ttlMs: number) => number;
+  /** Gives an acquisition up on the server; never throws (an unreachable server lets it expire). */
+  release(token: Token): Promise<void>;
+}
+
+/** How a keeper ends one of its leases: why, what caused it, and the promise of the cleanup on the server. */
+export type EndLease = (why: LossCause, cause: unknown, ending: Promise<void>) => void;
+
+const done = Promise.resolve();
+
+export abstract class Keeper implements Renewable {
+  /** The etcd lease. */
+  readonly leaseId: bigint;
+  /** The TTL etcd granted, in ms. */
+  readonly ttlMs: number;
+  readonly intervalMs: number;
+  readonly deadline: Deadline;
+  /** Set once the keeper has ended: why. */
+  protected endedWhy?: LossCause;
+  private readonly firstRenewalAt: number;
+
+  constructor(
+    leaseId: bigint,
+    ttlMs: number,
+    sentAt: Instant,
+    answeredAt: Instant,
+    protected readonly ctx: KeeperContext,
+  ) {
+    this.leaseId = leaseId;
+    this.ttlMs = ttlMs;
+    this.intervalMs = ttlMs / 3;
+    this.deadline = new Deadline(sentAt, ttlMs, answeredAt, ctx.driftMs);
+    this.firstRenewalAt = sentAt.mono + this.intervalMs;
+  }
+
+  /** Starts renewing: the first renewal goes out a renewal interval after the grant was sent. */
+  start(): void {
+    if (this.endedWhy === undefined) this.ctx.keepAlive.add(this, this.firstRenewalAt);
+  }
+
+  get ended(): boolean {
+    return this.endedWhy !== undefined;
+  }
+
+  /** Looks at the clock: the keeper, and every lease it keeps, is lost once its deadline has passed. */
+  expireIfPassed(): boolean {
+    if (this.endedWhy === undefined && this.deadline.passed()) this.lose("deadline");
+    return this.endedWhy !== undefined;
+  }
+
+  confirmed(sentAt: Instant, ttlMs: number, at: Instant): void {
+    if (this.endedWhy !== undefined) return;
+    if (!this.deadline.confirm(sentAt, ttlMs, at)) return this.lose("deadline");
+    if (this.ctx.emit.listening) this.renewed(sentAt, ttlMs, at);
+  }
+
+  refused(error: FencekeeperError): void {
+    if (this.endedWhy !== undefined) return;
+    if (error instanceof LeaseNotFoundError) this.lose("not-found", error);
+    else this.renewalFailed(error);
+  }
+
+  /** Takes `lease` on; `end` ends it when the keeper is lost. */
+  abstract attach(lease: Lease, end: EndLease): void;
+  /** The lease ended on its own (released, fenced, canceled): the cleanup on the server, as a promise. */
+  abstract leaseEnded(lease: Lease, why: LossCause): Promise<void>;
+  /** The keeper is lost (its deadline passed, or the server says it is gone), and its lease. */
+  abstract lose(why: "deadline" | "not-found", cause?: unknown): void;
+  protected abstract renewed(sentAt: Instant, ttlMs: number, at: Instant): void;
+  protected abstract renewalFailed(error: FencekeeperError): void;
+}
+
+/** An etcd lease that backs one acquisition alone. */
+export class OwnLease extends Keeper {
+  private lease?: Lease;
+  private end?: EndLease;
+
+  attach(lease: Lease, end: EndLease): void {
+    this.lease = lease;
+    this.end = end;
+  }
+
+  leaseEnded(lease: Lease, why: LossCause): Promise<void> {
+    if (this.endedWhy === undefined) {
+      this.endedWhy = why;
+      this.ctx.keepAlive.remove(this.leaseId);
+    }
+    return this.ctx.release(lease.token);
+  }
+
+  lose(why: "deadline" | "not-found", cause?: unknown): void {
+    if (this.endedWhy !== undefined) return;
+    this.endedWhy = why;
+    this.ctx.keepAlive.remove(this.leaseId);
+    // A lease the server says is gone needs no release; one past its deadline may still be held in etcd.
+    this.end?.(why, cause, why === "not-found" || !this.lease ? done : this.ctx.release(this.lease.token));
+  }
+
+  protected renewed(sentAt: Instant, ttlMs: number, at: Instant): void {
+    if (!this.lease) return;
+    this.ctx.emit({
+      type: "renewed",
+      token: this.lease.token,
+      sentAt: new Date(sentAt.wall),
+      confirmedAt: new Date(at.wall),
+      ttlMs,
+      validUntil: this.deadline.validUntil,
+    });
+  }
+
+  protected renewalFailed(error: FencekeeperError): void {
+    if (this.lease) this.ctx.emit({ type: "renewal-failed", token: this.lease.token, error });
+  }
+}
