@@ -11,6 +11,7 @@ import {
   GRPCCancelledError,
   GRPCDeadlineExceededError,
   GRPCFailedPreconditionError,
+  GRPCInternalError,
   GRPCInvalidArgumentError,
   GRPCOutOfRangeError,
   GRPCResourceExhastedError,
@@ -50,7 +51,10 @@ export function classify(what: string, err: unknown): Error {
   if (err instanceof GRPCFailedPreconditionError) {
     return new DomainError("failed_precondition", `etcd refused the request (${what}): ${etcdMessage(err)}`);
   }
+  // grpc-js reports a call whose stream was reset without a status (etcd going away mid-request) as
+  // INTERNAL: its outcome is unknown, as with any request that got no answer.
   if (
+    err instanceof GRPCInternalError ||
     err instanceof GRPCUnavailableError ||
     err instanceof GRPCDeadlineExceededError ||
     err instanceof GRPCCancelledError ||
@@ -62,7 +66,7 @@ export function classify(what: string, err: unknown): Error {
   ) {
     return unavailable(what, err);
   }
-  // Internal, data loss, permission and the like: a fault, not something a retry would mend.
+  // Data loss, permission and the like: a fault, not something a retry would mend.
   return new DomainError("internal", `etcd failed (${what}): ${etcdMessage(err)}`);
 }
 
