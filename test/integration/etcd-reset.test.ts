@@ -1,5 +1,5 @@
-// Reproduction: an etcd whose answer to a call ends in RST_STREAM(NO_ERROR) without a gRPC status (what
-// etcd does to calls in flight as it shuts down) makes a Put answer INTERNAL, not UNAVAILABLE.
+// An etcd whose answer to a call ends in RST_STREAM(NO_ERROR) without a gRPC status (what etcd does to
+// calls in flight as it shuts down): the call's outcome is unknown, so it answers UNAVAILABLE, never INTERNAL.
 import http2 from "node:http2";
 import { expect } from "chai";
 import { Code } from "@connectrpc/connect";
