@@ -31,6 +31,7 @@ import { createLogger, logWritten } from "./observability/logger.js";
 import { allOf, interceptorFor } from "./observability/call-observer.js";
 import { requestLog } from "./observability/request-log.js";
 import { registerReflection } from "./reflection/reflection-service.js";
+import { callerFaults } from "./rpc/caller-faults.js";
 import { unaryFastPath } from "./rpc/unary-fast-path.js";
 import { listen } from "./transport.js";
 import { installStrictUtf8, strictUtf8Json } from "./wire/utf8.js";
@@ -102,7 +103,7 @@ export async function serve(config: Config): Promise<void> {
     // Outermost first: the request log and metrics see each call as the client does, after the
     // in-flight registry (innermost) has turned a shutdown's interruption into UNAVAILABLE.
     const observer = allOf([requestLog(log), rpcMetrics(metrics), leaseMetrics(metrics), storeMetrics(metrics)]);
-    const interceptors = [interceptorFor(observer), calls.interceptor];
+    const interceptors = [interceptorFor(observer), calls.interceptor, callerFaults];
     const viaConnect = connectNodeAdapter({ routes, interceptors, readMaxBytes: READ_MAX_BYTES, jsonOptions: strictUtf8Json });
     const handler = unaryFastPath({ services: app.services, observer, calls, readMaxBytes: READ_MAX_BYTES }, viaConnect);
 

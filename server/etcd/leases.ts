@@ -60,13 +60,13 @@ export class Leases {
   }
 
   /**
-   * Revokes a lease that nobody uses any more, retrying while etcd cannot be reached, until it is gone
-   * or its TTL has surely run out by itself: a place in line left by a call that failed while etcd was
-   * away is removed as soon as etcd is back, and does not block the line for a whole TTL. Resolves once
+   * Revokes a lease that nobody uses any more, retrying while etcd cannot be reached, until it is gone:
+   * a place in line left by a call that failed while etcd was away is removed as soon as etcd is back,
+   * and does not block the line for a whole TTL (which etcd restarts when it comes back). Resolves once
    * the first attempt has settled.
    */
-  revokeEventually(id: bigint, ttlSeconds: number): Promise<void> {
-    return eventually(() => this.revoke(id), ttlSeconds * 1000);
+  revokeEventually(id: bigint): Promise<void> {
+    return eventually(() => this.revoke(id));
   }
 
   /** Seconds left on the lease as etcd reports them; 0 or less when it is gone. */

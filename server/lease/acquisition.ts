@@ -52,8 +52,6 @@ export interface AcquireDeps {
 
 /** The TTL of a session waiter's place in line: how long it outlives a call that died with its server. */
 const PLACE_TTL_SECONDS = 10;
-/** How long to keep trying to remove an owner key that a failed call on a session may have left. */
-const CLEANUP_GIVE_UP_MS = 10 * 60_000;
 
 export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSignal): Promise<Grant> {
   checkResource(p.resource);
@@ -107,7 +105,7 @@ class Acquisition {
       }
       const token: Token = { resource: this.p.resource, generation, leaseId: this.lease.id };
       if (this.onSession) {
-        if (this.place) this.d.leases.revokeEventually(this.place.id, this.place.ttlSeconds);
+        if (this.place) this.d.leases.revokeEventually(this.place.id);
         return { token };
       }
       // After a wait, the holder's TTL starts now rather than when it joined the line; without one, the
@@ -131,12 +129,12 @@ class Acquisition {
     const steps: Promise<void>[] = [];
     // Revoking a lease deletes its keys: the acquisition's own (its place, and a grant that may have
     // committed), or a session waiter's place.
-    if (!this.onSession) steps.push(leases.revokeEventually(this.lease.id, this.lease.ttlSeconds));
-    if (this.place) steps.push(leases.revokeEventually(this.place.id, this.place.ttlSeconds));
+    if (!this.onSession) steps.push(leases.revokeEventually(this.lease.id));
+    if (this.place) steps.push(leases.revokeEventually(this.place.id));
     if (this.onSession && this.maybeGranted) {
       // On a session, only the owner key is this attempt's: its value carries the nonce.
       const compare = [cmp.valueIs(this.ownerKey, this.ownerValue)];
-      steps.push(eventually(() => this.d.committer.commit("release", { compare, success: [op.del(this.ownerKey)], failure: [] }), CLEANUP_GIVE_UP_MS));
+      steps.push(eventually(() => this.d.committer.commit("release", { compare, success: [op.del(this.ownerKey)], failure: [] })));
     }
     await Promise.all(steps);
   }

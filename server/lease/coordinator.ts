@@ -96,7 +96,7 @@ export class LeaseCoordinator {
     try {
       await committer.commit("open session", { compare: [], success: [op.put(keys.sessionKey(lease.id), encodeHolder({ holder }), lease.id)], failure: [] });
     } catch (err) {
-      leases.revokeEventually(lease.id, lease.ttlSeconds);
+      leases.revokeEventually(lease.id);
       throw err;
     }
     return { sessionId: lease.id, ttlSeconds: lease.ttlSeconds };

@@ -2,9 +2,9 @@
 // AbortController and its DOMException per call, web Headers) cost about a millisecond of CPU per call
 // on the machines this was measured on, several times what a call's own work costs; at thousands of
 // writes per second that is where the time went. This path serves the unary methods of our services in
-// all three protocols, with connect's own protocol pieces (timeouts, trailers, error JSON), and hands
-// every other request to connect unchanged: streams, GET requests, compression other than gzip, gRPC
-// over text, and anything it does not recognise.
+// all three protocols, with the protobuf binary format or JSON, with connect's own protocol pieces
+// (timeouts, trailers, error JSON), and hands every other request to connect unchanged: streams, GET
+// requests, compression other than gzip and br, gRPC-Web over text, and anything it does not recognise.
 //
 // What it does per call: read the body, decode it (a malformed message is INVALID_ARGUMENT, as it is the
 // caller's), run the handler with a context whose signal is made only if the handler asks for it, and
@@ -12,7 +12,7 @@
 // call as they see connect's.
 import type http from "node:http";
 import type http2 from "node:http2";
-import { gunzipSync } from "node:zlib";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { create, fromBinary, fromJson, toBinary, toJsonString, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
@@ -31,7 +31,14 @@ type Response = http.ServerResponse | http2.Http2ServerResponse;
 type Handler = (req: Request, res: Response) => void;
 type Impl = (req: never, ctx: CallContext) => Promise<unknown>;
 
-type Protocol = "grpc" | "grpc-web" | "connect-proto" | "connect-json";
+/** How a request is framed, how its message is encoded, and how it is compressed. */
+interface Protocol {
+  framing: "grpc" | "grpc-web" | "connect";
+  json: boolean;
+  compression: "gzip" | "br" | undefined;
+  /** The response's content type. */
+  contentType: string;
+}
 
 interface Route {
   method: DescMethod;
@@ -73,23 +80,40 @@ export function unaryFastPath(o: FastPathOptions, fallback: Handler): Handler {
 function protocolOf(req: Request): Protocol | undefined {
   const type = (req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
   const h = req.headers;
+  const grpc = (framing: "grpc" | "grpc-web", json: boolean, contentType: string): Protocol | undefined => {
+    const compression = compressionOf(h["grpc-encoding"]);
+    return compression === false ? undefined : { framing, json, compression, contentType };
+  };
+  const connect = (json: boolean): Protocol | undefined => {
+    const compression = compressionOf(h["content-encoding"]);
+    return compression === false ? undefined : { framing: "connect", json, compression, contentType: json ? "application/json" : "application/proto" };
+  };
   switch (type) {
     case "application/grpc":
     case "application/grpc+proto":
-      return req.httpVersionMajor === 2 && gzipOrNone(h["grpc-encoding"]) ? "grpc" : undefined;
+      return req.httpVersionMajor === 2 ? grpc("grpc", false, type) : undefined;
+    case "application/grpc+json":
+      return req.httpVersionMajor === 2 ? grpc("grpc", true, type) : undefined;
     case "application/grpc-web":
     case "application/grpc-web+proto":
-      return gzipOrNone(h["grpc-encoding"]) ? "grpc-web" : undefined;
+      return grpc("grpc-web", false, "application/grpc-web+proto");
+    case "application/grpc-web+json":
+      return grpc("grpc-web", true, "application/grpc-web+json");
     case "application/proto":
-      return gzipOrNone(h["content-encoding"]) ? "connect-proto" : undefined;
+      return connect(false);
     case "application/json":
-      return gzipOrNone(h["content-encoding"]) ? "connect-json" : undefined;
+      return connect(true);
     default:
       return undefined;
   }
 }
 
-const gzipOrNone = (v: string | string[] | undefined) => v === undefined || v === "identity" || v === "gzip";
+/** The compression this path reads; false: one it leaves to connect. */
+function compressionOf(v: string | string[] | undefined): Protocol["compression"] | false {
+  if (v === undefined || v === "identity") return undefined;
+  return v === "gzip" || v === "br" ? v : false;
+}
+
 
 /** The context of one call: the signal is made the first time a handler asks for it. */
 class Call implements CallContext {
@@ -137,12 +161,12 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
   res.once("close", onClose);
   try {
     const timeout =
-      protocol === "grpc" || protocol === "grpc-web"
+      protocol.framing !== "connect"
         ? parseGrpcTimeout(header(req, "grpc-timeout"), MAX_TIMEOUT_MS)
         : parseConnectTimeout(header(req, "connect-timeout-ms"), MAX_TIMEOUT_MS);
     if (timeout.error) throw timeout.error;
     const body = await readBody(req, o.readMaxBytes);
-    const message = decode(route, protocol, body, header(req, protocol.startsWith("grpc") ? "grpc-encoding" : "content-encoding") === "gzip");
+    const message = decode(route, protocol, body);
     watch = o.observer({ method: route.method, requestId, request: message });
     call = new Call(timeout.timeoutMs !== undefined ? Date.now() + timeout.timeoutMs : undefined);
     if (gone(res)) onClose();
@@ -166,7 +190,7 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
   watch?.end(error, answer);
   if (gone(res) || res.writableEnded) return;
   try {
-    write(route, protocol, req, res, requestId, error, answer);
+    write(route, protocol, res, requestId, error, answer);
   } catch (err) {
     res.destroy(err as Error);
   }
@@ -202,10 +226,10 @@ function readBody(req: Request, max: number): Promise<Buffer> {
 }
 
 
-function decode(route: Route, protocol: Protocol, body: Buffer, gzip: boolean): unknown {
+function decode(route: Route, protocol: Protocol, body: Buffer): unknown {
   const type = route.input.typeName;
   let bytes = body;
-  if (protocol === "grpc" || protocol === "grpc-web") {
+  if (protocol.framing !== "connect") {
     if (body.length < 5 || body.readUInt32BE(1) !== body.length - 5) {
       throw invalid(`the request body is not one gRPC message frame (${body.length} bytes); send one ${type}`);
     }
@@ -213,13 +237,13 @@ function decode(route: Route, protocol: Protocol, body: Buffer, gzip: boolean): 
     if (flags & trailerFlag || flags > 1) throw invalid(`the request's message frame has flags ${flags}; send one ${type}`);
     bytes = body.subarray(5);
     if (flags === 1) {
-      if (!gzip) throw invalid("the request's message is marked compressed, but no grpc-encoding says how");
-      bytes = gunzip(bytes);
+      if (!protocol.compression) throw invalid("the request's message is marked compressed, but no grpc-encoding says how");
+      bytes = decompress(bytes, protocol.compression);
     }
-  } else if (gzip) {
-    bytes = gunzip(bytes);
+  } else if (protocol.compression) {
+    bytes = decompress(bytes, protocol.compression);
   }
-  if (protocol !== "connect-json") {
+  if (!protocol.json) {
     try {
       return fromBinary(route.input, bytes);
     } catch (err) {
@@ -241,40 +265,43 @@ function decode(route: Route, protocol: Protocol, body: Buffer, gzip: boolean): 
   }
 }
 
-function gunzip(bytes: Buffer): Buffer {
+function decompress(bytes: Buffer, how: "gzip" | "br"): Buffer {
   try {
-    return gunzipSync(bytes);
+    return how === "gzip" ? gunzipSync(bytes) : brotliDecompressSync(bytes);
   } catch (err) {
-    throw invalid(`the request's gzip encoding is broken: ${(err as Error).message}`);
+    throw invalid(`the request's ${how} encoding is broken: ${(err as Error).message}`);
   }
 }
 
-function write(route: Route, protocol: Protocol, req: Request, res: Response, requestId: string, error: ConnectError | undefined, answer: unknown): void {
-  const contentType = req.headers["content-type"]!;
+function write(route: Route, protocol: Protocol, res: Response, requestId: string, error: ConnectError | undefined, answer: unknown): void {
   const message = error ? undefined : create(route.output, answer as never);
-  switch (protocol) {
+  const encode = () => (protocol.json ? Buffer.from(toJsonString(route.output, message!)) : toBinary(route.output, message!));
+  switch (protocol.framing) {
     case "grpc": {
       if (error) {
         // Trailers-only: one HEADERS frame that ends the stream.
-        (res as http2.Http2ServerResponse).stream.respond({ ":status": 200, "content-type": contentType, [REQUEST_ID_HEADER]: requestId, ...trailerOf(error) }, { endStream: true });
+        (res as http2.Http2ServerResponse).stream.respond(
+          { ":status": 200, "content-type": protocol.contentType, [REQUEST_ID_HEADER]: requestId, ...trailerOf(error) },
+          { endStream: true },
+        );
         return;
       }
       // Trailers go through the response object, which sends its own when the stream asks for them.
       const r = res as http2.Http2ServerResponse;
-      r.writeHead(200, { "content-type": contentType, [REQUEST_ID_HEADER]: requestId });
+      r.writeHead(200, { "content-type": protocol.contentType, [REQUEST_ID_HEADER]: requestId });
       r.addTrailers({ "grpc-status": "0" });
-      r.end(envelope(0, toBinary(route.output, message!)));
+      r.end(envelope(0, encode()));
       return;
     }
     case "grpc-web": {
       const trailer = error ? trailerOf(error) : { "grpc-status": "0" };
       const frames = [envelope(trailerFlag, trailerSerialize(new Headers(trailer)))];
-      if (!error) frames.unshift(envelope(0, toBinary(route.output, message!)));
-      res.writeHead(200, { "content-type": "application/grpc-web+proto", [REQUEST_ID_HEADER]: requestId });
+      if (!error) frames.unshift(envelope(0, encode()));
+      res.writeHead(200, { "content-type": protocol.contentType, [REQUEST_ID_HEADER]: requestId });
       res.end(Buffer.concat(frames));
       return;
     }
-    default: {
+    case "connect": {
       if (error) {
         const headers: Record<string, string> = { "content-type": "application/json", [REQUEST_ID_HEADER]: requestId };
         error.metadata.forEach((v, k) => (headers[k] = v));
@@ -282,8 +309,8 @@ function write(route: Route, protocol: Protocol, req: Request, res: Response, re
         res.end(Buffer.from(errorToJsonBytes(error, {})));
         return;
       }
-      res.writeHead(200, { "content-type": protocol === "connect-json" ? "application/json" : "application/proto", [REQUEST_ID_HEADER]: requestId });
-      res.end(protocol === "connect-json" ? toJsonString(route.output, message!) : toBinary(route.output, message!));
+      res.writeHead(200, { "content-type": protocol.contentType, [REQUEST_ID_HEADER]: requestId });
+      res.end(encode());
     }
   }
 }
