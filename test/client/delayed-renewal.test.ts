@@ -1,8 +1,9 @@
 // Renewal answers held back past the deadline by a slow network (a delaying TCP proxy): the server
 // renews, but the client cannot know in time, so it reports the lease lost at validUntil, and the
-// answers that come later change nothing.
+// answers that come later change nothing. Answers that slow down past a renewal interval but keep coming
+// keep the stream: it is a slow server, not a hung one.
 import { expect } from "chai";
-import { FencekeeperClient, LeaseLostError, type ClientEvent } from "../../client/index.js";
+import { FencekeeperClient, LeaseLostError, type ClientEvent, type Lease } from "../../client/index.js";
 import { startDelayProxy, type DelayProxy } from "../harness/delay-proxy.js";
 import { eventually, sleep, uniqueResource, useServer } from "../harness/suite.js";
 
@@ -64,5 +65,27 @@ describe("client: renewal answers that come too late", () => {
       expect(r.confirmedAt.getTime() - r.sentAt.getTime()).to.be.at.least(400);
       expect(r.validUntil.getTime()).to.be.closeTo(r.sentAt.getTime() + ttl - (100 + ttl / 100), 2);
     }
+  });
+
+  it("that slow down past a renewal interval, but keep coming, keep the stream and every lease", async function () {
+    this.timeout(30_000);
+    const ttl = 3000; // renewed every 1 s; each renewal must be confirmed within 2.87 s of its send
+    const leases: Lease[] = [];
+    for (let i = 0; i < 30; i++) {
+      leases.push(await fk.acquire(uniqueResource("slowing"), { ttl }));
+      await sleep(ttl / 3 / 30); // spread over a renewal interval: answers arrive all the time
+    }
+    // The answers slow down to 1.3 s, more than a renewal interval: a server that answers, only slowly.
+    const from = Date.now();
+    for (let delay = 50; delay <= 1300; delay += 50) {
+      proxy.setDelay(delay, "toClient");
+      await sleep(100);
+    }
+    await sleep(4000);
+    expect(leases.filter((l) => !l.held)).to.deep.equal([]);
+    expect(events.filter(({ e }) => e.type === "stream-failed" || e.type === "lost")).to.deep.equal([]);
+    const slow = events.flatMap(({ at, e }) => (e.type === "renewed" && at > from + 3000 ? [e] : []));
+    expect(slow.length).to.be.at.least(60);
+    for (const r of slow) expect(r.confirmedAt.getTime() - r.sentAt.getTime()).to.be.above(ttl / 3);
   });
 });
