@@ -1,5 +1,7 @@
 // The fencekeeper client: acquires leases and keeps them on one KeepAlive stream, runs work under a lease,
 // and gives the store's calls with an explicit token. Any of several server URLs may serve any call.
+// With ClientOptions.sessions, acquisitions go on sessions (one per TTL, opened on first use and shared)
+// instead of on leases of their own.
 import { hostname } from "node:os";
 import { Code } from "@connectrpc/connect";
 import { DEFAULT_BACKOFF, type BackoffOptions } from "./backoff.js";
@@ -8,10 +10,10 @@ import { now, type Instant } from "./clock.js";
 import { defaultDriftMs } from "./deadline.js";
 import { toDuration, toMs } from "./duration.js";
 import { toFencekeeperError } from "./error-mapping.js";
-import { CanceledError, FencekeeperError, type LeaseLostError } from "./errors.js";
+import { CanceledError, FencekeeperError, LeaseNotFoundError, UnavailableError, type LeaseLostError } from "./errors.js";
 import type { ClientEvent, Emitter, EventSink } from "./events.js";
 import { KeepAlive } from "./keepalive.js";
-import { OwnLease, type KeeperContext } from "./keeper.js";
+import { OwnLease, Session, type KeeperContext } from "./keeper.js";
 import { Lease, type LeaseContext } from "./lease.js";
 import { Servers, type Connection } from "./servers.js";
 import { Store, type FenceModeName } from "./store.js";
@@ -19,7 +21,7 @@ import { tokenFromProto, tokenToProto, type Token } from "./token.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:50051";
 /**
- * Release calls in flight at most; more wait their turn. A lease's signal aborts when
+ * Release and CloseSession calls in flight at most; more wait their turn. A lease's signal aborts when
  * it is released, whatever its call waits for: this only keeps close() with thousands of leases from
  * sending thousands of calls at once.
  */
@@ -39,6 +41,12 @@ export interface ClientOptions {
   fenceMode?: FenceModeName;
   /** Reconnection backoff of the KeepAlive stream. */
   backoff?: Partial<BackoffOptions>;
+  /**
+   * Put acquisitions on sessions: one per TTL, opened on first use, shared by every acquisition of that
+   * TTL, renewed with one renewal for all of them, closed by close(). Default false: each acquisition
+   * has an etcd lease of its own. See docs/client.md, "Sessions", for what changes.
+   */
+  sessions?: boolean;
   onEvent?: EventSink;
 }
 
@@ -90,6 +98,8 @@ export class FencekeeperClient {
   readonly #leases = new Set<Lease>();
   readonly #ctx: LeaseContext;
   readonly #keepers: KeeperContext;
+  readonly #sessions?: Map<number, Promise<Session>>;
+  #closed = false;
   #cleanups = 0;
   /** Cleanups waiting for a turn, from #turnsHead on. */
   #turns: (() => void)[] = [];
@@ -123,14 +133,27 @@ export class FencekeeperClient {
       emit,
       driftMs: o.driftMarginMs !== undefined ? () => o.driftMarginMs! : defaultDriftMs,
       release: (token) => this.#release(token),
+      closeSession: (id) => this.#closeSession(id),
     };
+    if (o.sessions) this.#sessions = new Map();
+  }
+
+  /** Whether this client puts its acquisitions on sessions (ClientOptions.sessions). */
+  get sessions(): boolean {
+    return this.#sessions !== undefined;
   }
 
   /** Acquires a resource and keeps its lease alive until it is released or lost. */
   async acquire(resource: string, o: AcquireOptions = {}): Promise<Lease> {
+    return (this.#sessions && (await this.#acquireOnSession(resource, o))) || this.#acquireOwn(resource, o);
+  }
+
+  /** An acquisition on an etcd lease of its own. */
+  async #acquireOwn(resource: string, o: AcquireOptions): Promise<Lease> {
     const ttlMs = o.ttl ?? DEFAULT_TTL_MS;
     const wait = o.wait !== undefined && o.wait !== false;
-    const waitMs = typeof o.wait === "number" ? o.wait : undefined;
+    // Whole ms: a call's deadline goes out as a grpc-timeout header, which takes no fractions.
+    const waitMs = typeof o.wait === "number" ? Math.ceil(o.wait) : undefined;
     const timeoutMs = o.wait === true ? 0 : this.#calls.timeoutMs + (waitMs ?? 0);
     const sentAt = now();
     const res = await this.#calls.run(
@@ -154,10 +177,94 @@ export class FencekeeperClient {
     return this.#held(new Lease(grant.token, keeper, this.#ctx, o.signal), keeper);
   }
 
-  #held(lease: Lease, keeper: OwnLease): Lease {
+  /**
+   * An acquisition on the client's session of that TTL (opened if there is none, or if it was lost).
+   * Undefined when the session already holds or waits for the resource (ALREADY_ACQUIRED): a session
+   * takes a resource once at a time, so that acquisition goes on a lease of its own, as without sessions.
+   */
+  async #acquireOnSession(resource: string, o: AcquireOptions): Promise<Lease | undefined> {
+    const ttlMs = o.ttl ?? DEFAULT_TTL_MS;
+    const wait = o.wait !== undefined && o.wait !== false;
+    const startedAt = performance.now();
+    for (let attempt = 1; ; attempt++) {
+      const session = await this.#session(ttlMs);
+      // A second attempt (the first one's session was lost) waits only for what is left of the wait.
+      const waitMs = typeof o.wait === "number" ? Math.max(0, Math.ceil(o.wait - (performance.now() - startedAt))) : undefined;
+      const timeoutMs = o.wait === true ? 0 : this.#calls.timeoutMs + (waitMs ?? 0);
+      let res;
+      try {
+        res = await this.#calls.run(
+          (c) =>
+            c.lease.acquire(
+              { resource, holder: o.holder ?? this.#holder, wait, waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined, sessionId: session.leaseId },
+              { signal: o.signal, timeoutMs },
+            ),
+          false,
+        );
+      } catch (err) {
+        if (err instanceof FencekeeperError && err.reason === "ALREADY_ACQUIRED") return undefined;
+        if (err instanceof LeaseNotFoundError) {
+          // The session is gone (it expired, or was closed, behind the client's back): lost, with its leases.
+          session.lose("not-found", err);
+          if (attempt === 1) continue;
+        }
+        throw err;
+      }
+      if (!res.token) throw new FencekeeperError("the server granted an acquisition without a token", Code.Internal);
+      const token = tokenFromProto(res.token);
+      if (session.expireIfPassed()) {
+        // The session was lost while the Acquire was on its way; the acquisition went with it.
+        if (attempt === 1) continue;
+        throw new UnavailableError(`acquire of "${resource}": its session was lost twice while acquiring; try again`, Code.Unavailable);
+      }
+      if (o.signal?.aborted) {
+        await this.#release(token);
+        throw new CanceledError(`acquire of "${resource}" was canceled`, Code.Canceled);
+      }
+      return this.#held(new Lease(token, session, this.#ctx, o.signal));
+    }
+  }
+
+  #held(lease: Lease, keeper?: OwnLease): Lease {
     if (!lease.signal.aborted) this.#leases.add(lease);
-    keeper.start();
+    keeper?.start();
     return lease;
+  }
+
+  /** The open session of this TTL, shared; opened once however many acquisitions ask at the same time. */
+  async #session(ttlMs: number): Promise<Session> {
+    const sessions = this.#sessions!;
+    // etcd grants whole seconds, so TTLs that round up to the same second share a session.
+    const key = Math.ceil(ttlMs / 1000);
+    for (;;) {
+      const opening = sessions.get(key);
+      if (!opening) break;
+      // An opening that fails fails every acquisition waiting for it (and leaves the map first).
+      const session = await opening;
+      if (!session.expireIfPassed()) return session;
+      // Lost: the next acquisition of this TTL opens a new one.
+      if (sessions.get(key) === opening) sessions.delete(key);
+    }
+    const opening = this.#openSession(ttlMs);
+    sessions.set(key, opening);
+    opening.catch(() => {
+      if (sessions.get(key) === opening) sessions.delete(key);
+    });
+    return opening;
+  }
+
+  async #openSession(ttlMs: number): Promise<Session> {
+    if (this.#closed) throw new CanceledError("the client is closed", Code.Canceled);
+    const sentAt: Instant = now();
+    const res = await this.#calls.run((c) => c.lease.openSession({ ttl: toDuration(ttlMs), holder: this.#holder }, { timeoutMs: this.#calls.timeoutMs }), false);
+    if (!res.ttl) throw new FencekeeperError("the server opened a session without a TTL", Code.Internal);
+    const session = new Session(res.sessionId, toMs(res.ttl), sentAt, now(), this.#keepers);
+    if (this.#closed) {
+      await session.close();
+      throw new CanceledError("the client is closed", Code.Canceled);
+    }
+    session.start();
+    return session;
   }
 
   /**
@@ -202,9 +309,14 @@ export class FencekeeperClient {
     }
   }
 
-  /** Releases every lease still held, then closes the connections. */
+  /** Releases every lease still held and closes every session, then closes the connections. */
   async close(): Promise<void> {
-    await Promise.all([...this.#leases].map((l) => l.release()));
+    this.#closed = true;
+    const sessions = await Promise.all([...(this.#sessions?.values() ?? [])].map((s) => s.catch(() => undefined)));
+    this.#sessions?.clear();
+    // A session's leases end with it, in one CloseSession; what is left has leases of its own.
+    const closing = sessions.map((s) => s?.close());
+    await Promise.all([...closing, ...[...this.#leases].map((l) => l.release())]);
     this.#keepAlive.close();
     this.#servers.close();
   }
@@ -219,6 +331,11 @@ export class FencekeeperClient {
       await this.#release(grant.token);
       throw err;
     }
+  }
+
+  #closeSession(sessionId: bigint): Promise<void> {
+    // Gone already, or no server answers: with renewals stopped, the session ends at its TTL either way.
+    return this.#cleanup((c) => c.lease.closeSession({ sessionId }, { timeoutMs: this.#calls.timeoutMs }));
   }
 
   #release(token: Token): Promise<void> {

@@ -1,14 +1,14 @@
-// One KeepAlive stream per client, carrying the renewals of every lease it keeps, and one scheduler that
-// decides when each is renewed and when each is lost.
+// One KeepAlive stream per client, carrying the renewals of every lease and session it keeps, and one
+// scheduler that decides when each is renewed and when each is lost.
 //
-// Each kept lease is renewed every third of its TTL. There is no timer
-// per lease: the leases sit in two heaps, one by when the next renewal is due and one by deadline, and a
-// single timer is armed for the earlier of the first of each. When it fires, leases whose deadline has
-// passed are given up first (a renewal sent after the deadline could prove nothing), then every renewal
-// due within the next BATCH_WINDOW_MS goes out in one KeepAliveRequest (lease_ids, up to 10,000 per
-// message), all with the one send time. So 10,000 leases of a 10 s TTL cost about 20 messages a second,
-// not 3,000 messages and 3,000 timers, and the loss of a lease is reported by the timer armed for its
-// deadline, within the timer's latency, not at the next tick.
+// Each kept lease (a lease of its own, or a session) is renewed every third of its TTL. There is no
+// timer per lease: the leases sit in two heaps, one by when the next renewal is due and one by deadline,
+// and a single timer is armed for the earlier of the first of each. When it fires, leases whose deadline
+// has passed are given up first (a renewal sent after the deadline could prove nothing), then every
+// renewal due within the next BATCH_WINDOW_MS goes out in one KeepAliveRequest (lease_ids, up to 10,000
+// per message), all with the one send time. So 10,000 leases of a 10 s TTL cost about 20 messages a
+// second, not 3,000 messages and 3,000 timers, and the loss of a lease is reported by the timer armed for
+// its deadline, within the timer's latency, not at the next tick.
 //
 // An answer is matched to the lease's unanswered renewal on the same stream (at most one at a time),
 // whose send time is what the lease's deadline counts from; an answer that arrives after the deadline
@@ -29,7 +29,7 @@ import type { LeaseRenewal } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import type { Status } from "../gen/ts/google/rpc/status_pb.js";
 import type { Servers } from "./servers.js";
 
-/** What the scheduler needs of a kept lease. */
+/** What the scheduler needs of a kept lease (a lease of its own, or a session). */
 export interface Renewable {
   readonly leaseId: bigint;
   readonly intervalMs: number;
@@ -113,9 +113,6 @@ export class KeepAlive {
   }
 
   close(): void {
-    for (const e of this.entries.values()) {
-      e.dueIx = e.lossIx = -1;
-    }
     this.entries.clear();
     this.due.clear();
     this.loss.clear();

@@ -1,6 +1,8 @@
-// What keeps a Lease alive: an etcd lease of its own (OwnLease). A keeper is what the KeepAlive stream
+// What keeps a Lease alive: an etcd lease of its own (OwnLease), or a session that many leases share
+// (Session, as etcd's concurrency.Session and Chubby's sessions). A keeper is what the KeepAlive stream
 // renews and what has a deadline: the send time of its last confirmed renewal + TTL - drift margin. When
-// it is lost (its deadline passed, or the server says it is gone) the lease it keeps is lost with it.
+// it is lost (its deadline passed, or the server says it is gone) every lease it keeps is lost with it,
+// at once; a lease that ends on its own (released, fenced, canceled) leaves a session to the others.
 import type { Instant } from "./clock.js";
 import { Deadline } from "./deadline.js";
 import { LeaseNotFoundError, type FencekeeperError, type LossCause } from "./errors.js";
@@ -15,6 +17,8 @@ export interface KeeperContext {
   readonly driftMs: (ttlMs: number) => number;
   /** Gives an acquisition up on the server; never throws (an unreachable server lets it expire). */
   release(token: Token): Promise<void>;
+  /** Closes a session on the server; never throws. */
+  closeSession(sessionId: bigint): Promise<void>;
 }
 
 /** How a keeper ends one of its leases: why, what caused it, and the promise of the cleanup on the server. */
@@ -23,12 +27,14 @@ export type EndLease = (why: LossCause, cause: unknown, ending: Promise<void>) =
 const done = Promise.resolve();
 
 export abstract class Keeper implements Renewable {
-  /** The etcd lease. */
+  /** The etcd lease: the lease's own, or the session's. */
   readonly leaseId: bigint;
   /** The TTL etcd granted, in ms. */
   readonly ttlMs: number;
   readonly intervalMs: number;
   readonly deadline: Deadline;
+  /** Whether many leases share it (a session). */
+  abstract readonly shared: boolean;
   /** Set once the keeper has ended: why. */
   protected endedWhy?: LossCause;
   private readonly firstRenewalAt: number;
@@ -76,9 +82,9 @@ export abstract class Keeper implements Renewable {
 
   /** Takes `lease` on; `end` ends it when the keeper is lost. */
   abstract attach(lease: Lease, end: EndLease): void;
-  /** The lease ended on its own (released, fenced, canceled): the cleanup on the server, as a promise. */
+  /** A lease ended on its own (released, fenced, canceled): the cleanup on the server, as a promise. */
   abstract leaseEnded(lease: Lease, why: LossCause): Promise<void>;
-  /** The keeper is lost (its deadline passed, or the server says it is gone), and its lease. */
+  /** The keeper is lost (its deadline passed, or the server says it is gone), and every lease on it. */
   abstract lose(why: "deadline" | "not-found", cause?: unknown): void;
   protected abstract renewed(sentAt: Instant, ttlMs: number, at: Instant): void;
   protected abstract renewalFailed(error: FencekeeperError): void;
@@ -86,6 +92,7 @@ export abstract class Keeper implements Renewable {
 
 /** An etcd lease that backs one acquisition alone. */
 export class OwnLease extends Keeper {
+  readonly shared = false;
   private lease?: Lease;
   private end?: EndLease;
 
@@ -124,5 +131,70 @@ export class OwnLease extends Keeper {
 
   protected renewalFailed(error: FencekeeperError): void {
     if (this.lease) this.ctx.emit({ type: "renewal-failed", token: this.lease.token, error });
+  }
+}
+
+/**
+ * A session: one etcd lease that many acquisitions share. One renewal keeps them all; each still has a
+ * generation and a token of its own (whose leaseId is the session id), and Release ends one of them.
+ */
+export class Session extends Keeper {
+  readonly shared = true;
+  private readonly leases = new Map<Lease, EndLease>();
+  private closing?: Promise<void>;
+
+  constructor(sessionId: bigint, ttlMs: number, sentAt: Instant, answeredAt: Instant, ctx: KeeperContext) {
+    super(sessionId, ttlMs, sentAt, answeredAt, ctx);
+    ctx.emit({ type: "session-opened", sessionId, ttlMs, validUntil: this.deadline.validUntil });
+  }
+
+  attach(lease: Lease, end: EndLease): void {
+    // A session that has ended takes no lease: one attached too late is lost with it.
+    if (this.endedWhy !== undefined) end(this.endedWhy, undefined, this.closing ?? done);
+    else this.leases.set(lease, end);
+  }
+
+  leaseEnded(lease: Lease): Promise<void> {
+    // Only this acquisition ends; the session and its other leases live on.
+    this.leases.delete(lease);
+    return this.ctx.release(lease.token);
+  }
+
+  lose(why: "deadline" | "not-found", cause?: unknown): void {
+    if (this.endedWhy !== undefined) return;
+    // Past its deadline the session may still be alive in etcd: close it, so that its resources pass on now.
+    this.finish(why, cause, why === "deadline" ? this.ctx.closeSession(this.leaseId) : done);
+  }
+
+  /** Ends every lease on the session as released and closes it on the server (client.close()). */
+  close(): Promise<void> {
+    if (this.endedWhy === undefined) this.finish("released", undefined, this.ctx.closeSession(this.leaseId));
+    return this.closing ?? done;
+  }
+
+  private finish(why: LossCause, cause: unknown, closing: Promise<void>): void {
+    this.endedWhy = why;
+    this.closing = closing;
+    this.ctx.keepAlive.remove(this.leaseId);
+    const leases = [...this.leases.values()];
+    this.leases.clear();
+    this.ctx.emit({ type: "session-ended", sessionId: this.leaseId, why, leases: leases.length });
+    for (const end of leases) end(why, cause, closing);
+  }
+
+  protected renewed(sentAt: Instant, ttlMs: number, at: Instant): void {
+    this.ctx.emit({
+      type: "session-renewed",
+      sessionId: this.leaseId,
+      leases: this.leases.size,
+      sentAt: new Date(sentAt.wall),
+      confirmedAt: new Date(at.wall),
+      ttlMs,
+      validUntil: this.deadline.validUntil,
+    });
+  }
+
+  protected renewalFailed(error: FencekeeperError): void {
+    this.ctx.emit({ type: "session-renewal-failed", sessionId: this.leaseId, error });
   }
 }

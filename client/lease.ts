@@ -1,7 +1,8 @@
 // A held lease: its token, a signal aborted the moment it can no longer be assumed held, and the store
 // calls a holder makes, with the token attached. Reading `signal` or `held` looks at the clock first, so
 // a process that was paused past the deadline sees the loss on its first look, before any timer has run.
-// A lease is kept alive by its keeper (keeper.ts), whose deadline is its deadline and whose loss is its loss.
+// A lease is kept alive by its keeper (keeper.ts): an etcd lease of its own, or a session it shares with
+// other leases, whose deadline is its deadline and whose loss is its loss.
 import { LeaseLostError, LeaseNotHeldError, StaleTokenError, type LossCause } from "./errors.js";
 import type { Emitter } from "./events.js";
 import type { Keeper } from "./keeper.js";
@@ -20,7 +21,7 @@ export interface LeaseContext {
 
 export class Lease {
   readonly token: Token;
-  /** The TTL etcd granted, in ms. */
+  /** The TTL etcd granted (the session's, for a lease on a session), in ms. */
   readonly ttlMs: number;
   readonly #ctx: LeaseContext;
   readonly #keeper: Keeper;
@@ -34,10 +35,10 @@ export class Lease {
     this.ttlMs = keeper.ttlMs;
     this.#ctx = ctx;
     this.#keeper = keeper;
-    keeper.attach(this, (why, cause, ending) => this.#end(why, cause, ending));
     const cancel = () => this.#lose("canceled", until?.reason);
     until?.addEventListener("abort", cancel, { once: true });
     this.#stopWatching = () => until?.removeEventListener("abort", cancel);
+    keeper.attach(this, (why, cause, ending) => this.#end(why, cause, ending));
     if (ctx.emit.listening) ctx.emit({ type: "acquired", token: this.token, ttlMs: this.ttlMs, validUntil: this.validUntil });
     if (until?.aborted) cancel();
   }
@@ -53,12 +54,15 @@ export class Lease {
     return !this.signal.aborted;
   }
 
-  /** Until when the lease may be assumed held: the send time of the last confirmed renewal + TTL - drift margin. */
+  /**
+   * Until when the lease may be assumed held: the send time of the last confirmed renewal + TTL - drift
+   * margin; on a session, of the session's last confirmed renewal.
+   */
   get validUntil(): Date {
     return this.#keeper.deadline.validUntil;
   }
 
-  /** When the last renewal was confirmed (or the Acquire answered). */
+  /** When the last renewal was confirmed (or the Acquire, or the OpenSession, answered). */
   get lastConfirmedAt(): Date {
     return this.#keeper.deadline.lastConfirmedAt;
   }
@@ -110,7 +114,7 @@ export class Lease {
     }
   }
 
-  /** Ends this lease on its own (released, fenced, canceled). */
+  /** Ends this lease on its own (released, fenced, canceled); a session it was on lives on. */
   #lose(why: LossCause, cause?: unknown): void {
     if (this.#controller.signal.aborted) return;
     this.#end(why, cause, this.#keeper.leaseEnded(this, why));
@@ -119,7 +123,7 @@ export class Lease {
   #end(why: LossCause, cause: unknown, ending: Promise<void>): void {
     if (this.#controller.signal.aborted) return;
     const validUntil = this.validUntil;
-    const error = new LeaseLostError(lossMessage(this.token, why, validUntil, cause), why, this.token, validUntil, this.lastConfirmedAt, new Date(), {
+    const error = new LeaseLostError(lossMessage(this.token, why, validUntil, cause, this.#keeper.shared), why, this.token, validUntil, this.lastConfirmedAt, new Date(), {
       cause,
     });
     this.#stopWatching();
@@ -130,13 +134,13 @@ export class Lease {
   }
 }
 
-function lossMessage(t: Token, why: LossCause, validUntil: Date, cause: unknown): string {
-  const lease = `the lease on "${t.resource}" (generation ${t.generation})`;
+function lossMessage(t: Token, why: LossCause, validUntil: Date, cause: unknown, onSession: boolean): string {
+  const lease = `the lease on "${t.resource}" (generation ${t.generation}${onSession ? `, on session ${t.leaseId}` : ""})`;
   switch (why) {
     case "deadline":
-      return `${lease} is lost: no renewal was confirmed before its deadline ${validUntil.toISOString()}`;
+      return `${lease} is lost: no renewal${onSession ? " of its session" : ""} was confirmed before its deadline ${validUntil.toISOString()}`;
     case "not-found":
-      return `${lease} is lost: the server says it expired or was released`;
+      return `${lease} is lost: the server says ${onSession ? "its session expired or was closed" : "it expired or was released"}`;
     case "fenced":
       return `${lease} is lost: a write under its token was refused (${cause instanceof Error ? cause.message : String(cause)})`;
     case "released":
