@@ -46,6 +46,8 @@ interface Entry {
   readonly r: Renewable;
   /** When the next renewal is due (monotonic ms). */
   nextAt: number;
+  /** The renewable's deadline on the monotonic clock, as the loss heap last saw it. */
+  deadlineAt: number;
   /** The entry's places in the two heaps (-1: not in). */
   dueIx: number;
   lossIx: number;
@@ -74,7 +76,7 @@ export const MAX_IDS_PER_MESSAGE = 10_000;
 export class KeepAlive {
   private readonly entries = new Map<bigint, Entry>();
   private readonly due = new IndexedHeap<Entry>((e) => e.nextAt, { get: (e) => e.dueIx, set: (e, i) => (e.dueIx = i) });
-  private readonly loss = new IndexedHeap<Entry>((e) => e.r.deadline.mono, { get: (e) => e.lossIx, set: (e, i) => (e.lossIx = i) });
+  private readonly loss = new IndexedHeap<Entry>((e) => e.deadlineAt, { get: (e) => e.lossIx, set: (e, i) => (e.lossIx = i) });
   /** Entries taken off the due heap during a flush, to be put back after it (reused). */
   private readonly later: Entry[] = [];
   private timer?: NodeJS.Timeout;
@@ -93,7 +95,7 @@ export class KeepAlive {
 
   /** Keeps `r` alive from now on; its first renewal is due at `firstAt` (monotonic ms). */
   add(r: Renewable, firstAt: number): void {
-    const e: Entry = { r, nextAt: firstAt, dueIx: -1, lossIx: -1 };
+    const e: Entry = { r, nextAt: firstAt, deadlineAt: r.deadline.mono, dueIx: -1, lossIx: -1 };
     this.remove(r.leaseId);
     this.entries.set(r.leaseId, e);
     this.due.push(e);
@@ -266,7 +268,10 @@ export class KeepAlive {
     } else if (ttl) {
       e.r.confirmed(sentAt, toMs(ttl), at);
       // The deadline moved later: the timer, if armed for the old one, wakes once for nothing.
-      if (this.entries.get(leaseId) === e) this.loss.update(e);
+      if (this.entries.get(leaseId) === e && e.r.deadline.mono !== e.deadlineAt) {
+        e.deadlineAt = e.r.deadline.mono;
+        this.loss.update(e);
+      }
     }
   }
 
