@@ -124,9 +124,9 @@ export class InFlightCalls {
  */
 function interruptible<T>(source: AsyncIterable<T>, call: Call, onEnd: () => void): AsyncIterable<T> {
   let it: AsyncIterator<T> | undefined;
-  let reject: (err: ConnectError) => void = () => undefined;
-  const stop = new Promise<never>((_, r) => (reject = r));
-  stop.catch(() => undefined);
+  // The reject of the next() in progress, if any. Not a promise raced against each next(): a promise
+  // that stays pending for the whole stream would keep every message's result reachable from it.
+  let rejectWaiting: ((err: ConnectError) => void) | undefined;
   let ended = false;
   const end = () => {
     if (ended) return;
@@ -137,7 +137,7 @@ function interruptible<T>(source: AsyncIterable<T>, call: Call, onEnd: () => voi
   call.interrupt = () => {
     call.stopped = true;
     call.controller.abort(shuttingDown());
-    reject(shuttingDown());
+    rejectWaiting?.(shuttingDown());
     // The handler finishes in the background; nobody reads what it still sends.
     it?.return?.().catch(() => undefined);
   };
@@ -147,11 +147,16 @@ function interruptible<T>(source: AsyncIterable<T>, call: Call, onEnd: () => voi
       return {
         async next() {
           try {
-            if (call.stopped) await stop;
-            const r = await Promise.race([source$.next(), stop]);
+            if (call.stopped) throw shuttingDown();
+            const r = await new Promise<IteratorResult<T>>((resolve, reject) => {
+              rejectWaiting = reject;
+              source$.next().then(resolve, reject);
+            });
+            rejectWaiting = undefined;
             if (r.done) end();
             return r;
           } catch (err) {
+            rejectWaiting = undefined;
             end();
             if (call.stopped) source$.return?.().catch(() => undefined);
             throw call.stopped ? shuttingDown() : err;
