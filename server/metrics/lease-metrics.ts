@@ -1,7 +1,8 @@
 // What LeaseService calls tell about leases, as this replica sees them.
 //
-// Leases held: the leases this replica granted (Acquire) that it has not seen end. A lease ends here
-// when it is released through this replica, when a renewal through this replica finds it gone, or when
+// Leases held: the leases this replica granted (Acquire with a lease of its own, and OpenSession: a
+// session is one lease, however many acquisitions it carries) that it has not seen end. A lease ends here
+// when it is released (a session: closed) through this replica, when a renewal through this replica finds it gone, or when
 // the TTL it last reported (at the grant or a renewal through this replica) runs out. Renewals sent to
 // another replica are not seen, so a lease renewed only elsewhere drops out of this count early; with
 // each client on one replica (gRPC keeps a client on one HTTP/2 connection) the sum over replicas is
@@ -12,6 +13,8 @@ import {
   LeaseService,
   type AcquireRequest,
   type AcquireResponse,
+  type CloseSessionRequest,
+  type OpenSessionResponse,
   type KeepAliveResponse,
   type ReleaseRequest,
   type RenewRequest,
@@ -21,23 +24,26 @@ import type { CallObserver } from "../observability/call-observer.js";
 import { codeName } from "../observability/call-tap.js";
 
 class HeldLeases {
-  private readonly expiry = new Map<bigint, number>();
+  private readonly expiry = new Map<bigint, { at: number; session: boolean }>();
 
-  granted(id: bigint, ttlSeconds: number): void {
-    this.expiry.set(id, Date.now() + ttlSeconds * 1000);
+  granted(id: bigint, ttlSeconds: number, session = false): void {
+    this.expiry.set(id, { at: Date.now() + ttlSeconds * 1000, session });
   }
 
   renewed(id: bigint, ttlSeconds: number): void {
-    if (this.expiry.has(id)) this.granted(id, ttlSeconds);
+    const e = this.expiry.get(id);
+    if (e) e.at = Date.now() + ttlSeconds * 1000;
   }
 
-  gone(id: bigint): void {
+  /** The lease is gone; an acquisition on a session (released) leaves its session held. */
+  gone(id: bigint, onlyIfOwn = false): void {
+    if (onlyIfOwn && this.expiry.get(id)?.session) return;
     this.expiry.delete(id);
   }
 
   count(): number {
     const now = Date.now();
-    for (const [id, at] of this.expiry) if (at <= now) this.expiry.delete(id);
+    for (const [id, e] of this.expiry) if (e.at <= now) this.expiry.delete(id);
     return this.expiry.size;
   }
 }
@@ -69,17 +75,18 @@ export function leaseMetrics(registry: Registry): CallObserver {
     if (result === "NotFound") held.gone(leaseId);
   };
 
-  const { acquire, keepAlive, renew, release } = LeaseService.method;
+  const { acquire, keepAlive, renew, release, openSession, closeSession } = LeaseService.method;
   return ({ method, request }) => {
     switch (method) {
       case acquire: {
-        const wait = (request as AcquireRequest).wait;
+        const wait = (request as AcquireRequest | undefined)?.wait ?? false;
         if (wait) waiting.inc();
         return {
           end(error, response) {
             if (wait) waiting.dec();
-            const token = (response as AcquireResponse | undefined)?.token;
-            if (!error && token) held.granted(token.leaseId, Number((response as AcquireResponse).ttl?.seconds ?? 0n));
+            // An acquisition on a session has no TTL of its own: its lease is the session, counted at OpenSession.
+            const r = response as AcquireResponse | undefined;
+            if (!error && r?.token && r.ttl) held.granted(r.token.leaseId, Number(r.ttl.seconds));
           },
         };
       }
@@ -100,7 +107,22 @@ export function leaseMetrics(registry: Registry): CallObserver {
         const leaseId = (request as ReleaseRequest).token?.leaseId;
         return {
           end(error) {
-            if (leaseId !== undefined && (!error || codeName(error) === "NotFound")) held.gone(leaseId);
+            if (leaseId !== undefined && (!error || codeName(error) === "NotFound")) held.gone(leaseId, true);
+          },
+        };
+      }
+      case openSession:
+        return {
+          end(error, response) {
+            const r = response as OpenSessionResponse | undefined;
+            if (!error && r) held.granted(r.sessionId, Number(r.ttl?.seconds ?? 0n), true);
+          },
+        };
+      case closeSession: {
+        const { sessionId } = request as CloseSessionRequest;
+        return {
+          end(error) {
+            if (!error || codeName(error) === "NotFound") held.gone(sessionId);
           },
         };
       }

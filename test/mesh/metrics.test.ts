@@ -94,6 +94,19 @@ describe("metrics", () => {
     expect(delta("fencekeeper_etcd_request_duration_seconds_count", { operation: "acquire", result: "ok" })).to.be.at.least(4);
   });
 
+  it("counts a session as one lease held, however many acquisitions it carries, until it is closed", async () => {
+    const held = async () => (await scrape(server)).value("fencekeeper_leases_held");
+    const before = await held();
+    const { sessionId } = await c.lease.openSession({ ttl: ttl(10), holder: "s" });
+    const a = await c.lease.acquire({ resource: uniqueResource("metrics-session"), holder: "a", sessionId });
+    await c.lease.acquire({ resource: uniqueResource("metrics-session"), holder: "b", sessionId });
+    expect(await held()).to.equal(before + 1);
+    await c.lease.release({ token: a.token });
+    expect(await held(), "releasing one acquisition leaves its session held").to.equal(before + 1);
+    await c.lease.closeSession({ sessionId });
+    expect(await held()).to.equal(before);
+  });
+
   it("counts etcd errors and UNAVAILABLE answers while etcd does not answer, and the health gauges follow", async function () {
     this.timeout(30_000);
     const before = await scrape(server);
