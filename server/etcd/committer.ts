@@ -143,7 +143,10 @@ export class Committer {
     let largest = 0;
     let closed = false;
     const fits = (count: number, size: number) => (count <= 1 ? size <= maxTxnOps : count + Math.max(largest, size) <= maxTxnOps);
-    const disjoint = (keys: string[], ...from: Set<string>[]) => !keys.some((k) => from.some((f) => f.has(k)));
+    const disjoint = (keys: string[], a: Set<string>, b?: Set<string>) => {
+      for (const k of keys) if (a.has(k) || b?.has(k)) return false;
+      return true;
+    };
     const add = (keys: string[], to: Set<string>) => {
       for (const k of keys) to.add(k);
     };
@@ -184,7 +187,13 @@ export class Committer {
     };
 
     const rest: Pending[] = [];
-    for (const p of this.queue) {
+    for (let i = 0; i < this.queue.length; i++) {
+      const p = this.queue[i];
+      // A request with no room for one more transaction takes nothing more: the rest wait as they are.
+      if (closed || inners.length + 1 + largest > maxTxnOps) {
+        rest.push(...this.queue.slice(i));
+        break;
+      }
       if (place(p)) continue;
       rest.push(p);
       add(p.writes, blocked);

@@ -54,8 +54,9 @@ export class LeaseCoordinator {
       );
     }
     // A lease of its own backed this acquisition alone: it goes too, so that renewing it says NOT_FOUND.
+    // The release itself is done (the owner key is gone): the revocation does not hold up the answer.
     const onSession = res.responses[1].response_range.kvs.length > 0;
-    if (!onSession) await leases.revoke(t.leaseId).catch(() => undefined);
+    if (!onSession) void leases.revokeEventually(t.leaseId);
   }
 
   async describe(resource: string): Promise<Description> {
