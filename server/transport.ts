@@ -101,7 +101,9 @@ function cleartextServer(serve: Handler, track: (s: net.Socket) => void, onSessi
   const h2 = http2.createServer({}, serve as never);
   const h1 = http.createServer(serve as never);
   h2.on("session", onSession);
-  const server = net.createServer((socket) => {
+  // No Nagle: an answer's frames (headers, message, trailers) go out as they are written, not held back
+  // until the client acknowledges the previous ones.
+  const server = net.createServer({ noDelay: true }, (socket) => {
     track(socket);
     socket.once("error", () => socket.destroy());
     let head = Buffer.alloc(0);
