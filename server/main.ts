@@ -126,7 +126,6 @@ export async function serve(config: Config): Promise<void> {
     const transport = await listen({ ...config.listen, tls: config.tls }, handler);
     const { address, port } = transport.address;
     const url = `${transport.scheme}://${address.includes(":") ? `[${address}]` : address}:${port}`;
-    log.info({ url, etcd: endpoints, reflection: config.reflection, mtls: config.tls?.clientCa !== undefined, serving: health.serving }, "serving");
 
     let stopping = false;
     const shutdown = async (signal: string) => {
@@ -154,6 +153,8 @@ export async function serve(config: Config): Promise<void> {
     };
     process.on("SIGINT", () => void shutdown("SIGINT"));
     process.on("SIGTERM", () => void shutdown("SIGTERM"));
+    // Said once the signals are handled: whoever waits for this line may stop the server at once.
+    log.info({ url, etcd: endpoints, reflection: config.reflection, mtls: config.tls?.clientCa !== undefined, serving: health.serving }, "serving");
   } catch (err) {
     await embedded?.stop();
     throw err;
