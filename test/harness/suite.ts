@@ -1,4 +1,5 @@
 // One etcd and one server for a describe block, started before its tests and stopped after.
+import { ConnectError } from "@connectrpc/connect";
 import { startEtcd, type TestEtcd } from "./etcd.js";
 import { startServer, type TestServer } from "./server.js";
 import { clientsFor, type Clients } from "./clients.js";
@@ -39,4 +40,14 @@ export async function eventually(check: () => Promise<boolean> | boolean, messag
     if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${message}`);
     await sleep(50);
   }
+}
+
+/** The ConnectError a call failed with; throws if it succeeded. */
+export async function failure(call: Promise<unknown>): Promise<ConnectError> {
+  const outcome = await call.then(
+    () => undefined,
+    (e) => ConnectError.from(e),
+  );
+  if (!outcome) throw new Error("expected the call to fail, and it succeeded");
+  return outcome;
 }

@@ -6,19 +6,10 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../common/error-info.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { FenceMode } from "../../gen/ts/fencekeeper/v1/token_pb.js";
-import { useServer, uniqueResource } from "../harness/suite.js";
+import { failure, uniqueResource, useServer } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 const MiB = 1024 * 1024;
-
-async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  const outcome = await call.then(
-    () => undefined,
-    (e) => ConnectError.from(e),
-  );
-  if (!outcome) throw new Error("expected the call to fail, and it succeeded");
-  return outcome;
-}
 
 describe("bad input gets a clear status and changes nothing", () => {
   const s = useServer(["--max-ttl", "60", "--max-txn-ops", "8"]);

@@ -7,18 +7,9 @@ import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Etcd3 } from "etcd3";
 import { ErrorInfoSchema } from "../../common/error-info.js";
-import { uniqueResource, useServer } from "../harness/suite.js";
+import { failure, uniqueResource, useServer } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
-
-async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  const outcome = await call.then(
-    () => undefined,
-    (e) => ConnectError.from(e),
-  );
-  if (!outcome) throw new Error("expected the call to fail, and it succeeded");
-  return outcome;
-}
 
 describe("hardening: idempotency keys are global and survive the loss of their lease (issue 8, item 7)", function () {
   this.timeout(30_000);

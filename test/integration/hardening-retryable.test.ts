@@ -10,20 +10,11 @@ import { ErrorInfoSchema } from "../../common/error-info.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { clientsFor } from "../harness/clients.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { uniqueResource, useServer } from "../harness/suite.js";
+import { failure, uniqueResource, useServer } from "../harness/suite.js";
 import { grpcWeb, rawGrpcClient, rawGrpcUnary } from "../harness/wire.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 const MiB = 1024 * 1024;
-
-async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  const outcome = await call.then(
-    () => undefined,
-    (e) => ConnectError.from(e),
-  );
-  if (!outcome) throw new Error("expected the call to fail, and it succeeded");
-  return outcome;
-}
 
 /** A next_page_token with its snapshot revision ("v") replaced. */
 function withRevision(pageToken: string, v: string): string {
