@@ -1,4 +1,5 @@
 // Wiring: from a configuration and an etcd connection to the routes of both services.
+import type { KeyObject } from "node:crypto";
 import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { Etcd3 } from "etcd3";
@@ -6,6 +7,9 @@ import type { Logger } from "pino";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { leaseService } from "./api/lease-service.js";
+import type { Access } from "./auth/access.js";
+import { TokenChecks } from "./tokens/checks.js";
+import { TokenSigner } from "./tokens/signer.js";
 import { storeService } from "./api/store-service.js";
 import { DEFAULT_LIMITS, type Limits } from "./domain/limits.js";
 import { EtcdCalls, type EtcdCallObserver } from "./etcd/calls.js";
@@ -20,6 +24,10 @@ import { IdempotencyLeases } from "./store/idempotency.js";
 
 export interface AppOptions {
   etcd: Etcd3;
+  /** Who may do what: authentication, the policy, holder binding. */
+  access: Access;
+  /** The key that signs tokens (--token-signing-key); undefined: one kept in etcd, shared by every replica. */
+  tokenSigningKey?: KeyObject;
   prefix: string;
   limits?: Partial<Limits>;
   /** What etcd accepts in one request. */
@@ -55,10 +63,13 @@ export function createApp(o: AppOptions): App {
   const committer = new Committer(o.etcd, calls, { maxTxnOps: o.etcdLimits.maxTxnOps, maxRequestBytes, maxInFlight: COMMITS_IN_FLIGHT });
   const reader = new Reader(o.etcd, calls);
   const leases = new Leases(o.etcd, calls, o.etcdTimeoutMs);
-  const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits });
-  const store = new FencedStore({ keys, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits });
-  const lease = leaseService(coordinator, o.log);
-  const fenced = storeService(store);
+  const signer = new TokenSigner({ keys, committer, reader }, o.tokenSigningKey);
+  // With authentication on, a token must prove whose it is: only signed tokens are taken.
+  const tokens = new TokenChecks(signer, o.access.enabled);
+  const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens });
+  const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits });
+  const lease = leaseService(coordinator, o.access, o.log);
+  const fenced = storeService(store, o.access);
   return {
     coordinator,
     store,

@@ -1,7 +1,7 @@
 // Configuration from flags and environment variables (flags win), checked at start so that a bad value
 // stops the server with its name and what is allowed. docs/configuration.md lists every setting.
 import { readFileSync } from "node:fs";
-import { X509Certificate, createPrivateKey } from "node:crypto";
+import { X509Certificate, createPrivateKey, type KeyObject } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { MIN_TTL_SECONDS, TXN_EXTRA_OPS } from "./domain/limits.js";
@@ -60,6 +60,26 @@ export interface Config {
   tls?: ServerTls;
   /** Undefined: plain http:// endpoints, or https:// with the system's CAs and no client certificate. */
   etcdTls?: EtcdTls;
+  /** Who may call: client certificates (with --tls-client-ca) and bearer JWTs; neither: nobody is asked. */
+  authentication: AuthenticationSettings;
+  /** The authorization policy file; undefined: every authenticated caller may do everything. */
+  policyFile?: string;
+  /** Serve beyond loopback without authentication (told explicitly). */
+  allowUnauthenticated: boolean;
+  /** The Ed25519 key every replica signs tokens with; undefined: one kept in etcd. */
+  tokenSigningKey?: KeyObject;
+}
+
+export interface AuthenticationSettings {
+  mtls: boolean;
+  jwt?: {
+    keyFiles: string[];
+    issuer: string;
+    audience: string;
+    principalClaim: string;
+    groupsClaim: string;
+    clockToleranceSeconds: number;
+  };
 }
 
 /** A setting whose value cannot work with the others; the message names the settings. */
@@ -123,6 +143,22 @@ function prefix(raw: string): string {
   return raw;
 }
 
+/** Comma-separated files that must exist; read later by what uses them. */
+function files(name: string) {
+  return (raw: string): string[] => {
+    const list = raw.split(",").map((f) => f.trim()).filter(Boolean);
+    if (list.length === 0) throw new InvalidArgumentError(`${name} must name at least one file, got "${raw}"`);
+    for (const f of list) {
+      try {
+        readFileSync(f);
+      } catch (err) {
+        throw new InvalidArgumentError(`${name}: cannot read "${f}" (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      }
+    }
+    return list;
+  };
+}
+
 /** Reads a PEM file at start; what it holds is checked with the settings that go with it. */
 function pemFile(name: string) {
   return (raw: string): PemFile => {
@@ -181,6 +217,14 @@ export function serveOptions(cmd: Command): Command {
   opt("--tls-cert <file>", "PEM certificate (chain) to serve TLS with; unset: cleartext", "FENCEKEEPER_TLS_CERT", pemFile("tls-cert"));
   opt("--tls-key <file>", "PEM private key of --tls-cert", "FENCEKEEPER_TLS_KEY", pemFile("tls-key"));
   opt("--tls-client-ca <file>", "PEM CA that client certificates must chain to (mutual TLS)", "FENCEKEEPER_TLS_CLIENT_CA", pemFile("tls-client-ca"));
+  opt("--jwt-keys <files>", "bearer JWTs authenticate callers: comma-separated files of verification keys (PEM public keys, JWKs or JWKS)", "FENCEKEEPER_JWT_KEYS", files("jwt-keys"));
+  opt("--jwt-issuer <iss>", "the issuer (iss) every JWT must name; needed with --jwt-keys", "FENCEKEEPER_JWT_ISSUER");
+  opt("--jwt-audience <aud>", "the audience (aud) every JWT must include; needed with --jwt-keys", "FENCEKEEPER_JWT_AUDIENCE");
+  opt("--jwt-principal-claim <claim>", "the JWT claim that names the caller", "FENCEKEEPER_JWT_PRINCIPAL_CLAIM", undefined, "sub");
+  opt("--jwt-groups-claim <claim>", "the JWT claim that lists the caller's groups, for the policy", "FENCEKEEPER_JWT_GROUPS_CLAIM", undefined, "groups");
+  opt("--policy <file>", "authorization policy (JSON, docs/authorization.md); reloaded on SIGHUP and when the file changes; unset: authenticated callers may do everything", "FENCEKEEPER_POLICY");
+  opt("--token-signing-key <file>", "PEM Ed25519 private key that signs tokens, the same for every replica; unset: a key kept in etcd", "FENCEKEEPER_TOKEN_SIGNING_KEY", pemFile("token-signing-key"));
+  opt("--allow-unauthenticated <on|off>", "serve beyond loopback without authentication (e.g. behind a mesh that authenticates)", "FENCEKEEPER_ALLOW_UNAUTHENTICATED", boolean("allow-unauthenticated"), false, "off");
   opt("--etcd-ca <file>", "PEM CA to trust for https:// etcd endpoints instead of the system's", "FENCEKEEPER_ETCD_CA", pemFile("etcd-ca"));
   opt("--etcd-cert <file>", "PEM client certificate for etcd", "FENCEKEEPER_ETCD_CERT", pemFile("etcd-cert"));
   opt("--etcd-key <file>", "PEM private key of --etcd-cert", "FENCEKEEPER_ETCD_KEY", pemFile("etcd-key"));
@@ -210,7 +254,24 @@ export function toConfig(o: Record<string, unknown>): Config {
     healthProbeIntervalMs: o.healthProbeInterval as number,
     tls: serverTls(o.tlsCert as PemFile | undefined, o.tlsKey as PemFile | undefined, o.tlsClientCa as PemFile | undefined),
     etcdTls: etcdTls(o.etcd as string[], o.etcdCa as PemFile | undefined, o.etcdCert as PemFile | undefined, o.etcdKey as PemFile | undefined),
+    authentication: { mtls: o.tlsClientCa !== undefined, jwt: jwt(o) },
+    policyFile: o.policy as string | undefined,
+    allowUnauthenticated: o.allowUnauthenticated as boolean,
+    tokenSigningKey: signingKey(o.tokenSigningKey as PemFile | undefined),
   };
+  const authenticated = config.authentication.mtls || config.authentication.jwt !== undefined;
+  if (config.policyFile !== undefined && !authenticated) {
+    throw new ConfigError(
+      "--policy (FENCEKEEPER_POLICY) needs authentication, since a policy names principals: set --tls-client-ca (client certificates) or --jwt-keys (bearer JWTs)",
+    );
+  }
+  if (!authenticated && !config.allowUnauthenticated && !isLoopback(config.listen.host)) {
+    throw new ConfigError(
+      `--listen (FENCEKEEPER_LISTEN) ${config.listen.host}:${config.listen.port} is reachable beyond this machine, and no authentication is set: ` +
+        "anyone who reaches the port could renew, release and write under anyone's lease. Set --tls-client-ca or --jwt-keys, " +
+        "or --allow-unauthenticated on (FENCEKEEPER_ALLOW_UNAUTHENTICATED) when something in front of the server authenticates callers",
+    );
+  }
   // A Txn commits as one transaction with the fence and the idempotency record beside its operations.
   if (config.maxTxnOps + TXN_EXTRA_OPS > config.etcdMaxTxnOps) {
     throw new ConfigError(
@@ -224,6 +285,48 @@ export function toConfig(o: Record<string, unknown>): Config {
     throw new ConfigError(`--metrics-listen (FENCEKEEPER_METRICS_LISTEN) must differ from --listen (FENCEKEEPER_LISTEN): both are ${listen.host}:${listen.port}`);
   }
   return config;
+}
+
+function signingKey(file: PemFile | undefined): KeyObject | undefined {
+  if (!file) return undefined;
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(file.pem);
+  } catch (err) {
+    throw new ConfigError(`--token-signing-key (FENCEKEEPER_TOKEN_SIGNING_KEY): "${file.path}" holds no valid private key (${(err as Error).message})`);
+  }
+  if (key.asymmetricKeyType !== "ed25519") {
+    throw new ConfigError(
+      `--token-signing-key (FENCEKEEPER_TOKEN_SIGNING_KEY): "${file.path}" holds a ${key.asymmetricKeyType} key; tokens are signed with Ed25519 (openssl genpkey -algorithm ed25519)`,
+    );
+  }
+  return key;
+}
+
+function jwt(o: Record<string, unknown>): AuthenticationSettings["jwt"] {
+  const keyFiles = o.jwtKeys as string[] | undefined;
+  const issuer = o.jwtIssuer as string | undefined;
+  const audience = o.jwtAudience as string | undefined;
+  if (!keyFiles) {
+    const stray = [issuer !== undefined && "--jwt-issuer", audience !== undefined && "--jwt-audience"].filter(Boolean);
+    if (stray.length) throw new ConfigError(`${stray.join(" and ")} ${stray.length > 1 ? "need" : "needs"} --jwt-keys (FENCEKEEPER_JWT_KEYS): the keys that verify the tokens`);
+    return undefined;
+  }
+  if (!issuer) throw new ConfigError("--jwt-keys needs --jwt-issuer (FENCEKEEPER_JWT_ISSUER): the iss every token must name");
+  if (!audience) throw new ConfigError("--jwt-keys needs --jwt-audience (FENCEKEEPER_JWT_AUDIENCE): the aud every token must include, usually this service's name");
+  return {
+    keyFiles,
+    issuer,
+    audience,
+    principalClaim: o.jwtPrincipalClaim as string,
+    groupsClaim: o.jwtGroupsClaim as string,
+    clockToleranceSeconds: 30,
+  };
+}
+
+/** Whether a listen host is reachable from this machine only. */
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 function serverTls(cert?: PemFile, key?: PemFile, clientCa?: PemFile): ServerTls | undefined {

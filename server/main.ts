@@ -10,6 +10,10 @@ import type { Registry } from "prom-client";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";
+import { Access } from "./auth/access.js";
+import { authenticating, credentialsOf } from "./auth/authenticating.js";
+import { Authenticator } from "./auth/authenticator.js";
+import { PolicyFile } from "./auth/policy-file.js";
 import { ConfigError, serveOptions, toConfig, type Config, type EtcdTls } from "./config.js";
 import { connectEtcd, type EtcdConnectOptions } from "./etcd/client.js";
 import { EtcdLimitsError } from "./etcd/limits-probe.js";
@@ -80,10 +84,15 @@ export async function serve(config: Config): Promise<void> {
   }
 
   try {
+    const authenticator = await Authenticator.create(config.authentication);
+    const policy = config.policyFile !== undefined ? await PolicyFile.load(config.policyFile, log) : undefined;
+    const access = new Access(authenticator, policy);
     const metrics = createMetricsRegistry();
     const etcd = connectEtcd({ endpoints, callTimeoutMs: config.etcdTimeoutMs, credentials: etcdCredentials(config.etcdTls) });
     const app = createApp({
       etcd,
+      access,
+      tokenSigningKey: config.tokenSigningKey,
       prefix: config.prefix,
       limits: { maxTtlSeconds: config.maxTtlSeconds, maxTxnOps: config.maxTxnOps, idempotencyTtlSeconds: config.idempotencyTtlSeconds },
       etcdLimits: { maxTxnOps: config.etcdMaxTxnOps, maxRequestBytes: config.etcdMaxRequestBytes },
@@ -103,9 +112,18 @@ export async function serve(config: Config): Promise<void> {
     // Outermost first: the request log and metrics see each call as the client does, after the
     // in-flight registry (innermost) has turned a shutdown's interruption into UNAVAILABLE.
     const observer = allOf([requestLog(log), rpcMetrics(metrics), leaseMetrics(metrics), storeMetrics(metrics)]);
-    const interceptors = [interceptorFor(observer), calls.interceptor, callerFaults];
-    const viaConnect = connectNodeAdapter({ routes, interceptors, readMaxBytes: READ_MAX_BYTES, jsonOptions: strictUtf8Json });
-    const handler = unaryFastPath({ services: app.services, observer, calls, readMaxBytes: READ_MAX_BYTES }, viaConnect);
+    const interceptors = [interceptorFor(observer), calls.interceptor, callerFaults, ...(authenticator.enabled ? [authenticating(authenticator)] : [])];
+    const viaConnect = connectNodeAdapter({
+      routes,
+      interceptors,
+      readMaxBytes: READ_MAX_BYTES,
+      jsonOptions: strictUtf8Json,
+      ...(authenticator.enabled ? { contextValues: credentialsOf } : {}),
+    });
+    const handler = unaryFastPath(
+      { services: app.services, observer, calls, readMaxBytes: READ_MAX_BYTES, authenticator: authenticator.enabled ? authenticator : undefined },
+      viaConnect,
+    );
 
     const probe = probeEtcd(() => app.pingEtcd(), health, config.healthProbeIntervalMs, log);
     await probe.first;
@@ -143,6 +161,7 @@ export async function serve(config: Config): Promise<void> {
       log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
       await drain({ health, transport, calls, graceMs: config.shutdownGraceMs, settleMs: config.etcdTimeoutMs, log });
       probe.stop();
+      policy?.close();
       app.close();
       etcd.close();
       await exporter?.close();
@@ -153,8 +172,27 @@ export async function serve(config: Config): Promise<void> {
     };
     process.on("SIGINT", () => void shutdown("SIGINT"));
     process.on("SIGTERM", () => void shutdown("SIGTERM"));
+    // SIGHUP re-reads what may change without a restart: the policy, and the JWT verification keys. A bad
+    // file keeps what is in force, with an error in the log.
+    process.on("SIGHUP", () => {
+      void policy?.reload("SIGHUP");
+      if (config.authentication.jwt) {
+        authenticator.reload().then(
+          () => log.info("JWT verification keys reloaded"),
+          (err: Error) => log.error({ err: err.message }, "JWT verification keys not reloaded; the previous keys stay in force"),
+        );
+      }
+    });
+    policy?.watch();
+    if (authenticator.enabled) {
+      log.info({ authentication: authenticator.describe(), policy: policy ? config.policyFile : "none: every authenticated caller may do everything" }, "authentication");
+    } else {
+      log.warn(
+        "no authentication: any caller that reaches the port may renew, release and write under any lease; set --tls-client-ca or --jwt-keys (docs/authentication.md)",
+      );
+    }
     // Said once the signals are handled: whoever waits for this line may stop the server at once.
-    log.info({ url, etcd: endpoints, reflection: config.reflection, mtls: config.tls?.clientCa !== undefined, serving: health.serving }, "serving");
+    log.info({ url, etcd: endpoints, reflection: config.reflection, mtls: config.tls?.clientCa !== undefined, authentication: authenticator.enabled, serving: health.serving }, "serving");
   } catch (err) {
     await embedded?.stop();
     throw err;

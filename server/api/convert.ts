@@ -1,15 +1,23 @@
 // Translation between protobuf messages and domain values.
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { invalid } from "../domain/errors.js";
 import type { FenceMode, Token } from "../domain/token.js";
-import { FenceMode as ProtoFenceMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import { FenceMode as ProtoFenceMode, type FencingToken, type FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 
 export function tokenFromProto(t: FencingToken | undefined): Token | undefined {
-  return t ? { resource: t.resource, generation: t.generation, leaseId: t.leaseId } : undefined;
+  return t ? { resource: t.resource, generation: t.generation, leaseId: t.leaseId, principal: t.principal, keyId: t.keyId, signature: t.signature } : undefined;
 }
 
-export function tokenToProto(t: Token): { resource: string; generation: bigint; leaseId: bigint } {
-  return { resource: t.resource, generation: t.generation, leaseId: t.leaseId };
+export function tokenToProto(t: Token): MessageInitShape<typeof FencingTokenSchema> {
+  return {
+    resource: t.resource,
+    generation: t.generation,
+    leaseId: t.leaseId,
+    principal: t.principal ?? "",
+    keyId: t.keyId ?? "",
+    signature: t.signature ?? new Uint8Array(),
+  };
 }
 
 /** A Duration in milliseconds; undefined when unset. */

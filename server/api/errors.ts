@@ -2,7 +2,7 @@
 // can match, and a message a person can act on. Anything unexpected becomes INTERNAL without details.
 import { create } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ERROR_DOMAIN, ErrorInfoSchema } from "../../common/error-info.js";
 import { DomainError, type Kind } from "../domain/errors.js";
@@ -21,6 +21,8 @@ const CODES: Record<Kind, Code> = {
   out_of_range: Code.OutOfRange,
   already_exists: Code.AlreadyExists,
   resource_exhausted: Code.ResourceExhausted,
+  unauthenticated: Code.Unauthenticated,
+  permission_denied: Code.PermissionDenied,
   internal: Code.Internal,
 };
 
@@ -55,6 +57,8 @@ export interface CallContext {
   readonly signal: AbortSignal;
   /** The time left before the caller's deadline, in ms; undefined without one. */
   timeoutMs(): number | undefined;
+  /** The call's context values: its caller (server/auth/access.ts). */
+  readonly values: ContextValues;
 }
 
 /** Wraps a unary handler so that every failure leaves as a proper ConnectError. */

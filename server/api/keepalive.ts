@@ -8,6 +8,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import { invalid } from "../domain/errors.js";
+import type { StreamBindings } from "../lease/bindings.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import type { KeepAliveRequest, KeepAliveResponseSchema, LeaseRenewalSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { AsyncQueue } from "../util/async-queue.js";
@@ -24,6 +25,8 @@ export const MAX_RENEWALS_IN_FLIGHT = 20_000;
 
 export async function* keepAlive(
   coordinator: LeaseCoordinator,
+  /** With authentication on: the leases this stream's caller may renew. */
+  bindings: StreamBindings | undefined,
   requests: AsyncIterable<KeepAliveRequest>,
   signal: AbortSignal,
   log: Logger,
@@ -35,7 +38,7 @@ export async function* keepAlive(
   let resume: (() => void) | undefined;
   const renewOne = async (leaseId: bigint): Promise<Renewal> => {
     try {
-      return { leaseId, ttl: seconds(await coordinator.renew(leaseId)) };
+      return { leaseId, ttl: seconds(await coordinator.renew(leaseId, undefined, bindings)) };
     } catch (err) {
       return { leaseId, error: toStatus(err, log) };
     }

@@ -1,16 +1,21 @@
 // LeaseService handlers: protobuf in, domain call, protobuf out.
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import type { Access } from "../auth/access.js";
 import { invalid } from "../domain/errors.js";
+import { checkResource } from "../domain/validate.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
+import { ALGORITHM } from "../tokens/signer.js";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { durationMs, seconds, tokenFromProto, tokenToProto } from "./convert.js";
 import { streaming, unary } from "./errors.js";
 import { keepAlive } from "./keepalive.js";
 
-export function leaseService(coordinator: LeaseCoordinator, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
+export function leaseService(coordinator: LeaseCoordinator, access: Access, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
   return {
     acquire: unary(async (req, ctx) => {
+      checkResource(req.resource);
+      access.authorize(ctx, "acquire", req.resource);
       const waitTimeoutMs = durationMs(req.waitTimeout, "wait_timeout");
       if (waitTimeoutMs !== undefined && waitTimeoutMs < 0) throw invalid(`wait_timeout must not be negative, got ${waitTimeoutMs / 1000}s`);
       // The call's deadline and wait_timeout both bound the wait; the earlier one ends it.
@@ -23,26 +28,39 @@ export function leaseService(coordinator: LeaseCoordinator, log: Logger): Partia
           wait: req.wait,
           waitUntil: limits.length ? Date.now() + Math.min(...limits) : undefined,
           sessionId: req.sessionId,
+          principal: access.owner(ctx),
         },
         ctx.signal,
       );
       return { token: tokenToProto(grant.token), ttl: grant.ttlSeconds !== undefined ? seconds(grant.ttlSeconds) : undefined };
     }),
 
-    keepAlive: streaming((requests, ctx) => keepAlive(coordinator, requests, ctx.signal, log)),
+    keepAlive: streaming((requests, ctx) => {
+      const owner = access.owner(ctx);
+      return keepAlive(coordinator, owner !== undefined ? coordinator.streamBindings(owner) : undefined, requests, ctx.signal, log);
+    }),
 
-    renew: unary(async (req) => ({ ttl: seconds(await coordinator.renew(req.leaseId)) })),
+    renew: unary(async (req, ctx) => ({ ttl: seconds(await coordinator.renew(req.leaseId, access.owner(ctx))) })),
 
-    release: unary(async (req) => {
-      await coordinator.release(tokenFromProto(req.token));
+    release: unary(async (req, ctx) => {
+      // Releasing is part of acquiring: the same verb. An admin of the resource may release anyone's.
+      const token = tokenFromProto(req.token);
+      if (token) {
+        checkResource(token.resource, "token.resource");
+        access.authorize(ctx, "acquire", token.resource);
+      }
+      await coordinator.release(token, token ? access.ownerUnlessAdmin(ctx, token.resource) : undefined);
       return {};
     }),
 
-    describe: unary(async (req) => {
+    describe: unary(async (req, ctx) => {
+      checkResource(req.resource);
+      access.authorize(ctx, "observe", req.resource);
       const d = await coordinator.describe(req.resource);
       return {
         held: d.held,
         holder: d.holder ?? "",
+        holderPrincipal: d.holderPrincipal ?? "",
         token: d.token ? tokenToProto(d.token) : undefined,
         ttl: d.ttlSeconds !== undefined ? seconds(d.ttlSeconds) : undefined,
         waiters: d.waiters,
@@ -52,19 +70,31 @@ export function leaseService(coordinator: LeaseCoordinator, log: Logger): Partia
     }),
 
     observe: streaming(async function* (req, ctx) {
+      checkResource(req.resource);
+      access.authorize(ctx, "observe", req.resource);
       for await (const o of coordinator.observe(req.resource, ctx.signal)) {
-        yield { held: o.held, holder: o.holder ?? "", token: o.token ? tokenToProto(o.token) : undefined, revision: o.revision };
+        yield {
+          held: o.held,
+          holder: o.holder ?? "",
+          holderPrincipal: o.holderPrincipal ?? "",
+          token: o.token ? tokenToProto(o.token) : undefined,
+          revision: o.revision,
+        };
       }
     }),
 
-    openSession: unary(async (req) => {
-      const s = await coordinator.openSession(durationMs(req.ttl, "ttl"), req.holder);
+    openSession: unary(async (req, ctx) => {
+      const s = await coordinator.openSession(durationMs(req.ttl, "ttl"), req.holder, access.owner(ctx));
       return { sessionId: s.sessionId, ttl: seconds(s.ttlSeconds) };
     }),
 
-    closeSession: unary(async (req) => {
-      await coordinator.closeSession(req.sessionId);
+    closeSession: unary(async (req, ctx) => {
+      await coordinator.closeSession(req.sessionId, access.owner(ctx));
       return {};
     }),
+
+    listTokenKeys: unary(async () => ({
+      keys: (await coordinator.tokenKeys()).map((k) => ({ keyId: k.keyId, algorithm: ALGORITHM, publicKey: k.raw })),
+    })),
   };
 }

@@ -1,13 +1,18 @@
 // FencedStoreService handlers: protobuf in, domain call, protobuf out.
 import type { ServiceImpl } from "@connectrpc/connect";
+import type { Access, HasValues } from "../auth/access.js";
 import { invalid } from "../domain/errors.js";
+import { checkResource } from "../domain/validate.js";
 import { FencedStoreService, type Mutation as ProtoMutation } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import type { Commit, FencedStore, Mutation, StoreOp } from "../store/fenced-store.js";
 import { fenceModeFromProto, tokenFromProto } from "./convert.js";
 import { unary } from "./errors.js";
 
-function mutation(resource: string, m: ProtoMutation | undefined, ops: StoreOp[]): Mutation {
+function mutation(resource: string, m: ProtoMutation | undefined, ops: StoreOp[], access: Access, ctx: HasValues): Mutation {
+  checkResource(resource);
+  access.authorize(ctx, "write", resource);
   return {
+    principal: access.ownerUnlessAdmin(ctx, resource),
     resource,
     token: tokenFromProto(m?.token),
     mode: fenceModeFromProto(m?.mode ?? 0),
@@ -18,17 +23,21 @@ function mutation(resource: string, m: ProtoMutation | undefined, ops: StoreOp[]
 
 const commit = (c: Commit) => ({ commit: { revision: c.revision, fence: c.fence, replayed: c.replayed } });
 
-export function storeService(store: FencedStore): Partial<ServiceImpl<typeof FencedStoreService>> {
+export function storeService(store: FencedStore, access: Access): Partial<ServiceImpl<typeof FencedStoreService>> {
+  const reading = (ctx: HasValues, resource: string) => {
+    checkResource(resource);
+    access.authorize(ctx, "read", resource);
+  };
   return {
-    put: unary(async (req) =>
-      commit(await store.mutate(mutation(req.resource, req.mutation, [{ kind: "put", key: req.key, value: req.value }]), "put")),
+    put: unary(async (req, ctx) =>
+      commit(await store.mutate(mutation(req.resource, req.mutation, [{ kind: "put", key: req.key, value: req.value }], access, ctx), "put")),
     ),
 
-    delete: unary(async (req) =>
-      commit(await store.mutate(mutation(req.resource, req.mutation, [{ kind: "delete", key: req.key }]), "delete")),
+    delete: unary(async (req, ctx) =>
+      commit(await store.mutate(mutation(req.resource, req.mutation, [{ kind: "delete", key: req.key }], access, ctx), "delete")),
     ),
 
-    txn: unary(async (req) => {
+    txn: unary(async (req, ctx) => {
       const ops = req.ops.map((o, i): StoreOp => {
         switch (o.op.case) {
           case "put":
@@ -39,13 +48,22 @@ export function storeService(store: FencedStore): Partial<ServiceImpl<typeof Fen
             throw invalid(`ops[${i}] sets neither put nor delete`);
         }
       });
-      return commit(await store.mutate(mutation(req.resource, req.mutation, ops), "txn"));
+      return commit(await store.mutate(mutation(req.resource, req.mutation, ops, access, ctx), "txn"));
     }),
 
-    get: unary(async (req) => store.get(req.resource, req.key)),
+    get: unary(async (req, ctx) => {
+      reading(ctx, req.resource);
+      return store.get(req.resource, req.key);
+    }),
 
-    range: unary(async (req) => store.range(req)),
+    range: unary(async (req, ctx) => {
+      reading(ctx, req.resource);
+      return store.range(req);
+    }),
 
-    getFence: unary(async (req) => store.getFence(req.resource)),
+    getFence: unary(async (req, ctx) => {
+      reading(ctx, req.resource);
+      return store.getFence(req.resource);
+    }),
   };
 }

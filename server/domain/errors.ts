@@ -12,7 +12,11 @@ export type Reason =
   | "IDEMPOTENCY_KEY_REUSED"
   | "ETCD_UNAVAILABLE"
   | "ALREADY_ACQUIRED"
-  | "REVISION_COMPACTED";
+  | "REVISION_COMPACTED"
+  | "UNAUTHENTICATED"
+  | "PERMISSION_DENIED"
+  | "NOT_HOLDER"
+  | "TOKEN_SIGNATURE_INVALID";
 
 export type Kind =
   | "invalid_argument"
@@ -25,6 +29,8 @@ export type Kind =
   | "out_of_range"
   | "already_exists"
   | "resource_exhausted"
+  | "unauthenticated"
+  | "permission_denied"
   | "internal";
 
 export class DomainError extends Error {
@@ -57,4 +63,17 @@ export const leaseNotFound = (leaseId: bigint) =>
     `lease ${leaseId} is not held: it expired, was released, or never existed; acquire the resource again for a new token`,
     "LEASE_NOT_FOUND",
     { lease_id: String(leaseId) },
+  );
+
+/**
+ * The lease (or session, or token) was acquired by another principal. Its owner is named: Describe shows
+ * it to anyone allowed to observe the resource anyway.
+ */
+export const notHolder = (what: string, owner: string, caller: string, metadata: Record<string, string>) =>
+  new DomainError(
+    "permission_denied",
+    `${what} belongs to "${owner}", not to "${caller}": only the principal that acquired it may use it ` +
+      "(an admin of the resource may also release it and write under its token)",
+    "NOT_HOLDER",
+    { ...metadata, principal: caller },
   );

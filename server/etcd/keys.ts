@@ -15,6 +15,12 @@
 // and, for all resources:
 //   P i/<sha-256 of the idempotency key, hex>   idempotency records, on shared leases of 24 h and more
 //   P s/<lease id, 16 hex digits>                one key per session, attached to the session's lease
+//   P k/signing                                  the key that signs new tokens (its id, and the private key)
+//   P k/public/<key id>                          every signing key's public key, raw: kept, so that tokens
+//                                                signed before a rotation still verify
+//   P b/<lease id, 16 hex digits>                with authentication on: the principal that owns the lease
+//                                                (an acquisition's or a session's), attached to it; its
+//                                                value is the principal's name, compared byte for byte
 //
 // Only a grant writes an owner key, and only the first in line is granted: a line key whose Acquire
 // went away (a waiter cut off while etcd was down) can block the line until its lease ends, but it
@@ -75,6 +81,22 @@ export class KeyLayout {
   sessionKey(sessionId: bigint): Buffer {
     return Buffer.from(`${this.prefix}s/${hex16(sessionId)}`);
   }
+
+  signingKey(): Buffer {
+    return Buffer.from(`${this.prefix}k/signing`);
+  }
+
+  publicKeyPrefix(): Buffer {
+    return Buffer.from(`${this.prefix}k/public/`);
+  }
+
+  publicKey(keyId: string): Buffer {
+    return Buffer.from(`${this.prefix}k/public/${keyId}`);
+  }
+
+  bindingKey(leaseId: bigint): Buffer {
+    return Buffer.from(`${this.prefix}b/${hex16(leaseId)}`);
+  }
 }
 
 const hex16 = (id: bigint) => id.toString(16).padStart(16, "0");
@@ -115,19 +137,27 @@ export function encodeHolder(e: HolderEntry): Buffer {
  * An owner key's value: the holder label, and the nonce of the Acquire that wrote it, so that a call
  * that cannot tell whether its grant committed can remove exactly its own owner key later.
  */
-export function encodeOwner(e: HolderEntry & { nonce: string }): Buffer {
-  return Buffer.from(JSON.stringify({ holder: e.holder, nonce: e.nonce }));
+export function encodeOwner(e: HolderEntry & { nonce: string; principal?: string }): Buffer {
+  return Buffer.from(JSON.stringify(e.principal ? { holder: e.holder, nonce: e.nonce, principal: e.principal } : { holder: e.holder, nonce: e.nonce }));
 }
 
 /** The holder of an owner key, as a token's parts: its generation is the key's create revision. */
 export interface Owner {
   holder: string;
+  /** The authenticated principal that acquired it; "" without authentication. */
+  principal: string;
   generation: bigint;
   leaseId: bigint;
 }
 
 export function decodeOwner(kv: IKeyValue): Owner {
-  return { holder: decodeHolder(kv.value).holder, generation: BigInt(kv.create_revision), leaseId: BigInt(kv.lease) };
+  let v: { holder?: unknown; principal?: unknown } = {};
+  try {
+    v = JSON.parse(kv.value.toString());
+  } catch {
+    // A key written by something else than fencekeeper: no holder label or principal to show.
+  }
+  return { holder: String(v.holder ?? ""), principal: String(v.principal ?? ""), generation: BigInt(kv.create_revision), leaseId: BigInt(kv.lease) };
 }
 
 export function decodeHolder(value: Buffer): HolderEntry {
@@ -167,6 +197,35 @@ export function holds(keys: KeyLayout, token: { resource: string; generation: bi
 /** Whether an owner key as read is the token's: the same test as holds(), on what was read. */
 export function isHeldBy(owner: IKeyValue | undefined, token: { generation: bigint; leaseId: bigint }): boolean {
   return owner !== undefined && BigInt(owner.create_revision) === token.generation && BigInt(owner.lease) === token.leaseId;
+}
+
+/** The signing key's value: its id and its PKCS #8 private key. */
+export interface SigningKeyRecord {
+  keyId: string;
+  pkcs8: Buffer;
+}
+
+export function encodeSigningKey(r: SigningKeyRecord): Buffer {
+  return Buffer.from(JSON.stringify({ keyId: r.keyId, pkcs8: r.pkcs8.toString("base64") }));
+}
+
+export function decodeSigningKey(kv: IKeyValue): SigningKeyRecord {
+  const v = JSON.parse(kv.value.toString()) as { keyId: string; pkcs8: string };
+  return { keyId: v.keyId, pkcs8: Buffer.from(v.pkcs8, "base64") };
+}
+
+/** A binding's value: the principal's name, exactly, so that a transaction can compare it. */
+export function encodeBinding(principal: string): Buffer {
+  return Buffer.from(principal, "utf8");
+}
+
+export function decodeBinding(kv: IKeyValue | undefined): string | undefined {
+  return kv?.value.toString("utf8");
+}
+
+/** The lease is bound to the principal: the comparison a bound operation adds to its transaction. */
+export function boundTo(keys: KeyLayout, leaseId: bigint, principal: string): ICompare {
+  return cmp.valueIs(keys.bindingKey(leaseId), encodeBinding(principal));
 }
 
 /** An idempotency record: what a mutation with an idempotency key did. */

@@ -13,12 +13,12 @@
 // a place held on it would outlive a call that died with its server).
 import { randomBytes } from "node:crypto";
 import type { IKeyValue, IRangeResponse } from "etcd3";
-import { DomainError, leaseNotFound } from "../domain/errors.js";
+import { DomainError, leaseNotFound, notHolder } from "../domain/errors.js";
 import type { Limits } from "../domain/limits.js";
 import type { Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, ttlSeconds } from "../domain/validate.js";
 import type { Committer, Outcome } from "../etcd/committer.js";
-import { decodeOwner, encodeGeneration, encodeHolder, encodeOwner, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
+import { decodeBinding, decodeOwner, encodeBinding, encodeGeneration, encodeHolder, encodeOwner, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
 import type { Leases } from "../etcd/leases.js";
 import { cmp, op } from "../etcd/ops.js";
 import { prefixRange, type Reader, type Watch } from "../etcd/reader.js";
@@ -34,6 +34,8 @@ export interface AcquireParams {
   waitUntil?: number;
   /** Acquire on this session instead of on a lease of its own. */
   sessionId?: bigint;
+  /** With authentication on, the caller: the acquisition's lease is bound to it (or, on a session, the session must be). */
+  principal?: string;
 }
 
 export interface Grant {
@@ -62,6 +64,8 @@ export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSig
     if (p.ttlMs !== undefined) throw new DomainError("invalid_argument", "ttl must be unset with session_id: an acquisition on a session lasts as long as the session");
   }
   const ttl = onSession ? 0 : ttlSeconds(p.ttlMs, d.limits);
+  // A session's owner never changes while it lives, so reading it once before acquiring on it is exact.
+  if (onSession && p.principal !== undefined) await checkSessionOwner(d, p.sessionId!, p.principal);
   const lease = onSession ? { id: p.sessionId!, ttlSeconds: 0 } : await d.leases.grant(ttl);
   return new Acquisition(d, p, lease, onSession, signal).run();
 }
@@ -91,7 +95,7 @@ class Acquisition {
     this.ownerKey = d.keys.ownerKey(p.resource);
     this.linePrefix = d.keys.queuePrefix(p.resource);
     this.lineKey = Buffer.concat([d.keys.queueKey(p.resource, lease.id), Buffer.from(this.nonce)]);
-    this.ownerValue = encodeOwner({ holder: p.holder, nonce: this.nonce });
+    this.ownerValue = encodeOwner({ holder: p.holder, nonce: this.nonce, principal: p.principal });
     if (onSession) this.sessionKey = d.keys.sessionKey(lease.id);
   }
 
@@ -158,11 +162,13 @@ class Acquisition {
     const sessionChecks = this.sessionKey ? [cmp.exists(this.sessionKey)] : [];
     const joinNow = p.wait && !this.onSession;
     const reads = [op.get(this.ownerKey), ...(this.sessionKey ? [op.get(this.sessionKey), op.range(this.sessionPlaces({ count_only: true }))] : [])];
+    // A lease of its own is bound to the caller by the first transaction that puts a key on it.
+    const bind = p.principal !== undefined && !this.onSession ? [op.put(this.keys.bindingKey(this.lease.id), encodeBinding(p.principal), this.lease.id)] : [];
     this.maybeGranted = true;
     const res = await this.d.committer.commit("acquire", {
       compare: [cmp.rangeEmpty(this.linePrefix, prefixEnd(this.linePrefix)), cmp.createdAt(this.ownerKey, 0n), ...sessionChecks],
-      success: this.grantWrites(),
-      failure: joinNow ? [op.range(this.lastInLine()), ...reads, op.put(this.lineKey, encodeHolder(p), this.lease.id)] : reads,
+      success: [...this.grantWrites(), ...bind],
+      failure: joinNow ? [op.range(this.lastInLine()), ...reads, op.put(this.lineKey, encodeHolder(p), this.lease.id), ...bind] : reads,
     });
     if (res.succeeded) return res.revision;
     this.maybeGranted = false;
@@ -314,6 +320,14 @@ class Acquisition {
   }
 }
 
+/** Refuses an acquisition on a session that another principal opened. */
+async function checkSessionOwner(d: AcquireDeps, sessionId: bigint, principal: string): Promise<void> {
+  const found = await d.reader.range("acquire", { key: d.keys.bindingKey(sessionId) });
+  const owner = decodeBinding(found.kvs[0]);
+  if (owner === undefined) throw sessionGone(sessionId);
+  if (owner !== principal) throw notHolder(`session ${sessionId}`, owner, principal, { lease_id: String(sessionId) });
+}
+
 function held(resource: string, owner: Owner | undefined): DomainError {
   if (!owner) {
     return new DomainError(
@@ -328,7 +342,7 @@ function held(resource: string, owner: Owner | undefined): DomainError {
     `"${resource}" is held by ${owner.holder ? `"${owner.holder}"` : "another holder"} (generation ${owner.generation}); ` +
       "acquire with wait set to queue for it",
     "RESOURCE_HELD",
-    { resource, holder: owner.holder, generation: String(owner.generation), lease_id: String(owner.leaseId) },
+    { resource, holder: owner.holder, generation: String(owner.generation), lease_id: String(owner.leaseId), ...(owner.principal ? { holder_principal: owner.principal } : {}) },
     { resource, generation: owner.generation, leaseId: owner.leaseId },
   );
 }

@@ -3,10 +3,13 @@
 import { DomainError, leaseNotFound } from "../domain/errors.js";
 import type { Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../domain/validate.js";
-import { decodeGeneration, decodeOwner, encodeHolder, holds, lastIssuedOf } from "../etcd/keys.js";
+import { decodeGeneration, decodeOwner, encodeBinding, encodeHolder, holds, lastIssuedOf } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
 import { prefixRange } from "../etcd/reader.js";
 import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acquisition.js";
+import type { TokenChecks } from "../tokens/checks.js";
+import type { TokenSigner } from "../tokens/signer.js";
+import { checkBound, StreamBindings } from "./bindings.js";
 import { observe, type Ownership } from "./observe.js";
 
 export type { AcquireParams, Grant, Ownership };
@@ -14,6 +17,8 @@ export type { AcquireParams, Grant, Ownership };
 export interface Description {
   held: boolean;
   holder?: string;
+  /** The principal that acquired it, with authentication on. */
+  holderPrincipal?: string;
   token?: Token;
   ttlSeconds?: number;
   waiters: number;
@@ -21,25 +26,69 @@ export interface Description {
   lastIssued: bigint;
 }
 
-export class LeaseCoordinator {
-  constructor(private readonly d: AcquireDeps) {}
+export interface CoordinatorDeps extends AcquireDeps {
+  signer: TokenSigner;
+  tokens: TokenChecks;
+}
 
-  acquire(p: AcquireParams, signal: AbortSignal): Promise<Grant> {
-    return acquire(this.d, p, signal);
+export class LeaseCoordinator {
+  private readonly tokens: TokenChecks;
+
+  constructor(private readonly d: CoordinatorDeps) {
+    this.tokens = d.tokens;
   }
 
-  async renew(leaseId: bigint): Promise<number> {
+  /** Acquires, and signs the token for the principal (if any) that acquired it. */
+  async acquire(p: AcquireParams, signal: AbortSignal): Promise<Grant> {
+    // The key first: a grant whose token could not be signed would leave a holder nobody knows of.
+    await this.d.signer.ready();
+    let grant: Grant;
+    try {
+      grant = await acquire(this.d, p, signal);
+    } catch (err) {
+      // RESOURCE_HELD carries the holder's token, signed as Describe shows it.
+      if (err instanceof DomainError && err.token) {
+        const token = await this.d.signer.sign({ ...err.token, principal: err.metadata.holder_principal ?? "" });
+        throw new DomainError(err.kind, err.message, err.reason, err.metadata, token);
+      }
+      throw err;
+    }
+    return { ...grant, token: await this.d.signer.sign({ ...grant.token, principal: p.principal ?? "" }) };
+  }
+
+  /** The public keys that verify tokens, the signing one first. */
+  tokenKeys() {
+    return this.d.signer.list();
+  }
+
+  /**
+   * Renews a lease. With principal (authentication on), only a lease bound to it: an acquisition's or a
+   * session's, made by that principal. `bindings`: the stream's cache of leases already checked.
+   */
+  async renew(leaseId: bigint, principal?: string, bindings?: StreamBindings): Promise<number> {
     checkLeaseId(leaseId);
+    const checking = bindings?.check(leaseId);
+    if (checking) await checking;
+    else if (!bindings && principal !== undefined) await checkBound(this.d, leaseId, principal);
     const ttl = await this.d.leases.renew(leaseId);
     if (ttl <= 0) throw leaseNotFound(leaseId);
     return ttl;
   }
 
-  /** Gives up exactly the generation of the token, never a newer one; a session lives on. */
-  async release(token: Token | undefined): Promise<void> {
+  /** The bindings of one KeepAlive stream of this principal. */
+  streamBindings(principal: string): StreamBindings {
+    return new StreamBindings(this.d, principal);
+  }
+
+  /**
+   * Gives up exactly the generation of the token, never a newer one; a session lives on. With principal,
+   * only the principal's own token (tokens.ts: signed, and issued to it).
+   */
+  async release(token: Token | undefined, principal?: string): Promise<void> {
     const t = checkToken(token, "token");
     const { keys, committer, leases } = this.d;
     const ownerKey = keys.ownerKey(t.resource);
+    await this.tokens.check(t, principal, "token");
     const res = await committer.commit("release", {
       compare: holds(keys, t),
       success: [op.del(ownerKey), op.get(keys.sessionKey(t.leaseId))],
@@ -78,24 +127,36 @@ export class LeaseCoordinator {
     if (owner.kvs[0]) {
       const o = decodeOwner(owner.kvs[0]);
       description.holder = o.holder;
-      description.token = { resource, generation: o.generation, leaseId: o.leaseId };
-      description.ttlSeconds = Math.max(0, await leases.timeToLive(o.leaseId));
+      if (o.principal) description.holderPrincipal = o.principal;
+      // The holder's token as Acquire gave it, signature included: with authentication on, it is of no
+      // use to anyone but its principal, and without, anyone may write anyway.
+      const [token, ttl] = await Promise.all([
+        this.d.signer.sign({ resource, generation: o.generation, leaseId: o.leaseId, principal: o.principal }),
+        leases.timeToLive(o.leaseId),
+      ]);
+      description.token = token;
+      description.ttlSeconds = Math.max(0, ttl);
     }
     return description;
   }
 
-  observe(resource: string, signal: AbortSignal): AsyncGenerator<Ownership> {
-    return observe(this.d, resource, signal);
+  /** Ownership changes, each holder's token signed as Describe signs it. */
+  async *observe(resource: string, signal: AbortSignal): AsyncGenerator<Ownership> {
+    for await (const o of observe(this.d, resource, signal)) {
+      yield o.token ? { ...o, token: await this.d.signer.sign({ ...o.token, principal: o.holderPrincipal ?? "" }) } : o;
+    }
   }
 
   /** A session: one lease that many acquisitions share, marked as a session by a key on it. */
-  async openSession(ttlMs: number | undefined, holder: string): Promise<{ sessionId: bigint; ttlSeconds: number }> {
+  async openSession(ttlMs: number | undefined, holder: string, principal?: string): Promise<{ sessionId: bigint; ttlSeconds: number }> {
     checkHolder(holder);
     const ttl = ttlSeconds(ttlMs, this.d.limits);
     const { keys, committer, leases } = this.d;
     const lease = await leases.grant(ttl);
     try {
-      await committer.commit("open session", { compare: [], success: [op.put(keys.sessionKey(lease.id), encodeHolder({ holder }), lease.id)], failure: [] });
+      const session = op.put(keys.sessionKey(lease.id), encodeHolder({ holder }), lease.id);
+      const bind = principal !== undefined ? [op.put(keys.bindingKey(lease.id), encodeBinding(principal), lease.id)] : [];
+      await committer.commit("open session", { compare: [], success: [session, ...bind], failure: [] });
     } catch (err) {
       leases.revokeEventually(lease.id);
       throw err;
@@ -104,9 +165,10 @@ export class LeaseCoordinator {
   }
 
   /** Ends a session: every acquisition on it is released at once, with its lease. */
-  async closeSession(sessionId: bigint): Promise<void> {
+  async closeSession(sessionId: bigint, principal?: string): Promise<void> {
     checkLeaseId(sessionId, "session_id");
     const { keys, reader, leases } = this.d;
+    if (principal !== undefined) await checkBound(this.d, sessionId, principal, "session");
     const found = await reader.range("close session", { key: keys.sessionKey(sessionId), count_only: true });
     if (Number(found.count) === 0 || !(await leases.revoke(sessionId))) {
       throw new DomainError(

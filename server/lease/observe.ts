@@ -12,6 +12,8 @@ import type { AcquireDeps } from "./acquisition.js";
 export interface Ownership {
   held: boolean;
   holder?: string;
+  /** The principal that acquired it, with authentication on. */
+  holderPrincipal?: string;
   token?: Token;
   /** The etcd revision at which this state took effect. */
   revision: bigint;
@@ -53,6 +55,6 @@ export async function* observe(d: AcquireDeps, resource: string, signal: AbortSi
 
 function ownership(resource: string, owner: Owner | undefined, revision: bigint): Ownership {
   return owner
-    ? { held: true, holder: owner.holder, token: { resource, generation: owner.generation, leaseId: owner.leaseId }, revision }
+    ? { held: true, holder: owner.holder, holderPrincipal: owner.principal, token: { resource, generation: owner.generation, leaseId: owner.leaseId }, revision }
     : { held: false, revision };
 }

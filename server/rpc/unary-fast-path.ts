@@ -14,11 +14,13 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { create, fromBinary, fromJson, toBinary, toJsonString, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, type ContextValues } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { toConnectError, type CallContext } from "../api/errors.js";
+import { CALLER } from "../auth/access.js";
+import type { Authenticator } from "../auth/authenticator.js";
 import { invalid } from "../domain/errors.js";
 import type { InFlightCalls } from "../lifecycle/in-flight.js";
 import type { CallObserver, CallWatch } from "../observability/call-observer.js";
@@ -54,6 +56,8 @@ export interface FastPathOptions {
   calls: InFlightCalls;
   /** Requests larger than this are refused with RESOURCE_EXHAUSTED. */
   readMaxBytes: number;
+  /** Set when authentication is on: every call's caller, before its message is read. */
+  authenticator?: Authenticator;
 }
 
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -120,6 +124,7 @@ class Call implements CallContext {
   private controller?: AbortController;
   private stopped?: ConnectError;
   private onStop?: (err: ConnectError) => void;
+  readonly values: ContextValues = createContextValues();
   /** Settles with the reason the call was stopped (the caller left, the deadline, the shutdown). */
   readonly stop: Promise<never>;
 
@@ -165,10 +170,14 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
         ? parseGrpcTimeout(header(req, "grpc-timeout"), MAX_TIMEOUT_MS)
         : parseConnectTimeout(header(req, "connect-timeout-ms"), MAX_TIMEOUT_MS);
     if (timeout.error) throw timeout.error;
+    // Credentials first: an unauthenticated caller's message is not even read.
+    const caller = o.authenticator ? o.authenticator.authenticate(header(req, "authorization") ?? undefined, req.socket) : undefined;
+    const principal = caller instanceof Promise ? await caller : caller;
     const body = await readBody(req, o.readMaxBytes);
     const message = decode(route, protocol, body);
     watch = o.observer({ method: route.method, requestId, request: message });
     call = new Call(timeout.timeoutMs !== undefined ? Date.now() + timeout.timeoutMs : undefined);
+    if (principal) call.values.set(CALLER, principal);
     if (gone(res)) onClose();
     if (timeout.timeoutMs !== undefined) {
       const c = call;

@@ -10,15 +10,26 @@
 // Mutations of one resource under one token (without idempotency keys) share their compares and their
 // fence write, so the committer can commit many of them in one inner transaction.
 import type { IKeyValue, IRequestOp } from "etcd3";
-import { DomainError, invalid } from "../domain/errors.js";
+import { DomainError, invalid, notHolder } from "../domain/errors.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } from "../domain/limits.js";
 import type { FenceMode, Token } from "../domain/token.js";
 import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../domain/validate.js";
 import type { Committer, Guard } from "../etcd/committer.js";
 import { EtcdLeaseNotFound, EtcdResponseTooLarge } from "../etcd/errors.js";
-import { decodeGeneration, decodeRecord, encodeGeneration, encodeRecord, fenceCompares, isHeldBy, lastIssuedOf, prefixEnd, type KeyLayout } from "../etcd/keys.js";
+import {
+  decodeGeneration,
+  decodeRecord,
+  encodeGeneration,
+  encodeRecord,
+  fenceCompares,
+  isHeldBy,
+  lastIssuedOf,
+  prefixEnd,
+  type KeyLayout,
+} from "../etcd/keys.js";
 import { cmp, op } from "../etcd/ops.js";
 import type { Reader } from "../etcd/reader.js";
+import type { TokenChecks } from "../tokens/checks.js";
 import { fingerprintOf, hashKey, type IdempotencyLeases } from "./idempotency.js";
 import { decodePageToken, encodePageToken, fitting } from "./paging.js";
 
@@ -31,6 +42,11 @@ export interface Mutation {
   mode: FenceMode;
   idempotencyKey: string;
   ops: StoreOp[];
+  /**
+   * With authentication on, the caller, unless it administers the resource: the token (signed, so its
+   * principal is the one that acquired it) must be this principal's.
+   */
+  principal?: string;
 }
 
 export interface Commit {
@@ -53,6 +69,7 @@ export interface Page {
 
 export interface StoreDeps {
   keys: KeyLayout;
+  tokens: TokenChecks;
   committer: Committer;
   reader: Reader;
   idempotency: IdempotencyLeases;
@@ -64,6 +81,7 @@ export class FencedStore {
 
   async mutate(m: Mutation, what: "put" | "delete" | "txn"): Promise<Commit> {
     const token = this.check(m, what);
+    await this.d.tokens.check(token, m.principal);
     if (!m.idempotencyKey) return this.commitMutation(m, token, what);
     // Only a mutation with an idempotency key needs its fingerprint: it hashes every value.
     const record = { key: this.d.keys.idempotencyKey(hashKey(m.idempotencyKey)), fingerprint: fingerprintOf(m, token) };
@@ -191,6 +209,7 @@ export class FencedStore {
     const compare = fenceCompares(keys, token, live);
     const failure: IRequestOp[] = [op.get(issuedKey), op.get(fenceKey)];
     if (live) failure.push(op.get(ownerKey));
+
     const own: IRequestOp[] = m.ops.map((o) =>
       o.kind === "put" ? op.put(keys.dataKey(m.resource, o.key), Buffer.from(o.value)) : op.del(keys.dataKey(m.resource, o.key)),
     );

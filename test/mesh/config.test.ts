@@ -37,6 +37,12 @@ const cases = (certs: Certs): Case[] => [
   { what: "a key file that holds no key", args: ["--tls-cert", certs.serverCert, "--tls-key", certs.ca], names: ["--tls-key"] },
   { what: "etcd TLS files with http:// endpoints", args: ["--etcd-ca", certs.ca], names: ["--etcd-ca", "https://"] },
   { what: "an etcd client certificate without its key", args: ["--etcd", "https://127.0.0.1:9", "--etcd-cert", certs.clientCert], names: ["--etcd-key"] },
+  { what: "an address beyond loopback without authentication", args: ["--listen", "0.0.0.0:0"], names: ["--listen", "--allow-unauthenticated", "--jwt-keys", "--tls-client-ca"] },
+  { what: "a policy without authentication", args: ["--policy", certs.ca], names: ["--policy", "--jwt-keys", "--tls-client-ca"] },
+  { what: "JWT keys without an issuer", args: ["--jwt-keys", certs.ca, "--jwt-audience", "fencekeeper"], names: ["--jwt-keys", "--jwt-issuer"] },
+  { what: "JWT keys without an audience", args: ["--jwt-keys", certs.ca, "--jwt-issuer", "https://issuer.example"], names: ["--jwt-audience"] },
+  { what: "a JWT issuer without keys", args: ["--jwt-issuer", "https://issuer.example"], names: ["--jwt-issuer", "--jwt-keys"] },
+  { what: "a JWT key file that does not exist", args: ["--jwt-keys", "/nonexistent/jwt.pem"], names: ["--jwt-keys", "/nonexistent/jwt.pem"] },
   { what: "the metrics address equal to the listen address", args: ["--listen", "127.0.0.1:50999", "--metrics-listen", "127.0.0.1:50999"], names: ["--metrics-listen", "--listen"] },
 ];
 

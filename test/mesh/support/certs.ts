@@ -1,7 +1,7 @@
 // A throwaway PKI for TLS tests, made with the openssl command: a CA, a server certificate for
 // 127.0.0.1 and localhost, and a client certificate; plus a second CA that signed nothing we trust.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -45,4 +45,26 @@ export function makeCerts(): Certs {
     strangerKey: at("stranger.key"),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+export interface ClientCert {
+  cert: string;
+  key: string;
+}
+
+/**
+ * Another client certificate from the test CA of `certs`, for a caller with its own identity: a subject CN and,
+ * optionally, a URI SAN (a SPIFFE id such as spiffe://example.org/alice). Its files live in certs.dir, so
+ * certs.remove() removes them too; `name` names the files and must be new.
+ */
+export function clientCertFor(certs: Certs, name: string, o: { cn: string; uri?: string }): ClientCert {
+  if (!/^[\w-]+$/.test(name) || existsSync(join(certs.dir, `${name}.pem`))) {
+    throw new Error(`clientCertFor: "${name}" must be a new file name (letters, digits, _ and -)`);
+  }
+  const at = (file: string) => join(certs.dir, file);
+  const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: certs.dir, stdio: ["ignore", "ignore", "pipe"] });
+  writeFileSync(at(`${name}.ext`), `${o.uri ? `subjectAltName=URI:${o.uri}\n` : ""}extendedKeyUsage=clientAuth\n`);
+  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", at(`${name}.key`), "-out", at(`${name}.csr`), "-subj", `/CN=${o.cn}`);
+  openssl("x509", "-req", "-in", at(`${name}.csr`), "-CA", certs.ca, "-CAkey", at("ca.key"), "-CAcreateserial", "-out", at(`${name}.pem`), "-days", "2", "-extfile", at(`${name}.ext`));
+  return { cert: at(`${name}.pem`), key: at(`${name}.key`) };
 }

@@ -58,21 +58,40 @@ const (
 	// FAILED_PRECONDITION: a page token reads a snapshot that etcd has compacted away. Start the listing
 	// again without a page token. Metadata: "revision" (the snapshot's).
 	ErrorReason_REVISION_COMPACTED ErrorReason = 9
+	// UNAUTHENTICATED: the server requires credentials (a client certificate, or a bearer JWT) and the call
+	// had none, or bad ones; the message says what was expected. Metadata: "expected".
+	ErrorReason_UNAUTHENTICATED ErrorReason = 10
+	// PERMISSION_DENIED: no rule of the server's authorization policy grants the caller this verb on the
+	// resource. Metadata: "principal", "verb", "resource".
+	ErrorReason_PERMISSION_DENIED ErrorReason = 11
+	// PERMISSION_DENIED: the lease, session or token belongs to another principal: only the principal that
+	// acquired it (or an admin of the resource, for Release and writes) may use it. Metadata: "principal"
+	// (the caller), "lease_id", and "resource" when known.
+	ErrorReason_NOT_HOLDER ErrorReason = 12
+	// INVALID_ARGUMENT: the token's signature does not verify (it was altered, or not issued by this
+	// deployment), names a key this deployment never had, or is missing where the server requires signed
+	// tokens (authentication on). Send tokens back exactly as Acquire returned them.
+	// Metadata: "resource", "key_id".
+	ErrorReason_TOKEN_SIGNATURE_INVALID ErrorReason = 13
 )
 
 // Enum value maps for ErrorReason.
 var (
 	ErrorReason_name = map[int32]string{
-		0: "ERROR_REASON_UNSPECIFIED",
-		1: "STALE_TOKEN",
-		2: "LEASE_NOT_HELD",
-		3: "GENERATION_NOT_ISSUED",
-		4: "RESOURCE_HELD",
-		5: "LEASE_NOT_FOUND",
-		6: "IDEMPOTENCY_KEY_REUSED",
-		7: "ETCD_UNAVAILABLE",
-		8: "ALREADY_ACQUIRED",
-		9: "REVISION_COMPACTED",
+		0:  "ERROR_REASON_UNSPECIFIED",
+		1:  "STALE_TOKEN",
+		2:  "LEASE_NOT_HELD",
+		3:  "GENERATION_NOT_ISSUED",
+		4:  "RESOURCE_HELD",
+		5:  "LEASE_NOT_FOUND",
+		6:  "IDEMPOTENCY_KEY_REUSED",
+		7:  "ETCD_UNAVAILABLE",
+		8:  "ALREADY_ACQUIRED",
+		9:  "REVISION_COMPACTED",
+		10: "UNAUTHENTICATED",
+		11: "PERMISSION_DENIED",
+		12: "NOT_HOLDER",
+		13: "TOKEN_SIGNATURE_INVALID",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -85,6 +104,10 @@ var (
 		"ETCD_UNAVAILABLE":         7,
 		"ALREADY_ACQUIRED":         8,
 		"REVISION_COMPACTED":       9,
+		"UNAUTHENTICATED":          10,
+		"PERMISSION_DENIED":        11,
+		"NOT_HOLDER":               12,
+		"TOKEN_SIGNATURE_INVALID":  13,
 	}
 )
 
@@ -119,7 +142,7 @@ var File_fencekeeper_v1_errors_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xf3\x01\n" +
+	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xcc\x02\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSTALE_TOKEN\x10\x01\x12\x12\n" +
@@ -130,7 +153,13 @@ const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\x16IDEMPOTENCY_KEY_REUSED\x10\x06\x12\x14\n" +
 	"\x10ETCD_UNAVAILABLE\x10\a\x12\x14\n" +
 	"\x10ALREADY_ACQUIRED\x10\b\x12\x16\n" +
-	"\x12REVISION_COMPACTED\x10\tBj\n" +
+	"\x12REVISION_COMPACTED\x10\t\x12\x13\n" +
+	"\x0fUNAUTHENTICATED\x10\n" +
+	"\x12\x15\n" +
+	"\x11PERMISSION_DENIED\x10\v\x12\x0e\n" +
+	"\n" +
+	"NOT_HOLDER\x10\f\x12\x1b\n" +
+	"\x17TOKEN_SIGNATURE_INVALID\x10\rBj\n" +
 	"\x11io.fencekeeper.v1B\vErrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
 var (

@@ -617,9 +617,14 @@ type DescribeResponse struct {
 	// The resource's fence: the greatest generation the fenced store has accepted (0 if none).
 	Fence int64 `protobuf:"varint,6,opt,name=fence,proto3" json:"fence,omitempty"`
 	// The greatest generation ever issued for this resource (0 if none).
-	LastIssued    int64 `protobuf:"varint,7,opt,name=last_issued,json=lastIssued,proto3" json:"last_issued,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LastIssued int64 `protobuf:"varint,7,opt,name=last_issued,json=lastIssued,proto3" json:"last_issued,omitempty"`
+	// The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+	// subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+	// principal (or an admin of the resource) may renew, release or write under the holder's token:
+	// knowing the token gives nobody else anything.
+	HolderPrincipal string `protobuf:"bytes,8,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -701,6 +706,13 @@ func (x *DescribeResponse) GetLastIssued() int64 {
 	return 0
 }
 
+func (x *DescribeResponse) GetHolderPrincipal() string {
+	if x != nil {
+		return x.HolderPrincipal
+	}
+	return ""
+}
+
 // The request of LeaseService.Observe.
 type ObserveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -758,9 +770,11 @@ type ObserveResponse struct {
 	// The token of the new holder, when held.
 	Token *FencingToken `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
 	// The etcd revision at which this state took effect. Strictly increasing along the stream.
-	Revision      int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revision int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+	HolderPrincipal string `protobuf:"bytes,5,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ObserveResponse) Reset() {
@@ -819,6 +833,13 @@ func (x *ObserveResponse) GetRevision() int64 {
 		return x.Revision
 	}
 	return 0
+}
+
+func (x *ObserveResponse) GetHolderPrincipal() string {
+	if x != nil {
+		return x.HolderPrincipal
+	}
+	return ""
 }
 
 // The request of LeaseService.OpenSession.
@@ -1014,6 +1035,153 @@ func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
 	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{16}
 }
 
+// The request of LeaseService.ListTokenKeys.
+type ListTokenKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokenKeysRequest) Reset() {
+	*x = ListTokenKeysRequest{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokenKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokenKeysRequest) ProtoMessage() {}
+
+func (x *ListTokenKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokenKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListTokenKeysRequest) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{17}
+}
+
+// The response of LeaseService.ListTokenKeys.
+type ListTokenKeysResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every verification key, the one signing new tokens first.
+	Keys          []*TokenKey `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokenKeysResponse) Reset() {
+	*x = ListTokenKeysResponse{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokenKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokenKeysResponse) ProtoMessage() {}
+
+func (x *ListTokenKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokenKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListTokenKeysResponse) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListTokenKeysResponse) GetKeys() []*TokenKey {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+// A public key that verifies FencingToken signatures.
+type TokenKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key's id, as FencingToken.key_id names it: the first 16 hex digits of the SHA-256 of public_key.
+	KeyId string `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// The signature algorithm: "Ed25519" (RFC 8032).
+	Algorithm string `protobuf:"bytes,2,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	// The raw public key: 32 bytes for Ed25519.
+	PublicKey     []byte `protobuf:"bytes,3,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenKey) Reset() {
+	*x = TokenKey{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenKey) ProtoMessage() {}
+
+func (x *TokenKey) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenKey.ProtoReflect.Descriptor instead.
+func (*TokenKey) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *TokenKey) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *TokenKey) GetAlgorithm() string {
+	if x != nil {
+		return x.Algorithm
+	}
+	return ""
+}
+
+func (x *TokenKey) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
 var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
@@ -1050,7 +1218,7 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n" +
 	"\x0fReleaseResponse\"-\n" +
 	"\x0fDescribeRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xf0\x01\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\x9b\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1059,14 +1227,16 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\awaiters\x18\x05 \x01(\x05R\awaiters\x12\x14\n" +
 	"\x05fence\x18\x06 \x01(\x03R\x05fence\x12\x1f\n" +
 	"\vlast_issued\x18\a \x01(\x03R\n" +
-	"lastIssued\",\n" +
+	"lastIssued\x12)\n" +
+	"\x10holder_principal\x18\b \x01(\tR\x0fholderPrincipal\",\n" +
 	"\x0eObserveRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\x8d\x01\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xb8\x01\n" +
 	"\x0fObserveResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
 	"\x05token\x18\x03 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12\x1a\n" +
-	"\brevision\x18\x04 \x01(\x03R\brevision\"Y\n" +
+	"\brevision\x18\x04 \x01(\x03R\brevision\x12)\n" +
+	"\x10holder_principal\x18\x05 \x01(\tR\x0fholderPrincipal\"Y\n" +
 	"\x12OpenSessionRequest\x12+\n" +
 	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\"a\n" +
@@ -1077,7 +1247,15 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x03R\tsessionId\"\x16\n" +
-	"\x14CloseSessionResponse2\x92\x05\n" +
+	"\x14CloseSessionResponse\"\x16\n" +
+	"\x14ListTokenKeysRequest\"E\n" +
+	"\x15ListTokenKeysResponse\x12,\n" +
+	"\x04keys\x18\x01 \x03(\v2\x18.fencekeeper.v1.TokenKeyR\x04keys\"^\n" +
+	"\bTokenKey\x12\x15\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1c\n" +
+	"\talgorithm\x18\x02 \x01(\tR\talgorithm\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x03 \x01(\fR\tpublicKey2\xf0\x05\n" +
 	"\fLeaseService\x12J\n" +
 	"\aAcquire\x12\x1e.fencekeeper.v1.AcquireRequest\x1a\x1f.fencekeeper.v1.AcquireResponse\x12T\n" +
 	"\tKeepAlive\x12 .fencekeeper.v1.KeepAliveRequest\x1a!.fencekeeper.v1.KeepAliveResponse(\x010\x01\x12D\n" +
@@ -1086,7 +1264,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\bDescribe\x12\x1f.fencekeeper.v1.DescribeRequest\x1a .fencekeeper.v1.DescribeResponse\x12L\n" +
 	"\aObserve\x12\x1e.fencekeeper.v1.ObserveRequest\x1a\x1f.fencekeeper.v1.ObserveResponse0\x01\x12V\n" +
 	"\vOpenSession\x12\".fencekeeper.v1.OpenSessionRequest\x1a#.fencekeeper.v1.OpenSessionResponse\x12Y\n" +
-	"\fCloseSession\x12#.fencekeeper.v1.CloseSessionRequest\x1a$.fencekeeper.v1.CloseSessionResponseBi\n" +
+	"\fCloseSession\x12#.fencekeeper.v1.CloseSessionRequest\x1a$.fencekeeper.v1.CloseSessionResponse\x12\\\n" +
+	"\rListTokenKeys\x12$.fencekeeper.v1.ListTokenKeysRequest\x1a%.fencekeeper.v1.ListTokenKeysResponseBi\n" +
 	"\x11io.fencekeeper.v1B\n" +
 	"LeaseProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
@@ -1102,67 +1281,73 @@ func file_fencekeeper_v1_lease_proto_rawDescGZIP() []byte {
 	return file_fencekeeper_v1_lease_proto_rawDescData
 }
 
-var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_fencekeeper_v1_lease_proto_goTypes = []any{
-	(*AcquireRequest)(nil),       // 0: fencekeeper.v1.AcquireRequest
-	(*AcquireResponse)(nil),      // 1: fencekeeper.v1.AcquireResponse
-	(*KeepAliveRequest)(nil),     // 2: fencekeeper.v1.KeepAliveRequest
-	(*KeepAliveResponse)(nil),    // 3: fencekeeper.v1.KeepAliveResponse
-	(*LeaseRenewal)(nil),         // 4: fencekeeper.v1.LeaseRenewal
-	(*RenewRequest)(nil),         // 5: fencekeeper.v1.RenewRequest
-	(*RenewResponse)(nil),        // 6: fencekeeper.v1.RenewResponse
-	(*ReleaseRequest)(nil),       // 7: fencekeeper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),      // 8: fencekeeper.v1.ReleaseResponse
-	(*DescribeRequest)(nil),      // 9: fencekeeper.v1.DescribeRequest
-	(*DescribeResponse)(nil),     // 10: fencekeeper.v1.DescribeResponse
-	(*ObserveRequest)(nil),       // 11: fencekeeper.v1.ObserveRequest
-	(*ObserveResponse)(nil),      // 12: fencekeeper.v1.ObserveResponse
-	(*OpenSessionRequest)(nil),   // 13: fencekeeper.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),  // 14: fencekeeper.v1.OpenSessionResponse
-	(*CloseSessionRequest)(nil),  // 15: fencekeeper.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil), // 16: fencekeeper.v1.CloseSessionResponse
-	(*durationpb.Duration)(nil),  // 17: google.protobuf.Duration
-	(*FencingToken)(nil),         // 18: fencekeeper.v1.FencingToken
-	(*status.Status)(nil),        // 19: google.rpc.Status
+	(*AcquireRequest)(nil),        // 0: fencekeeper.v1.AcquireRequest
+	(*AcquireResponse)(nil),       // 1: fencekeeper.v1.AcquireResponse
+	(*KeepAliveRequest)(nil),      // 2: fencekeeper.v1.KeepAliveRequest
+	(*KeepAliveResponse)(nil),     // 3: fencekeeper.v1.KeepAliveResponse
+	(*LeaseRenewal)(nil),          // 4: fencekeeper.v1.LeaseRenewal
+	(*RenewRequest)(nil),          // 5: fencekeeper.v1.RenewRequest
+	(*RenewResponse)(nil),         // 6: fencekeeper.v1.RenewResponse
+	(*ReleaseRequest)(nil),        // 7: fencekeeper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),       // 8: fencekeeper.v1.ReleaseResponse
+	(*DescribeRequest)(nil),       // 9: fencekeeper.v1.DescribeRequest
+	(*DescribeResponse)(nil),      // 10: fencekeeper.v1.DescribeResponse
+	(*ObserveRequest)(nil),        // 11: fencekeeper.v1.ObserveRequest
+	(*ObserveResponse)(nil),       // 12: fencekeeper.v1.ObserveResponse
+	(*OpenSessionRequest)(nil),    // 13: fencekeeper.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),   // 14: fencekeeper.v1.OpenSessionResponse
+	(*CloseSessionRequest)(nil),   // 15: fencekeeper.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),  // 16: fencekeeper.v1.CloseSessionResponse
+	(*ListTokenKeysRequest)(nil),  // 17: fencekeeper.v1.ListTokenKeysRequest
+	(*ListTokenKeysResponse)(nil), // 18: fencekeeper.v1.ListTokenKeysResponse
+	(*TokenKey)(nil),              // 19: fencekeeper.v1.TokenKey
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*FencingToken)(nil),          // 21: fencekeeper.v1.FencingToken
+	(*status.Status)(nil),         // 22: google.rpc.Status
 }
 var file_fencekeeper_v1_lease_proto_depIdxs = []int32{
-	17, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
-	17, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
-	18, // 2: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
-	17, // 3: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	17, // 4: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
-	19, // 5: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
+	20, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
+	20, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
+	21, // 2: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
+	20, // 3: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	20, // 4: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
+	22, // 5: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
 	4,  // 6: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
-	17, // 7: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
-	19, // 8: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
-	17, // 9: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
-	18, // 10: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
-	18, // 11: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
-	17, // 12: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
-	18, // 13: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
-	17, // 14: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
-	17, // 15: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
-	0,  // 16: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
-	2,  // 17: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
-	5,  // 18: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
-	7,  // 19: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
-	9,  // 20: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
-	11, // 21: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
-	13, // 22: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
-	15, // 23: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
-	1,  // 24: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
-	3,  // 25: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
-	6,  // 26: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
-	8,  // 27: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
-	10, // 28: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
-	12, // 29: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
-	14, // 30: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
-	16, // 31: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
-	24, // [24:32] is the sub-list for method output_type
-	16, // [16:24] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	20, // 7: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
+	22, // 8: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
+	20, // 9: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
+	21, // 10: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
+	21, // 11: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
+	20, // 12: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
+	21, // 13: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
+	20, // 14: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	20, // 15: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
+	19, // 16: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
+	0,  // 17: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
+	2,  // 18: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
+	5,  // 19: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
+	7,  // 20: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
+	9,  // 21: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
+	11, // 22: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
+	13, // 23: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
+	15, // 24: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
+	17, // 25: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
+	1,  // 26: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
+	3,  // 27: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
+	6,  // 28: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
+	8,  // 29: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
+	10, // 30: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
+	12, // 31: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
+	14, // 32: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
+	16, // 33: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
+	18, // 34: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
+	26, // [26:35] is the sub-list for method output_type
+	17, // [17:26] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_fencekeeper_v1_lease_proto_init() }
@@ -1177,7 +1362,7 @@ func file_fencekeeper_v1_lease_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fencekeeper_v1_lease_proto_rawDesc), len(file_fencekeeper_v1_lease_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

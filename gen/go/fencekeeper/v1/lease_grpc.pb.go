@@ -19,14 +19,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	LeaseService_Acquire_FullMethodName      = "/fencekeeper.v1.LeaseService/Acquire"
-	LeaseService_KeepAlive_FullMethodName    = "/fencekeeper.v1.LeaseService/KeepAlive"
-	LeaseService_Renew_FullMethodName        = "/fencekeeper.v1.LeaseService/Renew"
-	LeaseService_Release_FullMethodName      = "/fencekeeper.v1.LeaseService/Release"
-	LeaseService_Describe_FullMethodName     = "/fencekeeper.v1.LeaseService/Describe"
-	LeaseService_Observe_FullMethodName      = "/fencekeeper.v1.LeaseService/Observe"
-	LeaseService_OpenSession_FullMethodName  = "/fencekeeper.v1.LeaseService/OpenSession"
-	LeaseService_CloseSession_FullMethodName = "/fencekeeper.v1.LeaseService/CloseSession"
+	LeaseService_Acquire_FullMethodName       = "/fencekeeper.v1.LeaseService/Acquire"
+	LeaseService_KeepAlive_FullMethodName     = "/fencekeeper.v1.LeaseService/KeepAlive"
+	LeaseService_Renew_FullMethodName         = "/fencekeeper.v1.LeaseService/Renew"
+	LeaseService_Release_FullMethodName       = "/fencekeeper.v1.LeaseService/Release"
+	LeaseService_Describe_FullMethodName      = "/fencekeeper.v1.LeaseService/Describe"
+	LeaseService_Observe_FullMethodName       = "/fencekeeper.v1.LeaseService/Observe"
+	LeaseService_OpenSession_FullMethodName   = "/fencekeeper.v1.LeaseService/OpenSession"
+	LeaseService_CloseSession_FullMethodName  = "/fencekeeper.v1.LeaseService/CloseSession"
+	LeaseService_ListTokenKeys_FullMethodName = "/fencekeeper.v1.LeaseService/ListTokenKeys"
 )
 
 // LeaseServiceClient is the client API for LeaseService service.
@@ -65,6 +66,10 @@ type LeaseServiceClient interface {
 	// Close a session now: every acquisition on it is released, and the next waiters are granted.
 	// NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
 	CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error)
+	// The public keys that verify tokens' signatures (FencingToken.signature), so that a resource outside
+	// fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
+	// the list again when a token names a key_id you do not know.
+	ListTokenKeys(ctx context.Context, in *ListTokenKeysRequest, opts ...grpc.CallOption) (*ListTokenKeysResponse, error)
 }
 
 type leaseServiceClient struct {
@@ -167,6 +172,16 @@ func (c *leaseServiceClient) CloseSession(ctx context.Context, in *CloseSessionR
 	return out, nil
 }
 
+func (c *leaseServiceClient) ListTokenKeys(ctx context.Context, in *ListTokenKeysRequest, opts ...grpc.CallOption) (*ListTokenKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTokenKeysResponse)
+	err := c.cc.Invoke(ctx, LeaseService_ListTokenKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LeaseServiceServer is the server API for LeaseService service.
 // All implementations must embed UnimplementedLeaseServiceServer
 // for forward compatibility.
@@ -203,6 +218,10 @@ type LeaseServiceServer interface {
 	// Close a session now: every acquisition on it is released, and the next waiters are granted.
 	// NOT_FOUND (reason LEASE_NOT_FOUND) if the session expired or was closed already.
 	CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error)
+	// The public keys that verify tokens' signatures (FencingToken.signature), so that a resource outside
+	// fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
+	// the list again when a token names a key_id you do not know.
+	ListTokenKeys(context.Context, *ListTokenKeysRequest) (*ListTokenKeysResponse, error)
 	mustEmbedUnimplementedLeaseServiceServer()
 }
 
@@ -236,6 +255,9 @@ func (UnimplementedLeaseServiceServer) OpenSession(context.Context, *OpenSession
 }
 func (UnimplementedLeaseServiceServer) CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CloseSession not implemented")
+}
+func (UnimplementedLeaseServiceServer) ListTokenKeys(context.Context, *ListTokenKeysRequest) (*ListTokenKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTokenKeys not implemented")
 }
 func (UnimplementedLeaseServiceServer) mustEmbedUnimplementedLeaseServiceServer() {}
 func (UnimplementedLeaseServiceServer) testEmbeddedByValue()                      {}
@@ -384,6 +406,24 @@ func _LeaseService_CloseSession_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LeaseService_ListTokenKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTokenKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LeaseServiceServer).ListTokenKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LeaseService_ListTokenKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LeaseServiceServer).ListTokenKeys(ctx, req.(*ListTokenKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LeaseService_ServiceDesc is the grpc.ServiceDesc for LeaseService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -414,6 +454,10 @@ var LeaseService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CloseSession",
 			Handler:    _LeaseService_CloseSession_Handler,
+		},
+		{
+			MethodName: "ListTokenKeys",
+			Handler:    _LeaseService_ListTokenKeys_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -97,7 +97,21 @@ type FencingToken struct {
 	Generation int64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
 	// The etcd lease that backs this generation: a lease of its own, or the session it was acquired on.
 	// Renew and KeepAlive take it; it is gone once the lease expires or is released.
-	LeaseId       int64 `protobuf:"varint,3,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	LeaseId int64 `protobuf:"varint,3,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	// The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+	// a JWT's subject); empty when the server runs without authentication. With authentication on, only
+	// this principal (or an admin of the resource) may release the lease or write under the token.
+	Principal string `protobuf:"bytes,4,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+	KeyId string `protobuf:"bytes,5,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
+	// concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
+	// decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
+	// length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
+	// fencekeeper issued exactly this generation of this resource to this principal: a resource outside
+	// fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
+	// verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+	Signature     []byte `protobuf:"bytes,6,opt,name=signature,proto3" json:"signature,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -153,17 +167,41 @@ func (x *FencingToken) GetLeaseId() int64 {
 	return 0
 }
 
+func (x *FencingToken) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *FencingToken) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *FencingToken) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
+}
+
 var File_fencekeeper_v1_token_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_token_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/token.proto\x12\x0efencekeeper.v1\"e\n" +
+	"\x1afencekeeper/v1/token.proto\x12\x0efencekeeper.v1\"\xb8\x01\n" +
 	"\fFencingToken\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
 	"generation\x12\x19\n" +
-	"\blease_id\x18\x03 \x01(\x03R\aleaseId*R\n" +
+	"\blease_id\x18\x03 \x01(\x03R\aleaseId\x12\x1c\n" +
+	"\tprincipal\x18\x04 \x01(\tR\tprincipal\x12\x15\n" +
+	"\x06key_id\x18\x05 \x01(\tR\x05keyId\x12\x1c\n" +
+	"\tsignature\x18\x06 \x01(\fR\tsignature*R\n" +
 	"\tFenceMode\x12\x1a\n" +
 	"\x16FENCE_MODE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10FENCE_MODE_ORDER\x10\x01\x12\x13\n" +

@@ -9,7 +9,7 @@ import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file fencekeeper/v1/errors.proto.
  */
 export const file_fencekeeper_v1_errors: GenFile = /*@__PURE__*/
-  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKvMBCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJQmoKEWlvLmZlbmNla2VlcGVyLnYxQgtFcnJvcnNQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM");
+  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKswCCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJEhMKD1VOQVVUSEVOVElDQVRFRBAKEhUKEVBFUk1JU1NJT05fREVOSUVEEAsSDgoKTk9UX0hPTERFUhAMEhsKF1RPS0VOX1NJR05BVFVSRV9JTlZBTElEEA1CagoRaW8uZmVuY2VrZWVwZXIudjFCC0Vycm9yc1Byb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw");
 
 /**
  * The reasons fencekeeper puts in the `google.rpc.ErrorInfo` detail of a failed call, with domain
@@ -99,6 +99,41 @@ export enum ErrorReason {
    * @generated from enum value: REVISION_COMPACTED = 9;
    */
   REVISION_COMPACTED = 9,
+
+  /**
+   * UNAUTHENTICATED: the server requires credentials (a client certificate, or a bearer JWT) and the call
+   * had none, or bad ones; the message says what was expected. Metadata: "expected".
+   *
+   * @generated from enum value: UNAUTHENTICATED = 10;
+   */
+  UNAUTHENTICATED = 10,
+
+  /**
+   * PERMISSION_DENIED: no rule of the server's authorization policy grants the caller this verb on the
+   * resource. Metadata: "principal", "verb", "resource".
+   *
+   * @generated from enum value: PERMISSION_DENIED = 11;
+   */
+  PERMISSION_DENIED = 11,
+
+  /**
+   * PERMISSION_DENIED: the lease, session or token belongs to another principal: only the principal that
+   * acquired it (or an admin of the resource, for Release and writes) may use it. Metadata: "principal"
+   * (the caller), "lease_id", and "resource" when known.
+   *
+   * @generated from enum value: NOT_HOLDER = 12;
+   */
+  NOT_HOLDER = 12,
+
+  /**
+   * INVALID_ARGUMENT: the token's signature does not verify (it was altered, or not issued by this
+   * deployment), names a key this deployment never had, or is missing where the server requires signed
+   * tokens (authentication on). Send tokens back exactly as Acquire returned them.
+   * Metadata: "resource", "key_id".
+   *
+   * @generated from enum value: TOKEN_SIGNATURE_INVALID = 13;
+   */
+  TOKEN_SIGNATURE_INVALID = 13,
 }
 
 /**

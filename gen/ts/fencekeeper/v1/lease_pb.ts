@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/lease.proto.
  */
 export const file_fencekeeper_v1_lease: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEirQEKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAyJmCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjcKEEtlZXBBbGl2ZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMSEQoJbGVhc2VfaWRzGAIgAygDIqABChFLZWVwQWxpdmVSZXNwb25zZRIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cxIuCghyZW5ld2FscxgEIAMoCzIcLmZlbmNla2VlcGVyLnYxLkxlYXNlUmVuZXdhbCJrCgxMZWFzZVJlbmV3YWwSEAoIbGVhc2VfaWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiEKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMiIAoMUmVuZXdSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDIjcKDVJlbmV3UmVzcG9uc2USJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj0KDlJlbGVhc2VSZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuIhEKD1JlbGVhc2VSZXNwb25zZSIjCg9EZXNjcmliZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiugEKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMiIgoOT2JzZXJ2ZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkibgoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDIkwKEk9wZW5TZXNzaW9uUmVxdWVzdBImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGaG9sZGVyGAIgASgJIlEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgDIhYKFENsb3NlU2Vzc2lvblJlc3BvbnNlMpIFCgxMZWFzZVNlcnZpY2USSgoHQWNxdWlyZRIeLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlc3BvbnNlElQKCUtlZXBBbGl2ZRIgLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlcXVlc3QaIS5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXNwb25zZSgBMAESRAoFUmVuZXcSHC5mZW5jZWtlZXBlci52MS5SZW5ld1JlcXVlc3QaHS5mZW5jZWtlZXBlci52MS5SZW5ld1Jlc3BvbnNlEkoKB1JlbGVhc2USHi5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXNwb25zZRJNCghEZXNjcmliZRIfLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVzcG9uc2USTAoHT2JzZXJ2ZRIeLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuT2JzZXJ2ZVJlc3BvbnNlMAESVgoLT3BlblNlc3Npb24SIi5mZW5jZWtlZXBlci52MS5PcGVuU2Vzc2lvblJlcXVlc3QaIy5mZW5jZWtlZXBlci52MS5PcGVuU2Vzc2lvblJlc3BvbnNlElkKDENsb3NlU2Vzc2lvbhIjLmZlbmNla2VlcGVyLnYxLkNsb3NlU2Vzc2lvblJlcXVlc3QaJC5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXNwb25zZUJpChFpby5mZW5jZWtlZXBlci52MUIKTGVhc2VQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_rpc_status]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEirQEKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAyJmCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjcKEEtlZXBBbGl2ZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMSEQoJbGVhc2VfaWRzGAIgAygDIqABChFLZWVwQWxpdmVSZXNwb25zZRIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cxIuCghyZW5ld2FscxgEIAMoCzIcLmZlbmNla2VlcGVyLnYxLkxlYXNlUmVuZXdhbCJrCgxMZWFzZVJlbmV3YWwSEAoIbGVhc2VfaWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiEKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMiIAoMUmVuZXdSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDIjcKDVJlbmV3UmVzcG9uc2USJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj0KDlJlbGVhc2VSZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuIhEKD1JlbGVhc2VSZXNwb25zZSIjCg9EZXNjcmliZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAki1AEKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCSIiCg5PYnNlcnZlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKIAQoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDEhgKEGhvbGRlcl9wcmluY2lwYWwYBSABKAkiTAoST3BlblNlc3Npb25SZXF1ZXN0EiYKA3R0bBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAiABKAkiUQoTT3BlblNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAMiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiFgoUTGlzdFRva2VuS2V5c1JlcXVlc3QiPwoVTGlzdFRva2VuS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC5mZW5jZWtlZXBlci52MS5Ub2tlbktleSJBCghUb2tlbktleRIOCgZrZXlfaWQYASABKAkSEQoJYWxnb3JpdGhtGAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwy8AUKDExlYXNlU2VydmljZRJKCgdBY3F1aXJlEh4uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVzcG9uc2USVAoJS2VlcEFsaXZlEiAuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVxdWVzdBohLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlc3BvbnNlKAEwARJECgVSZW5ldxIcLmZlbmNla2VlcGVyLnYxLlJlbmV3UmVxdWVzdBodLmZlbmNla2VlcGVyLnYxLlJlbmV3UmVzcG9uc2USSgoHUmVsZWFzZRIeLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlc3BvbnNlEk0KCERlc2NyaWJlEh8uZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXF1ZXN0GiAuZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXNwb25zZRJMCgdPYnNlcnZlEh4uZmVuY2VrZWVwZXIudjEuT2JzZXJ2ZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVzcG9uc2UwARJWCgtPcGVuU2Vzc2lvbhIiLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVxdWVzdBojLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVzcG9uc2USWQoMQ2xvc2VTZXNzaW9uEiMuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBokLmZlbmNla2VlcGVyLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlElwKDUxpc3RUb2tlbktleXMSJC5mZW5jZWtlZXBlci52MS5MaXN0VG9rZW5LZXlzUmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXNwb25zZUJpChFpby5mZW5jZWtlZXBlci52MUIKTGVhc2VQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_rpc_status]);
 
 /**
  * The request of LeaseService.Acquire.
@@ -379,6 +379,16 @@ export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
    * @generated from field: int64 last_issued = 7;
    */
   lastIssued: bigint;
+
+  /**
+   * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+   * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+   * principal (or an admin of the resource) may renew, release or write under the holder's token:
+   * knowing the token gives nobody else anything.
+   *
+   * @generated from field: string holder_principal = 8;
+   */
+  holderPrincipal: string;
 };
 
 /**
@@ -443,6 +453,13 @@ export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
    * @generated from field: int64 revision = 4;
    */
   revision: bigint;
+
+  /**
+   * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+   *
+   * @generated from field: string holder_principal = 5;
+   */
+  holderPrincipal: string;
 };
 
 /**
@@ -545,6 +562,77 @@ export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@_
   messageDesc(file_fencekeeper_v1_lease, 16);
 
 /**
+ * The request of LeaseService.ListTokenKeys.
+ *
+ * @generated from message fencekeeper.v1.ListTokenKeysRequest
+ */
+export type ListTokenKeysRequest = Message<"fencekeeper.v1.ListTokenKeysRequest"> & {
+};
+
+/**
+ * Describes the message fencekeeper.v1.ListTokenKeysRequest.
+ * Use `create(ListTokenKeysRequestSchema)` to create a new message.
+ */
+export const ListTokenKeysRequestSchema: GenMessage<ListTokenKeysRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 17);
+
+/**
+ * The response of LeaseService.ListTokenKeys.
+ *
+ * @generated from message fencekeeper.v1.ListTokenKeysResponse
+ */
+export type ListTokenKeysResponse = Message<"fencekeeper.v1.ListTokenKeysResponse"> & {
+  /**
+   * Every verification key, the one signing new tokens first.
+   *
+   * @generated from field: repeated fencekeeper.v1.TokenKey keys = 1;
+   */
+  keys: TokenKey[];
+};
+
+/**
+ * Describes the message fencekeeper.v1.ListTokenKeysResponse.
+ * Use `create(ListTokenKeysResponseSchema)` to create a new message.
+ */
+export const ListTokenKeysResponseSchema: GenMessage<ListTokenKeysResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 18);
+
+/**
+ * A public key that verifies FencingToken signatures.
+ *
+ * @generated from message fencekeeper.v1.TokenKey
+ */
+export type TokenKey = Message<"fencekeeper.v1.TokenKey"> & {
+  /**
+   * The key's id, as FencingToken.key_id names it: the first 16 hex digits of the SHA-256 of public_key.
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * The signature algorithm: "Ed25519" (RFC 8032).
+   *
+   * @generated from field: string algorithm = 2;
+   */
+  algorithm: string;
+
+  /**
+   * The raw public key: 32 bytes for Ed25519.
+   *
+   * @generated from field: bytes public_key = 3;
+   */
+  publicKey: Uint8Array;
+};
+
+/**
+ * Describes the message fencekeeper.v1.TokenKey.
+ * Use `create(TokenKeySchema)` to create a new message.
+ */
+export const TokenKeySchema: GenMessage<TokenKey> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 19);
+
+/**
  * LeaseService hands out leases on named resources, each with a fencing token.
  *
  * A lease lasts for its TTL unless its holder renews it (Renew, or a message on a KeepAlive stream).
@@ -643,6 +731,18 @@ export const LeaseService: GenService<{
     methodKind: "unary";
     input: typeof CloseSessionRequestSchema;
     output: typeof CloseSessionResponseSchema;
+  },
+  /**
+   * The public keys that verify tokens' signatures (FencingToken.signature), so that a resource outside
+   * fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
+   * the list again when a token names a key_id you do not know.
+   *
+   * @generated from rpc fencekeeper.v1.LeaseService.ListTokenKeys
+   */
+  listTokenKeys: {
+    methodKind: "unary";
+    input: typeof ListTokenKeysRequestSchema;
+    output: typeof ListTokenKeysResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fencekeeper_v1_lease, 0);

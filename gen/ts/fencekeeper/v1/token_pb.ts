@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/token.proto.
  */
 export const file_fencekeeper_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS90b2tlbi5wcm90bxIOZmVuY2VrZWVwZXIudjEiRgoMRmVuY2luZ1Rva2VuEhAKCHJlc291cmNlGAEgASgJEhIKCmdlbmVyYXRpb24YAiABKAMSEAoIbGVhc2VfaWQYAyABKAMqUgoJRmVuY2VNb2RlEhoKFkZFTkNFX01PREVfVU5TUEVDSUZJRUQQABIUChBGRU5DRV9NT0RFX09SREVSEAESEwoPRkVOQ0VfTU9ERV9MSVZFEAJCaQoRaW8uZmVuY2VrZWVwZXIudjFCClRva2VuUHJvdG9QAVpGZ2l0aHViLmNvbS9mZW5jZWtlZXBlci9mZW5jZWtlZXBlci9nZW4vZ28vZmVuY2VrZWVwZXIvdjE7ZmVuY2VrZWVwZXJ2MWIGcHJvdG8z");
+  fileDesc("ChpmZW5jZWtlZXBlci92MS90b2tlbi5wcm90bxIOZmVuY2VrZWVwZXIudjEifAoMRmVuY2luZ1Rva2VuEhAKCHJlc291cmNlGAEgASgJEhIKCmdlbmVyYXRpb24YAiABKAMSEAoIbGVhc2VfaWQYAyABKAMSEQoJcHJpbmNpcGFsGAQgASgJEg4KBmtleV9pZBgFIAEoCRIRCglzaWduYXR1cmUYBiABKAwqUgoJRmVuY2VNb2RlEhoKFkZFTkNFX01PREVfVU5TUEVDSUZJRUQQABIUChBGRU5DRV9NT0RFX09SREVSEAESEwoPRkVOQ0VfTU9ERV9MSVZFEAJCaQoRaW8uZmVuY2VrZWVwZXIudjFCClRva2VuUHJvdG9QAVpGZ2l0aHViLmNvbS9mZW5jZWtlZXBlci9mZW5jZWtlZXBlci9nZW4vZ28vZmVuY2VrZWVwZXIvdjE7ZmVuY2VrZWVwZXJ2MWIGcHJvdG8z");
 
 /**
  * A fencing token: proof of one generation of ownership of one resource.
@@ -48,6 +48,35 @@ export type FencingToken = Message<"fencekeeper.v1.FencingToken"> & {
    * @generated from field: int64 lease_id = 3;
    */
   leaseId: bigint;
+
+  /**
+   * The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+   * a JWT's subject); empty when the server runs without authentication. With authentication on, only
+   * this principal (or an admin of the resource) may release the lease or write under the token.
+   *
+   * @generated from field: string principal = 4;
+   */
+  principal: string;
+
+  /**
+   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+   *
+   * @generated from field: string key_id = 5;
+   */
+  keyId: string;
+
+  /**
+   * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
+   * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
+   * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
+   * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
+   * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
+   * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
+   * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+   *
+   * @generated from field: bytes signature = 6;
+   */
+  signature: Uint8Array;
 };
 
 /**

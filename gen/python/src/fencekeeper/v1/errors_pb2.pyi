@@ -16,6 +16,10 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ETCD_UNAVAILABLE: _ClassVar[ErrorReason]
     ALREADY_ACQUIRED: _ClassVar[ErrorReason]
     REVISION_COMPACTED: _ClassVar[ErrorReason]
+    UNAUTHENTICATED: _ClassVar[ErrorReason]
+    PERMISSION_DENIED: _ClassVar[ErrorReason]
+    NOT_HOLDER: _ClassVar[ErrorReason]
+    TOKEN_SIGNATURE_INVALID: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 STALE_TOKEN: ErrorReason
 LEASE_NOT_HELD: ErrorReason
@@ -26,3 +30,7 @@ IDEMPOTENCY_KEY_REUSED: ErrorReason
 ETCD_UNAVAILABLE: ErrorReason
 ALREADY_ACQUIRED: ErrorReason
 REVISION_COMPACTED: ErrorReason
+UNAUTHENTICATED: ErrorReason
+PERMISSION_DENIED: ErrorReason
+NOT_HOLDER: ErrorReason
+TOKEN_SIGNATURE_INVALID: ErrorReason

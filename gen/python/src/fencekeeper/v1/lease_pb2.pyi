@@ -94,7 +94,7 @@ class DescribeRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued")
+    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +102,7 @@ class DescribeResponse(_message.Message):
     WAITERS_FIELD_NUMBER: _ClassVar[int]
     FENCE_FIELD_NUMBER: _ClassVar[int]
     LAST_ISSUED_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
@@ -109,7 +110,8 @@ class DescribeResponse(_message.Message):
     waiters: int
     fence: int
     last_issued: int
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ...) -> None: ...
+    holder_principal: str
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ...) -> None: ...
 
 class ObserveRequest(_message.Message):
     __slots__ = ("resource",)
@@ -118,16 +120,18 @@ class ObserveRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ...) -> None: ...
 
 class ObserveResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "revision")
+    __slots__ = ("held", "holder", "token", "revision", "holder_principal")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
     revision: int
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ...) -> None: ...
+    holder_principal: str
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ..., holder_principal: _Optional[str] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ("ttl", "holder")
@@ -154,3 +158,23 @@ class CloseSessionRequest(_message.Message):
 class CloseSessionResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ListTokenKeysRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListTokenKeysResponse(_message.Message):
+    __slots__ = ("keys",)
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedCompositeFieldContainer[TokenKey]
+    def __init__(self, keys: _Optional[_Iterable[_Union[TokenKey, _Mapping]]] = ...) -> None: ...
+
+class TokenKey(_message.Message):
+    __slots__ = ("key_id", "algorithm", "public_key")
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
+    key_id: str
+    algorithm: str
+    public_key: bytes
+    def __init__(self, key_id: _Optional[str] = ..., algorithm: _Optional[str] = ..., public_key: _Optional[bytes] = ...) -> None: ...

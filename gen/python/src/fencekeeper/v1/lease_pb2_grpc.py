@@ -81,6 +81,11 @@ class LeaseServiceStub:
                 request_serializer=fencekeeper_dot_v1_dot_lease__pb2.CloseSessionRequest.SerializeToString,
                 response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.CloseSessionResponse.FromString,
                 _registered_method=True)
+        self.ListTokenKeys = channel.unary_unary(
+                '/fencekeeper.v1.LeaseService/ListTokenKeys',
+                request_serializer=fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysRequest.SerializeToString,
+                response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysResponse.FromString,
+                _registered_method=True)
 
 
 class LeaseServiceServicer:
@@ -157,6 +162,15 @@ class LeaseServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTokenKeys(self, request, context):
+        """The public keys that verify tokens' signatures (FencingToken.signature), so that a resource outside
+        fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
+        the list again when a token names a key_id you do not know.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaseServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -199,6 +213,11 @@ def add_LeaseServiceServicer_to_server(servicer, server):
                     servicer.CloseSession,
                     request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.CloseSessionRequest.FromString,
                     response_serializer=fencekeeper_dot_v1_dot_lease__pb2.CloseSessionResponse.SerializeToString,
+            ),
+            'ListTokenKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTokenKeys,
+                    request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysRequest.FromString,
+                    response_serializer=fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -424,6 +443,33 @@ class LeaseService:
             '/fencekeeper.v1.LeaseService/CloseSession',
             fencekeeper_dot_v1_dot_lease__pb2.CloseSessionRequest.SerializeToString,
             fencekeeper_dot_v1_dot_lease__pb2.CloseSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTokenKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fencekeeper.v1.LeaseService/ListTokenKeys',
+            fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysRequest.SerializeToString,
+            fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysResponse.FromString,
             options,
             channel_credentials,
             insecure,

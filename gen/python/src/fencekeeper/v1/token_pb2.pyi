@@ -15,11 +15,17 @@ FENCE_MODE_ORDER: FenceMode
 FENCE_MODE_LIVE: FenceMode
 
 class FencingToken(_message.Message):
-    __slots__ = ("resource", "generation", "lease_id")
+    __slots__ = ("resource", "generation", "lease_id", "principal", "key_id", "signature")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     GENERATION_FIELD_NUMBER: _ClassVar[int]
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     resource: str
     generation: int
     lease_id: int
-    def __init__(self, resource: _Optional[str] = ..., generation: _Optional[int] = ..., lease_id: _Optional[int] = ...) -> None: ...
+    principal: str
+    key_id: str
+    signature: bytes
+    def __init__(self, resource: _Optional[str] = ..., generation: _Optional[int] = ..., lease_id: _Optional[int] = ..., principal: _Optional[str] = ..., key_id: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...

@@ -33,6 +33,7 @@ private static final long serialVersionUID = 0L;
   }
   private DescribeResponse() {
     holder_ = "";
+    holderPrincipal_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -237,6 +238,59 @@ private static final long serialVersionUID = 0L;
     return lastIssued_;
   }
 
+  public static final int HOLDER_PRINCIPAL_FIELD_NUMBER = 8;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object holderPrincipal_ = "";
+  /**
+   * <pre>
+   * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+   * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+   * principal (or an admin of the resource) may renew, release or write under the holder's token:
+   * knowing the token gives nobody else anything.
+   * </pre>
+   *
+   * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
+   * @return The holderPrincipal.
+   */
+  @java.lang.Override
+  public java.lang.String getHolderPrincipal() {
+    java.lang.Object ref = holderPrincipal_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      holderPrincipal_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+   * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+   * principal (or an admin of the resource) may renew, release or write under the holder's token:
+   * knowing the token gives nobody else anything.
+   * </pre>
+   *
+   * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
+   * @return The bytes for holderPrincipal.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getHolderPrincipalBytes() {
+    java.lang.Object ref = holderPrincipal_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      holderPrincipal_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -272,6 +326,9 @@ private static final long serialVersionUID = 0L;
     if (lastIssued_ != 0L) {
       output.writeInt64(7, lastIssued_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(holderPrincipal_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 8, holderPrincipal_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -302,6 +359,9 @@ private static final long serialVersionUID = 0L;
     if (lastIssued_ != 0L) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt64Size(7, lastIssued_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(holderPrincipal_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(8, holderPrincipal_);
     }
     return size;
   }
@@ -347,6 +407,8 @@ private static final long serialVersionUID = 0L;
         != other.getFence()) return false;
     if (getLastIssued()
         != other.getLastIssued()) return false;
+    if (!getHolderPrincipal()
+        .equals(other.getHolderPrincipal())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -379,6 +441,8 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + LAST_ISSUED_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
         getLastIssued());
+    hash = (37 * hash) + HOLDER_PRINCIPAL_FIELD_NUMBER;
+    hash = (53 * hash) + getHolderPrincipal().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -536,6 +600,7 @@ private static final long serialVersionUID = 0L;
       waiters_ = 0;
       fence_ = 0L;
       lastIssued_ = 0L;
+      holderPrincipal_ = "";
       return this;
     }
 
@@ -597,6 +662,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000040) != 0)) {
         result.lastIssued_ = lastIssued_;
       }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.holderPrincipal_ = holderPrincipal_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -634,6 +702,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getLastIssued() != 0L) {
         setLastIssued(other.getLastIssued());
+      }
+      if (!other.getHolderPrincipal().isEmpty()) {
+        holderPrincipal_ = other.holderPrincipal_;
+        bitField0_ |= 0x00000080;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -698,6 +771,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000040;
               break;
             } // case 56
+            case 66: {
+              holderPrincipal_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 66
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1289,6 +1367,113 @@ private static final long serialVersionUID = 0L;
     public Builder clearLastIssued() {
       bitField0_ = (bitField0_ & ~0x00000040);
       lastIssued_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object holderPrincipal_ = "";
+    /**
+     * <pre>
+     * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+     * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+     * principal (or an admin of the resource) may renew, release or write under the holder's token:
+     * knowing the token gives nobody else anything.
+     * </pre>
+     *
+     * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
+     * @return The holderPrincipal.
+     */
+    public java.lang.String getHolderPrincipal() {
+      java.lang.Object ref = holderPrincipal_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        holderPrincipal_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+     * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+     * principal (or an admin of the resource) may renew, release or write under the holder's token:
+     * knowing the token gives nobody else anything.
+     * </pre>
+     *
+     * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
+     * @return The bytes for holderPrincipal.
+     */
+    public com.google.protobuf.ByteString
+        getHolderPrincipalBytes() {
+      java.lang.Object ref = holderPrincipal_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        holderPrincipal_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+     * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+     * principal (or an admin of the resource) may renew, release or write under the holder's token:
+     * knowing the token gives nobody else anything.
+     * </pre>
+     *
+     * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
+     * @param value The holderPrincipal to set.
+     * @return This builder for chaining.
+     */
+    public Builder setHolderPrincipal(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      holderPrincipal_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+     * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+     * principal (or an admin of the resource) may renew, release or write under the holder's token:
+     * knowing the token gives nobody else anything.
+     * </pre>
+     *
+     * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearHolderPrincipal() {
+      holderPrincipal_ = getDefaultInstance().getHolderPrincipal();
+      bitField0_ = (bitField0_ & ~0x00000080);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+     * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+     * principal (or an admin of the resource) may renew, release or write under the holder's token:
+     * knowing the token gives nobody else anything.
+     * </pre>
+     *
+     * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
+     * @param value The bytes for holderPrincipal to set.
+     * @return This builder for chaining.
+     */
+    public Builder setHolderPrincipalBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      holderPrincipal_ = value;
+      bitField0_ |= 0x00000080;
       onChanged();
       return this;
     }

@@ -123,4 +123,30 @@ public interface DescribeResponseOrBuilder extends
    * @return The lastIssued.
    */
   long getLastIssued();
+
+  /**
+   * <pre>
+   * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+   * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+   * principal (or an admin of the resource) may renew, release or write under the holder's token:
+   * knowing the token gives nobody else anything.
+   * </pre>
+   *
+   * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
+   * @return The holderPrincipal.
+   */
+  java.lang.String getHolderPrincipal();
+  /**
+   * <pre>
+   * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
+   * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
+   * principal (or an admin of the resource) may renew, release or write under the holder's token:
+   * knowing the token gives nobody else anything.
+   * </pre>
+   *
+   * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
+   * @return The bytes for holderPrincipal.
+   */
+  com.google.protobuf.ByteString
+      getHolderPrincipalBytes();
 }

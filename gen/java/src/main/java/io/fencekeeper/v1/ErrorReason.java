@@ -108,6 +108,45 @@ public enum ErrorReason
    * <code>REVISION_COMPACTED = 9;</code>
    */
   REVISION_COMPACTED(9),
+  /**
+   * <pre>
+   * UNAUTHENTICATED: the server requires credentials (a client certificate, or a bearer JWT) and the call
+   * had none, or bad ones; the message says what was expected. Metadata: "expected".
+   * </pre>
+   *
+   * <code>UNAUTHENTICATED = 10;</code>
+   */
+  UNAUTHENTICATED(10),
+  /**
+   * <pre>
+   * PERMISSION_DENIED: no rule of the server's authorization policy grants the caller this verb on the
+   * resource. Metadata: "principal", "verb", "resource".
+   * </pre>
+   *
+   * <code>PERMISSION_DENIED = 11;</code>
+   */
+  PERMISSION_DENIED(11),
+  /**
+   * <pre>
+   * PERMISSION_DENIED: the lease, session or token belongs to another principal: only the principal that
+   * acquired it (or an admin of the resource, for Release and writes) may use it. Metadata: "principal"
+   * (the caller), "lease_id", and "resource" when known.
+   * </pre>
+   *
+   * <code>NOT_HOLDER = 12;</code>
+   */
+  NOT_HOLDER(12),
+  /**
+   * <pre>
+   * INVALID_ARGUMENT: the token's signature does not verify (it was altered, or not issued by this
+   * deployment), names a key this deployment never had, or is missing where the server requires signed
+   * tokens (authentication on). Send tokens back exactly as Acquire returned them.
+   * Metadata: "resource", "key_id".
+   * </pre>
+   *
+   * <code>TOKEN_SIGNATURE_INVALID = 13;</code>
+   */
+  TOKEN_SIGNATURE_INVALID(13),
   UNRECOGNIZED(-1),
   ;
 
@@ -211,6 +250,45 @@ public enum ErrorReason
    * <code>REVISION_COMPACTED = 9;</code>
    */
   public static final int REVISION_COMPACTED_VALUE = 9;
+  /**
+   * <pre>
+   * UNAUTHENTICATED: the server requires credentials (a client certificate, or a bearer JWT) and the call
+   * had none, or bad ones; the message says what was expected. Metadata: "expected".
+   * </pre>
+   *
+   * <code>UNAUTHENTICATED = 10;</code>
+   */
+  public static final int UNAUTHENTICATED_VALUE = 10;
+  /**
+   * <pre>
+   * PERMISSION_DENIED: no rule of the server's authorization policy grants the caller this verb on the
+   * resource. Metadata: "principal", "verb", "resource".
+   * </pre>
+   *
+   * <code>PERMISSION_DENIED = 11;</code>
+   */
+  public static final int PERMISSION_DENIED_VALUE = 11;
+  /**
+   * <pre>
+   * PERMISSION_DENIED: the lease, session or token belongs to another principal: only the principal that
+   * acquired it (or an admin of the resource, for Release and writes) may use it. Metadata: "principal"
+   * (the caller), "lease_id", and "resource" when known.
+   * </pre>
+   *
+   * <code>NOT_HOLDER = 12;</code>
+   */
+  public static final int NOT_HOLDER_VALUE = 12;
+  /**
+   * <pre>
+   * INVALID_ARGUMENT: the token's signature does not verify (it was altered, or not issued by this
+   * deployment), names a key this deployment never had, or is missing where the server requires signed
+   * tokens (authentication on). Send tokens back exactly as Acquire returned them.
+   * Metadata: "resource", "key_id".
+   * </pre>
+   *
+   * <code>TOKEN_SIGNATURE_INVALID = 13;</code>
+   */
+  public static final int TOKEN_SIGNATURE_INVALID_VALUE = 13;
 
 
   public final int getNumber() {
@@ -247,6 +325,10 @@ public enum ErrorReason
       case 7: return ETCD_UNAVAILABLE;
       case 8: return ALREADY_ACQUIRED;
       case 9: return REVISION_COMPACTED;
+      case 10: return UNAUTHENTICATED;
+      case 11: return PERMISSION_DENIED;
+      case 12: return NOT_HOLDER;
+      case 13: return TOKEN_SIGNATURE_INVALID;
       default: return null;
     }
   }

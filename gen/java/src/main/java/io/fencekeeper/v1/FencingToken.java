@@ -41,6 +41,9 @@ private static final long serialVersionUID = 0L;
   }
   private FencingToken() {
     resource_ = "";
+    principal_ = "";
+    keyId_ = "";
+    signature_ = com.google.protobuf.ByteString.EMPTY;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -140,6 +143,125 @@ private static final long serialVersionUID = 0L;
     return leaseId_;
   }
 
+  public static final int PRINCIPAL_FIELD_NUMBER = 4;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object principal_ = "";
+  /**
+   * <pre>
+   * The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+   * a JWT's subject); empty when the server runs without authentication. With authentication on, only
+   * this principal (or an admin of the resource) may release the lease or write under the token.
+   * </pre>
+   *
+   * <code>string principal = 4 [json_name = "principal"];</code>
+   * @return The principal.
+   */
+  @java.lang.Override
+  public java.lang.String getPrincipal() {
+    java.lang.Object ref = principal_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      principal_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+   * a JWT's subject); empty when the server runs without authentication. With authentication on, only
+   * this principal (or an admin of the resource) may release the lease or write under the token.
+   * </pre>
+   *
+   * <code>string principal = 4 [json_name = "principal"];</code>
+   * @return The bytes for principal.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getPrincipalBytes() {
+    java.lang.Object ref = principal_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      principal_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int KEY_ID_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object keyId_ = "";
+  /**
+   * <pre>
+   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+   * </pre>
+   *
+   * <code>string key_id = 5 [json_name = "keyId"];</code>
+   * @return The keyId.
+   */
+  @java.lang.Override
+  public java.lang.String getKeyId() {
+    java.lang.Object ref = keyId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      keyId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+   * </pre>
+   *
+   * <code>string key_id = 5 [json_name = "keyId"];</code>
+   * @return The bytes for keyId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getKeyIdBytes() {
+    java.lang.Object ref = keyId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      keyId_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int SIGNATURE_FIELD_NUMBER = 6;
+  private com.google.protobuf.ByteString signature_ = com.google.protobuf.ByteString.EMPTY;
+  /**
+   * <pre>
+   * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
+   * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
+   * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
+   * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
+   * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
+   * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
+   * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+   * </pre>
+   *
+   * <code>bytes signature = 6 [json_name = "signature"];</code>
+   * @return The signature.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString getSignature() {
+    return signature_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -163,6 +285,15 @@ private static final long serialVersionUID = 0L;
     if (leaseId_ != 0L) {
       output.writeInt64(3, leaseId_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(principal_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 4, principal_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(keyId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, keyId_);
+    }
+    if (!signature_.isEmpty()) {
+      output.writeBytes(6, signature_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -177,6 +308,16 @@ private static final long serialVersionUID = 0L;
     if (leaseId_ != 0L) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt64Size(3, leaseId_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(principal_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(4, principal_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(keyId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, keyId_);
+    }
+    if (!signature_.isEmpty()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBytesSize(6, signature_);
     }
     return size;
   }
@@ -208,6 +349,12 @@ private static final long serialVersionUID = 0L;
         != other.getGeneration()) return false;
     if (getLeaseId()
         != other.getLeaseId()) return false;
+    if (!getPrincipal()
+        .equals(other.getPrincipal())) return false;
+    if (!getKeyId()
+        .equals(other.getKeyId())) return false;
+    if (!getSignature()
+        .equals(other.getSignature())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -227,6 +374,12 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + LEASE_ID_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
         getLeaseId());
+    hash = (37 * hash) + PRINCIPAL_FIELD_NUMBER;
+    hash = (53 * hash) + getPrincipal().hashCode();
+    hash = (37 * hash) + KEY_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getKeyId().hashCode();
+    hash = (37 * hash) + SIGNATURE_FIELD_NUMBER;
+    hash = (53 * hash) + getSignature().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -373,6 +526,9 @@ private static final long serialVersionUID = 0L;
       resource_ = "";
       generation_ = 0L;
       leaseId_ = 0L;
+      principal_ = "";
+      keyId_ = "";
+      signature_ = com.google.protobuf.ByteString.EMPTY;
       return this;
     }
 
@@ -415,6 +571,15 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000004) != 0)) {
         result.leaseId_ = leaseId_;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.principal_ = principal_;
+      }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.keyId_ = keyId_;
+      }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.signature_ = signature_;
+      }
     }
 
     @java.lang.Override
@@ -439,6 +604,19 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getLeaseId() != 0L) {
         setLeaseId(other.getLeaseId());
+      }
+      if (!other.getPrincipal().isEmpty()) {
+        principal_ = other.principal_;
+        bitField0_ |= 0x00000008;
+        onChanged();
+      }
+      if (!other.getKeyId().isEmpty()) {
+        keyId_ = other.keyId_;
+        bitField0_ |= 0x00000010;
+        onChanged();
+      }
+      if (!other.getSignature().isEmpty()) {
+        setSignature(other.getSignature());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -479,6 +657,21 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 24
+            case 34: {
+              principal_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 34
+            case 42: {
+              keyId_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
+            case 50: {
+              signature_ = input.readBytes();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 50
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -678,6 +871,262 @@ private static final long serialVersionUID = 0L;
     public Builder clearLeaseId() {
       bitField0_ = (bitField0_ & ~0x00000004);
       leaseId_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object principal_ = "";
+    /**
+     * <pre>
+     * The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+     * a JWT's subject); empty when the server runs without authentication. With authentication on, only
+     * this principal (or an admin of the resource) may release the lease or write under the token.
+     * </pre>
+     *
+     * <code>string principal = 4 [json_name = "principal"];</code>
+     * @return The principal.
+     */
+    public java.lang.String getPrincipal() {
+      java.lang.Object ref = principal_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        principal_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+     * a JWT's subject); empty when the server runs without authentication. With authentication on, only
+     * this principal (or an admin of the resource) may release the lease or write under the token.
+     * </pre>
+     *
+     * <code>string principal = 4 [json_name = "principal"];</code>
+     * @return The bytes for principal.
+     */
+    public com.google.protobuf.ByteString
+        getPrincipalBytes() {
+      java.lang.Object ref = principal_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        principal_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+     * a JWT's subject); empty when the server runs without authentication. With authentication on, only
+     * this principal (or an admin of the resource) may release the lease or write under the token.
+     * </pre>
+     *
+     * <code>string principal = 4 [json_name = "principal"];</code>
+     * @param value The principal to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPrincipal(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      principal_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+     * a JWT's subject); empty when the server runs without authentication. With authentication on, only
+     * this principal (or an admin of the resource) may release the lease or write under the token.
+     * </pre>
+     *
+     * <code>string principal = 4 [json_name = "principal"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPrincipal() {
+      principal_ = getDefaultInstance().getPrincipal();
+      bitField0_ = (bitField0_ & ~0x00000008);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+     * a JWT's subject); empty when the server runs without authentication. With authentication on, only
+     * this principal (or an admin of the resource) may release the lease or write under the token.
+     * </pre>
+     *
+     * <code>string principal = 4 [json_name = "principal"];</code>
+     * @param value The bytes for principal to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPrincipalBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      principal_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object keyId_ = "";
+    /**
+     * <pre>
+     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+     * </pre>
+     *
+     * <code>string key_id = 5 [json_name = "keyId"];</code>
+     * @return The keyId.
+     */
+    public java.lang.String getKeyId() {
+      java.lang.Object ref = keyId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        keyId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+     * </pre>
+     *
+     * <code>string key_id = 5 [json_name = "keyId"];</code>
+     * @return The bytes for keyId.
+     */
+    public com.google.protobuf.ByteString
+        getKeyIdBytes() {
+      java.lang.Object ref = keyId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        keyId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+     * </pre>
+     *
+     * <code>string key_id = 5 [json_name = "keyId"];</code>
+     * @param value The keyId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setKeyId(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      keyId_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+     * </pre>
+     *
+     * <code>string key_id = 5 [json_name = "keyId"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearKeyId() {
+      keyId_ = getDefaultInstance().getKeyId();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+     * </pre>
+     *
+     * <code>string key_id = 5 [json_name = "keyId"];</code>
+     * @param value The bytes for keyId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setKeyIdBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      keyId_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.ByteString signature_ = com.google.protobuf.ByteString.EMPTY;
+    /**
+     * <pre>
+     * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
+     * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
+     * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
+     * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
+     * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
+     * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
+     * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+     * </pre>
+     *
+     * <code>bytes signature = 6 [json_name = "signature"];</code>
+     * @return The signature.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString getSignature() {
+      return signature_;
+    }
+    /**
+     * <pre>
+     * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
+     * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
+     * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
+     * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
+     * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
+     * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
+     * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+     * </pre>
+     *
+     * <code>bytes signature = 6 [json_name = "signature"];</code>
+     * @param value The signature to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSignature(com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      signature_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
+     * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
+     * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
+     * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
+     * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
+     * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
+     * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+     * </pre>
+     *
+     * <code>bytes signature = 6 [json_name = "signature"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSignature() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      signature_ = getDefaultInstance().getSignature();
       onChanged();
       return this;
     }

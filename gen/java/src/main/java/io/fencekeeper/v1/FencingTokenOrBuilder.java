@@ -51,4 +51,64 @@ public interface FencingTokenOrBuilder extends
    * @return The leaseId.
    */
   long getLeaseId();
+
+  /**
+   * <pre>
+   * The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+   * a JWT's subject); empty when the server runs without authentication. With authentication on, only
+   * this principal (or an admin of the resource) may release the lease or write under the token.
+   * </pre>
+   *
+   * <code>string principal = 4 [json_name = "principal"];</code>
+   * @return The principal.
+   */
+  java.lang.String getPrincipal();
+  /**
+   * <pre>
+   * The authenticated identity that acquired this generation (a certificate's URI SAN or subject CN, or
+   * a JWT's subject); empty when the server runs without authentication. With authentication on, only
+   * this principal (or an admin of the resource) may release the lease or write under the token.
+   * </pre>
+   *
+   * <code>string principal = 4 [json_name = "principal"];</code>
+   * @return The bytes for principal.
+   */
+  com.google.protobuf.ByteString
+      getPrincipalBytes();
+
+  /**
+   * <pre>
+   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+   * </pre>
+   *
+   * <code>string key_id = 5 [json_name = "keyId"];</code>
+   * @return The keyId.
+   */
+  java.lang.String getKeyId();
+  /**
+   * <pre>
+   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+   * </pre>
+   *
+   * <code>string key_id = 5 [json_name = "keyId"];</code>
+   * @return The bytes for keyId.
+   */
+  com.google.protobuf.ByteString
+      getKeyIdBytes();
+
+  /**
+   * <pre>
+   * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
+   * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
+   * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
+   * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
+   * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
+   * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
+   * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+   * </pre>
+   *
+   * <code>bytes signature = 6 [json_name = "signature"];</code>
+   * @return The signature.
+   */
+  com.google.protobuf.ByteString getSignature();
 }

@@ -111,6 +111,21 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fencekeeper_v1_CloseSessionResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_ListTokenKeysRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_ListTokenKeysRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_ListTokenKeysResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_ListTokenKeysResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_TokenKey_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_TokenKey_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -147,44 +162,54 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "otobuf.DurationR\003ttl\"D\n\016ReleaseRequest\0222" +
       "\n\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTo" +
       "kenR\005token\"\021\n\017ReleaseResponse\"-\n\017Describ" +
-      "eRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"\360\001\n" +
+      "eRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"\233\002\n" +
       "\020DescribeResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n" +
       "\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.f" +
       "encekeeper.v1.FencingTokenR\005token\022+\n\003ttl" +
       "\030\004 \001(\0132\031.google.protobuf.DurationR\003ttl\022\030" +
       "\n\007waiters\030\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R" +
-      "\005fence\022\037\n\013last_issued\030\007 \001(\003R\nlastIssued\"" +
-      ",\n\016ObserveRequest\022\032\n\010resource\030\001 \001(\tR\010res" +
-      "ource\"\215\001\n\017ObserveResponse\022\022\n\004held\030\001 \001(\010R" +
-      "\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003" +
-      " \001(\0132\034.fencekeeper.v1.FencingTokenR\005toke" +
-      "n\022\032\n\010revision\030\004 \001(\003R\010revision\"Y\n\022OpenSes" +
-      "sionRequest\022+\n\003ttl\030\001 \001(\0132\031.google.protob" +
-      "uf.DurationR\003ttl\022\026\n\006holder\030\002 \001(\tR\006holder" +
-      "\"a\n\023OpenSessionResponse\022\035\n\nsession_id\030\001 " +
-      "\001(\003R\tsessionId\022+\n\003ttl\030\002 \001(\0132\031.google.pro" +
-      "tobuf.DurationR\003ttl\"4\n\023CloseSessionReque" +
-      "st\022\035\n\nsession_id\030\001 \001(\003R\tsessionId\"\026\n\024Clo" +
-      "seSessionResponse2\222\005\n\014LeaseService\022J\n\007Ac" +
-      "quire\022\036.fencekeeper.v1.AcquireRequest\032\037." +
-      "fencekeeper.v1.AcquireResponse\022T\n\tKeepAl" +
-      "ive\022 .fencekeeper.v1.KeepAliveRequest\032!." +
-      "fencekeeper.v1.KeepAliveResponse(\0010\001\022D\n\005" +
-      "Renew\022\034.fencekeeper.v1.RenewRequest\032\035.fe" +
-      "ncekeeper.v1.RenewResponse\022J\n\007Release\022\036." +
-      "fencekeeper.v1.ReleaseRequest\032\037.fencekee" +
-      "per.v1.ReleaseResponse\022M\n\010Describe\022\037.fen" +
-      "cekeeper.v1.DescribeRequest\032 .fencekeepe" +
-      "r.v1.DescribeResponse\022L\n\007Observe\022\036.fence" +
-      "keeper.v1.ObserveRequest\032\037.fencekeeper.v" +
-      "1.ObserveResponse0\001\022V\n\013OpenSession\022\".fen" +
-      "cekeeper.v1.OpenSessionRequest\032#.fenceke" +
-      "eper.v1.OpenSessionResponse\022Y\n\014CloseSess" +
-      "ion\022#.fencekeeper.v1.CloseSessionRequest" +
-      "\032$.fencekeeper.v1.CloseSessionResponseBi" +
-      "\n\021io.fencekeeper.v1B\nLeaseProtoP\001ZFgithu" +
-      "b.com/fencekeeper/fencekeeper/gen/go/fen" +
-      "cekeeper/v1;fencekeeperv1b\006proto3"
+      "\005fence\022\037\n\013last_issued\030\007 \001(\003R\nlastIssued\022" +
+      ")\n\020holder_principal\030\010 \001(\tR\017holderPrincip" +
+      "al\",\n\016ObserveRequest\022\032\n\010resource\030\001 \001(\tR\010" +
+      "resource\"\270\001\n\017ObserveResponse\022\022\n\004held\030\001 \001" +
+      "(\010R\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005toke" +
+      "n\030\003 \001(\0132\034.fencekeeper.v1.FencingTokenR\005t" +
+      "oken\022\032\n\010revision\030\004 \001(\003R\010revision\022)\n\020hold" +
+      "er_principal\030\005 \001(\tR\017holderPrincipal\"Y\n\022O" +
+      "penSessionRequest\022+\n\003ttl\030\001 \001(\0132\031.google." +
+      "protobuf.DurationR\003ttl\022\026\n\006holder\030\002 \001(\tR\006" +
+      "holder\"a\n\023OpenSessionResponse\022\035\n\nsession" +
+      "_id\030\001 \001(\003R\tsessionId\022+\n\003ttl\030\002 \001(\0132\031.goog" +
+      "le.protobuf.DurationR\003ttl\"4\n\023CloseSessio" +
+      "nRequest\022\035\n\nsession_id\030\001 \001(\003R\tsessionId\"" +
+      "\026\n\024CloseSessionResponse\"\026\n\024ListTokenKeys" +
+      "Request\"E\n\025ListTokenKeysResponse\022,\n\004keys" +
+      "\030\001 \003(\0132\030.fencekeeper.v1.TokenKeyR\004keys\"^" +
+      "\n\010TokenKey\022\025\n\006key_id\030\001 \001(\tR\005keyId\022\034\n\talg" +
+      "orithm\030\002 \001(\tR\talgorithm\022\035\n\npublic_key\030\003 " +
+      "\001(\014R\tpublicKey2\360\005\n\014LeaseService\022J\n\007Acqui" +
+      "re\022\036.fencekeeper.v1.AcquireRequest\032\037.fen" +
+      "cekeeper.v1.AcquireResponse\022T\n\tKeepAlive" +
+      "\022 .fencekeeper.v1.KeepAliveRequest\032!.fen" +
+      "cekeeper.v1.KeepAliveResponse(\0010\001\022D\n\005Ren" +
+      "ew\022\034.fencekeeper.v1.RenewRequest\032\035.fence" +
+      "keeper.v1.RenewResponse\022J\n\007Release\022\036.fen" +
+      "cekeeper.v1.ReleaseRequest\032\037.fencekeeper" +
+      ".v1.ReleaseResponse\022M\n\010Describe\022\037.fencek" +
+      "eeper.v1.DescribeRequest\032 .fencekeeper.v" +
+      "1.DescribeResponse\022L\n\007Observe\022\036.fencekee" +
+      "per.v1.ObserveRequest\032\037.fencekeeper.v1.O" +
+      "bserveResponse0\001\022V\n\013OpenSession\022\".fencek" +
+      "eeper.v1.OpenSessionRequest\032#.fencekeepe" +
+      "r.v1.OpenSessionResponse\022Y\n\014CloseSession" +
+      "\022#.fencekeeper.v1.CloseSessionRequest\032$." +
+      "fencekeeper.v1.CloseSessionResponse\022\\\n\rL" +
+      "istTokenKeys\022$.fencekeeper.v1.ListTokenK" +
+      "eysRequest\032%.fencekeeper.v1.ListTokenKey" +
+      "sResponseBi\n\021io.fencekeeper.v1B\nLeasePro" +
+      "toP\001ZFgithub.com/fencekeeper/fencekeeper" +
+      "/gen/go/fencekeeper/v1;fencekeeperv1b\006pr" +
+      "oto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -258,7 +283,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", });
     internal_static_fencekeeper_v1_ObserveRequest_descriptor =
       getDescriptor().getMessageType(11);
     internal_static_fencekeeper_v1_ObserveRequest_fieldAccessorTable = new
@@ -270,7 +295,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_ObserveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Revision", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", });
     internal_static_fencekeeper_v1_OpenSessionRequest_descriptor =
       getDescriptor().getMessageType(13);
     internal_static_fencekeeper_v1_OpenSessionRequest_fieldAccessorTable = new
@@ -295,6 +320,24 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_CloseSessionResponse_descriptor,
         new java.lang.String[] { });
+    internal_static_fencekeeper_v1_ListTokenKeysRequest_descriptor =
+      getDescriptor().getMessageType(17);
+    internal_static_fencekeeper_v1_ListTokenKeysRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_ListTokenKeysRequest_descriptor,
+        new java.lang.String[] { });
+    internal_static_fencekeeper_v1_ListTokenKeysResponse_descriptor =
+      getDescriptor().getMessageType(18);
+    internal_static_fencekeeper_v1_ListTokenKeysResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_ListTokenKeysResponse_descriptor,
+        new java.lang.String[] { "Keys", });
+    internal_static_fencekeeper_v1_TokenKey_descriptor =
+      getDescriptor().getMessageType(19);
+    internal_static_fencekeeper_v1_TokenKey_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_TokenKey_descriptor,
+        new java.lang.String[] { "KeyId", "Algorithm", "PublicKey", });
     descriptor.resolveAllFeaturesImmutable();
     io.fencekeeper.v1.TokenProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();

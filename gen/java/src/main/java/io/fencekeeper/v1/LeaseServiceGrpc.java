@@ -268,6 +268,37 @@ public final class LeaseServiceGrpc {
     return getCloseSessionMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.ListTokenKeysRequest,
+      io.fencekeeper.v1.ListTokenKeysResponse> getListTokenKeysMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "ListTokenKeys",
+      requestType = io.fencekeeper.v1.ListTokenKeysRequest.class,
+      responseType = io.fencekeeper.v1.ListTokenKeysResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.ListTokenKeysRequest,
+      io.fencekeeper.v1.ListTokenKeysResponse> getListTokenKeysMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.ListTokenKeysRequest, io.fencekeeper.v1.ListTokenKeysResponse> getListTokenKeysMethod;
+    if ((getListTokenKeysMethod = LeaseServiceGrpc.getListTokenKeysMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getListTokenKeysMethod = LeaseServiceGrpc.getListTokenKeysMethod) == null) {
+          LeaseServiceGrpc.getListTokenKeysMethod = getListTokenKeysMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.ListTokenKeysRequest, io.fencekeeper.v1.ListTokenKeysResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "ListTokenKeys"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.ListTokenKeysRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.ListTokenKeysResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("ListTokenKeys"))
+              .build();
+        }
+      }
+    }
+    return getListTokenKeysMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -426,6 +457,18 @@ public final class LeaseServiceGrpc {
         io.grpc.stub.StreamObserver<io.fencekeeper.v1.CloseSessionResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getCloseSessionMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * The public keys that verify tokens' signatures (FencingToken.signature), so that a resource outside
+     * fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
+     * the list again when a token names a key_id you do not know.
+     * </pre>
+     */
+    default void listTokenKeys(io.fencekeeper.v1.ListTokenKeysRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.ListTokenKeysResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getListTokenKeysMethod(), responseObserver);
+    }
   }
 
   /**
@@ -566,6 +609,19 @@ public final class LeaseServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getCloseSessionMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * The public keys that verify tokens' signatures (FencingToken.signature), so that a resource outside
+     * fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
+     * the list again when a token names a key_id you do not know.
+     * </pre>
+     */
+    public void listTokenKeys(io.fencekeeper.v1.ListTokenKeysRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.ListTokenKeysResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getListTokenKeysMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -683,6 +739,18 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getCloseSessionMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * The public keys that verify tokens' signatures (FencingToken.signature), so that a resource outside
+     * fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
+     * the list again when a token names a key_id you do not know.
+     * </pre>
+     */
+    public io.fencekeeper.v1.ListTokenKeysResponse listTokenKeys(io.fencekeeper.v1.ListTokenKeysRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getListTokenKeysMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -786,6 +854,18 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getCloseSessionMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * The public keys that verify tokens' signatures (FencingToken.signature), so that a resource outside
+     * fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
+     * the list again when a token names a key_id you do not know.
+     * </pre>
+     */
+    public io.fencekeeper.v1.ListTokenKeysResponse listTokenKeys(io.fencekeeper.v1.ListTokenKeysRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getListTokenKeysMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -884,6 +964,19 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getCloseSessionMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * The public keys that verify tokens' signatures (FencingToken.signature), so that a resource outside
+     * fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
+     * the list again when a token names a key_id you do not know.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.ListTokenKeysResponse> listTokenKeys(
+        io.fencekeeper.v1.ListTokenKeysRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getListTokenKeysMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_ACQUIRE = 0;
@@ -893,7 +986,8 @@ public final class LeaseServiceGrpc {
   private static final int METHODID_OBSERVE = 4;
   private static final int METHODID_OPEN_SESSION = 5;
   private static final int METHODID_CLOSE_SESSION = 6;
-  private static final int METHODID_KEEP_ALIVE = 7;
+  private static final int METHODID_LIST_TOKEN_KEYS = 7;
+  private static final int METHODID_KEEP_ALIVE = 8;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -939,6 +1033,10 @@ public final class LeaseServiceGrpc {
         case METHODID_CLOSE_SESSION:
           serviceImpl.closeSession((io.fencekeeper.v1.CloseSessionRequest) request,
               (io.grpc.stub.StreamObserver<io.fencekeeper.v1.CloseSessionResponse>) responseObserver);
+          break;
+        case METHODID_LIST_TOKEN_KEYS:
+          serviceImpl.listTokenKeys((io.fencekeeper.v1.ListTokenKeysRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.ListTokenKeysResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1017,6 +1115,13 @@ public final class LeaseServiceGrpc {
               io.fencekeeper.v1.CloseSessionRequest,
               io.fencekeeper.v1.CloseSessionResponse>(
                 service, METHODID_CLOSE_SESSION)))
+        .addMethod(
+          getListTokenKeysMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.ListTokenKeysRequest,
+              io.fencekeeper.v1.ListTokenKeysResponse>(
+                service, METHODID_LIST_TOKEN_KEYS)))
         .build();
   }
 
@@ -1073,6 +1178,7 @@ public final class LeaseServiceGrpc {
               .addMethod(getObserveMethod())
               .addMethod(getOpenSessionMethod())
               .addMethod(getCloseSessionMethod())
+              .addMethod(getListTokenKeysMethod())
               .build();
         }
       }

@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   }
   private ObserveResponse() {
     holder_ = "";
+    holderPrincipal_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -170,6 +171,53 @@ private static final long serialVersionUID = 0L;
     return revision_;
   }
 
+  public static final int HOLDER_PRINCIPAL_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object holderPrincipal_ = "";
+  /**
+   * <pre>
+   * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+   * </pre>
+   *
+   * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
+   * @return The holderPrincipal.
+   */
+  @java.lang.Override
+  public java.lang.String getHolderPrincipal() {
+    java.lang.Object ref = holderPrincipal_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      holderPrincipal_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+   * </pre>
+   *
+   * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
+   * @return The bytes for holderPrincipal.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getHolderPrincipalBytes() {
+    java.lang.Object ref = holderPrincipal_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      holderPrincipal_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -196,6 +244,9 @@ private static final long serialVersionUID = 0L;
     if (revision_ != 0L) {
       output.writeInt64(4, revision_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(holderPrincipal_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, holderPrincipal_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -214,6 +265,9 @@ private static final long serialVersionUID = 0L;
     if (revision_ != 0L) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt64Size(4, revision_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(holderPrincipal_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, holderPrincipal_);
     }
     return size;
   }
@@ -250,6 +304,8 @@ private static final long serialVersionUID = 0L;
     }
     if (getRevision()
         != other.getRevision()) return false;
+    if (!getHolderPrincipal()
+        .equals(other.getHolderPrincipal())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -273,6 +329,8 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + REVISION_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
         getRevision());
+    hash = (37 * hash) + HOLDER_PRINCIPAL_FIELD_NUMBER;
+    hash = (53 * hash) + getHolderPrincipal().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -423,6 +481,7 @@ private static final long serialVersionUID = 0L;
         tokenBuilder_ = null;
       }
       revision_ = 0L;
+      holderPrincipal_ = "";
       return this;
     }
 
@@ -472,6 +531,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.revision_ = revision_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.holderPrincipal_ = holderPrincipal_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -500,6 +562,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getRevision() != 0L) {
         setRevision(other.getRevision());
+      }
+      if (!other.getHolderPrincipal().isEmpty()) {
+        holderPrincipal_ = other.holderPrincipal_;
+        bitField0_ |= 0x00000010;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -547,6 +614,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 32
+            case 42: {
+              holderPrincipal_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -895,6 +967,98 @@ private static final long serialVersionUID = 0L;
     public Builder clearRevision() {
       bitField0_ = (bitField0_ & ~0x00000008);
       revision_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object holderPrincipal_ = "";
+    /**
+     * <pre>
+     * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+     * </pre>
+     *
+     * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
+     * @return The holderPrincipal.
+     */
+    public java.lang.String getHolderPrincipal() {
+      java.lang.Object ref = holderPrincipal_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        holderPrincipal_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+     * </pre>
+     *
+     * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
+     * @return The bytes for holderPrincipal.
+     */
+    public com.google.protobuf.ByteString
+        getHolderPrincipalBytes() {
+      java.lang.Object ref = holderPrincipal_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        holderPrincipal_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+     * </pre>
+     *
+     * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
+     * @param value The holderPrincipal to set.
+     * @return This builder for chaining.
+     */
+    public Builder setHolderPrincipal(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      holderPrincipal_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+     * </pre>
+     *
+     * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearHolderPrincipal() {
+      holderPrincipal_ = getDefaultInstance().getHolderPrincipal();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+     * </pre>
+     *
+     * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
+     * @param value The bytes for holderPrincipal to set.
+     * @return This builder for chaining.
+     */
+    public Builder setHolderPrincipalBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      holderPrincipal_ = value;
+      bitField0_ |= 0x00000010;
       onChanged();
       return this;
     }

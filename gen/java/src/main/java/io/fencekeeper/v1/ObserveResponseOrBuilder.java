@@ -76,4 +76,24 @@ public interface ObserveResponseOrBuilder extends
    * @return The revision.
    */
   long getRevision();
+
+  /**
+   * <pre>
+   * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+   * </pre>
+   *
+   * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
+   * @return The holderPrincipal.
+   */
+  java.lang.String getHolderPrincipal();
+  /**
+   * <pre>
+   * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+   * </pre>
+   *
+   * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
+   * @return The bytes for holderPrincipal.
+   */
+  com.google.protobuf.ByteString
+      getHolderPrincipalBytes();
 }

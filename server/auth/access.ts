@@ -1,0 +1,59 @@
+// Who may do what, as the handlers ask it: the caller of a call (put there by authentication), whether
+// the policy grants a verb on a resource, and which principal a lease must be bound to for the call.
+import { createContextKey, type ContextValues } from "@connectrpc/connect";
+import type { Socket } from "node:net";
+import type { Authenticator } from "./authenticator.js";
+import type { PolicyFile } from "./policy-file.js";
+import { authorize, type Verb } from "./policy.js";
+import { ANONYMOUS, type Principal } from "./principal.js";
+
+/** The caller of a call, in its context values. */
+export const CALLER = createContextKey<Principal>(ANONYMOUS, { description: "the authenticated caller" });
+/** The connection a call came on, and its Authorization header: what authentication reads. */
+export const CREDENTIALS = createContextKey<{ socket: Socket; authorization: string | undefined } | undefined>(undefined, {
+  description: "the call's credentials",
+});
+
+/** What a handler sees of its call's values. */
+export interface HasValues {
+  readonly values: ContextValues;
+}
+
+export class Access {
+  constructor(
+    readonly authenticator: Authenticator,
+    private readonly policy?: PolicyFile,
+  ) {}
+
+  /** Authentication is on: callers are principals, and leases are bound to them. */
+  get enabled(): boolean {
+    return this.authenticator.enabled;
+  }
+
+  caller(ctx: HasValues): Principal {
+    return ctx.values.get(CALLER);
+  }
+
+  /** Throws PERMISSION_DENIED unless the policy (if any) grants the caller verb, or admin, on resource. */
+  authorize(ctx: HasValues, verb: Verb, resource: string): void {
+    if (!this.policy) return;
+    const policy = this.policy.current();
+    const caller = ctx.values.get(CALLER);
+    // An admin of a resource may do everything on it.
+    if (policy.allows(caller, verb, resource) || policy.allows(caller, "admin", resource)) return;
+    authorize(policy, caller, verb, resource);
+  }
+
+  /** The principal the caller's leases are bound to; undefined without authentication. */
+  owner(ctx: HasValues): string | undefined {
+    return this.enabled ? ctx.values.get(CALLER).name : undefined;
+  }
+
+  /** As owner(), but undefined for an admin of the resource too: it may release and write under anyone's lease of it. */
+  ownerUnlessAdmin(ctx: HasValues, resource: string): string | undefined {
+    if (!this.enabled) return undefined;
+    const p = ctx.values.get(CALLER);
+    if (this.policy?.current().allows(p, "admin", resource)) return undefined;
+    return p.name;
+  }
+}

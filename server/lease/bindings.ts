@@ -1,0 +1,90 @@
+// Holder binding for operations that name a lease by its id alone (Renew, KeepAlive, CloseSession):
+// with authentication on, an acquisition's or a session's lease carries the principal that made it
+// (keys.ts's binding key), and only that principal may keep it alive or close it. A lease without a
+// binding is no acquisition of anyone's (an idempotency record's lease, a waiter's place, a lease made
+// before authentication was turned on, or one that ended): it is refused like a lease that is gone.
+import { leaseNotFound, notHolder } from "../domain/errors.js";
+import { decodeBinding, type KeyLayout } from "../etcd/keys.js";
+import type { Reader } from "../etcd/reader.js";
+
+/** Most binding keys read in one etcd transaction (etcd allows 128 operations by default). */
+const READS_PER_TXN = 100;
+
+export interface BindingDeps {
+  keys: KeyLayout;
+  reader: Reader;
+}
+
+/** Checks that each lease is bound to the principal; throws NOT_FOUND or NOT_HOLDER otherwise. */
+export async function checkBound(d: BindingDeps, leaseId: bigint, principal: string, what = "lease"): Promise<void> {
+  const found = await d.reader.range("check binding", { key: d.keys.bindingKey(leaseId) });
+  judge(decodeBinding(found.kvs[0]), leaseId, principal, what);
+}
+
+function judge(owner: string | undefined, leaseId: bigint, principal: string, what: string): void {
+  if (owner === undefined) throw leaseNotFound(leaseId);
+  if (owner !== principal) throw notHolder(`${what} ${leaseId}`, owner, principal, { lease_id: String(leaseId) });
+}
+
+/**
+ * The leases one KeepAlive stream may renew: each id is checked once per stream (a lease's binding never
+ * changes while it lives), and the ids of one message are checked together, 100 to an etcd request.
+ */
+export class StreamBindings {
+  private readonly verified = new Set<bigint>();
+  private waiting = new Map<bigint, { resolve: () => void; reject: (err: unknown) => void }[]>();
+  private flushing = false;
+
+  constructor(
+    private readonly d: BindingDeps,
+    private readonly principal: string,
+  ) {}
+
+  check(leaseId: bigint): Promise<void> | undefined {
+    if (this.verified.has(leaseId)) return undefined;
+    return new Promise<void>((resolve, reject) => {
+      const waiters = this.waiting.get(leaseId);
+      if (waiters) waiters.push({ resolve, reject });
+      else this.waiting.set(leaseId, [{ resolve, reject }]);
+      if (!this.flushing) {
+        this.flushing = true;
+        // Every id of the message being handled joins before the reads go out.
+        queueMicrotask(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.waiting;
+    this.waiting = new Map();
+    this.flushing = false;
+    const ids = [...batch.keys()];
+    await Promise.all(
+      chunks(ids, READS_PER_TXN).map(async (chunk) => {
+        try {
+          const snap = await this.d.reader.snapshot(
+            "check binding",
+            chunk.map((id) => ({ key: this.d.keys.bindingKey(id) })),
+          );
+          chunk.forEach((id, i) => {
+            try {
+              judge(decodeBinding(snap.ranges[i].kvs[0]), id, this.principal, "lease");
+              this.verified.add(id);
+              for (const w of batch.get(id)!) w.resolve();
+            } catch (err) {
+              for (const w of batch.get(id)!) w.reject(err);
+            }
+          });
+        } catch (err) {
+          for (const id of chunk) for (const w of batch.get(id)!) w.reject(err);
+        }
+      }),
+    );
+  }
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
