@@ -15,7 +15,8 @@ import type { ClientEvent, Emitter, EventSink } from "./events.js";
 import { KeepAlive } from "./keepalive.js";
 import { OwnLease, Session, type KeeperContext } from "./keeper.js";
 import { Lease, type LeaseContext } from "./lease.js";
-import { Servers, type Connection } from "./servers.js";
+import type { TokenKey } from "./verify-token.js";
+import { Servers, type Credentials, type Connection } from "./servers.js";
 import { Store, type FenceModeName } from "./store.js";
 import { tokenFromProto, tokenToProto, type Token } from "./token.js";
 
@@ -47,6 +48,8 @@ export interface ClientOptions {
    * has an etcd lease of its own. See docs/client.md, "Sessions", for what changes.
    */
   sessions?: boolean;
+  /** Credentials for a server with authentication on (docs/authentication.md). */
+  credentials?: Credentials;
   onEvent?: EventSink;
 }
 
@@ -108,7 +111,7 @@ export class FencekeeperClient {
   constructor(o: ClientOptions = {}) {
     const urls = o.servers ?? (process.env.FENCEKEEPER_URL || DEFAULT_URL);
     const list = typeof urls === "string" ? urls.split(",").map((u) => u.trim()).filter(Boolean) : urls;
-    this.#servers = new Servers(list);
+    this.#servers = new Servers(list, o.credentials);
     this.#calls = new Calls(this.#servers, o.callTimeoutMs ?? 15_000);
     this.store = new Store(this.#calls);
     const sink = o.onEvent;
@@ -281,6 +284,12 @@ export class FencekeeperClient {
     } finally {
       await lease.release();
     }
+  }
+
+  /** The server's public keys that verify tokens offline (verifyToken), the signing one first. */
+  async tokenKeys(o: { signal?: AbortSignal } = {}): Promise<TokenKey[]> {
+    const res = await this.#calls.run((c) => c.lease.listTokenKeys({}, { signal: o.signal, timeoutMs: this.#calls.timeoutMs }), true);
+    return res.keys.map((k) => ({ keyId: k.keyId, publicKey: k.publicKey }));
   }
 
   /** Who holds a resource, with which token, for how much longer, and how many wait. */

@@ -12,9 +12,11 @@ import {
   InvalidArgumentError,
   LeaseNotFoundError,
   LeaseNotHeldError,
+  PermissionDeniedError,
   ResourceHeldError,
   StaleTokenError,
   TimeoutError,
+  UnauthenticatedError,
   UnavailableError,
 } from "./errors.js";
 import { tokenFromProto } from "./token.js";
@@ -36,6 +38,8 @@ const BY_CODE: Partial<Record<Code, Plain>> = {
   [Code.InvalidArgument]: InvalidArgumentError,
   [Code.Canceled]: CanceledError,
   [Code.NotFound]: LeaseNotFoundError,
+  [Code.Unauthenticated]: UnauthenticatedError,
+  [Code.PermissionDenied]: PermissionDeniedError,
 };
 
 /** Any failure of a call, as a FencekeeperError. */

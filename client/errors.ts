@@ -81,6 +81,15 @@ export class InvalidArgumentError extends FencekeeperError {}
 /** CANCELED: the caller's signal aborted the call. */
 export class CanceledError extends FencekeeperError {}
 
+/** UNAUTHENTICATED: the server wants credentials (ClientOptions.credentials) and got none, or bad ones; the message says which. */
+export class UnauthenticatedError extends FencekeeperError {}
+
+/**
+ * PERMISSION_DENIED: the server's policy does not grant this (reason PERMISSION_DENIED; metadata names
+ * principal, verb and resource), or the lease or token is another principal's (reason NOT_HOLDER).
+ */
+export class PermissionDeniedError extends FencekeeperError {}
+
 /** Why a lease ended, as LeaseLostError.why says. */
 export type LossCause =
   /** No renewal was confirmed before validUntil: a failed, refused or late renewal proves nothing. */

@@ -3,7 +3,9 @@ export { FencekeeperClient, DEFAULT_URL, DEFAULT_TTL_MS } from "./client.js";
 export type { ClientOptions, AcquireOptions, Description, Ownership } from "./client.js";
 export { Lease } from "./lease.js";
 export type { Store, Commit, Entry, GetResult, ListOptions, ReadOptions, TxnOp, Value, WriteOptions, FenceModeName } from "./store.js";
-export { formatToken, parseToken, tokenToJson, type Token } from "./token.js";
+export { formatToken, parseToken, tokenToJson, type Token, type TokenJson } from "./token.js";
+export { verifyToken, canonicalToken, type TokenKey, type Verification } from "./verify-token.js";
+export type { Credentials } from "./servers.js";
 export type { ClientEvent } from "./events.js";
 export {
   FencekeeperError,
@@ -17,6 +19,8 @@ export {
   TimeoutError,
   InvalidArgumentError,
   CanceledError,
+  UnauthenticatedError,
+  PermissionDeniedError,
   LeaseLostError,
   type LossCause,
 } from "./errors.js";

@@ -2,7 +2,8 @@
 // call. A failed server makes the next one current. Each server gets two HTTP/2 connections, opened on
 // first use: one for calls and one for the KeepAlive stream, so that dropping a hung stream's connection
 // leaves the calls on the other be.
-import { createClient, type Client } from "@connectrpc/connect";
+import type { ClientSessionOptions, SecureClientSessionOptions } from "node:http2";
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
@@ -13,6 +14,21 @@ export interface Connection {
   readonly store: Client<typeof FencedStoreService>;
 }
 
+/** How the client proves who it is to a server with authentication on. */
+export interface Credentials {
+  /** A bearer JWT, sent with every call; or a function giving the current one (called per call: keep it cheap). */
+  bearer?: string | (() => string | Promise<string>);
+  /** For https:// servers: the CA to trust (PEM; default: the system's), and a client certificate and key for mutual TLS. */
+  tls?: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer };
+}
+
+function bearer(token: NonNullable<Credentials["bearer"]>): Interceptor {
+  return (next) => async (req) => {
+    req.header.set("authorization", `Bearer ${typeof token === "string" ? token : await token()}`);
+    return next(req);
+  };
+}
+
 /** Which of a server's two connections. */
 export type Channel = "calls" | "stream";
 
@@ -21,7 +37,15 @@ export class Servers {
   private index = 0;
   private readonly open = new Map<string, { connection: Connection; session: Http2SessionManager }>();
 
-  constructor(urls: readonly string[]) {
+  private readonly interceptors: Interceptor[];
+  private readonly sessionOptions?: ClientSessionOptions | SecureClientSessionOptions;
+
+  constructor(
+    urls: readonly string[],
+    credentials: Credentials = {},
+  ) {
+    this.interceptors = credentials.bearer !== undefined ? [bearer(credentials.bearer)] : [];
+    this.sessionOptions = credentials.tls;
     if (urls.length === 0) throw new RangeError("at least one server URL is needed");
     for (const url of urls) {
       if (!/^https?:\/\/[^/\s]+\/?$/.test(url)) throw new RangeError(`a server URL looks like http://127.0.0.1:50051, got "${url}"`);
@@ -42,8 +66,8 @@ export class Servers {
     const id = `${channel} ${url}`;
     let c = this.open.get(id);
     if (!c) {
-      const session = new Http2SessionManager(url);
-      const transport = createGrpcTransport({ baseUrl: url, sessionManager: session });
+      const session = new Http2SessionManager(url, undefined, this.sessionOptions);
+      const transport = createGrpcTransport({ baseUrl: url, sessionManager: session, interceptors: this.interceptors });
       c = { session, connection: { url, lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) } };
       this.open.set(id, c);
     }

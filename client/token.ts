@@ -1,5 +1,7 @@
 // The fencing token as the SDK hands it out, and its two text forms: "resource:generation:leaseId" for
-// people and shells, and JSON (numbers as strings) for scripts. Both parse back to the same token.
+// people and shells, and JSON (numbers as strings, the signature in base64) for scripts. The JSON form
+// is the whole token; the short form leaves out who it was issued to and its signature, so a server
+// with authentication on, which takes signed tokens only, refuses a token parsed from it.
 import type { FencingToken } from "../gen/ts/fencekeeper/v1/token_pb.js";
 
 export interface Token {
@@ -9,14 +11,26 @@ export interface Token {
   readonly generation: bigint;
   /** The etcd lease that backs this generation. */
   readonly leaseId: bigint;
+  /** The authenticated principal it was issued to; "" or absent without authentication. */
+  readonly principal?: string;
+  /** The id of the server key that signed it, and the signature (docs/verifying-tokens.md). */
+  readonly keyId?: string;
+  readonly signature?: Uint8Array;
 }
 
 export function tokenFromProto(t: FencingToken): Token {
-  return { resource: t.resource, generation: t.generation, leaseId: t.leaseId };
+  return { resource: t.resource, generation: t.generation, leaseId: t.leaseId, principal: t.principal, keyId: t.keyId, signature: t.signature };
 }
 
-export function tokenToProto(t: Token): { resource: string; generation: bigint; leaseId: bigint } {
-  return { resource: t.resource, generation: t.generation, leaseId: t.leaseId };
+export function tokenToProto(t: Token) {
+  return {
+    resource: t.resource,
+    generation: t.generation,
+    leaseId: t.leaseId,
+    principal: t.principal ?? "",
+    keyId: t.keyId ?? "",
+    signature: t.signature ?? new Uint8Array(),
+  };
 }
 
 /** "resource:generation:leaseId". The resource may itself contain ":"; the last two fields are numbers. */
@@ -24,9 +38,23 @@ export function formatToken(t: Token): string {
   return `${t.resource}:${t.generation}:${t.leaseId}`;
 }
 
-/** The token as a JSON-ready object, numbers as decimal strings. */
-export function tokenToJson(t: Token): { resource: string; generation: string; leaseId: string } {
-  return { resource: t.resource, generation: String(t.generation), leaseId: String(t.leaseId) };
+export interface TokenJson {
+  resource: string;
+  generation: string;
+  leaseId: string;
+  principal?: string;
+  keyId?: string;
+  /** base64 */
+  signature?: string;
+}
+
+/** The token as a JSON-ready object, numbers as decimal strings, the signature in base64 (fields it lacks are left out). */
+export function tokenToJson(t: Token): TokenJson {
+  const json: TokenJson = { resource: t.resource, generation: String(t.generation), leaseId: String(t.leaseId) };
+  if (t.principal) json.principal = t.principal;
+  if (t.keyId) json.keyId = t.keyId;
+  if (t.signature?.length) json.signature = Buffer.from(t.signature).toString("base64");
+  return json;
 }
 
 /** Parses either text form; throws a RangeError that says what was expected. */
@@ -44,7 +72,18 @@ export function parseToken(text: string): Token {
     if (typeof o.resource !== "string" || !isInteger(generation) || !isInteger(leaseId)) {
       throw new RangeError(`a JSON token needs "resource" (string), "generation" and "leaseId" (integers), got ${s}`);
     }
-    return { resource: o.resource, generation: BigInt(generation as string), leaseId: BigInt(leaseId as string) };
+    const keyId = o.keyId ?? o.key_id;
+    for (const [name, v] of [["principal", o.principal], ["keyId", keyId], ["signature", o.signature]] as const) {
+      if (v !== undefined && typeof v !== "string") throw new RangeError(`a JSON token's "${name}" is a string, got ${s}`);
+    }
+    return {
+      resource: o.resource,
+      generation: BigInt(generation as string),
+      leaseId: BigInt(leaseId as string),
+      ...(o.principal !== undefined ? { principal: o.principal as string } : {}),
+      ...(keyId !== undefined ? { keyId: keyId as string } : {}),
+      ...(o.signature !== undefined ? { signature: new Uint8Array(Buffer.from(o.signature as string, "base64")) } : {}),
+    };
   }
   const m = /^(.+):(\d+):(\d+)$/s.exec(s);
   if (!m) throw new RangeError(`a token is "resource:generation:leaseId" or the JSON that acquire --json prints, got "${s}"`);
