@@ -8,6 +8,7 @@ import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { leaseService } from "./api/lease-service.js";
 import type { Access } from "./auth/access.js";
+import { CallerCaps, type CapSettings } from "./auth/caller-caps.js";
 import { TokenChecks } from "./tokens/checks.js";
 import { TokenSigner } from "./tokens/signer.js";
 import { storeService } from "./api/store-service.js";
@@ -26,6 +27,8 @@ export interface AppOptions {
   etcd: Etcd3;
   /** Who may do what: authentication, the policy, holder binding. */
   access: Access;
+  /** Per-caller caps on streams and waiters. */
+  callerCaps: CapSettings;
   /** The key that signs tokens (--token-signing-key); undefined: one kept in etcd, shared by every replica. */
   tokenSigningKey?: KeyObject;
   prefix: string;
@@ -68,7 +71,7 @@ export function createApp(o: AppOptions): App {
   const tokens = new TokenChecks(signer, o.access.enabled);
   const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens });
   const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits });
-  const lease = leaseService(coordinator, o.access, o.log);
+  const lease = leaseService(coordinator, o.access, new CallerCaps(o.callerCaps), o.log);
   const fenced = storeService(store, o.access);
   return {
     coordinator,

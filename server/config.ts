@@ -68,6 +68,9 @@ export interface Config {
   allowUnauthenticated: boolean;
   /** The Ed25519 key every replica signs tokens with; undefined: one kept in etcd. */
   tokenSigningKey?: KeyObject;
+  connections: { handshakeTimeoutMs: number; idleTimeoutMs: number; maxConcurrentStreams: number };
+  /** Per caller (a principal; without authentication, a client address), on this replica. */
+  callerCaps: { streams: number; waiters: number };
 }
 
 export interface AuthenticationSettings {
@@ -223,6 +226,11 @@ export function serveOptions(cmd: Command): Command {
   opt("--jwt-principal-claim <claim>", "the JWT claim that names the caller", "FENCEKEEPER_JWT_PRINCIPAL_CLAIM", undefined, "sub");
   opt("--jwt-groups-claim <claim>", "the JWT claim that lists the caller's groups, for the policy", "FENCEKEEPER_JWT_GROUPS_CLAIM", undefined, "groups");
   opt("--policy <file>", "authorization policy (JSON, docs/authorization.md); reloaded on SIGHUP and when the file changes; unset: authenticated callers may do everything", "FENCEKEEPER_POLICY");
+  opt("--handshake-timeout <ms>", "how long a new connection has to send its TLS handshake, HTTP/2 preface or HTTP/1.1 request headers", "FENCEKEEPER_HANDSHAKE_TIMEOUT", integer("handshake-timeout", 100, 600_000), 10_000);
+  opt("--idle-timeout <ms>", "an HTTP/2 connection with no open stream and no traffic for this long is closed", "FENCEKEEPER_IDLE_TIMEOUT", integer("idle-timeout", 1000, 86_400_000), 300_000);
+  opt("--max-concurrent-streams <n>", "streams one HTTP/2 connection may have open at once", "FENCEKEEPER_MAX_CONCURRENT_STREAMS", integer("max-concurrent-streams", 1, 1_000_000), 1000);
+  opt("--max-streams-per-caller <n>", "KeepAlive and Observe streams one caller may have open on this replica", "FENCEKEEPER_MAX_STREAMS_PER_CALLER", integer("max-streams-per-caller", 1, 1_000_000), 1000);
+  opt("--max-waiters-per-caller <n>", "Acquire calls one caller may have waiting on this replica", "FENCEKEEPER_MAX_WAITERS_PER_CALLER", integer("max-waiters-per-caller", 1, 10_000_000), 10_000);
   opt("--token-signing-key <file>", "PEM Ed25519 private key that signs tokens, the same for every replica; unset: a key kept in etcd", "FENCEKEEPER_TOKEN_SIGNING_KEY", pemFile("token-signing-key"));
   opt("--allow-unauthenticated <on|off>", "serve beyond loopback without authentication (e.g. behind a mesh that authenticates)", "FENCEKEEPER_ALLOW_UNAUTHENTICATED", boolean("allow-unauthenticated"), false, "off");
   opt("--etcd-ca <file>", "PEM CA to trust for https:// etcd endpoints instead of the system's", "FENCEKEEPER_ETCD_CA", pemFile("etcd-ca"));
@@ -258,6 +266,12 @@ export function toConfig(o: Record<string, unknown>): Config {
     policyFile: o.policy as string | undefined,
     allowUnauthenticated: o.allowUnauthenticated as boolean,
     tokenSigningKey: signingKey(o.tokenSigningKey as PemFile | undefined),
+    connections: {
+      handshakeTimeoutMs: o.handshakeTimeout as number,
+      idleTimeoutMs: o.idleTimeout as number,
+      maxConcurrentStreams: o.maxConcurrentStreams as number,
+    },
+    callerCaps: { streams: o.maxStreamsPerCaller as number, waiters: o.maxWaitersPerCaller as number },
   };
   const authenticated = config.authentication.mtls || config.authentication.jwt !== undefined;
   if (config.policyFile !== undefined && !authenticated) {

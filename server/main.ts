@@ -93,6 +93,7 @@ export async function serve(config: Config): Promise<void> {
       etcd,
       access,
       tokenSigningKey: config.tokenSigningKey,
+      callerCaps: config.callerCaps,
       prefix: config.prefix,
       limits: { maxTtlSeconds: config.maxTtlSeconds, maxTxnOps: config.maxTxnOps, idempotencyTtlSeconds: config.idempotencyTtlSeconds },
       etcdLimits: { maxTxnOps: config.etcdMaxTxnOps, maxRequestBytes: config.etcdMaxRequestBytes },
@@ -118,7 +119,7 @@ export async function serve(config: Config): Promise<void> {
       interceptors,
       readMaxBytes: READ_MAX_BYTES,
       jsonOptions: strictUtf8Json,
-      ...(authenticator.enabled ? { contextValues: credentialsOf } : {}),
+      contextValues: credentialsOf,
     });
     const handler = unaryFastPath(
       { services: app.services, observer, calls, readMaxBytes: READ_MAX_BYTES, authenticator: authenticator.enabled ? authenticator : undefined },
@@ -141,7 +142,7 @@ export async function serve(config: Config): Promise<void> {
       log.warn("etcd does not answer yet: what it accepts in one request (--etcd-max-txn-ops, --etcd-max-request-bytes) is not checked");
     }
     const exporter = config.metricsListen && (await startMetrics(config, metrics, log));
-    const transport = await listen({ ...config.listen, tls: config.tls }, handler);
+    const transport = await listen({ ...config.listen, tls: config.tls, ...config.connections }, handler);
     const { address, port } = transport.address;
     const url = `${transport.scheme}://${address.includes(":") ? `[${address}]` : address}:${port}`;
 

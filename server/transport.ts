@@ -19,6 +19,12 @@ export interface ListenOptions {
   host: string;
   port: number;
   tls?: ServerTls;
+  /** How long a new connection has to say what it is: TLS handshake, HTTP/2 preface, HTTP/1.1 request headers. */
+  handshakeTimeoutMs: number;
+  /** An HTTP/2 connection with no stream open and no frame for this long is closed (GOAWAY). */
+  idleTimeoutMs: number;
+  /** Streams one HTTP/2 connection may have open at once (its SETTINGS_MAX_CONCURRENT_STREAMS). */
+  maxConcurrentStreams: number;
 }
 
 export interface Transport {
@@ -62,9 +68,10 @@ export async function listen(o: ListenOptions, handler: Handler): Promise<Transp
   const onSession = (s: http2.Http2Session) => {
     sessions.add(s);
     s.once("close", () => sessions.delete(s));
+    closeWhenIdle(s, o.idleTimeoutMs);
   };
 
-  const { server, closeIdleHttp1 } = o.tls ? secureServer(o.tls, serve, track, onSession) : cleartextServer(serve, track, onSession);
+  const { server, closeIdleHttp1 } = o.tls ? secureServer(o, o.tls, serve, track, onSession) : cleartextServer(o, serve, track, onSession);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(o.port, o.host, () => {
@@ -97,9 +104,40 @@ interface Listener {
   closeIdleHttp1(): void;
 }
 
-function cleartextServer(serve: Handler, track: (s: net.Socket) => void, onSession: (s: http2.Http2Session) => void): Listener {
-  const h2 = http2.createServer({}, serve as never);
+/**
+ * Closes an HTTP/2 connection that has carried no frame for ms while no stream is open (a client that
+ * opened a connection and went quiet holds a file descriptor for nothing). A quiet stream, such as an
+ * Observe of a resource that does not change, keeps its connection.
+ */
+function closeWhenIdle(session: http2.Http2Session, ms: number): void {
+  let open = 0;
+  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+    open++;
+    stream.once("close", () => open--);
+  });
+  session.setTimeout(ms, () => {
+    if (open === 0) session.close();
+  });
+}
+
+/** HTTP/1.1 connections: request headers within the handshake timeout, and the whole request soon after. */
+function limitHttp1(h1: http.Server, o: ListenOptions): void {
+  h1.headersTimeout = o.handshakeTimeoutMs;
+  h1.requestTimeout = Math.max(o.handshakeTimeoutMs, 30_000);
+}
+
+function cleartextServer(o: ListenOptions, serve: Handler, track: (s: net.Socket) => void, onSession: (s: http2.Http2Session) => void): Listener {
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: o.maxConcurrentStreams } }, serve as never);
   const h1 = http.createServer(serve as never);
+  limitHttp1(h1, o);
+  // Node enforces headersTimeout only on connections of a server that listens itself; this one is
+  // handed its connections, so a connection that has not completed its first request's headers in time
+  // is dropped here.
+  const firstRequest = new WeakMap<net.Socket, NodeJS.Timeout>();
+  h1.on("request", (req: http.IncomingMessage) => {
+    clearTimeout(firstRequest.get(req.socket));
+    firstRequest.delete(req.socket);
+  });
   h2.on("session", onSession);
   // No Nagle: an answer's frames (headers, message, trailers) go out as they are written, not held back
   // until the client acknowledges the previous ones.
@@ -107,17 +145,25 @@ function cleartextServer(serve: Handler, track: (s: net.Socket) => void, onSessi
     track(socket);
     socket.once("error", () => socket.destroy());
     let head = Buffer.alloc(0);
+    // A connection that does not send enough to tell its protocol in time is dropped: silent ones, and
+    // ones that stop in the middle of the HTTP/2 preface, would otherwise hold their descriptor for good.
+    const silent = setTimeout(() => socket.destroy(), o.handshakeTimeoutMs);
+    socket.once("close", () => clearTimeout(silent));
     const sniff = (chunk: Buffer) => {
       head = Buffer.concat([head, chunk]);
       const n = Math.min(head.length, H2_PREFACE.length);
       if (n < H2_PREFACE.length && head.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) return; // need more
       socket.removeListener("data", sniff);
+      clearTimeout(silent);
       socket.pause();
       socket.unshift(head);
       // Each server takes the socket over with the bytes already read put back in front.
       if (head.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
         h2.emit("connection", socket);
       } else {
+        const t = setTimeout(() => socket.destroy(), o.handshakeTimeoutMs);
+        firstRequest.set(socket, t);
+        socket.once("close", () => clearTimeout(t));
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -128,6 +174,7 @@ function cleartextServer(serve: Handler, track: (s: net.Socket) => void, onSessi
 }
 
 function secureServer(
+  o: ListenOptions,
   tls: ServerTls,
   serve: Handler,
   track: (s: net.Socket) => void,
@@ -143,11 +190,15 @@ function secureServer(
       // ALPN offers h2 and, with this, http/1.1 for Connect and gRPC-Web clients without HTTP/2.
       allowHTTP1: true,
       minVersion: "TLSv1.2",
+      handshakeTimeout: o.handshakeTimeoutMs,
+      settings: { maxConcurrentStreams: o.maxConcurrentStreams },
     },
     serve as never,
   );
   server.on("connection", track);
   server.on("session", onSession);
+  // Requests that fall back to HTTP/1.1 after the handshake are bound by the same timeouts.
+  limitHttp1(server as unknown as http.Server, o);
   // Node keeps no list of idle HTTP/1.1 connections here: they close with destroy() at the end of a drain.
   return { server, closeIdleHttp1: () => undefined };
 }

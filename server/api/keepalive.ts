@@ -27,6 +27,8 @@ export async function* keepAlive(
   coordinator: LeaseCoordinator,
   /** With authentication on: the leases this stream's caller may renew. */
   bindings: StreamBindings | undefined,
+  /** Who the stream's caller is, so that callers' renewals take turns. */
+  caller: string,
   requests: AsyncIterable<KeepAliveRequest>,
   signal: AbortSignal,
   log: Logger,
@@ -38,7 +40,7 @@ export async function* keepAlive(
   let resume: (() => void) | undefined;
   const renewOne = async (leaseId: bigint): Promise<Renewal> => {
     try {
-      return { leaseId, ttl: seconds(await coordinator.renew(leaseId, undefined, bindings)) };
+      return { leaseId, ttl: seconds(await coordinator.renew(leaseId, { bindings, caller })) };
     } catch (err) {
       return { leaseId, error: toStatus(err, log) };
     }

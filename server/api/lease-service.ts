@@ -2,45 +2,62 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { Access } from "../auth/access.js";
+import type { CallerCaps } from "../auth/caller-caps.js";
 import { invalid } from "../domain/errors.js";
 import { checkResource } from "../domain/validate.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import { ALGORITHM } from "../tokens/signer.js";
-import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { LeaseService, type AcquireRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { durationMs, seconds, tokenFromProto, tokenToProto } from "./convert.js";
-import { streaming, unary } from "./errors.js";
+import { streaming, unary, type CallContext } from "./errors.js";
 import { keepAlive } from "./keepalive.js";
 
-export function leaseService(coordinator: LeaseCoordinator, access: Access, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
+export function leaseService(coordinator: LeaseCoordinator, access: Access, caps: CallerCaps, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
+  /** An Acquire that passed its checks: waits if asked, then answers with the signed token. */
+  const acquire = async (req: AcquireRequest, ctx: CallContext) => {
+    const waitTimeoutMs = durationMs(req.waitTimeout, "wait_timeout");
+    if (waitTimeoutMs !== undefined && waitTimeoutMs < 0) throw invalid(`wait_timeout must not be negative, got ${waitTimeoutMs / 1000}s`);
+    // The call's deadline and wait_timeout both bound the wait; the earlier one ends it.
+    const limits = [ctx.timeoutMs(), waitTimeoutMs].filter((t): t is number => t !== undefined);
+    const grant = await coordinator.acquire(
+      {
+        resource: req.resource,
+        ttlMs: durationMs(req.ttl, "ttl"),
+        holder: req.holder,
+        wait: req.wait,
+        waitUntil: limits.length ? Date.now() + Math.min(...limits) : undefined,
+        sessionId: req.sessionId,
+        principal: access.owner(ctx),
+      },
+      ctx.signal,
+    );
+    return { token: tokenToProto(grant.token), ttl: grant.ttlSeconds !== undefined ? seconds(grant.ttlSeconds) : undefined };
+  };
+
   return {
     acquire: unary(async (req, ctx) => {
       checkResource(req.resource);
       access.authorize(ctx, "acquire", req.resource);
-      const waitTimeoutMs = durationMs(req.waitTimeout, "wait_timeout");
-      if (waitTimeoutMs !== undefined && waitTimeoutMs < 0) throw invalid(`wait_timeout must not be negative, got ${waitTimeoutMs / 1000}s`);
-      // The call's deadline and wait_timeout both bound the wait; the earlier one ends it.
-      const limits = [ctx.timeoutMs(), waitTimeoutMs].filter((t): t is number => t !== undefined);
-      const grant = await coordinator.acquire(
-        {
-          resource: req.resource,
-          ttlMs: durationMs(req.ttl, "ttl"),
-          holder: req.holder,
-          wait: req.wait,
-          waitUntil: limits.length ? Date.now() + Math.min(...limits) : undefined,
-          sessionId: req.sessionId,
-          principal: access.owner(ctx),
-        },
-        ctx.signal,
-      );
-      return { token: tokenToProto(grant.token), ttl: grant.ttlSeconds !== undefined ? seconds(grant.ttlSeconds) : undefined };
+      const done = req.wait ? caps.take(access.callerKey(ctx), "waiters") : undefined;
+      try {
+        return await acquire(req, ctx);
+      } finally {
+        done?.();
+      }
     }),
 
-    keepAlive: streaming((requests, ctx) => {
-      const owner = access.owner(ctx);
-      return keepAlive(coordinator, owner !== undefined ? coordinator.streamBindings(owner) : undefined, requests, ctx.signal, log);
+    keepAlive: streaming(async function* (requests, ctx) {
+      const done = caps.take(access.callerKey(ctx), "streams");
+      try {
+        const owner = access.owner(ctx);
+        const bindings = owner !== undefined ? coordinator.streamBindings(owner) : undefined;
+        yield* keepAlive(coordinator, bindings, access.turnKey(ctx), requests, ctx.signal, log);
+      } finally {
+        done();
+      }
     }),
 
-    renew: unary(async (req, ctx) => ({ ttl: seconds(await coordinator.renew(req.leaseId, access.owner(ctx))) })),
+    renew: unary(async (req, ctx) => ({ ttl: seconds(await coordinator.renew(req.leaseId, { principal: access.owner(ctx), caller: access.turnKey(ctx) })) })),
 
     release: unary(async (req, ctx) => {
       // Releasing is part of acquiring: the same verb. An admin of the resource may release anyone's.
@@ -72,14 +89,19 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, log:
     observe: streaming(async function* (req, ctx) {
       checkResource(req.resource);
       access.authorize(ctx, "observe", req.resource);
-      for await (const o of coordinator.observe(req.resource, ctx.signal)) {
-        yield {
-          held: o.held,
-          holder: o.holder ?? "",
-          holderPrincipal: o.holderPrincipal ?? "",
-          token: o.token ? tokenToProto(o.token) : undefined,
-          revision: o.revision,
-        };
+      const done = caps.take(access.callerKey(ctx), "streams");
+      try {
+        for await (const o of coordinator.observe(req.resource, ctx.signal)) {
+          yield {
+            held: o.held,
+            holder: o.holder ?? "",
+            holderPrincipal: o.holderPrincipal ?? "",
+            token: o.token ? tokenToProto(o.token) : undefined,
+            revision: o.revision,
+          };
+        }
+      } finally {
+        done();
       }
     }),
 

@@ -14,6 +14,9 @@ export const CREDENTIALS = createContextKey<{ socket: Socket; authorization: str
   description: "the call's credentials",
 });
 
+/** The client end of a call's connection: who the caller is when there is no authentication. */
+export const PEER = createContextKey<{ address: string; port: number }>({ address: "", port: 0 }, { description: "the client's address and port" });
+
 /** What a handler sees of its call's values. */
 export interface HasValues {
   readonly values: ContextValues;
@@ -32,6 +35,20 @@ export class Access {
 
   caller(ctx: HasValues): Principal {
     return ctx.values.get(CALLER);
+  }
+
+  /** Who the caller is for caps: its principal, or without authentication its client address. */
+  callerKey(ctx: HasValues): string {
+    return this.enabled ? `principal ${ctx.values.get(CALLER).name}` : `address ${ctx.values.get(PEER).address}`;
+  }
+
+  /**
+   * Who takes turns with whom for etcd's renewals: a principal, or without authentication a connection
+   * (clients of one machine share its address, and one of them must not starve the others).
+   */
+  turnKey(ctx: HasValues): string {
+    const peer = ctx.values.get(PEER);
+    return this.enabled ? `principal ${ctx.values.get(CALLER).name}` : `connection ${peer.address} ${peer.port}`;
   }
 
   /** Throws PERMISSION_DENIED unless the policy (if any) grants the caller verb, or admin, on resource. */

@@ -7,16 +7,17 @@ import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 import { createContextValues, type ContextValues } from "@connectrpc/connect";
 import { toConnectError } from "../api/errors.js";
-import { CALLER, CREDENTIALS } from "./access.js";
+import { CALLER, CREDENTIALS, PEER } from "./access.js";
 import type { Authenticator } from "./authenticator.js";
 
 const OPEN_SERVICES = new Set(["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]);
 
-/** For connectNodeAdapter's contextValues. */
+/** For connectNodeAdapter's contextValues: the connection and its credentials, for authentication and caps. */
 export function credentialsOf(req: IncomingMessage | Http2ServerRequest): ContextValues {
   const values = createContextValues();
   const authorization = req.headers.authorization;
   values.set(CREDENTIALS, { socket: req.socket, authorization: Array.isArray(authorization) ? authorization[0] : authorization });
+  values.set(PEER, { address: req.socket.remoteAddress ?? "", port: req.socket.remotePort ?? 0 });
   return values;
 }
 

@@ -8,6 +8,12 @@
 // time from a send that did not renew it). Only a stream that answers nothing for several timeouts,
 // or that fails, is given up: its renewals are answered UNAVAILABLE and the next renewal opens a new one.
 // One timer watches the whole queue, whatever its length.
+//
+// Fairness: at most SENT_WINDOW renewals are on the stream at once; the others wait in a queue per
+// owner (the caller that asked: a principal or a client address), served in turn, one each. A caller
+// that floods renewals fills only its own queue, and another caller's renewal goes out within one turn.
+// A renewal of a lease already waiting, unsent, in the queue joins it: etcd is asked once, after both
+// asked, which is what each of them counts its TTL from.
 import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
 import { DomainError, unavailable } from "../domain/errors.js";
 import type { EtcdCalls } from "./calls.js";
@@ -16,17 +22,27 @@ import { eventually } from "./retry.js";
 
 type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
 
-interface Renewal {
-  readonly id: string;
-  readonly sentAt: number;
-  /** Set once the caller has its answer (a TTL, or UNAVAILABLE after the timeout). */
-  answered: boolean;
+interface Caller {
   resolve(ttl: number): void;
   reject(err: Error): void;
 }
 
+/** A renewal asked for: queued, then sent, then answered. */
+interface Renewal {
+  readonly id: string;
+  readonly owner: string;
+  /** When the first of its callers asked. */
+  readonly askedAt: number;
+  sentAt: number;
+  /** Set once the callers have their answer (a TTL, or UNAVAILABLE after the timeout). */
+  answered: boolean;
+  callers: Caller[];
+}
+
 /** A stream whose oldest unanswered renewal is this many timeouts old is given up. */
 const DEAD_AFTER_TIMEOUTS = 3;
+/** Most renewals sent to etcd and not answered yet; the rest wait their owner's turn. */
+const SENT_WINDOW = 256;
 
 export class Leases {
   private stream?: Promise<KeepAliveStream>;
@@ -35,6 +51,11 @@ export class Leases {
   /** Sent renewals in the order sent, from head on; the ones before head are answered. */
   private waiting: Renewal[] = [];
   private head = 0;
+  /** Renewals not sent yet, per owner; the owners in turn order (the next to send first). */
+  private readonly queues = new Map<string, Renewal[]>();
+  /** The unsent renewal of each lease id, which a new request for the same lease joins. */
+  private readonly queuedById = new Map<string, Renewal>();
+  private queued = 0;
   private sweeper?: NodeJS.Timeout;
 
   constructor(
@@ -76,21 +97,51 @@ export class Leases {
   }
 
   /**
-   * Renews a lease once. Resolves with the TTL etcd reports after the renewal, or 0 if the lease is gone.
-   * Rejects with UNAVAILABLE if etcd does not answer within the renewal timeout.
+   * Renews a lease once, after this call. Resolves with the TTL etcd reports after the renewal, or 0 if
+   * the lease is gone. Rejects with UNAVAILABLE if etcd does not answer within the renewal timeout.
+   * owner: who asks, for fairness between callers ("" for the server's own renewals).
    */
-  async renew(id: bigint): Promise<number> {
+  async renew(id: bigint, owner = ""): Promise<number> {
     const stream = await this.keepAliveStream();
     // The stream failed while this renewal waited for it to open: nothing would answer on it.
     if (stream !== this.current) throw unavailable("lease renew", new Error("the keepalive stream to etcd failed"));
     return new Promise<number>((resolve, reject) => {
-      this.waiting.push({ id: id.toString(), sentAt: performance.now(), answered: false, resolve, reject });
-      stream.write({ ID: id.toString() });
+      const key = id.toString();
+      const same = this.queuedById.get(key);
+      if (same) {
+        same.callers.push({ resolve, reject });
+        return;
+      }
+      const r: Renewal = { id: key, owner, askedAt: performance.now(), sentAt: 0, answered: false, callers: [{ resolve, reject }] };
+      const queue = this.queues.get(owner);
+      if (queue) queue.push(r);
+      else this.queues.set(owner, [r]);
+      this.queuedById.set(key, r);
+      this.queued++;
       this.sweeper ??= setInterval(() => this.sweep(), Math.max(50, this.renewTimeoutMs / 4));
+      this.pump();
     });
   }
 
-  /** How many renewals wait for etcd's answer. */
+  /** Sends queued renewals while the window has room, one per owner in turn. */
+  private pump(): void {
+    const stream = this.current;
+    if (!stream) return;
+    while (this.pending < SENT_WINDOW && this.queued > 0) {
+      const [owner, queue] = this.queues.entries().next().value!;
+      const r = queue.shift()!;
+      this.queues.delete(owner);
+      if (queue.length > 0) this.queues.set(owner, queue); // to the back of the turn order
+      this.queued--;
+      this.queuedById.delete(r.id);
+      if (r.answered) continue; // given up while it waited
+      r.sentAt = performance.now();
+      this.waiting.push(r);
+      stream.write({ ID: r.id });
+    }
+  }
+
+  /** How many renewals are sent and wait for etcd's answer. */
   private get pending(): number {
     return this.waiting.length - this.head;
   }
@@ -135,32 +186,44 @@ export class Leases {
       this.waiting = this.waiting.slice(this.head);
       this.head = 0;
     }
-    const seconds = (performance.now() - r.sentAt) / 1000;
+    const seconds = (performance.now() - r.askedAt) / 1000;
     this.calls.observe("lease renew", seconds);
     if (!r.answered) {
       r.answered = true;
-      r.resolve(Number(res.TTL));
+      for (const c of r.callers) c.resolve(Number(res.TTL));
     }
-    if (this.pending === 0) this.stopSweeping();
+    this.pump();
+    if (this.pending === 0 && this.queued === 0) this.stopSweeping();
   }
 
   /** Answers UNAVAILABLE to renewals past the timeout; gives the stream up when it has gone silent. */
   private sweep(): void {
     const now = performance.now();
     const oldest = this.waiting[this.head];
-    if (!oldest) return this.stopSweeping();
-    if (now - oldest.sentAt > DEAD_AFTER_TIMEOUTS * this.renewTimeoutMs) {
+    if (!oldest && this.queued === 0) return this.stopSweeping();
+    if (oldest && now - oldest.sentAt > DEAD_AFTER_TIMEOUTS * this.renewTimeoutMs) {
       this.failAll(unavailable("lease keepalive", new Error(`no answer within ${DEAD_AFTER_TIMEOUTS * this.renewTimeoutMs} ms`)));
       return;
     }
     const late = unavailable("lease renew", new Error(`no answer within ${this.renewTimeoutMs} ms`));
+    const giveUp = (r: Renewal) => {
+      r.answered = true;
+      this.calls.observe("lease renew", (now - r.askedAt) / 1000, late);
+      for (const c of r.callers) c.reject(late);
+    };
+    // Sent in turn order, not in the order asked: all of them are looked at (the window is small).
     for (let i = this.head; i < this.waiting.length; i++) {
       const r = this.waiting[i];
-      if (now - r.sentAt <= this.renewTimeoutMs) break;
-      if (!r.answered) {
-        r.answered = true;
-        this.calls.observe("lease renew", (now - r.sentAt) / 1000, late);
-        r.reject(late);
+      if (!r.answered && now - r.askedAt > this.renewTimeoutMs) giveUp(r);
+    }
+    // Unsent ones that waited their turn too long are answered too, and skipped when their turn comes.
+    for (const queue of this.queues.values()) {
+      for (const r of queue) {
+        if (now - r.askedAt <= this.renewTimeoutMs) break;
+        if (!r.answered) {
+          giveUp(r);
+          this.queuedById.delete(r.id);
+        }
       }
     }
   }
@@ -175,14 +238,17 @@ export class Leases {
     this.stream = undefined;
     this.current = undefined;
     stream?.then((s) => s.cancel(), () => undefined);
-    const waiting = this.waiting.slice(this.head);
+    const waiting = [...this.waiting.slice(this.head), ...[...this.queues.values()].flat()];
     this.waiting = [];
     this.head = 0;
+    this.queues.clear();
+    this.queuedById.clear();
+    this.queued = 0;
     this.stopSweeping();
     for (const r of waiting) {
       if (r.answered) continue;
       r.answered = true;
-      r.reject(err);
+      for (const c of r.callers) c.reject(err);
     }
   }
 }

@@ -63,14 +63,15 @@ export class LeaseCoordinator {
 
   /**
    * Renews a lease. With principal (authentication on), only a lease bound to it: an acquisition's or a
-   * session's, made by that principal. `bindings`: the stream's cache of leases already checked.
+   * session's, made by that principal. `bindings`: the stream's cache of leases already checked instead.
+   * `caller`: who asks, so that renewals of many callers take turns (etcd/leases.ts).
    */
-  async renew(leaseId: bigint, principal?: string, bindings?: StreamBindings): Promise<number> {
+  async renew(leaseId: bigint, o: { principal?: string; bindings?: StreamBindings; caller?: string } = {}): Promise<number> {
     checkLeaseId(leaseId);
-    const checking = bindings?.check(leaseId);
+    const checking = o.bindings?.check(leaseId);
     if (checking) await checking;
-    else if (!bindings && principal !== undefined) await checkBound(this.d, leaseId, principal);
-    const ttl = await this.d.leases.renew(leaseId);
+    else if (!o.bindings && o.principal !== undefined) await checkBound(this.d, leaseId, o.principal);
+    const ttl = await this.d.leases.renew(leaseId, o.caller);
     if (ttl <= 0) throw leaseNotFound(leaseId);
     return ttl;
   }

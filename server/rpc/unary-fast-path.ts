@@ -19,7 +19,7 @@ import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout
 import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { toConnectError, type CallContext } from "../api/errors.js";
-import { CALLER } from "../auth/access.js";
+import { CALLER, PEER } from "../auth/access.js";
 import type { Authenticator } from "../auth/authenticator.js";
 import { invalid } from "../domain/errors.js";
 import type { InFlightCalls } from "../lifecycle/in-flight.js";
@@ -178,6 +178,7 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
     watch = o.observer({ method: route.method, requestId, request: message });
     call = new Call(timeout.timeoutMs !== undefined ? Date.now() + timeout.timeoutMs : undefined);
     if (principal) call.values.set(CALLER, principal);
+    call.values.set(PEER, { address: req.socket.remoteAddress ?? "", port: req.socket.remotePort ?? 0 });
     if (gone(res)) onClose();
     if (timeout.timeoutMs !== undefined) {
       const c = call;
