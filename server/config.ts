@@ -71,6 +71,9 @@ export interface Config {
   connections: { handshakeTimeoutMs: number; idleTimeoutMs: number; maxConcurrentStreams: number };
   /** Per caller (a principal; without authentication, a client address), on this replica. */
   callerCaps: { streams: number; waiters: number };
+  maxLeasesPerCaller: number;
+  /** KeepAlive messages one stream may send per second. */
+  maxStreamMessagesPerSecond: number;
 }
 
 export interface AuthenticationSettings {
@@ -231,6 +234,8 @@ export function serveOptions(cmd: Command): Command {
   opt("--max-concurrent-streams <n>", "streams one HTTP/2 connection may have open at once", "FENCEKEEPER_MAX_CONCURRENT_STREAMS", integer("max-concurrent-streams", 1, 1_000_000), 1000);
   opt("--max-streams-per-caller <n>", "KeepAlive and Observe streams one caller may have open on this replica", "FENCEKEEPER_MAX_STREAMS_PER_CALLER", integer("max-streams-per-caller", 1, 1_000_000), 1000);
   opt("--max-waiters-per-caller <n>", "Acquire calls one caller may have waiting on this replica", "FENCEKEEPER_MAX_WAITERS_PER_CALLER", integer("max-waiters-per-caller", 1, 10_000_000), 10_000);
+  opt("--max-leases-per-caller <n>", "leases and sessions one principal may hold at once, across replicas (with authentication)", "FENCEKEEPER_MAX_LEASES_PER_CALLER", integer("max-leases-per-caller", 1, 100_000_000), 100_000);
+  opt("--max-stream-messages-per-second <n>", "KeepAlive messages one stream may send per second (each may renew up to 10,000 leases)", "FENCEKEEPER_MAX_STREAM_MESSAGES_PER_SECOND", integer("max-stream-messages-per-second", 1, 1_000_000), 1000);
   opt("--token-signing-key <file>", "PEM Ed25519 private key that signs tokens, the same for every replica; unset: a key kept in etcd", "FENCEKEEPER_TOKEN_SIGNING_KEY", pemFile("token-signing-key"));
   opt("--allow-unauthenticated <on|off>", "serve beyond loopback without authentication (e.g. behind a mesh that authenticates)", "FENCEKEEPER_ALLOW_UNAUTHENTICATED", boolean("allow-unauthenticated"), false, "off");
   opt("--etcd-ca <file>", "PEM CA to trust for https:// etcd endpoints instead of the system's", "FENCEKEEPER_ETCD_CA", pemFile("etcd-ca"));
@@ -272,6 +277,8 @@ export function toConfig(o: Record<string, unknown>): Config {
       maxConcurrentStreams: o.maxConcurrentStreams as number,
     },
     callerCaps: { streams: o.maxStreamsPerCaller as number, waiters: o.maxWaitersPerCaller as number },
+    maxLeasesPerCaller: o.maxLeasesPerCaller as number,
+    maxStreamMessagesPerSecond: o.maxStreamMessagesPerSecond as number,
   };
   const authenticated = config.authentication.mtls || config.authentication.jwt !== undefined;
   if (config.policyFile !== undefined && !authenticated) {

@@ -29,6 +29,8 @@ export async function* keepAlive(
   bindings: StreamBindings | undefined,
   /** Who the stream's caller is, so that callers' renewals take turns. */
   caller: string,
+  /** Counts each message against the stream's rate; throws once it is exceeded. */
+  countMessage: () => void,
   requests: AsyncIterable<KeepAliveRequest>,
   signal: AbortSignal,
   log: Logger,
@@ -60,6 +62,7 @@ export async function* keepAlive(
   void (async () => {
     try {
       for await (const req of requests) {
+        countMessage();
         if (req.leaseIds.length > MAX_LEASES_PER_MESSAGE) {
           throw invalid(`a KeepAliveRequest names ${req.leaseIds.length} leases; at most ${MAX_LEASES_PER_MESSAGE} are allowed in one message`);
         }

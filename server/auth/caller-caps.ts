@@ -8,9 +8,13 @@ export interface CapSettings {
   streams: number;
   /** Acquire calls with wait in progress at once. */
   waiters: number;
+  /** KeepAlive messages one stream may send per second (bursts of twice that). */
+  streamMessagesPerSecond: number;
 }
 
-const WHAT: Record<keyof CapSettings, string> = {
+type Counted = "streams" | "waiters";
+
+const WHAT: Record<Counted, string> = {
   streams: "KeepAlive and Observe streams open",
   waiters: "Acquire calls waiting",
 };
@@ -20,8 +24,31 @@ export class CallerCaps {
 
   constructor(private readonly caps: CapSettings) {}
 
+  /** A stream's budget of messages: throws RESOURCE_EXHAUSTED, naming the rate, when it sends faster. */
+  messageRate(): () => void {
+    const rate = this.caps.streamMessagesPerSecond;
+    const burst = 2 * rate;
+    let tokens = burst;
+    let at = performance.now();
+    return () => {
+      const now = performance.now();
+      tokens = Math.min(burst, tokens + ((now - at) / 1000) * rate);
+      at = now;
+      if (tokens < 1) {
+        throw new DomainError(
+          "resource_exhausted",
+          `this stream sent KeepAlive messages faster than ${rate} a second, the server's cap (--max-stream-messages-per-second); ` +
+            "renew many leases in one message (lease_ids) instead",
+          undefined,
+          { cap: String(rate) },
+        );
+      }
+      tokens -= 1;
+    };
+  }
+
   /** Takes one of the caller's slots; the function returned gives it back (once). */
-  take(caller: string, kind: keyof CapSettings): () => void {
+  take(caller: string, kind: Counted): () => void {
     const key = `${kind}\0${caller}`;
     const n = this.held.get(key) ?? 0;
     const cap = this.caps[kind];

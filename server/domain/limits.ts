@@ -7,6 +7,8 @@ export interface Limits {
   readonly maxTxnOps: number;
   /** How long an idempotency record is kept, in seconds. */
   readonly idempotencyTtlSeconds: number;
+  /** Leases (acquisitions of their own, and sessions) one principal may hold at once, with authentication on. */
+  readonly maxLeasesPerCaller: number;
 }
 
 export const MIN_TTL_SECONDS = 2;
@@ -26,4 +28,5 @@ export const DEFAULT_LIMITS: Limits = {
   maxTtlSeconds: 300,
   maxTxnOps: 64,
   idempotencyTtlSeconds: 24 * 3600,
+  maxLeasesPerCaller: 100_000,
 };

@@ -21,11 +21,13 @@
 //   P b/<lease id, 16 hex digits>                with authentication on: the principal that owns the lease
 //                                                (an acquisition's or a session's), attached to it; its
 //                                                value is the principal's name, compared byte for byte
+//   P p/<principal hash>/<lease id>              the same leases, listed by principal, to count them
 //
 // Only a grant writes an owner key, and only the first in line is granted: a line key whose Acquire
 // went away (a waiter cut off while etcd was down) can block the line until its lease ends, but it
 // never becomes an owner. Generations are written fixed-width so that etcd's byte-wise value
 // comparisons order them as numbers.
+import { createHash } from "node:crypto";
 import type { ICompare, IKeyValue } from "etcd3";
 import { cmp } from "./ops.js";
 
@@ -96,6 +98,15 @@ export class KeyLayout {
 
   bindingKey(leaseId: bigint): Buffer {
     return Buffer.from(`${this.prefix}b/${hex16(leaseId)}`);
+  }
+
+  /** Where a principal's leases are listed: the first 16 hex digits of the SHA-256 of its name. */
+  principalLeasesPrefix(principal: string): Buffer {
+    return Buffer.from(`${this.prefix}p/${createHash("sha256").update(principal).digest("hex").slice(0, 16)}/`);
+  }
+
+  principalLeaseKey(principal: string, leaseId: bigint): Buffer {
+    return Buffer.concat([this.principalLeasesPrefix(principal), Buffer.from(hex16(leaseId))]);
   }
 }
 

@@ -18,11 +18,12 @@ import type { Limits } from "../domain/limits.js";
 import type { Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, ttlSeconds } from "../domain/validate.js";
 import type { Committer, Outcome } from "../etcd/committer.js";
-import { decodeBinding, decodeOwner, encodeBinding, encodeGeneration, encodeHolder, encodeOwner, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
+import { decodeBinding, decodeOwner, encodeGeneration, encodeHolder, encodeOwner, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
 import type { Leases } from "../etcd/leases.js";
 import { cmp, op } from "../etcd/ops.js";
 import { prefixRange, type Reader, type Watch } from "../etcd/reader.js";
 import { eventually } from "../etcd/retry.js";
+import { bindOps, checkLeaseCap } from "./bindings.js";
 import { atTime } from "../util/long-timeout.js";
 
 export interface AcquireParams {
@@ -66,6 +67,7 @@ export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSig
   const ttl = onSession ? 0 : ttlSeconds(p.ttlMs, d.limits);
   // A session's owner never changes while it lives, so reading it once before acquiring on it is exact.
   if (onSession && p.principal !== undefined) await checkSessionOwner(d, p.sessionId!, p.principal);
+  if (!onSession && p.principal !== undefined) await checkLeaseCap(d, p.principal, d.limits.maxLeasesPerCaller);
   const lease = onSession ? { id: p.sessionId!, ttlSeconds: 0 } : await d.leases.grant(ttl);
   return new Acquisition(d, p, lease, onSession, signal).run();
 }
@@ -163,7 +165,7 @@ class Acquisition {
     const joinNow = p.wait && !this.onSession;
     const reads = [op.get(this.ownerKey), ...(this.sessionKey ? [op.get(this.sessionKey), op.range(this.sessionPlaces({ count_only: true }))] : [])];
     // A lease of its own is bound to the caller by the first transaction that puts a key on it.
-    const bind = p.principal !== undefined && !this.onSession ? [op.put(this.keys.bindingKey(this.lease.id), encodeBinding(p.principal), this.lease.id)] : [];
+    const bind = p.principal !== undefined && !this.onSession ? bindOps(this.keys, this.lease.id, p.principal) : [];
     this.maybeGranted = true;
     const res = await this.d.committer.commit("acquire", {
       compare: [cmp.rangeEmpty(this.linePrefix, prefixEnd(this.linePrefix)), cmp.createdAt(this.ownerKey, 0n), ...sessionChecks],

@@ -3,13 +3,13 @@
 import { DomainError, leaseNotFound } from "../domain/errors.js";
 import type { Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../domain/validate.js";
-import { decodeGeneration, decodeOwner, encodeBinding, encodeHolder, holds, lastIssuedOf } from "../etcd/keys.js";
+import { decodeGeneration, decodeOwner, encodeHolder, holds, lastIssuedOf } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
 import { prefixRange } from "../etcd/reader.js";
 import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acquisition.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import type { TokenSigner } from "../tokens/signer.js";
-import { checkBound, StreamBindings } from "./bindings.js";
+import { bindOps, checkBound, checkLeaseCap, StreamBindings } from "./bindings.js";
 import { observe, type Ownership } from "./observe.js";
 
 export type { AcquireParams, Grant, Ownership };
@@ -153,10 +153,11 @@ export class LeaseCoordinator {
     checkHolder(holder);
     const ttl = ttlSeconds(ttlMs, this.d.limits);
     const { keys, committer, leases } = this.d;
+    if (principal !== undefined) await checkLeaseCap(this.d, principal, this.d.limits.maxLeasesPerCaller);
     const lease = await leases.grant(ttl);
     try {
       const session = op.put(keys.sessionKey(lease.id), encodeHolder({ holder }), lease.id);
-      const bind = principal !== undefined ? [op.put(keys.bindingKey(lease.id), encodeBinding(principal), lease.id)] : [];
+      const bind = principal !== undefined ? bindOps(keys, lease.id, principal) : [];
       await committer.commit("open session", { compare: [], success: [session, ...bind], failure: [] });
     } catch (err) {
       leases.revokeEventually(lease.id);

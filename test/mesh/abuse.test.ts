@@ -15,7 +15,7 @@ import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { clientsFor } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { failure, sleep, uniqueResource } from "../harness/suite.js";
+import { eventually, failure, sleep, uniqueResource } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 
@@ -83,6 +83,7 @@ describe("limits that hold under abuse", function () {
     let server: TestServer;
     let alice: ReturnType<typeof createClient<typeof LeaseService>>;
     let bob: ReturnType<typeof createClient<typeof LeaseService>>;
+    let carol: ReturnType<typeof createClient<typeof LeaseService>>;
 
     before(async function () {
       this.timeout(60_000);
@@ -91,7 +92,7 @@ describe("limits that hold under abuse", function () {
       writeFileSync(join(dir, "jwt.pem"), await exportSPKI(publicKey));
       server = await serve([
         "--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper",
-        "--max-streams-per-caller", "3", "--max-waiters-per-caller", "2",
+        "--max-streams-per-caller", "3", "--max-waiters-per-caller", "2", "--max-leases-per-caller", "3",
       ]);
       const as = async (sub: string) => {
         const jwt = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer("https://issuer.test").setAudience("fencekeeper").setExpirationTime("10m").sign(privateKey);
@@ -103,6 +104,7 @@ describe("limits that hold under abuse", function () {
       };
       alice = await as("alice");
       bob = await as("bob");
+      carol = await as("carol");
     });
     after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -130,6 +132,28 @@ describe("limits that hold under abuse", function () {
       }
     });
 
+    it("carol may hold 3 leases and sessions: a fourth Acquire or OpenSession is RESOURCE_EXHAUSTED naming the cap; acquisitions on her session do not count; once she releases one she may acquire again", async () => {
+      const held = [];
+      for (let i = 0; i < 2; i++) held.push((await carol.acquire({ resource: uniqueResource("cap"), ttl: ttl(30), holder: "carol" })).token!);
+      const { sessionId } = await carol.openSession({ ttl: ttl(30), holder: "carol" });
+      for (const call of [
+        () => carol.acquire({ resource: uniqueResource("cap"), ttl: ttl(30), holder: "carol" }),
+        () => carol.openSession({ ttl: ttl(30), holder: "carol" }),
+      ]) {
+        const e = await failure(call());
+        expect(e.code, e.message).to.equal(Code.ResourceExhausted);
+        expect(e.rawMessage).to.include("3");
+      }
+      // On her session: as many as she likes.
+      for (let i = 0; i < 5; i++) await carol.acquire({ resource: uniqueResource("cap"), sessionId, holder: "carol" });
+      await bob.acquire({ resource: uniqueResource("cap"), ttl: ttl(30), holder: "bob" });
+      await carol.release({ token: held[0] });
+      await eventually(
+        () => carol.acquire({ resource: uniqueResource("cap"), ttl: ttl(30), holder: "carol" }).then(() => true, () => false),
+        "carol acquires once a lease of hers is gone",
+      );
+    });
+
     it("a third waiting Acquire of alice's is RESOURCE_EXHAUSTED naming the cap of 2; bob may still wait", async () => {
       const resource = uniqueResource("caps");
       await alice.acquire({ resource, ttl: ttl(10), holder: "alice" });
@@ -152,6 +176,31 @@ describe("limits that hold under abuse", function () {
         await Promise.all(waiting);
       }
     });
+  });
+
+  it("a KeepAlive stream that sends messages faster than --max-stream-messages-per-second ends RESOURCE_EXHAUSTED naming the rate; one within it goes on", async () => {
+    const server = await serve(["--max-stream-messages-per-second", "50"]);
+    const { lease } = clientsFor(server.url);
+    const leaseId = (await lease.acquire({ resource: uniqueResource("rate"), ttl: ttl(30), holder: "rate" })).token!.leaseId;
+    const send = (messages: number, gapMs: number) =>
+      (async () => {
+        let answers = 0;
+        for await (const _ of lease.keepAlive(
+          (async function* () {
+            for (let i = 0; i < messages; i++) {
+              yield { leaseId };
+              if (gapMs) await sleep(gapMs);
+            }
+          })(),
+        )) {
+          answers++;
+        }
+        return answers;
+      })();
+    const e = await failure(send(1000, 0));
+    expect(e.code, e.message).to.equal(Code.ResourceExhausted);
+    expect(e.rawMessage).to.include("50");
+    expect(await send(60, 25), "40 messages a second for 1.5 s").to.equal(60);
   });
 
   it("one KeepAlive stream sending 100,000 renewals: the server stays within bounds, and a bystander renewing a 5 s lease every 500 ms never misses", async function () {
