@@ -2,7 +2,7 @@
 # Builds the conformance clients of test/conformance/ (see SCENARIO.md there) against the committed
 # stubs in gen/, at the versions of toolchain.env:
 #   Go      .conformance/go/fk-conformance
-#   Python  .conformance/venv, with gen/python, grpcio, grpcio-status and protobuf installed
+#   Python  .conformance/venv, with gen/python, grpcio, grpcio-status, protobuf and cryptography installed
 #   Java    gen/java installed in ~/.m2, then test/conformance/java/target/fk-conformance.jar
 # TypeScript needs nothing beyond npm's packages.
 # `scripts/setup.sh --test` (and so `npm test`) runs it. Safe to run again: a client whose sources,
@@ -53,7 +53,8 @@ elif ! built python "$hash" || [ ! -x "$out/venv/bin/python" ]; then
   [ -x "$out/venv/bin/python" ] || python3 -m venv "$out/venv"
   pip=("$out/venv/bin/python" -m pip install -q --disable-pip-version-check)
   "${pip[@]}" "grpcio==${GRPCIO_VERSION}" "grpcio-status==${GRPCIO_VERSION}" \
-    "protobuf==${PROTOBUF_PYTHON_VERSION}" "googleapis-common-protos==${GOOGLEAPIS_COMMON_PROTOS_VERSION}"
+    "protobuf==${PROTOBUF_PYTHON_VERSION}" "googleapis-common-protos==${GOOGLEAPIS_COMMON_PROTOS_VERSION}" \
+    "cryptography==${CRYPTOGRAPHY_VERSION}"
   # From a copy, so that the build leaves nothing in gen/python.
   copy=$(mktemp -d)
   cp -r gen/python "$copy/"

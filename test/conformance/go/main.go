@@ -4,7 +4,10 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -15,12 +18,16 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-const usage = `usage: fk-conformance scenario|acquire|put|get|release --server http://host:port --resource R [flags]
-  scenario                                  run the whole scenario of SCENARIO.md
-  acquire  --holder H [--ttl SECONDS]       print the token
-  put      --key K --value V --generation G --lease-id L
-  get      --key K
-  release  --generation G --lease-id L`
+const usage = `usage: fk-conformance COMMAND --server http(s)://host:port [flags]
+  scenario --resource R                      run the whole scenario of SCENARIO.md
+  acquire  --resource R --holder H [--ttl SECONDS]   print the token
+  put      --resource R --key K --value V TOKEN
+  get      --resource R --key K
+  release  --resource R TOKEN
+  keys                                       print the token keys (ListTokenKeys)
+  verify   --token-json FILE --keys-json FILE   check a token's signature offline (no --server)
+TOKEN: --generation G --lease-id L [--principal P --key-id K --signature BASE64]
+credentials: [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -29,7 +36,7 @@ func main() {
 	}
 	command := os.Args[1]
 	flags := flag.NewFlagSet(command, flag.ContinueOnError)
-	server := flags.String("server", "", "the server, as http://host:port")
+	server := flags.String("server", "", "the server, as http://host:port or https://host:port")
 	resource := flags.String("resource", "", "the resource")
 	holder := flags.String("holder", "go", "the holder label")
 	ttl := flags.Int64("ttl", 2, "the lease TTL in seconds")
@@ -37,11 +44,35 @@ func main() {
 	value := flags.String("value", "", "the value")
 	generation := flags.Int64("generation", 0, "the token's generation")
 	leaseID := flags.Int64("lease-id", 0, "the token's lease id")
-	if err := flags.Parse(os.Args[2:]); err != nil || *server == "" || *resource == "" {
+	principal := flags.String("principal", "", "the token's principal")
+	keyID := flags.String("key-id", "", "the token's key id")
+	signature := flags.String("signature", "", "the token's signature, base64")
+	tokenJSON := flags.String("token-json", "", "verify: the token, a JSON file")
+	keysJSON := flags.String("keys-json", "", "verify: the keys, a JSON file")
+	var credentials auth
+	flags.StringVar(&credentials.bearer, "bearer", "", "a JWT, sent as authorization: Bearer")
+	flags.StringVar(&credentials.ca, "tls-ca", "", "PEM CA of the server's certificate")
+	flags.StringVar(&credentials.cert, "tls-cert", "", "PEM client certificate")
+	flags.StringVar(&credentials.key, "tls-key", "", "PEM key of --tls-cert")
+	err := flags.Parse(os.Args[2:])
+	needsResource := command != "keys" && command != "verify"
+	if err != nil || (command != "verify" && *server == "") || (needsResource && *resource == "") {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
-	c, err := dial(*server)
+	if command == "verify" {
+		if err := verifyFiles(*tokenJSON, *keysJSON); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	sig, err := base64.StdEncoding.DecodeString(*signature)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "--signature is not base64:", err)
+		os.Exit(2)
+	}
+	c, err := dial(*server, credentials)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -49,12 +80,12 @@ func main() {
 	defer c.conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	token := &fencekeeperv1.FencingToken{Resource: *resource, Generation: *generation, LeaseId: *leaseID}
+	token := &fencekeeperv1.FencingToken{Resource: *resource, Generation: *generation, LeaseId: *leaseID, Principal: *principal, KeyId: *keyID, Signature: sig}
 
 	var result map[string]any
 	switch command {
 	case "scenario":
-		if err := runScenario(ctx, *server, *resource); err != nil {
+		if err := runScenario(ctx, *server, credentials, *resource); err != nil {
 			fmt.Fprintln(os.Stderr, "FAIL", err)
 			os.Exit(1)
 		}
@@ -63,7 +94,11 @@ func main() {
 		var res *fencekeeperv1.AcquireResponse
 		res, err = c.lease.Acquire(ctx, &fencekeeperv1.AcquireRequest{Resource: *resource, Ttl: durationpb.New(time.Duration(*ttl) * time.Second), Holder: *holder})
 		if err == nil {
-			result = map[string]any{"generation": itoa(res.GetToken().GetGeneration()), "lease_id": itoa(res.GetToken().GetLeaseId())}
+			t := res.GetToken()
+			result = map[string]any{
+				"resource": t.GetResource(), "generation": itoa(t.GetGeneration()), "lease_id": itoa(t.GetLeaseId()),
+				"principal": t.GetPrincipal(), "key_id": t.GetKeyId(), "signature": base64.StdEncoding.EncodeToString(t.GetSignature()),
+			}
 		}
 	case "put":
 		var res *fencekeeperv1.PutResponse
@@ -80,6 +115,19 @@ func main() {
 	case "release":
 		_, err = c.lease.Release(ctx, &fencekeeperv1.ReleaseRequest{Token: token})
 		result = map[string]any{}
+	case "keys":
+		var res *fencekeeperv1.ListTokenKeysResponse
+		res, err = c.lease.ListTokenKeys(ctx, &fencekeeperv1.ListTokenKeysRequest{})
+		if err == nil {
+			// The keys alone, as verify --keys-json reads them.
+			keys := []keyJSON{}
+			for _, k := range res.GetKeys() {
+				keys = append(keys, keyJSON{KeyID: k.GetKeyId(), Algorithm: k.GetAlgorithm(), PublicKey: k.GetPublicKey()})
+			}
+			line, _ := json.Marshal(keys)
+			fmt.Println(string(line))
+			return
+		}
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -99,3 +147,61 @@ func main() {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// tokenJSON is a token as the single calls print it: 64-bit integers as decimal strings, the signature
+// in base64 (encoding/json's []byte).
+type tokenJSON struct {
+	Resource   string `json:"resource"`
+	Generation int64  `json:"generation,string"`
+	LeaseID    int64  `json:"lease_id,string"`
+	Principal  string `json:"principal"`
+	KeyID      string `json:"key_id"`
+	Signature  []byte `json:"signature"`
+}
+
+// keyJSON is one key of ListTokenKeys, the public key in base64.
+type keyJSON struct {
+	KeyID     string `json:"key_id"`
+	Algorithm string `json:"algorithm,omitempty"`
+	PublicKey []byte `json:"public_key"`
+}
+
+// verifyFiles verifies the token of one JSON file with the keys of another, and prints the outcome.
+func verifyFiles(tokenFile, keysFile string) error {
+	var t tokenJSON
+	var list []keyJSON
+	if err := readJSON(tokenFile, &t); err != nil {
+		return err
+	}
+	if err := readJSON(keysFile, &list); err != nil {
+		return err
+	}
+	keys := map[string]ed25519.PublicKey{}
+	for _, k := range list {
+		if k.Algorithm == "" || k.Algorithm == "Ed25519" {
+			keys[k.KeyID] = ed25519.PublicKey(k.PublicKey)
+		}
+	}
+	token := &fencekeeperv1.FencingToken{Resource: t.Resource, Generation: t.Generation, LeaseId: t.LeaseID, Principal: t.Principal, KeyId: t.KeyID, Signature: t.Signature}
+	result := map[string]any{"ok": true}
+	if err := VerifyToken(token, keys); err != nil {
+		result = map[string]any{"ok": false, "reason": err.Error()}
+	}
+	line, _ := json.Marshal(result)
+	fmt.Println(string(line))
+	return nil
+}
+
+func readJSON(file string, into any) error {
+	if file == "" {
+		return errors.New("verify needs --token-json FILE and --keys-json FILE")
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, into); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}

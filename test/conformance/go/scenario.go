@@ -19,19 +19,20 @@ const (
 // step prints a step that passed.
 func step(format string, args ...any) { fmt.Printf("ok "+format+"\n", args...) }
 
-// runScenario runs the scenario of SCENARIO.md against server on resource, with clients of its own.
-func runScenario(ctx context.Context, server, resource string) error {
-	a, err := dial(server)
+// runScenario runs the scenario of SCENARIO.md against server on resource, with clients of its own,
+// each with credentials.
+func runScenario(ctx context.Context, server string, credentials auth, resource string) error {
+	a, err := dial(server, credentials)
 	if err != nil {
 		return err
 	}
 	defer a.conn.Close()
-	b, err := dial(server)
+	b, err := dial(server, credentials)
 	if err != nil {
 		return err
 	}
 	defer b.conn.Close()
-	observer, err := dial(server)
+	observer, err := dial(server, credentials)
 	if err != nil {
 		return err
 	}

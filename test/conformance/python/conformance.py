@@ -2,6 +2,8 @@
 that let the conformance test run it against the other languages' clients."""
 
 import argparse
+import base64
+import binascii
 import json
 import sys
 
@@ -9,57 +11,130 @@ import grpc
 from google.protobuf import duration_pb2
 
 from fencekeeper.v1 import lease_pb2, store_pb2, token_pb2
-from rpc import Client, Unexpected, failure_of
+from rpc import Auth, Client, Unexpected, failure_of
 from scenario import run_scenario
+from verify import verify_token
+
+COMMANDS = ["scenario", "acquire", "put", "get", "release", "keys", "verify"]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="conformance.py")
-    parser.add_argument("command", choices=["scenario", "acquire", "put", "get", "release"])
-    parser.add_argument("--server", required=True, help="the server, as http://host:port")
-    parser.add_argument("--resource", required=True)
+    parser.add_argument("command", choices=COMMANDS)
+    parser.add_argument("--server", help="the server, as http://host:port or https://host:port")
+    parser.add_argument("--resource")
     parser.add_argument("--holder", default="python")
     parser.add_argument("--ttl", type=int, default=2, help="the lease TTL in seconds")
     parser.add_argument("--key", default="")
     parser.add_argument("--value", default="")
     parser.add_argument("--generation", type=int, default=0)
     parser.add_argument("--lease-id", type=int, default=0)
-    return parser.parse_args(argv)
+    parser.add_argument("--principal", default="")
+    parser.add_argument("--key-id", default="")
+    parser.add_argument("--signature", default="", help="the token's signature, base64")
+    parser.add_argument("--token-json", help="verify: the token, a JSON file")
+    parser.add_argument("--keys-json", help="verify: the keys, a JSON file")
+    parser.add_argument("--bearer", default="", help="a JWT, sent as authorization: Bearer")
+    parser.add_argument("--tls-ca", default="", help="PEM CA of the server's certificate")
+    parser.add_argument("--tls-cert", default="", help="PEM client certificate")
+    parser.add_argument("--tls-key", default="", help="PEM key of --tls-cert")
+    args = parser.parse_args(argv)
+    if args.command == "verify":
+        if not args.token_json or not args.keys_json:
+            parser.error("verify needs --token-json FILE and --keys-json FILE")
+    elif not args.server or (args.command != "keys" and not args.resource):
+        parser.error(f"{args.command} needs --server" + ("" if args.command == "keys" else " and --resource"))
+    try:
+        args.signature = base64.b64decode(args.signature, validate=True)
+    except binascii.Error:
+        parser.error("--signature is not base64")
+    return args
 
 
-def single_call(client: Client, args: argparse.Namespace) -> dict:
-    token = token_pb2.FencingToken(resource=args.resource, generation=args.generation, lease_id=args.lease_id)
+def token_json(t: token_pb2.FencingToken) -> dict:
+    """A token as the single calls print it: 64-bit integers as decimal strings, the signature in base64."""
+    return {
+        "resource": t.resource,
+        "generation": str(t.generation),
+        "lease_id": str(t.lease_id),
+        "principal": t.principal,
+        "key_id": t.key_id,
+        "signature": base64.b64encode(t.signature).decode(),
+    }
+
+
+def single_call(client: Client, args: argparse.Namespace) -> dict | list:
+    token = token_pb2.FencingToken(
+        resource=args.resource,
+        generation=args.generation,
+        lease_id=args.lease_id,
+        principal=args.principal,
+        key_id=args.key_id,
+        signature=args.signature,
+    )
     if args.command == "acquire":
         res = client.lease.Acquire(
             lease_pb2.AcquireRequest(resource=args.resource, ttl=duration_pb2.Duration(seconds=args.ttl), holder=args.holder)
         )
-        return {"generation": str(res.token.generation), "lease_id": str(res.token.lease_id)}
+        return {"ok": True, **token_json(res.token)}
     if args.command == "put":
         res = client.store.Put(
             store_pb2.PutRequest(
                 resource=args.resource, key=args.key, value=args.value.encode(), mutation=store_pb2.Mutation(token=token)
             )
         )
-        return {"fence": str(res.commit.fence)}
+        return {"ok": True, "fence": str(res.commit.fence)}
     if args.command == "get":
         res = client.store.Get(store_pb2.GetRequest(resource=args.resource, key=args.key))
-        return {"found": res.found, "value": res.value.decode()}
+        return {"ok": True, "found": res.found, "value": res.value.decode()}
+    if args.command == "keys":
+        # The keys alone, as verify --keys-json reads them.
+        res = client.lease.ListTokenKeys(lease_pb2.ListTokenKeysRequest())
+        return [
+            {"key_id": k.key_id, "algorithm": k.algorithm, "public_key": base64.b64encode(k.public_key).decode()}
+            for k in res.keys
+        ]
     client.lease.Release(lease_pb2.ReleaseRequest(token=token))
-    return {}
+    return {"ok": True}
+
+
+def verify_files(token_file: str, keys_file: str) -> dict:
+    """Verifies the token of one JSON file with the keys of another."""
+    with open(token_file) as f:
+        t = json.load(f)
+    with open(keys_file) as f:
+        listed = json.load(f)
+    token = token_pb2.FencingToken(
+        resource=t.get("resource", ""),
+        generation=int(t.get("generation", "0")),
+        lease_id=int(t.get("lease_id", "0")),
+        principal=t.get("principal", ""),
+        key_id=t.get("key_id", ""),
+        signature=base64.b64decode(t.get("signature", "")),
+    )
+    keys = {
+        k["key_id"]: base64.b64decode(k["public_key"]) for k in listed if k.get("algorithm", "Ed25519") == "Ed25519"
+    }
+    reason = verify_token(token, keys)
+    return {"ok": True} if reason is None else {"ok": False, "reason": reason}
 
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
+    if args.command == "verify":
+        print(json.dumps(verify_files(args.token_json, args.keys_json)))
+        return 0
+    auth = Auth(bearer=args.bearer, ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key)
     if args.command == "scenario":
         try:
-            run_scenario(args.server, args.resource)
+            run_scenario(args.server, args.resource, auth)
         except (Unexpected, grpc.RpcError) as error:
             print(f"FAIL {error}", file=sys.stderr)
             return 1
         return 0
-    client = Client(args.server)
+    client = Client(args.server, auth)
     try:
-        result = {"ok": True, **single_call(client, args)}
+        result = single_call(client, args)
     except grpc.RpcError as error:
         failure = failure_of(error)
         result = {"ok": False, "code": failure.code, "reason": failure.reason}

@@ -1,5 +1,6 @@
 """Connections to the server, and what a failed call tells, for the Python conformance client."""
 
+import collections
 from dataclasses import dataclass
 
 import grpc
@@ -9,13 +10,75 @@ from grpc_status import rpc_status
 from fencekeeper.v1 import lease_pb2_grpc, store_pb2_grpc
 
 
+@dataclass(frozen=True)
+class Auth:
+    """How a client proves who it is: a bearer JWT, a client certificate, both or neither."""
+
+    bearer: str = ""  # sent as "authorization: Bearer <JWT>" on every call, streams included
+    ca: str = ""  # PEM CA that the server's certificate must chain to; empty: the system's
+    cert: str = ""  # PEM client certificate (mutual TLS), with its key
+    key: str = ""
+
+
+def _read(path: str) -> bytes | None:
+    if not path:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class _CallDetails(
+    collections.namedtuple("_CallDetails", ("method", "timeout", "metadata", "credentials", "wait_for_ready", "compression")),
+    grpc.ClientCallDetails,
+):
+    pass
+
+
+class _Bearer(
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+    grpc.StreamUnaryClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
+):
+    """Adds the Authorization header to every call. An interceptor rather than call credentials, which
+    grpcio sends on TLS channels only: the tests also run a cleartext server on loopback."""
+
+    def __init__(self, token: str):
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _with_header(self, d: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+        metadata = [*(d.metadata or ()), self._header]
+        return _CallDetails(d.method, d.timeout, metadata, d.credentials, d.wait_for_ready, getattr(d, "compression", None))
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._with_header(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._with_header(details), request)
+
+    def intercept_stream_unary(self, continuation, details, requests):
+        return continuation(self._with_header(details), requests)
+
+    def intercept_stream_stream(self, continuation, details, requests):
+        return continuation(self._with_header(details), requests)
+
+
 class Client:
     """One channel to the server with a stub of each service."""
 
-    def __init__(self, server: str):
-        if not server.startswith("http://"):
-            raise ValueError(f"--server must look like http://host:port, got {server!r}")
-        self.channel = grpc.insecure_channel(server.removeprefix("http://"))
+    def __init__(self, server: str, auth: Auth = Auth()):
+        if server.startswith("https://"):
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_read(auth.ca), private_key=_read(auth.key), certificate_chain=_read(auth.cert)
+            )
+            channel = grpc.secure_channel(server.removeprefix("https://"), credentials)
+        elif server.startswith("http://"):
+            if auth.ca or auth.cert or auth.key:
+                raise ValueError(f"--tls-ca, --tls-cert and --tls-key need an https:// server, got {server!r}")
+            channel = grpc.insecure_channel(server.removeprefix("http://"))
+        else:
+            raise ValueError(f"--server must look like http://host:port or https://host:port, got {server!r}")
+        self.channel = grpc.intercept_channel(channel, _Bearer(auth.bearer)) if auth.bearer else channel
         self.lease = lease_pb2_grpc.LeaseServiceStub(self.channel)
         self.store = store_pb2_grpc.FencedStoreServiceStub(self.channel)
 

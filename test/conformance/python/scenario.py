@@ -7,7 +7,7 @@ import time
 from google.protobuf import duration_pb2
 
 from fencekeeper.v1 import lease_pb2, store_pb2, token_pb2
-from rpc import Client, Unexpected, expect_failure
+from rpc import Auth, Client, Unexpected, expect_failure
 
 TTL = duration_pb2.Duration(seconds=2)
 KEEPALIVE_EVERY = 0.6
@@ -23,8 +23,8 @@ def check(condition: bool, message: str) -> None:
         raise Unexpected(message)
 
 
-def run_scenario(server: str, resource: str) -> None:
-    a, b, observer = Client(server), Client(server), Client(server)
+def run_scenario(server: str, resource: str, auth: Auth = Auth()) -> None:
+    a, b, observer = Client(server, auth), Client(server, auth), Client(server, auth)
     try:
         scenario(a, b, observer, resource)
     finally:

@@ -1,16 +1,26 @@
 // The Api of api.ts with @connectrpc/connect, over the gRPC protocol (@connectrpc/connect-node).
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ErrorInfoSchema } from "../../../common/error-info.js";
 import { LeaseService } from "../../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../../../gen/ts/fencekeeper/v1/store_pb.js";
-import type { Api, Failure, Library } from "./api.js";
+import { endpoint, type Api, type Auth, type Failure, type Library } from "./api.js";
 
 export const connectLibrary: Library = {
   name: "connect",
 
-  connect(server: string): Api {
-    const transport = createGrpcTransport({ baseUrl: server });
+  connect(server: string, auth: Auth = {}): Api {
+    const { tls } = endpoint(server, auth);
+    // An interceptor sees every call, streams included.
+    const bearer: Interceptor = (next) => (req) => {
+      req.header.set("authorization", `Bearer ${auth.bearer}`);
+      return next(req);
+    };
+    const transport = createGrpcTransport({
+      baseUrl: server,
+      ...(tls && { nodeOptions: tls }),
+      ...(auth.bearer && { interceptors: [bearer] }),
+    });
     const lease = createClient(LeaseService, transport);
     const store = createClient(FencedStoreService, transport);
     return {
@@ -20,6 +30,7 @@ export const connectLibrary: Library = {
       describe: (req) => lease.describe(req),
       keepAlive: (requests) => lease.keepAlive(requests),
       observe: (req, signal) => lease.observe(req, { signal }),
+      listTokenKeys: () => lease.listTokenKeys({}),
       put: (req) => store.put(req),
       get: (req) => store.get(req),
       // The transport's HTTP/2 sessions close themselves once idle.

@@ -8,7 +8,7 @@ import { ErrorInfoSchema } from "../../../common/error-info.js";
 import { LeaseService } from "../../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../../../gen/ts/fencekeeper/v1/store_pb.js";
 import { StatusSchema } from "../../../gen/ts/google/rpc/status_pb.js";
-import type { Api, Failure, Library } from "./api.js";
+import { endpoint, type Api, type Auth, type Failure, type Library } from "./api.js";
 
 function definition(service: DescService): grpc.ServiceDefinition {
   const methods: Record<string, grpc.MethodDefinition<MessageInitShape<DescMessage>, MessageInitShape<DescMessage>>> = {};
@@ -41,11 +41,21 @@ function unary<Res>(client: Generic, method: string, req: unknown): Promise<Res>
 export const grpcJsLibrary: Library = {
   name: "grpc-js",
 
-  connect(server: string): Api {
-    if (!server.startsWith("http://")) throw new Error(`--server must look like http://host:port, got ${server}`);
-    const address = server.slice("http://".length);
-    const lease = new LeaseClient(address, grpc.credentials.createInsecure()) as unknown as Generic;
-    const store = new StoreClient(address, grpc.credentials.createInsecure()) as unknown as Generic;
+  connect(server: string, auth: Auth = {}): Api {
+    const { address, tls } = endpoint(server, auth);
+    const credentials = tls ? grpc.credentials.createSsl(tls.ca ?? null, tls.key ?? null, tls.cert ?? null) : grpc.credentials.createInsecure();
+    // An interceptor rather than call credentials, which grpc-js refuses to compose with insecure ones: the
+    // tests also run a cleartext server on loopback. It sees every call, streams included.
+    const bearer: grpc.Interceptor = (options, nextCall) =>
+      new grpc.InterceptingCall(nextCall(options), {
+        start(metadata, listener, next) {
+          metadata.set("authorization", `Bearer ${auth.bearer}`);
+          next(metadata, listener);
+        },
+      });
+    const options: grpc.ClientOptions = auth.bearer ? { interceptors: [bearer] } : {};
+    const lease = new LeaseClient(address, credentials, options) as unknown as Generic;
+    const store = new StoreClient(address, credentials, options) as unknown as Generic;
     return {
       acquire: (req) => unary(lease, "acquire", req),
       renew: (req) => unary(lease, "renew", req),
@@ -64,6 +74,7 @@ export const grpcJsLibrary: Library = {
         signal.addEventListener("abort", () => call.cancel(), { once: true });
         return call;
       },
+      listTokenKeys: () => unary(lease, "listTokenKeys", {}),
       put: (req) => unary(store, "put", req),
       get: (req) => unary(store, "get", req),
       close() {

@@ -2,18 +2,30 @@
 // that let the conformance test run it against the other languages' clients. --library chooses the gRPC
 // library: connect (@connectrpc/connect) or grpc-js (@grpc/grpc-js).
 //   node --import tsx test/conformance/typescript/main.ts <command> --library connect|grpc-js --server URL --resource R ...
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import type { Library } from "./api.js";
+import type { FencingToken } from "../../../gen/ts/fencekeeper/v1/token_pb.js";
+import type { Auth, Library } from "./api.js";
 import { connectLibrary } from "./connect.js";
 import { grpcJsLibrary } from "./grpc-js.js";
 import { runScenario, Unexpected } from "./scenario.js";
+import { verifyToken } from "./verify.js";
 
-const USAGE = `usage: main.ts scenario|acquire|put|get|release --library connect|grpc-js --server http://host:port --resource R [flags]
-  scenario                                  run the whole scenario of SCENARIO.md
-  acquire  --holder H [--ttl SECONDS]       print the token
-  put      --key K --value V --generation G --lease-id L
-  get      --key K
-  release  --generation G --lease-id L`;
+const USAGE = `usage: main.ts COMMAND --library connect|grpc-js --server http(s)://host:port [flags]
+  scenario --resource R                      run the whole scenario of SCENARIO.md
+  acquire  --resource R --holder H [--ttl SECONDS]   print the token
+  put      --resource R --key K --value V TOKEN
+  get      --resource R --key K
+  release  --resource R TOKEN
+  keys                                       print the token keys (ListTokenKeys)
+  verify   --token-json FILE --keys-json FILE   check a token's signature offline (no --server nor --library)
+TOKEN: --generation G --lease-id L [--principal P --key-id K --signature BASE64]
+credentials: [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]`;
+
+const FLAGS = [
+  ...["library", "server", "resource", "holder", "ttl", "key", "value", "generation", "lease-id", "principal", "key-id", "signature"],
+  ...["token-json", "keys-json", "bearer", "tls-ca", "tls-cert", "tls-key"],
+];
 
 const libraries: Record<string, Library> = { connect: connectLibrary, "grpc-js": grpcJsLibrary };
 
@@ -22,14 +34,33 @@ function usage(): never {
   process.exit(2);
 }
 
-async function singleCall(library: Library, command: string, f: Record<string, string>): Promise<Record<string, unknown>> {
-  const api = library.connect(f.server);
-  const token = { resource: f.resource, generation: BigInt(f.generation), leaseId: BigInt(f["lease-id"]) };
+/** A token as the single calls print it: 64-bit integers as decimal strings, the signature in base64. */
+function tokenJson(t: FencingToken) {
+  return {
+    resource: t.resource,
+    generation: String(t.generation),
+    lease_id: String(t.leaseId),
+    principal: t.principal,
+    key_id: t.keyId,
+    signature: Buffer.from(t.signature).toString("base64"),
+  };
+}
+
+async function singleCall(library: Library, command: string, f: Record<string, string>, auth: Auth): Promise<unknown> {
+  const api = library.connect(f.server, auth);
+  const token = {
+    resource: f.resource,
+    generation: BigInt(f.generation),
+    leaseId: BigInt(f["lease-id"]),
+    principal: f.principal,
+    keyId: f["key-id"],
+    signature: Buffer.from(f.signature, "base64"),
+  };
   try {
     switch (command) {
       case "acquire": {
         const res = await api.acquire({ resource: f.resource, ttl: { seconds: BigInt(f.ttl) }, holder: f.holder });
-        return { ok: true, generation: String(res.token!.generation), lease_id: String(res.token!.leaseId) };
+        return { ok: true, ...tokenJson(res.token!) };
       }
       case "put": {
         const res = await api.put({ resource: f.resource, key: f.key, value: new TextEncoder().encode(f.value), mutation: { token } });
@@ -42,6 +73,11 @@ async function singleCall(library: Library, command: string, f: Record<string, s
       case "release":
         await api.release({ token });
         return { ok: true };
+      case "keys": {
+        // The keys alone, as verify --keys-json reads them.
+        const res = await api.listTokenKeys();
+        return res.keys.map((k) => ({ key_id: k.keyId, algorithm: k.algorithm, public_key: Buffer.from(k.publicKey).toString("base64") }));
+      }
       default:
         usage();
     }
@@ -54,26 +90,46 @@ async function singleCall(library: Library, command: string, f: Record<string, s
   }
 }
 
+/** Verifies the token of one JSON file with the keys of another. */
+function verifyFiles(tokenFile: string, keysFile: string) {
+  const t = JSON.parse(readFileSync(tokenFile, "utf8"));
+  const listed: { key_id: string; algorithm?: string; public_key: string }[] = JSON.parse(readFileSync(keysFile, "utf8"));
+  const keys = new Map(listed.filter((k) => (k.algorithm ?? "Ed25519") === "Ed25519").map((k) => [k.key_id, Buffer.from(k.public_key, "base64")]));
+  return verifyToken(
+    {
+      resource: t.resource ?? "",
+      generation: BigInt(t.generation ?? "0"),
+      leaseId: BigInt(t.lease_id ?? "0"),
+      principal: t.principal ?? "",
+      keyId: t.key_id ?? "",
+      signature: Buffer.from(t.signature ?? "", "base64"),
+    },
+    keys,
+  );
+}
+
 async function main(): Promise<number> {
   const [command, ...rest] = process.argv.slice(2);
   let values: Record<string, string | undefined>;
   try {
-    ({ values } = parseArgs({
-      args: rest,
-      options: Object.fromEntries(
-        ["library", "server", "resource", "holder", "ttl", "key", "value", "generation", "lease-id"].map((n) => [n, { type: "string" as const }]),
-      ),
-    }));
+    ({ values } = parseArgs({ args: rest, options: Object.fromEntries(FLAGS.map((n) => [n, { type: "string" as const }])) }));
   } catch {
     usage();
   }
+  if (command === "verify") {
+    if (!values["token-json"] || !values["keys-json"]) usage();
+    console.log(JSON.stringify(verifyFiles(values["token-json"], values["keys-json"])));
+    return 0;
+  }
   const library = libraries[values.library ?? ""];
-  if (!library || !values.server || !values.resource) usage();
-  const flags = { holder: library.name, ttl: "2", key: "", value: "", generation: "0", "lease-id": "0", ...values } as Record<string, string>;
+  if (!library || !values.server || (command !== "keys" && !values.resource)) usage();
+  const defaults = { holder: library.name, ttl: "2", key: "", value: "", generation: "0", "lease-id": "0", principal: "", "key-id": "", signature: "" };
+  const flags = { ...defaults, ...values } as Record<string, string>;
+  const auth: Auth = { bearer: values.bearer, ca: values["tls-ca"], cert: values["tls-cert"], key: values["tls-key"] };
 
   if (command === "scenario") {
     try {
-      await runScenario(library, flags.server, flags.resource);
+      await runScenario(library, flags.server, flags.resource, auth);
       return 0;
     } catch (error) {
       if (!(error instanceof Unexpected) && !library.failureOf(error)) throw error;
@@ -81,7 +137,7 @@ async function main(): Promise<number> {
       return 1;
     }
   }
-  console.log(JSON.stringify(await singleCall(library, command, flags)));
+  console.log(JSON.stringify(await singleCall(library, command, flags, auth)));
   return 0;
 }
 

@@ -1,7 +1,7 @@
 // The scenario of test/conformance/SCENARIO.md, with the generated stubs and the gRPC library given.
 import { FenceMode, type FencingToken } from "../../../gen/ts/fencekeeper/v1/token_pb.js";
 import type { ObserveResponse } from "../../../gen/ts/fencekeeper/v1/lease_pb.js";
-import type { Api, Library } from "./api.js";
+import type { Api, Auth, Library } from "./api.js";
 
 const TTL_SECONDS = 2;
 const KEEPALIVE_EVERY_MS = 600;
@@ -21,8 +21,8 @@ function check(condition: boolean, message: string): asserts condition {
 
 const step = (message: string) => console.log(`ok ${message}`);
 
-export async function runScenario(library: Library, server: string, resource: string): Promise<void> {
-  const [a, b, observer] = [library.connect(server), library.connect(server), library.connect(server)];
+export async function runScenario(library: Library, server: string, resource: string, auth: Auth = {}): Promise<void> {
+  const [a, b, observer] = [library.connect(server, auth), library.connect(server, auth), library.connect(server, auth)];
   const stopObserving = new AbortController();
   try {
     await scenario(library, a, b, observer, stopObserving.signal, resource);

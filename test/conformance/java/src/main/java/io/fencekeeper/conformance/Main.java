@@ -2,6 +2,7 @@ package io.fencekeeper.conformance;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Duration;
+import io.fencekeeper.conformance.Rpc.Auth;
 import io.fencekeeper.conformance.Rpc.Client;
 import io.fencekeeper.conformance.Rpc.Failure;
 import io.fencekeeper.conformance.Rpc.Unexpected;
@@ -10,13 +11,21 @@ import io.fencekeeper.v1.AcquireResponse;
 import io.fencekeeper.v1.FencingToken;
 import io.fencekeeper.v1.GetRequest;
 import io.fencekeeper.v1.GetResponse;
+import io.fencekeeper.v1.ListTokenKeysRequest;
 import io.fencekeeper.v1.Mutation;
 import io.fencekeeper.v1.PutRequest;
 import io.fencekeeper.v1.ReleaseRequest;
+import io.fencekeeper.v1.TokenKey;
 import io.grpc.StatusRuntimeException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
@@ -26,30 +35,44 @@ import java.util.Set;
  */
 public final class Main {
   private static final String USAGE = String.join("\n",
-      "usage: fk-conformance scenario|acquire|put|get|release --server http://host:port --resource R [flags]",
-      "  scenario                                  run the whole scenario of SCENARIO.md",
-      "  acquire  --holder H [--ttl SECONDS]       print the token",
-      "  put      --key K --value V --generation G --lease-id L",
-      "  get      --key K",
-      "  release  --generation G --lease-id L");
-  private static final Set<String> COMMANDS = Set.of("scenario", "acquire", "put", "get", "release");
-  private static final Set<String> FLAGS = Set.of("server", "resource", "holder", "ttl", "key", "value", "generation", "lease-id");
+      "usage: fk-conformance COMMAND --server http(s)://host:port [flags]",
+      "  scenario --resource R                      run the whole scenario of SCENARIO.md",
+      "  acquire  --resource R --holder H [--ttl SECONDS]   print the token",
+      "  put      --resource R --key K --value V TOKEN",
+      "  get      --resource R --key K",
+      "  release  --resource R TOKEN",
+      "  keys                                       print the token keys (ListTokenKeys)",
+      "  verify   --token-json FILE --keys-json FILE   check a token's signature offline (no --server)",
+      "TOKEN: --generation G --lease-id L [--principal P --key-id K --signature BASE64]",
+      "credentials: [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]");
+  private static final Set<String> COMMANDS = Set.of("scenario", "acquire", "put", "get", "release", "keys", "verify");
+  private static final Set<String> FLAGS = Set.of(
+      "server", "resource", "holder", "ttl", "key", "value", "generation", "lease-id", "principal", "key-id", "signature",
+      "token-json", "keys-json", "bearer", "tls-ca", "tls-cert", "tls-key");
 
   private Main() {}
 
   public static void main(String[] args) throws Exception {
     if (args.length < 1 || !COMMANDS.contains(args[0])) usage();
+    String command = args[0];
     Map<String, String> flags = new HashMap<>(Map.of("holder", "java", "ttl", "2", "key", "", "value", "", "generation", "0", "lease-id", "0"));
+    for (String empty : List.of("principal", "key-id", "signature", "bearer", "tls-ca", "tls-cert", "tls-key")) flags.put(empty, "");
     for (int i = 1; i < args.length; i += 2) {
       if (!args[i].startsWith("--") || !FLAGS.contains(args[i].substring(2)) || i + 1 >= args.length) usage();
       flags.put(args[i].substring(2), args[i + 1]);
     }
-    if (!flags.containsKey("server") || !flags.containsKey("resource")) usage();
-    String resource = flags.get("resource");
+    if (command.equals("verify")) {
+      if (!flags.containsKey("token-json") || !flags.containsKey("keys-json")) usage();
+      System.out.println(Json.write(verifyFiles(Path.of(flags.get("token-json")), Path.of(flags.get("keys-json")))));
+      return;
+    }
+    if (!flags.containsKey("server") || (!command.equals("keys") && !flags.containsKey("resource"))) usage();
+    String resource = flags.getOrDefault("resource", "");
+    Auth auth = new Auth(flags.get("bearer"), flags.get("tls-ca"), flags.get("tls-cert"), flags.get("tls-key"));
 
-    if (args[0].equals("scenario")) {
+    if (command.equals("scenario")) {
       try {
-        Scenario.run(flags.get("server"), resource);
+        Scenario.run(flags.get("server"), auth, resource);
       } catch (Unexpected | StatusRuntimeException e) {
         System.err.println("FAIL " + e.getMessage());
         System.exit(1);
@@ -58,38 +81,56 @@ public final class Main {
     }
 
     FencingToken token = FencingToken.newBuilder().setResource(resource)
-        .setGeneration(Long.parseLong(flags.get("generation"))).setLeaseId(Long.parseLong(flags.get("lease-id"))).build();
-    Map<String, Object> result = new LinkedHashMap<>();
-    try (Client client = new Client(flags.get("server"))) {
-      switch (args[0]) {
+        .setGeneration(Long.parseLong(flags.get("generation"))).setLeaseId(Long.parseLong(flags.get("lease-id")))
+        .setPrincipal(flags.get("principal")).setKeyId(flags.get("key-id"))
+        .setSignature(ByteString.copyFrom(Base64.getDecoder().decode(flags.get("signature")))).build();
+    Object result;
+    try (Client client = new Client(flags.get("server"), auth)) {
+      switch (command) {
         case "acquire" -> {
           AcquireResponse res = client.lease.acquire(AcquireRequest.newBuilder().setResource(resource)
               .setTtl(Duration.newBuilder().setSeconds(Long.parseLong(flags.get("ttl")))).setHolder(flags.get("holder")).build());
-          result.put("generation", Long.toString(res.getToken().getGeneration()));
-          result.put("lease_id", Long.toString(res.getToken().getLeaseId()));
+          Map<String, Object> acquired = new LinkedHashMap<>();
+          acquired.put("ok", true);
+          acquired.putAll(tokenJson(res.getToken()));
+          result = acquired;
         }
         case "put" -> {
           long fence = client.store.put(PutRequest.newBuilder().setResource(resource).setKey(flags.get("key"))
               .setValue(ByteString.copyFrom(flags.get("value"), StandardCharsets.UTF_8))
               .setMutation(Mutation.newBuilder().setToken(token)).build()).getCommit().getFence();
-          result.put("fence", Long.toString(fence));
+          result = Map.of("ok", true, "fence", Long.toString(fence));
         }
         case "get" -> {
           GetResponse res = client.store.get(GetRequest.newBuilder().setResource(resource).setKey(flags.get("key")).build());
-          result.put("found", res.getFound());
-          result.put("value", res.getValue().toStringUtf8());
+          result = Map.of("ok", true, "found", res.getFound(), "value", res.getValue().toStringUtf8());
         }
-        default -> client.lease.release(ReleaseRequest.newBuilder().setToken(token).build());
+        case "keys" -> {
+          // The keys alone, as verify --keys-json reads them.
+          List<Object> keys = new ArrayList<>();
+          for (TokenKey k : client.lease.listTokenKeys(ListTokenKeysRequest.getDefaultInstance()).getKeysList()) {
+            Map<String, Object> key = new LinkedHashMap<>();
+            key.put("key_id", k.getKeyId());
+            key.put("algorithm", k.getAlgorithm());
+            key.put("public_key", Base64.getEncoder().encodeToString(k.getPublicKey().toByteArray()));
+            keys.add(key);
+          }
+          result = keys;
+        }
+        default -> {
+          client.lease.release(ReleaseRequest.newBuilder().setToken(token).build());
+          result = Map.of("ok", true);
+        }
       }
-      result.put("ok", true);
     } catch (StatusRuntimeException e) {
       Failure f = Rpc.failureOf(e);
-      result.clear();
-      result.put("ok", false);
-      result.put("code", f.code());
-      result.put("reason", f.reason());
+      Map<String, Object> failed = new LinkedHashMap<>();
+      failed.put("ok", false);
+      failed.put("code", f.code());
+      failed.put("reason", f.reason());
+      result = failed;
     }
-    System.out.println(toJson(result));
+    System.out.println(Json.write(result));
   }
 
   private static void usage() {
@@ -97,24 +138,45 @@ public final class Main {
     System.exit(2);
   }
 
-  /** A flat JSON object of strings and booleans. */
-  private static String toJson(Map<String, Object> fields) {
-    StringBuilder json = new StringBuilder("{");
-    for (Map.Entry<String, Object> field : fields.entrySet()) {
-      if (json.length() > 1) json.append(',');
-      json.append(quote(field.getKey())).append(':');
-      json.append(field.getValue() instanceof Boolean ? field.getValue().toString() : quote(field.getValue().toString()));
-    }
-    return json.append('}').toString();
+  /** A token as the single calls print it: 64-bit integers as decimal strings, the signature in base64. */
+  private static Map<String, Object> tokenJson(FencingToken t) {
+    Map<String, Object> json = new LinkedHashMap<>();
+    json.put("resource", t.getResource());
+    json.put("generation", Long.toString(t.getGeneration()));
+    json.put("lease_id", Long.toString(t.getLeaseId()));
+    json.put("principal", t.getPrincipal());
+    json.put("key_id", t.getKeyId());
+    json.put("signature", Base64.getEncoder().encodeToString(t.getSignature().toByteArray()));
+    return json;
   }
 
-  private static String quote(String s) {
-    StringBuilder q = new StringBuilder("\"");
-    for (char c : s.toCharArray()) {
-      if (c == '"' || c == '\\') q.append('\\').append(c);
-      else if (c < 0x20) q.append(String.format("\\u%04x", (int) c));
-      else q.append(c);
+  /** Verifies the token of one JSON file with the keys of another. */
+  private static Map<String, Object> verifyFiles(Path tokenFile, Path keysFile) throws Exception {
+    Map<?, ?> t = (Map<?, ?>) Json.parse(Files.readString(tokenFile));
+    FencingToken token = FencingToken.newBuilder()
+        .setResource(field(t, "resource", ""))
+        .setGeneration(Long.parseLong(field(t, "generation", "0")))
+        .setLeaseId(Long.parseLong(field(t, "lease_id", "0")))
+        .setPrincipal(field(t, "principal", ""))
+        .setKeyId(field(t, "key_id", ""))
+        .setSignature(ByteString.copyFrom(Base64.getDecoder().decode(field(t, "signature", ""))))
+        .build();
+    Map<String, byte[]> keys = new HashMap<>();
+    for (Object listed : (List<?>) Json.parse(Files.readString(keysFile))) {
+      Map<?, ?> k = (Map<?, ?>) listed;
+      if (field(k, "algorithm", "Ed25519").equals("Ed25519")) {
+        keys.put(field(k, "key_id", ""), Base64.getDecoder().decode(field(k, "public_key", "")));
+      }
     }
-    return q.append('"').toString();
+    Verify.Outcome outcome = Verify.verify(token, keys);
+    Map<String, Object> result = new LinkedHashMap<>();
+    result.put("ok", outcome == Verify.Outcome.OK);
+    if (outcome != Verify.Outcome.OK) result.put("reason", outcome.name().toLowerCase(Locale.ROOT).replace('_', ' '));
+    return result;
+  }
+
+  private static String field(Map<?, ?> object, String name, String orElse) {
+    Object value = object.get(name);
+    return value == null ? orElse : value.toString();
   }
 }

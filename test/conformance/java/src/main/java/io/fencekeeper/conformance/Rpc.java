@@ -5,15 +5,32 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.rpc.ErrorInfo;
 import io.fencekeeper.v1.FencedStoreServiceGrpc;
 import io.fencekeeper.v1.LeaseServiceGrpc;
+import io.grpc.ChannelCredentials;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
+import io.grpc.Metadata;
 import io.grpc.Status;
+import io.grpc.TlsChannelCredentials;
 import io.grpc.protobuf.StatusProto;
+import io.grpc.stub.MetadataUtils;
+import java.io.File;
+import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 
 /** Connections to the server, and what a failed call tells. */
 final class Rpc {
   private Rpc() {}
+
+  /**
+   * How a client proves who it is: a bearer JWT (sent as "authorization: Bearer <JWT>" on every call,
+   * streams included), a client certificate (mutual TLS), both or neither. ca is the PEM CA that the
+   * server's certificate must chain to; empty: the system's. Empty strings are unset.
+   */
+  record Auth(String bearer, String ca, String cert, String key) {
+    static final Auth NONE = new Auth("", "", "", "");
+  }
 
   /** One channel to the server with a stub of each service. */
   static final class Client implements AutoCloseable {
@@ -22,12 +39,36 @@ final class Rpc {
     final LeaseServiceGrpc.LeaseServiceStub leaseAsync;
     final FencedStoreServiceGrpc.FencedStoreServiceBlockingStub store;
 
-    /** Connects to a server given as http://host:port (gRPC over cleartext HTTP/2). */
-    Client(String server) {
-      if (!server.startsWith("http://")) {
-        throw new IllegalArgumentException("--server must look like http://host:port, got " + server);
+    /**
+     * Connects to a server given as http://host:port (gRPC over cleartext HTTP/2) or https://host:port
+     * (gRPC over TLS), with the credentials of auth.
+     */
+    Client(String server, Auth auth) throws IOException {
+      ChannelCredentials credentials;
+      String target;
+      if (server.startsWith("https://")) {
+        TlsChannelCredentials.Builder tls = TlsChannelCredentials.newBuilder();
+        if (!auth.ca().isEmpty()) tls.trustManager(new File(auth.ca()));
+        if (!auth.cert().isEmpty() || !auth.key().isEmpty()) tls.keyManager(new File(auth.cert()), new File(auth.key()));
+        credentials = tls.build();
+        target = server.substring("https://".length());
+      } else if (server.startsWith("http://")) {
+        if (!auth.ca().isEmpty() || !auth.cert().isEmpty() || !auth.key().isEmpty()) {
+          throw new IllegalArgumentException("--tls-ca, --tls-cert and --tls-key need an https:// server, got " + server);
+        }
+        credentials = InsecureChannelCredentials.create();
+        target = server.substring("http://".length());
+      } else {
+        throw new IllegalArgumentException("--server must look like http://host:port or https://host:port, got " + server);
       }
-      channel = ManagedChannelBuilder.forTarget(server.substring("http://".length())).usePlaintext().build();
+      ManagedChannelBuilder<?> builder = Grpc.newChannelBuilder(target, credentials);
+      if (!auth.bearer().isEmpty()) {
+        // A header on every call rather than CallCredentials: the tests also run a cleartext server on loopback.
+        Metadata headers = new Metadata();
+        headers.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER), "Bearer " + auth.bearer());
+        builder.intercept(MetadataUtils.newAttachHeadersInterceptor(headers));
+      }
+      channel = builder.build();
       lease = LeaseServiceGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
       leaseAsync = LeaseServiceGrpc.newStub(channel);
       store = FencedStoreServiceGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);

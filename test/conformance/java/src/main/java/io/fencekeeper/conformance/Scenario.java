@@ -5,6 +5,7 @@ import static io.fencekeeper.conformance.Rpc.expectFailure;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Duration;
+import io.fencekeeper.conformance.Rpc.Auth;
 import io.fencekeeper.conformance.Rpc.Client;
 import io.fencekeeper.conformance.Rpc.Unexpected;
 import io.fencekeeper.v1.AcquireRequest;
@@ -49,10 +50,10 @@ final class Scenario {
     return ByteString.copyFrom(s, StandardCharsets.UTF_8);
   }
 
-  static void run(String server, String resource) throws Exception {
-    try (Client a = new Client(server);
-        Client b = new Client(server);
-        Client observer = new Client(server)) {
+  static void run(String server, Auth auth, String resource) throws Exception {
+    try (Client a = new Client(server, auth);
+        Client b = new Client(server, auth);
+        Client observer = new Client(server, auth)) {
       run(a, b, observer, resource);
     }
   }
