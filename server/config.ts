@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { X509Certificate, createPrivateKey, type KeyObject } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import { Command, InvalidArgumentError, Option } from "commander";
+import type { AuthenticationConfig, JwtConfig } from "./auth/authenticator.js";
 import { MIN_TTL_SECONDS, TXN_EXTRA_OPS } from "./domain/limits.js";
 import { EMBEDDED_ETCD_MAX_REQUEST_BYTES } from "./etcd/embedded.js";
 
@@ -61,7 +62,7 @@ export interface Config {
   /** Undefined: plain http:// endpoints, or https:// with the system's CAs and no client certificate. */
   etcdTls?: EtcdTls;
   /** Who may call: client certificates (with --tls-client-ca) and bearer JWTs; neither: nobody is asked. */
-  authentication: AuthenticationSettings;
+  authentication: AuthenticationConfig;
   /** The authorization policy file; undefined: every authenticated caller may do everything. */
   policyFile?: string;
   /** Serve beyond loopback without authentication (told explicitly). */
@@ -74,18 +75,6 @@ export interface Config {
   maxLeasesPerCaller: number;
   /** KeepAlive messages one stream may send per second. */
   maxStreamMessagesPerSecond: number;
-}
-
-export interface AuthenticationSettings {
-  mtls: boolean;
-  jwt?: {
-    keyFiles: string[];
-    issuer: string;
-    audience: string;
-    principalClaim: string;
-    groupsClaim: string;
-    clockToleranceSeconds: number;
-  };
 }
 
 /** A setting whose value cannot work with the others; the message names the settings. */
@@ -324,7 +313,7 @@ function signingKey(file: PemFile | undefined): KeyObject | undefined {
   return key;
 }
 
-function jwt(o: Record<string, unknown>): AuthenticationSettings["jwt"] {
+function jwt(o: Record<string, unknown>): JwtConfig | undefined {
   const keyFiles = o.jwtKeys as string[] | undefined;
   const issuer = o.jwtIssuer as string | undefined;
   const audience = o.jwtAudience as string | undefined;
