@@ -234,11 +234,6 @@ export function decodeBinding(kv: IKeyValue | undefined): string | undefined {
   return kv?.value.toString("utf8");
 }
 
-/** The lease is bound to the principal: the comparison a bound operation adds to its transaction. */
-export function boundTo(keys: KeyLayout, leaseId: bigint, principal: string): ICompare {
-  return cmp.valueIs(keys.bindingKey(leaseId), encodeBinding(principal));
-}
-
 /** An idempotency record: what a mutation with an idempotency key did. */
 export interface IdempotencyRecord {
   /** Hash of the request the key was first used with. */
