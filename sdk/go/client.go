@@ -46,6 +46,11 @@ type Options struct {
 	Backoff Backoff
 	// Credentials for a server with authentication on.
 	Credentials Credentials
+	// Sessions puts acquisitions on sessions: one per TTL (in whole seconds), opened on first use,
+	// shared by every acquisition of that TTL, renewed with one renewal for all of them, closed by Close.
+	// Default false: each acquisition has an etcd lease of its own. See docs/client.md, "Sessions", for
+	// what changes.
+	Sessions bool
 	// OnEvent, if set, is told what the client does, for logs and metrics. It is called from the
 	// client's goroutines and must not block.
 	OnEvent func(Event)
@@ -74,9 +79,17 @@ type Client struct {
 	onEvent     func(Event)
 	cleanups    chan struct{}
 
-	mu     sync.Mutex
-	leases map[*Lease]struct{}
-	closed bool
+	mu       sync.Mutex
+	leases   map[*Lease]struct{}
+	sessions map[int64]*opening // by TTL in whole seconds; nil without Options.Sessions
+	closed   bool
+}
+
+// opening is a session being opened, or open: the acquisitions that ask at the same time wait for one.
+type opening struct {
+	done chan struct{}
+	k    *keeper
+	err  error
 }
 
 // New makes a client. It connects lazily: a server that cannot be reached fails the first call.
@@ -102,6 +115,9 @@ func New(o Options) (*Client, error) {
 		cleanups:    make(chan struct{}, cleanupsInFlight),
 		leases:      map[*Lease]struct{}{},
 	}
+	if o.Sessions {
+		c.sessions = map[int64]*opening{}
+	}
 	if c.holder == "" {
 		host, _ := os.Hostname()
 		c.holder = fmt.Sprintf("%s:%d", host, os.Getpid())
@@ -126,35 +142,56 @@ func New(o Options) (*Client, error) {
 // call and, once the lease is granted, the lease: when ctx ends, the lease is released (LostCanceled).
 // Bound only the wait with AcquireOptions.WaitTimeout.
 func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
-	ttl := o.TTL
-	if ttl == 0 {
-		ttl = DefaultTTL
+	if o.TTL == 0 {
+		o.TTL = DefaultTTL
 	}
-	holder := o.Holder
-	if holder == "" {
-		holder = c.holder
+	if o.Holder == "" {
+		o.Holder = c.holder
 	}
-	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(ttl), Holder: holder, Wait: o.Wait}
+	if c.sessions != nil {
+		if l, err := c.acquireOnSession(ctx, resource, o); l != nil || err != nil {
+			return l, err
+		}
+	}
+	return c.acquireOwn(ctx, resource, o)
+}
+
+// acquire sends one Acquire, with a deadline that leaves room for the wait.
+func (c *Client) acquire(ctx context.Context, req *fencekeeperv1.AcquireRequest, waitTimeout time.Duration) (*fencekeeperv1.AcquireResponse, error) {
 	callCtx, cancel := ctx, context.CancelFunc(func() {})
 	switch {
-	case !o.Wait:
+	case !req.Wait:
 		callCtx, cancel = context.WithTimeout(ctx, c.callTimeout)
-	case o.WaitTimeout > 0:
-		req.WaitTimeout = durationpb.New(o.WaitTimeout)
-		callCtx, cancel = context.WithTimeout(ctx, c.callTimeout+o.WaitTimeout)
+	case waitTimeout > 0:
+		req.WaitTimeout = durationpb.New(waitTimeout)
+		callCtx, cancel = context.WithTimeout(ctx, c.callTimeout+waitTimeout)
 	}
 	defer cancel()
-	sentAt := time.Now()
 	var res *fencekeeperv1.AcquireResponse
 	err := c.servers.run(false, func(cn *conn) (err error) {
 		res, err = cn.lease.Acquire(callCtx, req)
 		return err
 	})
+	if err == nil && res.GetToken() == nil {
+		err = &StatusError{Code: codes.Internal, Message: "the server granted a lease without a token", Metadata: map[string]string{}}
+	}
+	return res, err
+}
+
+func canceled(ctx context.Context, resource string) error {
+	return &CanceledError{&StatusError{Code: codes.Canceled, Message: fmt.Sprintf("acquire of %q was canceled", resource), Metadata: map[string]string{}, Err: context.Cause(ctx)}}
+}
+
+// acquireOwn is an acquisition on an etcd lease of its own.
+func (c *Client) acquireOwn(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
+	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(o.TTL), Holder: o.Holder, Wait: o.Wait}
+	sentAt := time.Now()
+	res, err := c.acquire(ctx, req, o.WaitTimeout)
 	if err != nil {
 		return nil, err
 	}
-	if res.GetToken() == nil || res.GetTtl() == nil {
-		return nil, &StatusError{Code: codes.Internal, Message: "the server granted a lease without a token or a TTL", Metadata: map[string]string{}}
+	if res.GetTtl() == nil {
+		return nil, &StatusError{Code: codes.Internal, Message: "the server granted a lease without a TTL", Metadata: map[string]string{}}
 	}
 	token, granted, answeredAt := tokenFromProto(res.GetToken()), res.GetTtl().AsDuration(), time.Now()
 	// The deadline counts from the Acquire's send, and a wait in line uses it up: the TTL started when
@@ -166,15 +203,119 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 	}
 	if ctx.Err() != nil {
 		c.release(token)
-		return nil, &CanceledError{&StatusError{Code: codes.Canceled, Message: fmt.Sprintf("acquire of %q was canceled", resource), Metadata: map[string]string{}, Err: context.Cause(ctx)}}
+		return nil, canceled(ctx, resource)
 	}
-	l := newLease(c, ctx, token, granted, sentAt, answeredAt)
-	c.mu.Lock()
-	c.leases[l] = struct{}{}
-	c.mu.Unlock()
+	k := newKeeper(c, token.LeaseID, granted, false, sentAt, answeredAt)
+	l := newLease(c, ctx, token, k)
 	c.emit(Event{Type: EventAcquired, Token: token, TTL: granted, ValidUntil: l.ValidUntil()})
-	c.keepAlive.add(l, sentAt.Add(l.interval))
+	k.start(sentAt)
 	return l, nil
+}
+
+// acquireOnSession is an acquisition on the client's session of that TTL (opened if there is none, or
+// if it was lost). Nil and no error when the session already holds or waits for the resource
+// (ALREADY_ACQUIRED): a session takes a resource once at a time, so that acquisition goes on a lease of
+// its own, as without sessions.
+func (c *Client) acquireOnSession(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
+	startedAt := time.Now()
+	for attempt := 1; ; attempt++ {
+		session, err := c.session(ctx, o.TTL)
+		if err != nil {
+			return nil, err
+		}
+		// A second attempt (the first one's session was lost) waits only for what is left of the wait.
+		waitTimeout := o.WaitTimeout
+		if o.Wait && waitTimeout > 0 {
+			waitTimeout = max(time.Millisecond, waitTimeout-time.Since(startedAt))
+		}
+		res, err := c.acquire(ctx, &fencekeeperv1.AcquireRequest{Resource: resource, Holder: o.Holder, Wait: o.Wait, SessionId: session.id}, waitTimeout)
+		var se *StatusError
+		var notFound *LeaseNotFoundError
+		switch {
+		case errors.As(err, &se) && se.Reason == "ALREADY_ACQUIRED":
+			return nil, nil
+		case errors.As(err, &notFound):
+			// The session is gone (it expired, or was closed, behind the client's back): lost, with its leases.
+			session.lose(LostNotFound, err)
+			if attempt == 1 {
+				continue
+			}
+			return nil, err
+		case err != nil:
+			return nil, err
+		}
+		token := tokenFromProto(res.GetToken())
+		if session.expireIfPassed() {
+			// The session was lost while the Acquire was on its way; the acquisition went with it.
+			if attempt == 1 {
+				continue
+			}
+			return nil, &UnavailableError{&StatusError{Code: codes.Unavailable, Message: fmt.Sprintf("acquire of %q: its session was lost twice while acquiring; try again", resource), Metadata: map[string]string{}}}
+		}
+		if ctx.Err() != nil {
+			c.release(token)
+			return nil, canceled(ctx, resource)
+		}
+		l := newLease(c, ctx, token, session)
+		c.emit(Event{Type: EventAcquired, Token: token, TTL: session.ttl, ValidUntil: l.ValidUntil()})
+		return l, nil
+	}
+}
+
+// session is the open session of this TTL, shared; opened once however many acquisitions ask at once.
+func (c *Client) session(ctx context.Context, ttl time.Duration) (*keeper, error) {
+	// etcd grants whole seconds, so TTLs that round up to the same second share a session.
+	key := int64((ttl + time.Second - 1) / time.Second)
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, &CanceledError{&StatusError{Code: codes.Canceled, Message: "the client is closed", Metadata: map[string]string{}}}
+		}
+		op := c.sessions[key]
+		if op == nil {
+			op = &opening{done: make(chan struct{})}
+			c.sessions[key] = op
+			c.mu.Unlock()
+			op.k, op.err = c.openSession(context.WithoutCancel(ctx), ttl)
+			close(op.done)
+			if op.err != nil {
+				c.mu.Lock()
+				if c.sessions[key] == op {
+					delete(c.sessions, key)
+				}
+				c.mu.Unlock()
+			}
+			return op.k, op.err
+		}
+		c.mu.Unlock()
+		select {
+		case <-op.done:
+		case <-ctx.Done():
+			return nil, canceled(ctx, "")
+		}
+		if op.err != nil {
+			return nil, op.err
+		}
+		if !op.k.expireIfPassed() {
+			return op.k, nil
+		}
+		// Lost (expireIfPassed forgot it): the next turn opens a new one.
+	}
+}
+
+// forgetSession drops a session that ended, so that the next acquisition of its TTL opens a new one.
+func (c *Client) forgetSession(k *keeper) {
+	if !k.session {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, op := range c.sessions {
+		if op.k == k {
+			delete(c.sessions, key)
+		}
+	}
 }
 
 // WithLease runs fn under a lease on resource, with the lease's context (cancelled on loss), and
@@ -276,16 +417,31 @@ func (c *Client) ReleaseToken(ctx context.Context, token Token) error {
 	})
 }
 
-// Close releases every lease still held (each Done closes at once), then closes the connections.
+// Close releases every lease still held and closes every session (each Done closes at once), then
+// closes the connections.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	c.closed = true
+	openings := make([]*opening, 0, len(c.sessions))
+	for _, op := range c.sessions {
+		openings = append(openings, op)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	// A session's leases end with it, in one CloseSession; what is left has leases of its own.
+	for _, op := range openings {
+		<-op.done
+		if op.k != nil {
+			op.k.lose(LostReleased, nil)
+			wg.Go(func() { op.k.waitCleaned() })
+		}
+	}
+	c.mu.Lock()
 	leases := make([]*Lease, 0, len(c.leases))
 	for l := range c.leases {
 		leases = append(leases, l)
 	}
 	c.mu.Unlock()
-	var wg sync.WaitGroup
 	for _, l := range leases {
 		wg.Go(func() { l.Release(context.Background()) })
 	}

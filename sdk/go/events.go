@@ -14,6 +14,12 @@ const (
 	EventKeepAliveSent EventType = "keepalive-sent" // URL, Leases: one per KeepAliveRequest
 	EventStreamOpened  EventType = "stream-opened"  // URL
 	EventStreamFailed  EventType = "stream-failed"  // URL, Err, RetryIn
+
+	// With Options.Sessions:
+	EventSessionOpened        EventType = "session-opened"         // SessionID, TTL, ValidUntil
+	EventSessionRenewed       EventType = "session-renewed"        // SessionID, Leases, SentAt, ConfirmedAt, TTL, ValidUntil
+	EventSessionRenewalFailed EventType = "session-renewal-failed" // SessionID, Err
+	EventSessionEnded         EventType = "session-ended"          // SessionID, Why, Leases (how many went with it)
 )
 
 // Event is what Options.OnEvent is told; the fields its Type names are set.
@@ -28,5 +34,7 @@ type Event struct {
 	TTL         time.Duration
 	Leases      int
 	RetryIn     time.Duration
+	SessionID   int64
+	Why         LossCause
 	Err         error
 }

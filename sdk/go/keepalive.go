@@ -54,7 +54,7 @@ func (b Backoff) delay(failures int) time.Duration {
 }
 
 type entry struct {
-	l      *Lease
+	k      *keeper
 	nextAt time.Time // when the next renewal is due
 	sentAt time.Time // the unanswered renewal's send time (zero: none)
 	sentOn *stream   // and the stream it went out on
@@ -89,24 +89,24 @@ func newKeepAlive(s *servers, b Backoff, emit func(Event)) *keepAlive {
 	return k
 }
 
-// add keeps l alive from now on; its first renewal is due at firstAt. A lease that has ended is not added.
-func (k *keepAlive) add(l *Lease, firstAt time.Time) {
+// add keeps r alive from now on; its first renewal is due at firstAt. One that has ended is not added.
+func (k *keepAlive) add(r *keeper, firstAt time.Time) {
 	k.mu.Lock()
-	l.mu.Lock()
-	ended := l.lost != nil
-	l.mu.Unlock()
+	r.mu.Lock()
+	ended := r.ended != ""
+	r.mu.Unlock()
 	if !ended && !k.closed {
-		k.entries[l.token.LeaseID] = &entry{l: l, nextAt: firstAt}
+		k.entries[r.id] = &entry{k: r, nextAt: firstAt}
 	}
 	k.mu.Unlock()
 	k.poke()
 }
 
-// remove stops renewing l. The stream closes with the last lease.
-func (k *keepAlive) remove(l *Lease) {
+// remove stops renewing r. The stream closes with the last lease.
+func (k *keepAlive) remove(r *keeper) {
 	k.mu.Lock()
-	if e := k.entries[l.token.LeaseID]; e != nil && e.l == l {
-		delete(k.entries, l.token.LeaseID)
+	if e := k.entries[r.id]; e != nil && e.k == r {
+		delete(k.entries, r.id)
 	}
 	if len(k.entries) == 0 && k.stream != nil {
 		k.stream.cancel()
@@ -158,7 +158,7 @@ func (k *keepAlive) loop() {
 func (k *keepAlive) pass() time.Time {
 	now := time.Now()
 	next := now.Add(time.Hour)
-	var lost []*Lease
+	var lost []*keeper
 	var batches [][]int64
 	var opened *stream
 	var hung *entry
@@ -166,8 +166,8 @@ func (k *keepAlive) pass() time.Time {
 	k.mu.Lock()
 	for id, e := range k.entries {
 		// Deadlines first: a lease whose deadline passed is lost, whatever a renewal sent now would answer.
-		if e.l.passed(now) {
-			lost = append(lost, e.l)
+		if e.k.passed(now) {
+			lost = append(lost, e.k)
 			delete(k.entries, id)
 		}
 	}
@@ -179,21 +179,21 @@ func (k *keepAlive) pass() time.Time {
 	for _, e := range k.entries {
 		if s != nil && !e.nextAt.After(now.Add(batchWindow)) {
 			switch {
-			case e.sentOn == s && !e.sentAt.IsZero() && now.Sub(e.sentAt) >= e.l.interval:
+			case e.sentOn == s && !e.sentAt.IsZero() && now.Sub(e.sentAt) >= e.k.interval:
 				// Unanswered for a whole interval: the stream may be hung (failIfHung). Look again shortly.
 				hung = e
 				e.nextAt = now.Add(recheck)
 			case e.sentOn == s && !e.sentAt.IsZero():
-				e.nextAt = e.sentAt.Add(e.l.interval)
+				e.nextAt = e.sentAt.Add(e.k.interval)
 			default:
-				e.sentAt, e.sentOn, e.nextAt = now, s, now.Add(e.l.interval)
-				ids = append(ids, e.l.token.LeaseID)
+				e.sentAt, e.sentOn, e.nextAt = now, s, now.Add(e.k.interval)
+				ids = append(ids, e.k.id)
 				if len(ids) == maxIDsPerMessage {
 					batches, ids = append(batches, ids), nil
 				}
 			}
 		}
-		if d := e.l.monoDeadline(); d.Before(next) {
+		if d := e.k.monoDeadline(); d.Before(next) {
 			next = d
 		}
 		if s != nil && e.nextAt.Before(next) {
@@ -208,8 +208,8 @@ func (k *keepAlive) pass() time.Time {
 	}
 	k.mu.Unlock()
 
-	for _, l := range lost {
-		l.end(LostDeadline, nil)
+	for _, r := range lost {
+		r.lose(LostDeadline, nil)
 	}
 	if opened != nil {
 		k.emit(Event{Type: EventStreamOpened, URL: opened.url})
@@ -279,7 +279,7 @@ func (k *keepAlive) answered(s *stream, res *fencekeeperv1.KeepAliveResponse, at
 		renewals = []*fencekeeperv1.LeaseRenewal{{LeaseId: res.GetLeaseId(), Ttl: res.GetTtl(), Error: res.GetError()}}
 	}
 	type outcome struct {
-		l          *Lease
+		k          *keeper
 		sentAt     time.Time
 		ttl        time.Duration
 		validUntil time.Time
@@ -299,7 +299,7 @@ func (k *keepAlive) answered(s *stream, res *fencekeeperv1.KeepAliveResponse, at
 		if e == nil || e.sentOn != s || e.sentAt.IsZero() {
 			continue
 		}
-		o := outcome{l: e.l, sentAt: e.sentAt}
+		o := outcome{k: e.k, sentAt: e.sentAt}
 		e.sentAt, e.sentOn = time.Time{}, nil
 		if r.GetError() != nil {
 			o.err = statusError(grpcstatus.FromProto(r.GetError()), nil)
@@ -310,12 +310,12 @@ func (k *keepAlive) answered(s *stream, res *fencekeeperv1.KeepAliveResponse, at
 				delete(k.entries, r.GetLeaseId())
 			} else {
 				// UNAVAILABLE proves nothing: try again soon.
-				e.nextAt = at.Add(min(retryAfter, e.l.interval))
+				e.nextAt = at.Add(min(retryAfter, e.k.interval))
 			}
 		} else if r.GetTtl() != nil {
 			o.ttl = r.GetTtl().AsDuration()
 			var ok bool
-			if ok, o.validUntil = e.l.confirm(o.sentAt, o.ttl, at); !ok {
+			if ok, o.validUntil = e.k.confirm(o.sentAt, o.ttl, at); !ok {
 				o.lost = LostDeadline
 				delete(k.entries, r.GetLeaseId())
 			}
@@ -326,11 +326,11 @@ func (k *keepAlive) answered(s *stream, res *fencekeeperv1.KeepAliveResponse, at
 	for _, o := range outcomes {
 		switch {
 		case o.lost != "":
-			o.l.end(o.lost, o.err)
+			o.k.lose(o.lost, o.err)
 		case o.err != nil:
-			k.emit(Event{Type: EventRenewalFailed, Token: o.l.token, Err: o.err})
+			k.emit(o.k.event(EventRenewalFailed, EventSessionRenewalFailed, Event{Err: o.err}))
 		default:
-			k.emit(Event{Type: EventRenewed, Token: o.l.token, SentAt: o.sentAt, ConfirmedAt: at, TTL: o.ttl, ValidUntil: o.validUntil})
+			k.emit(o.k.event(EventRenewed, EventSessionRenewed, Event{SentAt: o.sentAt, ConfirmedAt: at, TTL: o.ttl, ValidUntil: o.validUntil}))
 		}
 	}
 	k.poke()
@@ -343,11 +343,11 @@ func (k *keepAlive) answered(s *stream, res *fencekeeperv1.KeepAliveResponse, at
 func (k *keepAlive) failIfHung(s *stream, e *entry) {
 	k.mu.Lock()
 	now := time.Now()
-	hung := k.stream == s && k.entries[e.l.token.LeaseID] == e && e.sentOn == s && !e.sentAt.IsZero() &&
-		now.Sub(e.sentAt) >= e.l.interval && now.Sub(s.answeredAt) >= e.l.interval
+	hung := k.stream == s && k.entries[e.k.id] == e && e.sentOn == s && !e.sentAt.IsZero() &&
+		now.Sub(e.sentAt) >= e.k.interval && now.Sub(s.answeredAt) >= e.k.interval
 	k.mu.Unlock()
 	if hung {
-		k.fail(s, fmt.Errorf("no answer to a renewal of lease %d within %v", e.l.token.LeaseID, e.l.interval), true)
+		k.fail(s, fmt.Errorf("no answer to a renewal of lease %d within %v", e.k.id, e.k.interval), true)
 	}
 }
 
@@ -382,4 +382,3 @@ func (k *keepAlive) fail(s *stream, err error, hung bool) {
 	}
 	k.poke()
 }
-

@@ -12,44 +12,46 @@ import (
 // Err, Check and Held look at the clock first, so a process that was paused past the deadline sees the
 // loss on its first look, before any timer has run. Safe for concurrent use.
 type Lease struct {
-	token    Token
-	ttl      time.Duration
-	interval time.Duration
-	c        *Client
+	token Token
+	k     *keeper
+	c     *Client
 
-	done    chan struct{}
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	ending  chan struct{} // closed once the cleanup on the server (a Release) has finished
-	unwatch func() bool   // stops watching the Acquire's context
+	done   chan struct{}
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ending chan struct{} // closed once the cleanup on the server (a Release, a CloseSession) has finished
 
-	mu   sync.Mutex
-	dl   deadline
-	lost *LeaseLostError
+	mu      sync.Mutex
+	lost    *LeaseLostError
+	unwatch func() bool // stops watching the Acquire's context
 }
 
-func newLease(c *Client, ctx context.Context, token Token, ttl time.Duration, sentAt, answeredAt time.Time) *Lease {
-	l := &Lease{
-		token:    token,
-		ttl:      ttl,
-		interval: ttl / 3,
-		c:        c,
-		done:     make(chan struct{}),
-		ending:   make(chan struct{}),
-		dl:       newDeadline(sentAt, ttl-c.drift(ttl), answeredAt),
-	}
+// newLease makes the lease of token, kept by k; ctx's end ends it (LostCanceled).
+func newLease(c *Client, ctx context.Context, token Token, k *keeper) *Lease {
+	l := &Lease{token: token, k: k, c: c, done: make(chan struct{}), ending: make(chan struct{}), unwatch: func() bool { return false }}
 	// The lease's context keeps the Acquire context's values, not its cancellation: that ends the lease
 	// (LostCanceled), which then cancels this one with the LeaseLostError as its cause.
 	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	l.unwatch = context.AfterFunc(ctx, func() { l.end(LostCanceled, context.Cause(ctx)) })
+	c.mu.Lock()
+	c.leases[l] = struct{}{}
+	c.mu.Unlock()
+	k.attach(l)
+	unwatch := context.AfterFunc(ctx, func() { l.end(LostCanceled, context.Cause(ctx)) })
+	l.mu.Lock()
+	l.unwatch = unwatch
+	lost := l.lost != nil
+	l.mu.Unlock()
+	if lost {
+		unwatch() // ended while attaching: nothing to watch for
+	}
 	return l
 }
 
 // Token is the lease's fencing token.
 func (l *Lease) Token() Token { return l.token }
 
-// TTL is the TTL etcd granted.
-func (l *Lease) TTL() time.Duration { return l.ttl }
+// TTL is the TTL etcd granted (the session's, for a lease on a session).
+func (l *Lease) TTL() time.Duration { return l.k.ttl }
 
 // Done is closed once the lease can no longer be assumed held. It looks at the clock first; a channel
 // kept in a variable is closed by the client's timer at the deadline, which after a pause of the
@@ -84,18 +86,16 @@ func (l *Lease) Check() error { return l.Err() }
 func (l *Lease) Held() bool { return l.Err() == nil }
 
 // ValidUntil is until when the lease may be assumed held: the send time of the last confirmed renewal
-// (or of the Acquire) + the granted TTL - the drift margin.
+// (or of the Acquire) + the granted TTL - the drift margin; on a session, of the session's renewal.
 func (l *Lease) ValidUntil() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.dl.validUntil()
+	validUntil, _ := l.k.state()
+	return validUntil
 }
 
-// LastConfirmedAt is when the last renewal's answer (or the Acquire's) arrived.
+// LastConfirmedAt is when the last renewal's answer (or the Acquire's, or the OpenSession's) arrived.
 func (l *Lease) LastConfirmedAt() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.dl.confirmedAt
+	_, confirmedAt := l.k.state()
+	return confirmedAt
 }
 
 // Release gives the lease up: renewals stop, Done closes, the server releases it. It waits for the
@@ -152,67 +152,67 @@ func (l *Lease) write(call func() (Commit, error)) (Commit, error) {
 	return commit, err
 }
 
-// look ends the lease if its deadline has passed.
+// look ends the lease (with its keeper) if its deadline has passed.
 func (l *Lease) look() {
-	if l.passed(time.Now()) {
-		l.end(LostDeadline, nil)
+	l.mu.Lock()
+	lost := l.lost != nil
+	l.mu.Unlock()
+	if !lost {
+		l.k.expireIfPassed()
 	}
 }
 
-// passed says whether the lease is still held but its deadline has passed at now.
-func (l *Lease) passed(now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lost == nil && l.dl.passedAt(now)
-}
-
-// confirm takes in a renewal's answer; false if the deadline had passed when it came (or the lease had ended).
-func (l *Lease) confirm(sentAt time.Time, ttl time.Duration, at time.Time) (ok bool, validUntil time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lost != nil || !l.dl.confirm(sentAt, ttl-l.c.drift(ttl), at) {
-		return false, time.Time{}
-	}
-	return true, l.dl.validUntil()
-}
-
-// monoDeadline is the deadline on the monotonic clock, for the scheduler's timer.
-func (l *Lease) monoDeadline() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.dl.mono
-}
-
-// end ends the lease once, for why: the loss signal fires first, then renewals stop and, unless the
-// server said the lease is gone, the lease is released on the server (one past its deadline may still
-// be held in etcd).
+// end ends the lease on its own (released, fenced, canceled): a session it was on lives on.
 func (l *Lease) end(why LossCause, cause error) {
-	l.mu.Lock()
-	if l.lost != nil {
-		l.mu.Unlock()
+	if !l.markLost(why, cause) {
 		return
 	}
-	lost := &LeaseLostError{Why: why, Token: l.token, ValidUntil: l.dl.validUntil(), LastConfirmedAt: l.dl.confirmedAt, Cause: cause}
-	lost.LostAt = time.Now()
-	l.lost = lost
-	close(l.done)
-	l.cancel(lost)
-	l.mu.Unlock()
+	l.k.leaseEnded(l, why)
+	cleaned := make(chan struct{})
+	go func() {
+		defer close(cleaned)
+		l.c.release(l.token)
+	}()
+	l.ended(why, cleaned)
+}
 
-	l.unwatch()
-	l.c.keepAlive.remove(l)
+// finish ends the lease with its keeper; cleaned closes once the keeper's cleanup on the server is done.
+func (l *Lease) finish(why LossCause, cause error, cleaned <-chan struct{}) {
+	if l.markLost(why, cause) {
+		l.ended(why, cleaned)
+	}
+}
+
+// markLost fires the loss signal, once: Done closes and the context is cancelled with the
+// LeaseLostError. False if the lease had ended already.
+func (l *Lease) markLost(why LossCause, cause error) bool {
+	validUntil, confirmedAt := l.k.state()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost != nil {
+		return false
+	}
+	l.lost = &LeaseLostError{Why: why, Token: l.token, ValidUntil: validUntil, LastConfirmedAt: confirmedAt, LostAt: time.Now(), Cause: cause}
+	close(l.done)
+	l.cancel(l.lost)
+	return true
+}
+
+// ended is what follows the loss signal: the client forgets the lease and says so; ending closes
+// once the cleanup on the server is done.
+func (l *Lease) ended(why LossCause, cleaned <-chan struct{}) {
+	l.mu.Lock()
+	unwatch := l.unwatch
+	l.mu.Unlock()
+	unwatch()
 	l.c.forget(l)
 	if why == LostReleased || why == LostCanceled {
 		l.c.emit(Event{Type: EventReleased, Token: l.token})
 	} else {
-		l.c.emit(Event{Type: EventLost, Token: l.token, Err: lost})
-	}
-	if why == LostNotFound {
-		close(l.ending)
-		return
+		l.c.emit(Event{Type: EventLost, Token: l.token, Err: l.lost})
 	}
 	go func() {
-		defer close(l.ending)
-		l.c.release(l.token)
+		<-cleaned
+		close(l.ending)
 	}()
 }

@@ -39,9 +39,10 @@ export class GoHolder {
   private stderr = "";
   private exited = false;
 
-  constructor(servers: string[], resource: string, ttlMs: number) {
+  constructor(servers: string[], resource: string, ttlMs: number, o: { sessions?: boolean } = {}) {
     assertProbeBuilt();
-    this.process = spawn(PROBE, ["hold", "--server", servers.join(","), "--resource", resource, "--ttl", `${ttlMs}ms`], {
+    const args = ["hold", "--server", servers.join(","), "--resource", resource, "--ttl", `${ttlMs}ms`, ...(o.sessions ? ["--sessions"] : [])];
+    this.process = spawn(PROBE, args, {
       cwd: ROOT,
       stdio: ["pipe", "pipe", "pipe"],
     });

@@ -37,45 +37,49 @@ describe("Go client library (sdk/go)", function () {
     expect(r.stdout).to.contain("ok clean up");
   });
 
-  it("a holder paused past its TTL: its loss signal fires before its next write is sent, and a forced write is refused STALE_TOKEN", async () => {
-    const resource = uniqueResource("go-sdk-paused");
-    holder = new GoHolder([server.url], resource, ttl);
-    const granted = await holder.next("granted", 15_000);
-    await holder.next("renewed", ttl, () => true, true);
+  for (const sessions of [false, true]) {
+    const on = sessions ? "on a session" : "on a lease of its own";
+    it(`a holder paused past its TTL (${on}): its loss signal fires before its next write is sent, and a forced write is refused STALE_TOKEN`, async () => {
+      const resource = uniqueResource("go-sdk-paused");
+      holder = new GoHolder([server.url], resource, ttl, { sessions });
+      const granted = await holder.next("granted", 15_000);
+      if (sessions) expect(granted.token.lease_id).to.equal(holder.seen("session-opened")[0].session_id);
+      await holder.next(sessions ? "session-renewed" : "renewed", ttl, () => true, true);
 
-    holder.pause();
-    const pausedAt = Date.now();
-    // Another holder takes over once etcd lets the paused one's lease go, and writes.
-    const b = new FencekeeperClient({ servers: server.url });
-    try {
-      const leaseB = await b.acquire(resource, { ttl, wait: 10_000 });
-      expect(leaseB.token.generation > BigInt(granted.token.generation)).to.equal(true);
-      await leaseB.put("greeting", "from B");
-      // The paused holder's next write is waiting on its stdin: the first thing it reads when it runs.
-      holder.post("write greeting from-A");
-      await sleep(Math.max(0, pausedAt + 2 * ttl - Date.now()));
-      const resumedAt = Date.now();
-      holder.resume();
+      holder.pause();
+      const pausedAt = Date.now();
+      // Another holder takes over once etcd lets the paused one's lease go, and writes.
+      const b = new FencekeeperClient({ servers: server.url });
+      try {
+        const leaseB = await b.acquire(resource, { ttl, wait: 10_000 });
+        expect(leaseB.token.generation > BigInt(granted.token.generation)).to.equal(true);
+        await leaseB.put("greeting", "from B");
+        // The paused holder's next write is waiting on its stdin: the first thing it reads when it runs.
+        holder.post("write greeting from-A");
+        await sleep(Math.max(0, pausedAt + 2 * ttl - Date.now()));
+        const resumedAt = Date.now();
+        holder.resume();
 
-      const lost = await holder.next("lost", 5000, () => true, true);
-      const write = await holder.next("write", 5000, () => true, true);
-      console.log(`      Go: resume to loss signal ${(lost.at - resumedAt).toFixed(1)} ms (paused ${resumedAt - pausedAt} ms, TTL ${ttl} ms)`);
-      expect(lost.why).to.equal("deadline");
-      expect(lost.valid_until).to.be.below(resumedAt);
-      expect(lost.at - resumedAt).to.be.below(1000);
-      // The write was refused by the client itself: the loss came first, and nothing was sent.
-      expect(write).to.include({ ok: false, error: "LEASE_LOST", why: "deadline", sent: false });
-      expect(lost.at).to.be.at.most(write.done_at);
-      // Written anyway, with the old token: the fence refuses it.
-      const forced = await holder.send("force greeting from-A", "force");
-      expect(forced).to.include({ ok: false, error: "STALE_TOKEN", code: "FailedPrecondition", reason: "STALE_TOKEN", fence: leaseB.token.generation.toString(), sent: true });
-      const got = await clientsFor(server.url).store.get({ resource, key: "greeting" });
-      expect(new TextDecoder().decode(got.value)).to.equal("from B");
-      await leaseB.release();
-    } finally {
-      await b.close();
-    }
-  });
+        const lost = await holder.next("lost", 5000, () => true, true);
+        const write = await holder.next("write", 5000, () => true, true);
+        console.log(`      Go (${on}): resume to loss signal ${(lost.at - resumedAt).toFixed(1)} ms (paused ${resumedAt - pausedAt} ms, TTL ${ttl} ms)`);
+        expect(lost.why).to.equal("deadline");
+        expect(lost.valid_until).to.be.below(resumedAt);
+        expect(lost.at - resumedAt).to.be.below(1000);
+        // The write was refused by the client itself: the loss came first, and nothing was sent.
+        expect(write).to.include({ ok: false, error: "LEASE_LOST", why: "deadline", sent: false });
+        expect(lost.at).to.be.at.most(write.done_at);
+        // Written anyway, with the old token: the fence refuses it.
+        const forced = await holder.send("force greeting from-A", "force");
+        expect(forced).to.include({ ok: false, error: "STALE_TOKEN", code: "FailedPrecondition", reason: "STALE_TOKEN", fence: leaseB.token.generation.toString(), sent: true });
+        const got = await clientsFor(server.url).store.get({ resource, key: "greeting" });
+        expect(new TextDecoder().decode(got.value)).to.equal("from B");
+        await leaseB.release();
+      } finally {
+        await b.close();
+      }
+    });
+  }
 
   it("a renewal answered late (a delaying proxy) is loss, at validUntil, and later answers do not revive the lease", async () => {
     const proxy: DelayProxy = await startDelayProxy(server.url);

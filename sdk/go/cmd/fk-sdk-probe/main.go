@@ -2,8 +2,8 @@
 //
 //	fk-sdk-probe scenario --server URLS --resource R
 //	    the conformance scenario of test/conformance/SCENARIO.md, through the library
-//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H]
-//	    acquires R and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
+//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions]
+//	    acquires R (on a session with --sessions) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
 //	    stream-failed, ...), then runs the commands it reads on stdin, one a line:
 //	      write K V   a write through the lease (checked first: a lost lease sends nothing)
 //	      force K V   a write with the lease's token through the store, whatever the lease's state
@@ -44,6 +44,7 @@ func main() {
 	resource := flags.String("resource", "", "the resource")
 	ttl := flags.Duration("ttl", 2*time.Second, "the lease TTL")
 	holder := flags.String("holder", "go-probe", "the holder label")
+	sessions := flags.Bool("sessions", false, "hold: acquire on a session (Options.Sessions)")
 	bearer := flags.String("bearer", "", "a JWT, sent as authorization: Bearer")
 	ca := flags.String("tls-ca", "", "PEM CA of the server's certificate")
 	cert := flags.String("tls-cert", "", "PEM client certificate")
@@ -64,7 +65,7 @@ func main() {
 			os.Exit(1)
 		}
 	case "hold":
-		if err := hold(urls, creds, *resource, *ttl, *holder); err != nil {
+		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, *ttl, *holder); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -138,12 +139,14 @@ func outcome(commit fencekeeper.Commit, err error) map[string]any {
 	return out
 }
 
-func hold(urls []string, creds fencekeeper.Credentials, resource string, ttl time.Duration, holder string) error {
+func hold(options fencekeeper.Options, resource string, ttl time.Duration, holder string) error {
 	var p printer
-	c, err := fencekeeper.New(fencekeeper.Options{Servers: urls, Credentials: creds, OnEvent: func(e fencekeeper.Event) {
+	options.OnEvent = func(e fencekeeper.Event) {
 		fields := map[string]any{"event": string(e.Type), "at": ms(e.At)}
 		switch e.Type {
-		case fencekeeper.EventRenewed:
+		case fencekeeper.EventSessionOpened:
+			fields["session_id"] = itoa(e.SessionID)
+		case fencekeeper.EventRenewed, fencekeeper.EventSessionRenewed:
 			fields["sent_at"], fields["confirmed_at"], fields["valid_until"] = ms(e.SentAt), ms(e.ConfirmedAt), ms(e.ValidUntil)
 		case fencekeeper.EventStreamOpened, fencekeeper.EventStreamFailed:
 			fields["url"] = e.URL
@@ -154,7 +157,8 @@ func hold(urls []string, creds fencekeeper.Credentials, resource string, ttl tim
 			fields["error"] = e.Err.Error()
 		}
 		p.print(fields)
-	}})
+	}
+	c, err := fencekeeper.New(options)
 	if err != nil {
 		return err
 	}
