@@ -142,6 +142,12 @@ func New(o Options) (*Client, error) {
 // call and, once the lease is granted, the lease: when ctx ends, the lease is released (LostCanceled).
 // Bound only the wait with AcquireOptions.WaitTimeout.
 func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, &CanceledError{&StatusError{Code: codes.Canceled, Message: "the client is closed", Metadata: map[string]string{}}}
+	}
 	if o.TTL == 0 {
 		o.TTL = DefaultTTL
 	}

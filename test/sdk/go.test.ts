@@ -7,7 +7,7 @@ import { clientsFor } from "../harness/clients.js";
 import { startDelayProxy, type DelayProxy } from "../harness/delay-proxy.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { eventually, sleep, uniqueResource } from "../harness/suite.js";
+import { sleep, uniqueResource } from "../harness/suite.js";
 import { assertProbeBuilt, GoHolder, runScenario } from "./go-probe.js";
 
 describe("Go client library (sdk/go)", function () {
@@ -111,36 +111,41 @@ describe("Go client library (sdk/go)", function () {
     }
   });
 
-  it("replica failover: the server it uses is killed, and the lease lives on through the other (same token, renewed, writable)", async () => {
-    const prefix = `/fk-go-sdk-failover-${process.pid}-${Date.now()}/`;
-    const [first, second] = await Promise.all([startServer({ etcd: etcd.endpoint, prefix, args }), startServer({ etcd: etcd.endpoint, prefix, args })]);
-    try {
-      const resource = uniqueResource("go-sdk-failover");
-      holder = new GoHolder([first.url, second.url], resource, ttl);
-      const granted = await holder.next("granted", 15_000);
-      await holder.next("renewed", ttl, () => true, true);
-      expect(holder.seen("stream-opened").map((e) => e.url)).to.deep.equal([first.url]);
+  for (const [failure, signal] of [
+    ["killed (SIGKILL)", "SIGKILL"],
+    ["hung (SIGSTOP)", "SIGSTOP"],
+  ] as const) {
+    it(`replica failover: the server it uses is ${failure}, and the lease lives on through the other (same token, renewed, writable)`, async () => {
+      const prefix = `/fk-go-sdk-failover-${process.pid}-${Date.now()}/`;
+      const [first, second] = await Promise.all([startServer({ etcd: etcd.endpoint, prefix, args }), startServer({ etcd: etcd.endpoint, prefix, args })]);
+      try {
+        const resource = uniqueResource("go-sdk-failover");
+        holder = new GoHolder([first.url, second.url], resource, ttl);
+        const granted = await holder.next("granted", 15_000);
+        await holder.next("renewed", ttl, () => true, true);
+        expect(holder.seen("stream-opened").map((e) => e.url)).to.deep.equal([first.url]);
 
-      first.process.kill("SIGKILL");
-      const killedAt = Date.now();
-      await sleep(2 * ttl); // the lease lives only if renewals go on through the second replica
-      const state = await holder.send("state", "state");
-      expect(state.held, "the lease is still held").to.equal(true);
-      expect(holder.seen("lost")).to.deep.equal([]);
-      expect(holder.seen("stream-failed").some((e) => e.url === first.url)).to.equal(true);
-      expect(holder.seen("stream-opened").some((e) => e.url === second.url)).to.equal(true);
-      expect(holder.seen("renewed").filter((r) => r.at > killedAt).length).to.be.at.least(4);
+        first.process.kill(signal);
+        const killedAt = Date.now();
+        await sleep(2 * ttl); // the lease lives only if renewals go on through the second replica
+        const state = await holder.send("state", "state");
+        expect(state.held, "the lease is still held").to.equal(true);
+        expect(holder.seen("lost")).to.deep.equal([]);
+        expect(holder.seen("stream-failed").some((e) => e.url === first.url)).to.equal(true);
+        expect(holder.seen("stream-opened").some((e) => e.url === second.url)).to.equal(true);
+        expect(holder.seen("renewed").filter((r) => r.at > killedAt).length).to.be.at.least(4);
 
-      const d = await clientsFor(second.url).lease.describe({ resource });
-      expect(d.held).to.equal(true);
-      expect(d.token?.generation.toString()).to.equal(granted.token.generation);
-      expect(d.token?.leaseId.toString()).to.equal(granted.token.lease_id);
-      const write = await holder.send("write k v", "write");
-      expect(write).to.include({ ok: true, fence: granted.token.generation });
-      await eventually(async () => (await holder!.send("state", "state")).held === true, "still held after the write");
-    } finally {
-      await holder?.kill();
-      await Promise.all([first.stop("SIGKILL"), second.stop("SIGKILL")]);
-    }
-  });
+        const d = await clientsFor(second.url).lease.describe({ resource });
+        expect(d.held).to.equal(true);
+        expect(d.token?.generation.toString()).to.equal(granted.token.generation);
+        expect(d.token?.leaseId.toString()).to.equal(granted.token.lease_id);
+        const write = await holder.send("write k v", "write");
+        expect(write).to.include({ ok: true, fence: granted.token.generation });
+        expect((await holder.send("state", "state")).held, "still held after the write").to.equal(true);
+      } finally {
+        await holder?.kill();
+        await Promise.all([first.stop("SIGKILL"), second.stop("SIGKILL")]);
+      }
+    });
+  }
 });
