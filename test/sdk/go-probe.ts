@@ -19,10 +19,11 @@ export function assertProbeBuilt(): void {
 /** One line the probe printed: `event` names it, `at` is when (ms since the epoch). */
 export type ProbeEvent = Record<string, any> & { event: string; at: number };
 
-/** Runs `fk-sdk-probe scenario`; resolves with its exit code and output. */
-export function runScenario(servers: string[], resource: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs `fk-sdk-probe scenario`, with credentials flags (--bearer, --tls-ca, --tls-cert, --tls-key); resolves with its exit code and output. */
+export function runScenario(servers: string[], resource: string, credentials: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   assertProbeBuilt();
-  const child = spawn(PROBE, ["scenario", "--server", servers.join(","), "--resource", resource], { cwd: ROOT });
+  const flags = Object.entries(credentials).flatMap(([k, v]) => [`--${k}`, v]);
+  const child = spawn(PROBE, ["scenario", "--server", servers.join(","), "--resource", resource, ...flags], { cwd: ROOT });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => (stdout += d));

@@ -2,12 +2,16 @@
 // (sdk/go/cmd/fk-sdk-probe): the conformance scenario; a Go holder really paused (SIGSTOP) past its TTL
 // while another takes over; renewal answers held back past the deadline; the replica it uses killed.
 import { expect } from "chai";
+import { exportSPKI, generateKeyPair, SignJWT } from "jose";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { FencekeeperClient } from "../../client/index.js";
 import { clientsFor } from "../harness/clients.js";
 import { startDelayProxy, type DelayProxy } from "../harness/delay-proxy.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
+import { makeCerts } from "../mesh/support/certs.js";
 import { assertProbeBuilt, GoHolder, runScenario } from "./go-probe.js";
 
 describe("Go client library (sdk/go)", function () {
@@ -31,10 +35,39 @@ describe("Go client library (sdk/go)", function () {
     holder = undefined;
   });
 
-  it("runs the conformance scenario through the library", async () => {
-    const r = await runScenario([server.url], uniqueResource("go-sdk-scenario"));
-    expect(r.code, `${r.stdout}\n${r.stderr}`).to.equal(0);
-    expect(r.stdout).to.contain("ok clean up");
+  it("runs the conformance scenario through the library: without credentials, with a client certificate (mutual TLS), with a bearer JWT", async () => {
+    // The three runs spend most of their time waiting (the lease kept over three TTLs): they run at once.
+    const plain = runScenario([server.url], uniqueResource("go-sdk-scenario"));
+    const certs = makeCerts();
+    const servers: TestServer[] = [];
+    try {
+      const { publicKey, privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519" });
+      writeFileSync(join(certs.dir, "jwt-public.pem"), await exportSPKI(publicKey));
+      const issuer = "https://issuer.fencekeeper.test";
+      const bearer = await new SignJWT({}).setProtectedHeader({ alg: "EdDSA" }).setSubject("go-sdk").setIssuer(issuer).setAudience("fencekeeper").setExpirationTime("10m").sign(privateKey);
+      const [mtls, jwt] = await Promise.all([
+        startServer({ etcd: etcd.endpoint, args: [...args, "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.ca] }),
+        startServer({ etcd: etcd.endpoint, args: [...args, "--jwt-keys", join(certs.dir, "jwt-public.pem"), "--jwt-issuer", issuer, "--jwt-audience", "fencekeeper"] }),
+      ]);
+      servers.push(mtls, jwt);
+      const [withoutCredentials, withCertificate, withBearer, anonymous] = await Promise.all([
+        plain,
+        runScenario([mtls.url], uniqueResource("go-sdk-mtls"), { "tls-ca": certs.ca, "tls-cert": certs.clientCert, "tls-key": certs.clientKey }),
+        runScenario([jwt.url], uniqueResource("go-sdk-jwt"), { bearer }),
+        runScenario([jwt.url], uniqueResource("go-sdk-anonymous")),
+      ]);
+      for (const r of [withoutCredentials, withCertificate, withBearer]) {
+        expect(r.code, `${r.stdout}\n${r.stderr}`).to.equal(0);
+        expect(r.stdout).to.match(/^ok clean up$/m);
+      }
+      // Without the credentials the server requires, refused.
+      expect(anonymous.code).to.equal(1);
+      expect(anonymous.stderr).to.match(/Unauthenticated UNAUTHENTICATED/);
+    } finally {
+      await plain.catch(() => undefined);
+      await Promise.all(servers.map((s) => s.stop()));
+      certs.remove();
+    }
   });
 
   for (const sessions of [false, true]) {
