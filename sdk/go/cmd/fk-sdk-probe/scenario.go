@@ -202,6 +202,34 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 		}
 		step("bad input: %s", bad.name)
 	}
+	// Cancelling: the context of a waiting acquire ends the wait; once granted, it ends the lease, which
+	// is released on the server.
+	waiting, stopWaiting := context.WithCancel(ctx)
+	time.AfterFunc(300*time.Millisecond, stopWaiting)
+	if _, err := a.Acquire(waiting, resource, fencekeeper.AcquireOptions{TTL: ttl, Wait: true}); !is[*fencekeeper.CanceledError](err) {
+		return fmt.Errorf("cancel: expected CanceledError from a cancelled wait, got %v (%T)", err, err)
+	}
+	holding, stopHolding := context.WithCancel(ctx)
+	defer stopHolding()
+	leaseD, err := a.Acquire(holding, resource+"-canceled", fencekeeper.AcquireOptions{TTL: ttl})
+	if err != nil {
+		return fmt.Errorf("cancel: acquire: %w", err)
+	}
+	stopHolding()
+	select {
+	case <-leaseD.Context().Done():
+	case <-time.After(ttl):
+		return errors.New("cancel: the lease's context was not cancelled with the acquire's")
+	}
+	if !errors.As(context.Cause(leaseD.Context()), &lost) || lost.Why != fencekeeper.LostCanceled {
+		return fmt.Errorf("cancel: expected the lease's context cancelled with LeaseLostError canceled, got %v", context.Cause(leaseD.Context()))
+	}
+	leaseD.Release(ctx) // waits for the release on the server
+	if d, err := a.Describe(ctx, resource+"-canceled"); err != nil || d.Held {
+		return fmt.Errorf("cancel: expected the cancelled lease released on the server, got held=%v (%v)", d.Held, err)
+	}
+	step("cancel: a cancelled wait fails CanceledError; a cancelled holding releases the lease")
+
 	// A lease the server no longer knows (released with its token behind the holder's back): its next
 	// renewal is answered NOT_FOUND, which ends it.
 	leaseC, err := a.Acquire(ctx, resource+"-gone", fencekeeper.AcquireOptions{TTL: ttl})
