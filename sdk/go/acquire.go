@@ -253,4 +253,3 @@ func (c *Client) confirm(token Token) (sentAt time.Time, ttl time.Duration, answ
 	}
 	return sentAt, res.GetTtl().AsDuration(), time.Now(), nil
 }
-

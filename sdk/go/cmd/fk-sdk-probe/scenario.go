@@ -78,6 +78,18 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	}
 	step("acquire: generation %d, lease %d", tokenA.Generation, tokenA.LeaseID)
 
+	// The token verifies offline with the server's keys; altered, it does not.
+	keys, err := a.TokenKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire: token keys: %w", err)
+	}
+	altered := tokenA
+	altered.Generation++
+	if err := fencekeeper.VerifyToken(tokenA, keys); err != nil || !errors.Is(fencekeeper.VerifyToken(altered, keys), fencekeeper.ErrBadSignature) {
+		return fmt.Errorf("acquire: expected the token to verify and an altered one not to, got %v, %v", err, fencekeeper.VerifyToken(altered, keys))
+	}
+	step("acquire: the token verifies offline (key %s)", tokenA.KeyID)
+
 	// 3. Put.
 	valueA := "hello from go-sdk-a"
 	put, err := leaseA.Put(ctx, "greeting", []byte(valueA), fencekeeper.WithFenceMode(fencekeeper.FenceOrder), fencekeeper.WithIdempotencyKey(resource+"-put-a"))
