@@ -214,6 +214,30 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 		}
 		step("bad input: %s", bad.name)
 	}
+	// Waiting in line: granted at B's release, a second later, and confirmed by a renewal then, so that its
+	// deadline counts from that renewal, not from the Acquire sent a second before.
+	leaseFirst, err := b.Acquire(ctx, resource+"-line", fencekeeper.AcquireOptions{TTL: ttl})
+	if err != nil {
+		return fmt.Errorf("wait: %w", err)
+	}
+	granted := make(chan error, 1)
+	var leaseW *fencekeeper.Lease
+	go func() {
+		var err error
+		leaseW, err = a.Acquire(ctx, resource+"-line", fencekeeper.AcquireOptions{TTL: ttl, Wait: true, WaitTimeout: 10 * time.Second})
+		granted <- err
+	}()
+	time.Sleep(time.Second)
+	leaseFirst.Release(ctx)
+	if err := <-granted; err != nil {
+		return fmt.Errorf("wait: %w", err)
+	}
+	if left := time.Until(leaseW.ValidUntil()); left < ttl-fencekeeper.DefaultDriftMargin(ttl)-500*time.Millisecond {
+		return fmt.Errorf("wait: a lease granted after a wait in line is valid for %v only: its deadline counts from the Acquire's send", left)
+	}
+	leaseW.Release(ctx)
+	step("wait: granted in line at the holder's release, valid from its confirming renewal")
+
 	// Cancelling: the context of a waiting acquire ends the wait; once granted, it ends the lease, which
 	// is released on the server.
 	waiting, stopWaiting := context.WithCancel(ctx)
