@@ -214,7 +214,7 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 		}
 		step("bad input: %s", bad.name)
 	}
-	// Waiting in line: granted at B's release, a second later, and confirmed by a renewal then, so that its
+	// Waiting in line: granted at B's release, 1.5 s later, and confirmed by a renewal then, so that its
 	// deadline counts from that renewal, not from the Acquire sent a second before.
 	leaseFirst, err := b.Acquire(ctx, resource+"-line", fencekeeper.AcquireOptions{TTL: ttl})
 	if err != nil {
@@ -227,12 +227,13 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 		leaseW, err = a.Acquire(ctx, resource+"-line", fencekeeper.AcquireOptions{TTL: ttl, Wait: true, WaitTimeout: 10 * time.Second})
 		granted <- err
 	}()
-	time.Sleep(time.Second)
+	time.Sleep(1500 * time.Millisecond)
 	leaseFirst.Release(ctx)
 	if err := <-granted; err != nil {
 		return fmt.Errorf("wait: %w", err)
 	}
-	if left := time.Until(leaseW.ValidUntil()); left < ttl-fencekeeper.DefaultDriftMargin(ttl)-500*time.Millisecond {
+	// Counted from the Acquire, 1.5 s before the grant, 0.38 s would be left; from the renewal, 1.88 s less its round trip.
+	if left := time.Until(leaseW.ValidUntil()); left < ttl-fencekeeper.DefaultDriftMargin(ttl)-time.Second {
 		return fmt.Errorf("wait: a lease granted after a wait in line is valid for %v only: its deadline counts from the Acquire's send", left)
 	}
 	leaseW.Release(ctx)
