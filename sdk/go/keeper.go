@@ -24,6 +24,8 @@ type keeper struct {
 	mu     sync.Mutex
 	dl     deadline
 	ended  LossCause // set once the keeper has ended
+	lost   bool      // it ended by lose: every lease on it ends with it, for ended and cause
+	cause  error
 	leases map[*Lease]struct{}
 	// cleaned closes once lose's cleanup on the server (Release, CloseSession) is done.
 	cleaned chan struct{}
@@ -117,7 +119,7 @@ func (k *keeper) lose(why LossCause, cause error) {
 		k.mu.Unlock()
 		return
 	}
-	k.ended = why
+	k.ended, k.lost, k.cause = why, true, cause
 	leases := make([]*Lease, 0, len(k.leases))
 	for l := range k.leases {
 		leases = append(leases, l)
@@ -144,6 +146,15 @@ func (k *keeper) lose(why LossCause, cause error) {
 	for _, l := range leases {
 		l.finish(why, cause, cleaned)
 	}
+}
+
+// loss says why the keeper was lost, if it was: what each lease on it ends with. A lease that looks at
+// it while lose is still ending the others ends itself with the same, so that no look finds a lease held
+// once its keeper is lost.
+func (k *keeper) loss() (why LossCause, cause error, lost bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ended, k.cause, k.lost
 }
 
 // leaseEnded: l ended on its own (released, fenced, canceled). A lease of its own ends its keeper; on a

@@ -152,13 +152,16 @@ func (l *Lease) write(call func() (Commit, error)) (Commit, error) {
 	return commit, err
 }
 
-// look ends the lease (with its keeper) if its deadline has passed.
+// look ends the lease (with its keeper) if its deadline has passed, or if its keeper was lost.
 func (l *Lease) look() {
 	l.mu.Lock()
 	lost := l.lost != nil
 	l.mu.Unlock()
-	if !lost {
-		l.k.expireIfPassed()
+	if lost || !l.k.expireIfPassed() {
+		return
+	}
+	if why, cause, lost := l.k.loss(); lost {
+		l.finish(why, cause, l.k.cleaned)
 	}
 }
 
