@@ -74,3 +74,13 @@ elif ! built java "$hash" || [ ! -f test/conformance/java/target/fk-conformance.
   mvnq -f test/conformance/java/pom.xml package
   mark_built java "$hash"
 fi
+
+# The Go client library (sdk/go) and its test program, which test/sdk/go.test.ts drives.
+hash=$(fingerprint gen/go sdk/go)
+if ! command -v go >/dev/null 2>&1; then
+  missing sdk-go "Go is not installed. Install Go 1.26 or newer: https://go.dev/doc/install"
+elif ! built sdk-go "$hash" || [ ! -x "$out/sdk-go/fk-sdk-probe" ]; then
+  echo "setup-polyglot: building the Go client library and its probe" >&2
+  (cd sdk/go && go vet ./... && go build -o "../../$out/sdk-go/fk-sdk-probe" ./cmd/fk-sdk-probe)
+  mark_built sdk-go "$hash"
+fi

@@ -2,7 +2,8 @@
 # Writes the versions pinned in toolchain.env into every manifest that names them, so that the
 # generated stubs and the conformance clients are built against exactly those runtimes:
 #   gen/go/go.mod and go.sum, gen/python/pyproject.toml, gen/java/pom.xml (written whole: gen/ is
-#   generated), test/conformance/go/go.mod and go.sum, test/conformance/java/pom.xml (versions only).
+#   generated), test/conformance/go/go.mod and go.sum, test/conformance/java/pom.xml (versions only),
+#   sdk/go/go.mod and go.sum.
 # `npm run generate` runs it after buf generate. Needs Go (go mod tidy reaches the Go module proxy
 # for modules not yet in the module cache).
 set -euo pipefail
@@ -121,6 +122,7 @@ cat >gen/java/pom.xml <<EOF
 EOF
 
 go_requires test/conformance/go
+go_requires sdk/go
 
 pom=test/conformance/java/pom.xml
 for pin in "fencekeeper-api.version=$version" "grpc.version=$GRPC_JAVA_VERSION" \
