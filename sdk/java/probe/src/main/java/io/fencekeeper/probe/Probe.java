@@ -35,7 +35,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *     granted (token, valid_until), renewed (sent_at, confirmed_at, valid_until), stream-opened,
  *     stream-failed, lost (why, valid_until, last_seen_held_at: the last time a look found it held).
  *     With --write-every-ms, a worker thread writes key "worker" through the lease that often, as a
- *     program acting on its lease would, and prints each outcome ("put", source "worker").
+ *     program acting on its lease would, and prints each outcome ("put", source "worker"), until the lease
+ *     is lost. Every write's line has attempted_at: when it was handed to the library, which looks at the
+ *     lease before sending it.
  *     Commands on stdin, each answered with one line:
  *       put KEY VALUE        write through the lease (it looks at the lease first)
  *       put-token KEY VALUE  write with the token alone (FENCE_MODE_ORDER), as a program that ignored the loss
@@ -95,6 +97,7 @@ public final class Probe {
           if (lease.isHeld()) lastSeenHeldAt.set(System.currentTimeMillis());
           byte[] value = ("java worker " + n).getBytes(StandardCharsets.UTF_8);
           say("put", outcome(() -> lease.put("worker", value, WriteOptions.DEFAULT), "source", "worker"));
+          if (!lease.isHeld()) return; // as a worker would: its lease is gone, so is its work
           try {
             Thread.sleep(every);
           } catch (InterruptedException e) {
@@ -135,6 +138,7 @@ public final class Probe {
   /** A write's outcome as JSON fields: ok and fence; or refused locally (the lease was lost); or the server's refusal. */
   private static Object[] outcome(Write write, Object... more) {
     Map<String, Object> o = new LinkedHashMap<>();
+    o.put("attempted_at", System.currentTimeMillis());
     try {
       o.put("ok", true);
       o.put("fence", Long.toString(write.run().fence()));
