@@ -1,5 +1,5 @@
 // The Java client library's probe (sdk/java/probe, built by scripts/setup-polyglot.sh) as a process: its
-// `scenario` run to the end, or its `hold` driven line by line: JSON events on stdout, commands on stdin.
+// `scenario` or `semantics` run to the end, or its `hold` driven line by line: JSON events on stdout, commands on stdin.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
@@ -15,11 +15,10 @@ export function assertProbeBuilt(): void {
   if (!existsSync(`${ROOT}/${JAR}`)) throw new Error("the Java SDK is not built: run bash scripts/setup-polyglot.sh (npm test runs it)");
 }
 
-/** Runs `scenario` to its end. */
-export async function runScenario(server: string, resource: string): Promise<{ code: number | null; output: string; ms: number }> {
+/** Runs `scenario` or `semantics` to its end. */
+export async function runChecks(command: "scenario" | "semantics", server: string, resource: string): Promise<{ code: number | null; output: string }> {
   assertProbeBuilt();
-  const started = Date.now();
-  const child = spawn("java", ["-jar", JAR, "scenario", "--server", server, "--resource", resource], { cwd: ROOT });
+  const child = spawn("java", ["-jar", JAR, command, "--server", server, "--resource", resource], { cwd: ROOT });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
@@ -27,7 +26,7 @@ export async function runScenario(server: string, resource: string): Promise<{ c
     child.once("error", reject);
     child.once("close", resolve);
   });
-  return { code, output, ms: Date.now() - started };
+  return { code, output };
 }
 
 /** One line the holder printed: its event, its wall-clock time in ms, and the event's fields. */

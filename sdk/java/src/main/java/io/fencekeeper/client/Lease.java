@@ -106,8 +106,10 @@ public final class Lease implements AutoCloseable {
 
   /**
    * Runs listener once the lease is lost: at once (on this thread) if it is already, otherwise on the
-   * thread that notices the loss. Keep it short; an exception it throws goes to its thread's uncaught
-   * exception handler.
+   * thread that notices the loss (the keep-alive thread at the deadline, or a thread whose look found it
+   * passed), right after the loss is decided: another thread's check() may throw a moment before the
+   * listener has run. Keep it short and do not block in it; an exception it throws goes to its thread's
+   * uncaught exception handler.
    */
   public void addLossListener(Consumer<LeaseLostException> listener) {
     expireIfPassed();

@@ -30,13 +30,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * fk-sdk-probe scenario --server URL --resource R
  *     the conformance scenario of test/conformance/SCENARIO.md through the library; "ok ..." per step,
  *     exit 0, or "FAIL ..." on stderr and exit 1
+ * fk-sdk-probe semantics --server URL --resource PREFIX
+ *     the library's own promises (Semantics.java), on resources named PREFIX-...; output as scenario's
  * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N]
  *     acquires R and holds it, printing one JSON line per event with its wall-clock time "at" (ms):
  *     granted (token, valid_until), renewed (sent_at, confirmed_at, valid_until), stream-opened,
  *     stream-failed, lost (why, valid_until, last_seen_held_at: the last time a look found it held).
  *     With --write-every-ms, a worker thread writes key "worker" through the lease that often, as a
- *     program acting on its lease would, and prints each outcome ("put", source "worker"), until the lease
- *     is lost. Every write's line has attempted_at: when it was handed to the library, which looks at the
+ *     program acting on its lease would, and prints each outcome ("put", source "worker"), until one is
+ *     refused. Every write's line has attempted_at: when it was handed to the library, which looks at the
  *     lease before sending it.
  *     Commands on stdin, each answered with one line:
  *       put KEY VALUE        write through the lease (it looks at the lease first)
@@ -52,7 +54,7 @@ public final class Probe {
   private Probe() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length < 1 || !Set.of("scenario", "hold").contains(args[0])) usage();
+    if (args.length < 1 || !Set.of("scenario", "semantics", "hold").contains(args[0])) usage();
     Map<String, String> flags = new HashMap<>();
     for (int i = 1; i < args.length; i += 2) {
       if (!args[i].startsWith("--") || !FLAGS.contains(args[i].substring(2)) || i + 1 >= args.length) usage();
@@ -62,9 +64,10 @@ public final class Probe {
     Credentials credentials = new Credentials(
         flags.containsKey("bearer") ? () -> flags.get("bearer") : null,
         path(flags.get("tls-ca")), path(flags.get("tls-cert")), path(flags.get("tls-key")));
-    if (args[0].equals("scenario")) {
+    if (!args[0].equals("hold")) {
       try {
-        Scenario.run(flags.get("server"), credentials, flags.get("resource"));
+        if (args[0].equals("scenario")) Scenario.run(flags.get("server"), credentials, flags.get("resource"));
+        else Semantics.run(flags.get("server"), credentials, flags.get("resource"));
       } catch (Scenario.Unexpected | FencekeeperException e) {
         System.err.println("FAIL " + e.getMessage());
         System.exit(1);
@@ -96,8 +99,10 @@ public final class Probe {
         for (int n = 1; ; n++) {
           if (lease.isHeld()) lastSeenHeldAt.set(System.currentTimeMillis());
           byte[] value = ("java worker " + n).getBytes(StandardCharsets.UTF_8);
-          say("put", outcome(() -> lease.put("worker", value, WriteOptions.DEFAULT), "source", "worker"));
-          if (!lease.isHeld()) return; // as a worker would: its lease is gone, so is its work
+          Map<String, Object> result = outcome(() -> lease.put("worker", value, WriteOptions.DEFAULT));
+          result.put("source", "worker");
+          say("put", result);
+          if (result.get("ok").equals(false)) return; // refused: as a worker would, it stops
           try {
             Thread.sleep(every);
           } catch (InterruptedException e) {
@@ -113,7 +118,11 @@ public final class Probe {
     for (String line; (line = in.readLine()) != null; ) {
       String[] words = line.trim().split(" ", 3);
       switch (words[0]) {
-        case "put" -> say("put", outcome(() -> lease.put(words[1], words[2].getBytes(StandardCharsets.UTF_8), WriteOptions.DEFAULT), "source", "stdin"));
+        case "put" -> {
+          Map<String, Object> result = outcome(() -> lease.put(words[1], words[2].getBytes(StandardCharsets.UTF_8), WriteOptions.DEFAULT));
+          result.put("source", "stdin");
+          say("put", result);
+        }
         case "put-token" -> say("put-token", outcome(() -> client.store().put(lease.token(), words[1], words[2].getBytes(StandardCharsets.UTF_8),
             WriteOptions.mode(FenceMode.FENCE_MODE_ORDER))));
         case "state" -> {
@@ -136,7 +145,7 @@ public final class Probe {
   }
 
   /** A write's outcome as JSON fields: ok and fence; or refused locally (the lease was lost); or the server's refusal. */
-  private static Object[] outcome(Write write, Object... more) {
+  private static Map<String, Object> outcome(Write write) {
     Map<String, Object> o = new LinkedHashMap<>();
     o.put("attempted_at", System.currentTimeMillis());
     try {
@@ -152,14 +161,7 @@ public final class Probe {
       o.put("reason", e.reason());
       if (e instanceof StaleTokenException stale) o.put("fence", String.valueOf(stale.fence()));
     }
-    for (int i = 0; i < more.length; i += 2) o.put((String) more[i], more[i + 1]);
-    Object[] fields = new Object[o.size() * 2];
-    int i = 0;
-    for (Map.Entry<String, Object> e : o.entrySet()) {
-      fields[i++] = e.getKey();
-      fields[i++] = e.getValue();
-    }
-    return fields;
+    return o;
   }
 
   private static void report(ClientEvent event) {
@@ -174,11 +176,18 @@ public final class Probe {
     }
   }
 
-  private static synchronized void say(String event, Object... fields) {
+  private static void say(String event, Object... fields) {
+    Map<String, Object> map = new LinkedHashMap<>();
+    for (int i = 0; i < fields.length; i += 2) map.put((String) fields[i], fields[i + 1]);
+    say(event, map);
+  }
+
+  /** Prints one JSON line: the event, when it was printed ("at", wall clock ms), and its fields. */
+  private static synchronized void say(String event, Map<String, Object> fields) {
     Map<String, Object> line = new LinkedHashMap<>();
     line.put("event", event);
     line.put("at", System.currentTimeMillis());
-    for (int i = 0; i < fields.length; i += 2) line.put((String) fields[i], fields[i + 1]);
+    line.putAll(fields);
     System.out.println(Json.write(line));
     System.out.flush();
   }
@@ -200,7 +209,7 @@ public final class Probe {
   }
 
   private static void usage() {
-    System.err.println("usage: fk-sdk-probe scenario|hold --server URL[,URL] --resource R [--ttl-ms N] [--holder H] [--write-every-ms N]"
+    System.err.println("usage: fk-sdk-probe scenario|semantics|hold --server URL[,URL] --resource R [--ttl-ms N] [--holder H] [--write-every-ms N]"
         + " [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]");
     System.exit(2);
   }
