@@ -113,24 +113,25 @@ describe("sdk/java: the Java client library against real servers", function () {
     });
   });
 
-  describe("two replicas on one etcd", () => {
-    let first: TestServer;
-    let second: TestServer;
-    beforeEach(async () => {
-      const prefix = `/fk-java-failover-${process.pid}-${Date.now()}/`;
+  describe("replicas on one etcd", () => {
+    // Three replicas, started together once: each test fails one of its own and moves to the spare.
+    let replicas: TestServer[];
+    before(async () => {
+      const prefix = `/fk-java-failover-${process.pid}/`;
       const args = ["--metrics-listen", "off", "--shutdown-grace", "500"];
-      [first, second] = await Promise.all([startServer({ etcd: s.etcd.endpoint, prefix, args }), startServer({ etcd: s.etcd.endpoint, prefix, args })]);
+      replicas = await Promise.all([0, 1, 2].map(() => startServer({ etcd: s.etcd.endpoint, prefix, args })));
     });
-    afterEach(() => Promise.all([first.stop("SIGKILL"), second.stop("SIGKILL")]));
+    after(() => Promise.all(replicas.map((r) => r.stop("SIGKILL"))));
 
-    it("the replica the client uses is killed: the stream moves to the other and the lease lives on", async () => {
+    async function holdThrough(first: TestServer, failure: () => void): Promise<void> {
+      const second = replicas[2];
       const resource = uniqueResource("java-sdk-failover");
       holder = new JavaHolder({ servers: [first.url, second.url], resource, ttlMs: ttl });
       const granted = await holder.next("granted", 20_000);
       await holder.next((l) => l.event === "stream-opened" && l.url === first.url, ttl * 2);
       await holder.next("renewed", ttl * 2);
 
-      first.process.kill("SIGKILL");
+      failure();
       const failedAt = Date.now();
       await sleep(ttl * 2); // twice the TTL: the lease lives only if renewals go on through the second replica
       const state = await holder.command("state", "state");
@@ -146,6 +147,14 @@ describe("sdk/java: the Java client library against real servers", function () {
       expect(String(d.token!.leaseId)).to.equal(granted.token.lease_id);
       const put = await holder.command("put k v", "put");
       expect(put).to.include({ ok: true, fence: granted.token.generation });
+    }
+
+    it("the replica the client uses is killed (SIGKILL): the stream moves to the other and the lease lives on", async () => {
+      await holdThrough(replicas[0], () => replicas[0].process.kill("SIGKILL"));
+    });
+
+    it("the replica the client uses hangs (SIGSTOP): an unanswered renewal moves the stream to the other in time", async () => {
+      await holdThrough(replicas[1], () => replicas[1].process.kill("SIGSTOP"));
     });
   });
 });
