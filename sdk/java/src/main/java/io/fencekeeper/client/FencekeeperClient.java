@@ -24,7 +24,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 
@@ -42,6 +46,7 @@ import java.util.function.UnaryOperator;
  */
 public final class FencekeeperClient implements AutoCloseable {
   public static final String DEFAULT_URL = "http://127.0.0.1:50051";
+  private static final int CLEANUPS_IN_FLIGHT = 64;
 
   /** Work to run under a lease (withLease). */
   @FunctionalInterface
@@ -126,8 +131,14 @@ public final class FencekeeperClient implements AutoCloseable {
   private final String holder;
   private final UnaryOperator<Duration> drift;
   private final Consumer<ClientEvent> onEvent;
-  /** Acquires that wait (acquireAsync) and releases run here, so that neither blocks the keep-alive thread. */
+  /** acquireAsync's calls run here, each on a thread of its own while it waits in line. */
   private final ExecutorService background;
+  /**
+   * Releases run here, off the keep-alive thread, at most CLEANUPS_IN_FLIGHT at a time; more wait their
+   * turn. A lease's lost() completes when it is released, whatever its call waits for: this only keeps
+   * close() with thousands of leases from starting thousands of calls (and threads) at once.
+   */
+  private final ThreadPoolExecutor cleanups;
   private final Set<Lease> leases = ConcurrentHashMap.newKeySet();
   private final Lease.Context leaseContext;
   private volatile boolean closed;
@@ -145,11 +156,9 @@ public final class FencekeeperClient implements AutoCloseable {
     keepAlive = new KeepAlive(servers, b.backoff, this::emit, onEvent != null);
     holder = b.holder != null ? b.holder : defaultHolder();
     drift = b.driftMargin != null ? ttl -> b.driftMargin : Deadline::defaultDrift;
-    background = Executors.newCachedThreadPool(r -> {
-      Thread t = new Thread(r, "fencekeeper-background");
-      t.setDaemon(true);
-      return t;
-    });
+    background = Executors.newCachedThreadPool(daemon("fencekeeper-acquire"));
+    cleanups = new ThreadPoolExecutor(CLEANUPS_IN_FLIGHT, CLEANUPS_IN_FLIGHT, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), daemon("fencekeeper-release"));
+    cleanups.allowCoreThreadTimeOut(true);
     FenceMode fenceMode = b.fenceMode;
     leaseContext = new Lease.Context() {
       @Override public Store store() { return store; }
@@ -268,6 +277,7 @@ public final class FencekeeperClient implements AutoCloseable {
     for (Lease lease : held) lease.release(); // waits for the calls started above
     keepAlive.close();
     background.shutdown();
+    cleanups.shutdown();
     servers.close();
   }
 
@@ -319,7 +329,7 @@ public final class FencekeeperClient implements AutoCloseable {
       }
     };
     try {
-      return CompletableFuture.runAsync(release, background);
+      return CompletableFuture.runAsync(release, cleanups);
     } catch (RejectedExecutionException e) {
       return CompletableFuture.completedFuture(null);
     }
@@ -334,6 +344,14 @@ public final class FencekeeperClient implements AutoCloseable {
       Thread t = Thread.currentThread();
       t.getUncaughtExceptionHandler().uncaughtException(t, e);
     }
+  }
+
+  private static ThreadFactory daemon(String name) {
+    return r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    };
   }
 
   private static CanceledException closedError() {
