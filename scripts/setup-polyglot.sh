@@ -84,3 +84,16 @@ elif ! built sdk-go "$hash" || [ ! -x "$out/sdk-go/fk-sdk-probe" ]; then
   (cd sdk/go && go vet ./... && go build -o "../../$out/sdk-go/fk-sdk-probe" ./cmd/fk-sdk-probe)
   mark_built sdk-go "$hash"
 fi
+
+# Java SDK: the client library of sdk/java, installed in the local Maven repository beside the stubs it
+# is built on, then its test probe (sdk/java/probe/target/fk-sdk-probe.jar, for test/sdk/java.test.ts).
+hash=$(fingerprint gen/java sdk/java)
+if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+  missing java-sdk "java or mvn is not installed. $java_hint"
+elif ! built java-sdk "$hash" || [ ! -f sdk/java/probe/target/fk-sdk-probe.jar ]; then
+  echo "setup-polyglot: building the Java SDK and its probe with Maven" >&2
+  mvnq -f gen/java/pom.xml install
+  mvnq -f sdk/java/pom.xml install
+  mvnq -f sdk/java/probe/pom.xml package
+  mark_built java-sdk "$hash"
+fi
