@@ -19,10 +19,11 @@ export function assertInstalled(): void {
   }
 }
 
-/** Runs `probe.py scenario`; resolves with its exit code and output. */
-export function runScenario(server: string, resource: string): Promise<{ code: number | null; output: string }> {
+/** Runs `probe.py scenario` (credentials: --bearer, --tls-* flags and values); resolves with its exit code and output. */
+export function runScenario(server: string, resource: string, credentials: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
   assertInstalled();
-  const child = spawn(PYTHON, [PROBE, "scenario", "--server", server, "--resource", resource], { cwd: ROOT });
+  const flags = Object.entries(credentials).flatMap(([k, v]) => [`--${k}`, v]);
+  const child = spawn(PYTHON, [PROBE, "scenario", "--server", server, "--resource", resource, ...flags], { cwd: ROOT });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));

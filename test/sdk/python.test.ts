@@ -2,15 +2,20 @@
 // program (sdk/python/tests/probe.py): the conformance scenario through the library; a holder process
 // really paused (SIGSTOP) past its TTL sees the loss before it sends its next write, and a write forced
 // anyway is refused; renewal answers held back past the deadline are loss (on fencekeeper.aio); and the
-// lease survives the death of the replica that carries its KeepAlive stream.
+// lease survives the death of the replica that carries its KeepAlive stream; and the scenario again with
+// credentials, a client certificate (mutual TLS) and a bearer JWT.
 // scripts/setup-polyglot.sh installs the library in .conformance/venv (npm test runs it first).
 import { expect } from "chai";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { exportSPKI, generateKeyPair, SignJWT } from "jose";
 import { FencekeeperClient } from "../../client/index.js";
 import { clientsFor } from "../harness/clients.js";
 import { startDelayProxy, type DelayProxy } from "../harness/delay-proxy.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
+import { makeCerts, type Certs } from "../mesh/support/certs.js";
 import { HoldProbe, runScenario } from "./python-probe.js";
 
 describe("sdk/python: the Python library against real servers", function () {
@@ -77,6 +82,38 @@ describe("sdk/python: the Python library against real servers", function () {
     } finally {
       await other.close();
     }
+  });
+
+  describe("with credentials", () => {
+    let certs: Certs;
+    const servers: TestServer[] = [];
+    after(async () => {
+      await Promise.all(servers.map((x) => x.stop()));
+      certs?.remove();
+    });
+
+    it("runs the scenario with a client certificate on a mutual-TLS server, and with a bearer JWT, streams included", async () => {
+      certs = makeCerts();
+      const issuer = "https://issuer.fencekeeper.test";
+      const keys = await generateKeyPair("EdDSA", { crv: "Ed25519" });
+      writeFileSync(join(certs.dir, "jwt-public.pem"), await exportSPKI(keys.publicKey));
+      const jwt = await new SignJWT({}).setProtectedHeader({ alg: "EdDSA" }).setSubject("python-sdk").setIssuer(issuer).setAudience("fencekeeper").setExpirationTime("30m").sign(keys.privateKey);
+      const [mtls, bearer] = await Promise.all([
+        startServer({ etcd: etcd.endpoint, args: [...args, "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.ca] }),
+        startServer({ etcd: etcd.endpoint, args: [...args, "--jwt-keys", join(certs.dir, "jwt-public.pem"), "--jwt-issuer", issuer, "--jwt-audience", "fencekeeper"] }),
+      ]);
+      servers.push(mtls, bearer);
+      // Both at once: the scenarios spend most of their time waiting.
+      const [withCert, withJwt] = await Promise.all([
+        runScenario(mtls.url, uniqueResource("py-sdk-mtls"), { "tls-ca": certs.ca, "tls-cert": certs.clientCert, "tls-key": certs.clientKey }),
+        runScenario(bearer.url, uniqueResource("py-sdk-jwt"), { bearer: jwt }),
+      ]);
+      expect(withCert.code, `the scenario with a client certificate failed:\n${withCert.output}`).to.equal(0);
+      expect(withJwt.code, `the scenario with a bearer JWT failed:\n${withJwt.output}`).to.equal(0);
+      const anonymous = await runScenario(bearer.url, uniqueResource("py-sdk-anonymous"));
+      expect(anonymous.code).to.equal(1);
+      expect(anonymous.output).to.match(/^FAIL UnauthenticatedError UNAUTHENTICATED UNAUTHENTICATED: /m);
+    });
   });
 
   describe("renewal answers held back past the deadline (fencekeeper.aio)", () => {

@@ -162,8 +162,11 @@ def main(argv: list[str]) -> int:
     if args.command == "scenario":
         try:
             run_scenario(args.server, args.resource, credentials)
-        except (Unexpected, fencekeeper.FencekeeperError) as e:
+        except Unexpected as e:
             print(f"FAIL {e}", file=sys.stderr, flush=True)
+            return 1
+        except fencekeeper.FencekeeperError as e:
+            print(f"FAIL {type(e).__name__} {e.code.name} {e.reason or ''}: {e}", file=sys.stderr, flush=True)
             return 1
         return 0
     if args.asyncio:
