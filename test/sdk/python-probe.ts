@@ -19,10 +19,9 @@ export function assertInstalled(): void {
   }
 }
 
-/** Runs `probe.py scenario` (credentials: --bearer, --tls-* flags and values); resolves with its exit code and output. */
-export function runScenario(server: string, resource: string, credentials: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+/** Runs `probe.py scenario` with more flags (--sessions, --bearer JWT, --tls-* FILE); resolves with its exit code and output. */
+export function runScenario(server: string, resource: string, flags: string[] = []): Promise<{ code: number | null; output: string }> {
   assertInstalled();
-  const flags = Object.entries(credentials).flatMap(([k, v]) => [`--${k}`, v]);
   const child = spawn(PYTHON, [PROBE, "scenario", "--server", server, "--resource", resource, ...flags], { cwd: ROOT });
   let output = "";
   child.stdout.on("data", (d) => (output += d));

@@ -1,5 +1,5 @@
 // The Python library (sdk/python) against real etcd and fencekeeper servers, driven through its test
-// program (sdk/python/tests/probe.py): the conformance scenario through the library; a holder process
+// program (sdk/python/tests/probe.py): the conformance scenario through the library (also on sessions); a holder process
 // really paused (SIGSTOP) past its TTL sees the loss before it sends its next write, and a write forced
 // anyway is refused; renewal answers held back past the deadline are loss (on fencekeeper.aio); and the
 // lease survives the death of the replica that carries its KeepAlive stream; and the scenario again with
@@ -35,11 +35,17 @@ describe("sdk/python: the Python library against real servers", function () {
   });
   afterEach(() => probe?.kill());
 
-  it("runs the conformance scenario through the library", async () => {
-    const r = await runScenario(server.url, uniqueResource("py-sdk-scenario"));
-    expect(r.code, `the scenario failed:\n${r.output}`).to.equal(0);
-    expect(r.output).to.match(/^ok clean up$/m);
-    expect(r.output).to.match(/^ok scoped: released after the block raised$/m);
+  it("runs the conformance scenario through the library, with leases of their own and on sessions", async () => {
+    // Both at once: the scenarios spend most of their time waiting.
+    const [own, sessions] = await Promise.all([
+      runScenario(server.url, uniqueResource("py-sdk-scenario")),
+      runScenario(server.url, uniqueResource("py-sdk-sessions"), ["--sessions"]),
+    ]);
+    expect(own.code, `the scenario failed:\n${own.output}`).to.equal(0);
+    expect(own.output).to.match(/^ok clean up$/m);
+    expect(own.output).to.match(/^ok scoped: released after the block raised$/m);
+    expect(sessions.code, `the scenario on sessions failed:\n${sessions.output}`).to.equal(0);
+    expect(sessions.output).to.match(/^ok sessions: two leases on one session, released one by one and by close\(\)$/m);
   });
 
   it("a holder paused past its TTL sees the loss before its next write is sent; a forced write is refused STALE_TOKEN", async () => {
@@ -105,8 +111,8 @@ describe("sdk/python: the Python library against real servers", function () {
       servers.push(mtls, bearer);
       // Both at once: the scenarios spend most of their time waiting.
       const [withCert, withJwt] = await Promise.all([
-        runScenario(mtls.url, uniqueResource("py-sdk-mtls"), { "tls-ca": certs.ca, "tls-cert": certs.clientCert, "tls-key": certs.clientKey }),
-        runScenario(bearer.url, uniqueResource("py-sdk-jwt"), { bearer: jwt }),
+        runScenario(mtls.url, uniqueResource("py-sdk-mtls"), ["--tls-ca", certs.ca, "--tls-cert", certs.clientCert, "--tls-key", certs.clientKey]),
+        runScenario(bearer.url, uniqueResource("py-sdk-jwt"), ["--bearer", jwt]),
       ]);
       expect(withCert.code, `the scenario with a client certificate failed:\n${withCert.output}`).to.equal(0);
       expect(withJwt.code, `the scenario with a bearer JWT failed:\n${withJwt.output}`).to.equal(0);

@@ -1,6 +1,6 @@
 """A test program for test/sdk/python.test.ts, on the installed fencekeeper library:
 
-  probe.py scenario --server URL --resource R [credentials]
+  probe.py scenario --server URL --resource R [--sessions] [credentials]
       the conformance scenario (test/conformance/SCENARIO.md) through the library; "ok ..." per step,
       exit 0, or "FAIL ..." on stderr and exit 1.
   probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--asyncio] [credentials]
@@ -144,6 +144,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--resource", required=True)
     parser.add_argument("--ttl", type=float, default=2.0, help="seconds")
     parser.add_argument("--asyncio", action="store_true")
+    parser.add_argument("--sessions", action="store_true", help="acquire on sessions (Client(sessions=True))")
     parser.add_argument("--bearer", default="")
     parser.add_argument("--tls-ca", default="")
     parser.add_argument("--tls-cert", default="")
@@ -161,7 +162,7 @@ def main(argv: list[str]) -> int:
     )
     if args.command == "scenario":
         try:
-            run_scenario(args.server, args.resource, credentials)
+            run_scenario(args.server, args.resource, credentials, args.sessions)
         except Unexpected as e:
             print(f"FAIL {e}", file=sys.stderr, flush=True)
             return 1

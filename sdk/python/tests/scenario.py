@@ -44,13 +44,16 @@ def expect(call: Callable[[], Any], cls: type[fencekeeper.FencekeeperError], cod
     raise Unexpected(f"expected {cls.__name__}, and the call succeeded")
 
 
-def run_scenario(server: str, resource: str, credentials: fencekeeper.Credentials | None) -> None:
+def run_scenario(server: str, resource: str, credentials: fencekeeper.Credentials | None, sessions: bool = False) -> None:
+    """With sessions, A and B acquire on sessions (Client(sessions=True)), and a last step checks what they share."""
     events: list[dict[str, Any]] = []
-    a = fencekeeper.Client(server, credentials=credentials, holder="python-sdk-a", on_event=events.append)
-    b = fencekeeper.Client(server, credentials=credentials, holder="python-sdk-b")
+    a = fencekeeper.Client(server, credentials=credentials, holder="python-sdk-a", sessions=sessions, on_event=events.append)
+    b = fencekeeper.Client(server, credentials=credentials, holder="python-sdk-b", sessions=sessions)
     observer = fencekeeper.Client(server, credentials=credentials)
     try:
         scenario(a, b, observer, resource, events)
+        if sessions:
+            shared_session(b, resource)
     finally:
         for client in (a, b, observer):
             client.close()
@@ -90,7 +93,7 @@ def scenario(a: fencekeeper.Client, b: fencekeeper.Client, observer: fencekeeper
 
     # 5. KeepAlive: the library renews on its stream, every third of the TTL.
     time.sleep(KEEPALIVE_FOR)
-    renewed = [e for e in events if e["type"] == "renewed"]
+    renewed = [e for e in events if e["type"] in ("renewed", "session-renewed")]
     failed = [e for e in events if e["type"] in ("renewal-failed", "lost", "stream-failed")]
     check(lease_a.held and not failed, f"keepalive: expected the lease held, got held={lease_a.held}, {failed}")
     check(len(renewed) >= 7, f"keepalive: expected a renewal every {TTL / 3:.2f}s for {KEEPALIVE_FOR}s, got {len(renewed)}")
@@ -166,6 +169,20 @@ def scenario(a: fencekeeper.Client, b: fencekeeper.Client, observer: fencekeeper
         pass
     check(lease.error is not None and lease.error.why == "released" and not b.describe(scoped).held, "scoped: expected the lease released")
     step("scoped: released after the block raised")
+
+
+def shared_session(client: fencekeeper.Client, resource: str) -> None:
+    """Two leases of one TTL share the client's session, each with a generation of its own; releasing one
+    leaves the other held; close() closes the session with the leases on it."""
+    one, two = client.acquire(f"{resource}-one", ttl=TTL), client.acquire(f"{resource}-two", ttl=TTL)
+    check(one.token.lease_id == two.token.lease_id, f"sessions: expected one session, got {one.token} and {two.token}")
+    one.release()
+    time.sleep(TTL)
+    check(two.held and client.describe(f"{resource}-two").held, "sessions: expected the other lease held")
+    check(not client.describe(f"{resource}-one").held, "sessions: expected the released lease's resource free")
+    client.close()
+    check(two.error is not None and two.error.why == "released", f"sessions: expected close() to release, got {two.error}")
+    step("sessions: two leases on one session, released one by one and by close()")
 
 
 def await_handover(observed: queue.Queue[fencekeeper.Ownership], a: int, b: int) -> None:

@@ -51,8 +51,8 @@ class Renewable(Protocol):
     interval: float
     deadline: Deadline
 
-    def look(self) -> bool:
-        """Looks at the clock (and the lease's cancel event): True once the lease has ended."""
+    def tick(self) -> None:
+        """Looks at the clock, and at the cancel events of the leases it keeps, at each wake of the scheduler."""
 
     def confirmed(self, sent_at: Instant, ttl: float, at: Instant) -> None:
         """A renewal sent at sent_at was answered at `at` with the TTL etcd granted, in seconds."""
@@ -180,7 +180,7 @@ class KeepAlive:
         with self.lock:
             kept = [e.r for e in self._entries.values()]
         for r in kept:
-            r.look()
+            r.tick()
         events: list[dict[str, Any]] = []
         with self.lock:
             at = time.monotonic()

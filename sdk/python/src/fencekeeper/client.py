@@ -1,12 +1,16 @@
 """The fencekeeper client for threads: acquires leases and keeps them alive on one KeepAlive stream, runs
 work under a lease, and gives the store's calls with an explicit token. Any of several server URLs
-(replicas of one service) may serve any call. Thread-safe; fencekeeper.aio wraps it for asyncio."""
+(replicas of one service) may serve any call. With sessions=True, acquisitions go on sessions (one per
+TTL, opened on first use and shared) instead of on leases of their own. Thread-safe; fencekeeper.aio
+wraps it for asyncio."""
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,8 +22,9 @@ from google.protobuf import duration_pb2
 from fencekeeper._deadline import default_drift, now
 from fencekeeper._error_mapping import from_rpc_error
 from fencekeeper._keepalive import Backoff, Emit, KeepAlive
+from fencekeeper._keeper import KeeperContext, OwnLease, Session
 from fencekeeper._servers import Calls, Connection, Credentials, Servers
-from fencekeeper.errors import CanceledError, FencekeeperError
+from fencekeeper.errors import CanceledError, FencekeeperError, LeaseNotFoundError, UnavailableError
 from fencekeeper.lease import Lease, LeaseContext
 from fencekeeper.store import FenceModeName, Store
 from fencekeeper.token import Token
@@ -28,7 +33,7 @@ from fencekeeper.v1 import lease_pb2
 DEFAULT_URL = "http://127.0.0.1:50051"
 DEFAULT_TTL = 10.0
 CLEANUPS_IN_FLIGHT = 16
-"""Release calls in flight at most; more wait their turn. A lease's loss signal fires when it is released,
+"""Release and CloseSession calls in flight at most; more wait their turn. A lease's loss signal fires when it is released,
 whatever its call waits for: this only keeps close() with many leases from sending them all at once."""
 
 
@@ -105,6 +110,7 @@ class Client:
         fence_mode: FenceModeName = "live",
         backoff: Backoff = Backoff(),
         credentials: Credentials | None = None,
+        sessions: bool = False,
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ):
         urls = servers if servers is not None else (os.environ.get("FENCEKEEPER_URL") or DEFAULT_URL)
@@ -121,15 +127,22 @@ class Client:
         self._leases_lock = threading.Lock()
         self._closed = False
         self._emit = emit
-        self._ctx = LeaseContext(
+        self._ctx = LeaseContext(store=self.store, fence_mode=fence_mode, ended=self._ended, emit=emit)
+        self._keepers = KeeperContext(
             keepalive=self._keepalive,
-            store=self.store,
-            fence_mode=fence_mode,
-            drift=(lambda ttl: drift_margin) if drift_margin is not None else default_drift,
-            release=self._release_in_background,
-            ended=self._ended,
             emit=emit,
+            drift=(lambda ttl: drift_margin) if drift_margin is not None else default_drift,
+            release=lambda token: self._in_background(self._release, token),
+            close_session=lambda session_id: self._in_background(self._close_session, session_id),
         )
+        self._sessions: dict[int, Session] | None = {} if sessions else None
+        """The open session of each TTL in whole seconds, with sessions on."""
+        self._sessions_lock = threading.Lock()
+
+    @property
+    def sessions(self) -> bool:
+        """Whether this client puts its acquisitions on sessions."""
+        return self._sessions is not None
 
     def acquire(
         self,
@@ -145,20 +158,26 @@ class Client:
         ttl: seconds (etcd grants whole seconds, at least 2). wait: False fails with ResourceHeldError when
         the resource is held; True waits in line; a number waits at most that many seconds (TimeoutError).
         Setting cancel cancels a waiting acquire (CanceledError) and, once granted, ends the lease."""
+        if self._sessions is not None:
+            lease = self._acquire_on_session(resource, ttl, wait, cancel, holder)
+            if lease is not None:
+                return lease
+        return self._acquire_own(resource, ttl, wait, cancel, holder)
+
+    def _acquire_own(self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None) -> Lease:
+        """An acquisition on an etcd lease of its own."""
         if self._closed:
             raise CanceledError("the client is closed", grpc.StatusCode.CANCELLED)
-        waits = wait is not False
         wait_for = float(wait) if not isinstance(wait, bool) else None
-        timeout = None if wait is True else self._calls.timeout + (wait_for or 0.0)
         req = lease_pb2.AcquireRequest(
             resource=resource,
             ttl=_duration(ttl),
             holder=holder or self._holder,
-            wait=waits,
+            wait=wait is not False,
             wait_timeout=_duration(wait_for) if wait_for is not None else None,
         )
         sent_at = now()
-        res = self._calls.run(lambda c: _cancellable(c.lease.Acquire.future(req, timeout=timeout), cancel, resource), False)
+        res = self._acquire_call(req, wait, wait_for, cancel)
         if not res.HasField("token") or not res.HasField("ttl"):
             raise FencekeeperError("the server granted a lease without a token or a TTL", grpc.StatusCode.INTERNAL)
         token, granted, answered_at = Token.from_proto(res.token), _seconds(res.ttl), now()
@@ -172,15 +191,88 @@ class Client:
                 self._release(token)
                 raise
             granted, answered_at = _seconds(renewed.ttl), now()
+        self._canceled(resource, token, cancel)
+        keeper = OwnLease(token.lease_id, granted, sent_at, answered_at, self._keepers)
+        lease = self._held(Lease(token, keeper, self._ctx, cancel))
+        keeper.start()
+        return lease
+
+    def _acquire_on_session(self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None) -> Lease | None:
+        """An acquisition on the client's session of that TTL (opened if there is none, or if it was lost).
+        None when the session already holds or waits for the resource (ALREADY_ACQUIRED): a session takes a
+        resource once at a time, so that acquisition goes on a lease of its own, as without sessions."""
+        started = time.monotonic()
+        for attempt in (1, 2):
+            session = self._session(ttl)
+            # A second attempt (the first one's session was lost) waits only for what is left of the wait.
+            wait_for = max(0.0, float(wait) - (time.monotonic() - started)) if not isinstance(wait, bool) else None
+            req = lease_pb2.AcquireRequest(
+                resource=resource,
+                holder=holder or self._holder,
+                wait=wait is not False,
+                wait_timeout=_duration(wait_for) if wait_for is not None else None,
+                session_id=session.lease_id,
+            )
+            try:
+                res = self._acquire_call(req, wait, wait_for, cancel)
+            except FencekeeperError as e:
+                if e.reason == "ALREADY_ACQUIRED":
+                    return None
+                if isinstance(e, LeaseNotFoundError):
+                    # The session is gone (it expired, or was closed, behind the client's back): lost, with its leases.
+                    session.lose("not-found", e)
+                    if attempt == 1:
+                        continue
+                raise
+            if not res.HasField("token"):
+                raise FencekeeperError("the server granted an acquisition without a token", grpc.StatusCode.INTERNAL)
+            token = Token.from_proto(res.token)
+            if session.look():
+                # The session was lost while the Acquire was on its way; the acquisition went with it.
+                if attempt == 1:
+                    continue
+                raise UnavailableError(f'acquire of "{resource}": its session was lost twice while acquiring; try again', grpc.StatusCode.UNAVAILABLE)
+            self._canceled(resource, token, cancel)
+            return self._held(Lease(token, session, self._ctx, cancel))
+        raise AssertionError("unreachable")
+
+    def _session(self, ttl: float) -> Session:
+        """The open session of this TTL, shared; opened once however many acquisitions ask at the same time
+        (they wait for the lock). etcd grants whole seconds, so TTLs that round up to the same second share one."""
+        assert self._sessions is not None
+        key = math.ceil(ttl)
+        with self._sessions_lock:
+            session = self._sessions.get(key)
+            if session is not None and not session.look():
+                return session
+            if self._closed:
+                raise CanceledError("the client is closed", grpc.StatusCode.CANCELLED)
+            sent_at = now()
+            req = lease_pb2.OpenSessionRequest(ttl=_duration(ttl), holder=self._holder)
+            res = self._calls.run(lambda c: c.lease.OpenSession(req, timeout=self._calls.timeout), False)
+            if not res.HasField("ttl"):
+                raise FencekeeperError("the server opened a session without a TTL", grpc.StatusCode.INTERNAL)
+            session = Session(res.session_id, _seconds(res.ttl), sent_at, now(), self._keepers)
+            self._sessions[key] = session
+            session.start()
+            return session
+
+    def _acquire_call(self, req: lease_pb2.AcquireRequest, wait: bool | float, wait_for: float | None, cancel: threading.Event | None) -> Any:
+        timeout = None if wait is True else self._calls.timeout + (wait_for or 0.0)
+        return self._calls.run(lambda c: _cancellable(c.lease.Acquire.future(req, timeout=timeout), cancel, req.resource), False)
+
+    def _canceled(self, resource: str, token: Token, cancel: threading.Event | None) -> None:
+        """Gives a fresh grant back if the acquire was canceled (or the client closed) meanwhile."""
         if (cancel is not None and cancel.is_set()) or self._closed:
             self._release(token)
             raise CanceledError(f'acquire of "{resource}" was canceled', grpc.StatusCode.CANCELLED)
-        lease = Lease(token, granted, sent_at, answered_at, self._ctx, cancel)
+
+    def _held(self, lease: Lease) -> Lease:
         with self._leases_lock:
-            self._leases.add(lease)
+            if not lease.lost.is_set():
+                self._leases.add(lease)
         if self._emit:
-            self._emit({"type": "acquired", "token": token, "ttl": granted, "valid_until": lease.valid_until})
-        self._keepalive.add(lease, sent_at.mono + lease.interval)
+            self._emit({"type": "acquired", "token": lease.token, "ttl": lease.ttl, "valid_until": lease.valid_until})
         return lease
 
     @contextmanager
@@ -230,14 +322,21 @@ class Client:
         return {k.key_id: k.public_key for k in res.keys}
 
     def close(self) -> None:
-        """Releases every lease still held (each loss signal fires at once), then closes the connections."""
+        """Releases every lease still held and closes every session (each loss signal fires at once), then
+        closes the connections."""
         self._closed = True
+        with self._sessions_lock:
+            sessions = list((self._sessions or {}).values())
+        # A session's leases end with it, in one CloseSession; what is left has leases of its own.
+        closing = [s.close() for s in sessions]
         with self._leases_lock:
             leases = list(self._leases)
         for lease in leases:
             lease._end("released")
         for lease in leases:
             lease.release()
+        for f in closing:
+            f.result()
         self._keepalive.close()
         self._cleanups.shutdown(wait=True)
         self._servers.close()
@@ -266,10 +365,18 @@ class Client:
         except FencekeeperError:
             pass
 
-    def _release_in_background(self, token: Token) -> Future[None]:
+    def _close_session(self, session_id: int) -> None:
+        """Closes a session on the server; never raises (gone already, or no server answers: it ends at its TTL)."""
         try:
-            return self._cleanups.submit(self._release, token)
-        except RuntimeError:  # shut down: the client is closed, the lease ends at its TTL
+            req = lease_pb2.CloseSessionRequest(session_id=session_id)
+            self._calls.run(lambda c: c.lease.CloseSession(req, timeout=self._calls.timeout), True)
+        except FencekeeperError:
+            pass
+
+    def _in_background(self, cleanup: Callable[[Any], None], arg: Any) -> Future[None]:
+        try:
+            return self._cleanups.submit(cleanup, arg)
+        except RuntimeError:  # shut down: the client is closed, what is left ends at its TTL
             done: Future[None] = Future()
             done.set_result(None)
             return done

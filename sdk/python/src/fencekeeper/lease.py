@@ -1,7 +1,9 @@
 """A held lease: its token, a loss signal that fires the moment the lease can no longer be assumed held,
 and the store calls a holder makes, with the token attached. Reading `lost` or `held`, or calling
 check(), looks at the clock first, so a process that was paused past the deadline sees the loss on its
-first look, before the keep-alive thread has run."""
+first look, before the keep-alive thread has run. A lease is kept alive by its keeper (_keeper.py): an
+etcd lease of its own, or a session it shares with other leases, whose deadline is its deadline and whose
+loss is its loss."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Iterator, Sequence
 
-from fencekeeper._deadline import Deadline, Instant, now, to_datetime
-from fencekeeper._keepalive import Emit, KeepAlive
-from fencekeeper.errors import FencekeeperError, LeaseLostError, LeaseNotFoundError, LeaseNotHeldError, LossCause, StaleTokenError
+from fencekeeper._deadline import now, to_datetime
+from fencekeeper._keepalive import Emit
+from fencekeeper._keeper import Keeper
+from fencekeeper.errors import LeaseLostError, LeaseNotHeldError, LossCause, StaleTokenError
 from fencekeeper.store import Commit, Delete, Entry, FenceModeName, GetResult, Put, Store, Value
 from fencekeeper.token import Token
 
@@ -22,13 +25,9 @@ from fencekeeper.token import Token
 class LeaseContext:
     """What a lease needs from the client that acquired it."""
 
-    keepalive: KeepAlive
     store: Store
     fence_mode: FenceModeName
     """The fence mode of writes through a lease when a call does not say."""
-    drift: Callable[[float], float]
-    release: Callable[[Token], Future[None]]
-    """Gives the lease up on the server, in the background; the future never fails."""
     ended: Callable[[Lease], None]
     """Called once when the lease ends, whatever the cause."""
     emit: Emit | None
@@ -37,21 +36,19 @@ class LeaseContext:
 class Lease:
     """Made by Client.acquire(). `cancel`, once set, ends the lease (why "canceled")."""
 
-    def __init__(self, token: Token, ttl: float, sent_at: Instant, answered_at: Instant, ctx: LeaseContext, cancel: threading.Event | None):
+    def __init__(self, token: Token, keeper: Keeper, ctx: LeaseContext, cancel: threading.Event | None):
         self.token = token
-        self.ttl = ttl
-        """The TTL etcd granted, in seconds."""
-        self.lease_id = token.lease_id
-        self.interval = ttl / 3
-        """Renewed every third of its TTL."""
-        self.deadline = Deadline(sent_at, ttl, answered_at, ctx.drift)
+        self.ttl = keeper.ttl
+        """The TTL etcd granted (the session's, for a lease on a session), in seconds."""
+        self._keeper = keeper
         self._ctx = ctx
-        self._lock = ctx.keepalive.lock
+        self._lock = keeper.lock
         self._cancel = cancel
         self._lost = threading.Event()
         self._error: LeaseLostError | None = None
         self._ending: Future[None] | None = None
         self._listeners: list[Callable[[LeaseLostError], None]] = []
+        keeper.attach(self)
 
     # The loss signal.
 
@@ -89,18 +86,18 @@ class Lease:
     @property
     def valid_until(self) -> datetime:
         """Until when the lease may be assumed held, on the wall clock: the send time of the last confirmed
-        renewal + TTL - drift margin."""
-        return self.deadline.valid_until
+        renewal + TTL - drift margin; on a session, of the session's last confirmed renewal."""
+        return self._keeper.deadline.valid_until
 
     @property
     def valid_until_monotonic(self) -> float:
         """The same deadline on time.monotonic()'s clock."""
-        return self.deadline.mono
+        return self._keeper.deadline.mono
 
     @property
     def last_confirmed_at(self) -> datetime:
         """When the last renewal was confirmed (or the Acquire answered)."""
-        return self.deadline.last_confirmed_at
+        return self._keeper.deadline.last_confirmed_at
 
     def release(self) -> None:
         """Gives the lease up: renewals stop, the loss signal fires (why "released"), the server releases it.
@@ -136,81 +133,73 @@ class Lease:
             self._end("fenced", e)
             raise
 
-    # What the keep-alive scheduler calls (fencekeeper._keepalive.Renewable).
-
     def look(self) -> bool:
-        """Looks at the clock and the cancel event: True once the lease has ended."""
+        """Looks at the clock (its keeper's deadline) and the cancel event: True once the lease has ended."""
         if self._lost.is_set():
             return True
-        if self.deadline.passed():
-            self._end("deadline")
-        elif self._cancel is not None and self._cancel.is_set():
+        self._keeper.look()
+        # Under the lock: a loss that another thread is deciding is complete, event set, once it is free.
+        with self._lock:
+            if self._lost.is_set():
+                return True
+        if self._cancel is not None and self._cancel.is_set():
             self._end("canceled")
         return self._lost.is_set()
 
-    def confirmed(self, sent_at: Instant, ttl: float, at: Instant) -> None:
-        with self._lock:
-            if self._error is not None:
-                return
-            in_time = self.deadline.confirm(sent_at, ttl, at)
-        if not in_time:
-            self._end("deadline")
-        elif self._ctx.emit:
-            self._ctx.emit(
-                {
-                    "type": "renewed",
-                    "token": self.token,
-                    "sent_at": to_datetime(sent_at.wall),
-                    "confirmed_at": to_datetime(at.wall),
-                    "ttl": ttl,
-                    "valid_until": self.valid_until,
-                }
-            )
-
-    def refused(self, error: FencekeeperError) -> None:
-        if isinstance(error, LeaseNotFoundError):
-            self._end("not-found", error)
-        elif self._ctx.emit and self._error is None:
-            self._ctx.emit({"type": "renewal-failed", "token": self.token, "error": error})
-
     def _end(self, why: LossCause, cause: BaseException | None = None) -> None:
+        """Ends this lease on its own (released, fenced, canceled); a session it was on lives on."""
+        if self._error is None:
+            self._finish(why, cause, self._keeper.lease_ended(self, why))
+
+    def _finish(self, why: LossCause, cause: BaseException | None, ending: Future[None]) -> None:
+        notify = self._mark(why, cause, ending)
+        if notify is not None:
+            notify()
+
+    def _mark(self, why: LossCause, cause: BaseException | None, ending: Future[None]) -> Callable[[], None] | None:
+        """Marks the lease ended (the error, the event) with the lock held, so that no look sees it half
+        ended; returns what tells the others (listeners, events), to be called once the lock is released.
+        `ending` is the cleanup on the server. None if it had ended already."""
         with self._lock:
             if self._error is not None:
-                return
-            valid_until = self.deadline.valid_until
-            lost_at = now()
+                return None
+            valid_until = self.valid_until
             error = LeaseLostError(
-                _loss_message(self.token, why, valid_until, cause),
+                _loss_message(self.token, why, valid_until, cause, self._keeper.shared),
                 why,
                 self.token,
                 valid_until,
-                self.deadline.last_confirmed_at,
-                to_datetime(lost_at.wall),
+                self.last_confirmed_at,
+                to_datetime(now().wall),
             )
             error.__cause__ = cause
             self._error = error
-            self._ctx.keepalive.remove(self.lease_id)
-            # A lease the server says is gone needs no release; one past its deadline may still be held in etcd.
-            self._ending = None if why == "not-found" else self._ctx.release(self.token)
+            self._ending = ending
+            self._lost.set()
             listeners, self._listeners = self._listeners, []
-        self._lost.set()
-        self._ctx.ended(self)
-        for listener in listeners:
-            listener(error)
-        if self._ctx.emit:
-            released = why in ("released", "canceled")
-            self._ctx.emit({"type": "released", "token": self.token} if released else {"type": "lost", "error": error})
+
+        def notify() -> None:
+            self._ctx.ended(self)
+            for listener in listeners:
+                listener(error)
+            if self._ctx.emit:
+                released = why in ("released", "canceled")
+                self._ctx.emit({"type": "released", "token": self.token} if released else {"type": "lost", "error": error})
+
+        return notify
 
     def __repr__(self) -> str:
         return f"<Lease {self.token} {'held' if not self._lost.is_set() else 'lost'}>"
 
 
-def _loss_message(t: Token, why: LossCause, valid_until: datetime, cause: Any) -> str:
-    lease = f'the lease on "{t.resource}" (generation {t.generation})'
+def _loss_message(t: Token, why: LossCause, valid_until: datetime, cause: Any, on_session: bool) -> str:
+    lease = f'the lease on "{t.resource}" (generation {t.generation}{f", on session {t.lease_id}" if on_session else ""})'
     if why == "deadline":
-        return f"{lease} is lost: no renewal was confirmed before its deadline {valid_until.isoformat()}"
+        of = " of its session" if on_session else ""
+        return f"{lease} is lost: no renewal{of} was confirmed before its deadline {valid_until.isoformat()}"
     if why == "not-found":
-        return f"{lease} is lost: the server says it expired or was released"
+        gone = "its session expired or was closed" if on_session else "it expired or was released"
+        return f"{lease} is lost: the server says {gone}"
     if why == "fenced":
         return f"{lease} is lost: a write under its token was refused ({cause})"
     if why == "released":
