@@ -1,9 +1,9 @@
 // The Python library (sdk/python) against real etcd and fencekeeper servers, driven through its test
-// program (sdk/python/tests/probe.py): the conformance scenario through the library (also on sessions); a holder process
-// really paused (SIGSTOP) past its TTL sees the loss before it sends its next write, and a write forced
-// anyway is refused; renewal answers held back past the deadline are loss (on fencekeeper.aio); and the
-// lease survives the death of the replica that carries its KeepAlive stream; and the scenario again with
-// credentials, a client certificate (mutual TLS) and a bearer JWT.
+// program (sdk/python/tests/probe.py): the conformance scenario through the library (with leases of their
+// own, on sessions, with a client certificate, with a bearer JWT); a holder process really paused
+// (SIGSTOP) past its TTL sees the loss before it sends its next write, and a write forced anyway is
+// refused; renewal answers held back past the deadline are loss (on fencekeeper.aio); and the lease
+// survives the death (or the hang) of the replica that carries its KeepAlive stream.
 // scripts/setup-polyglot.sh installs the library in .conformance/venv (npm test runs it first).
 import { expect } from "chai";
 import { writeFileSync } from "node:fs";
@@ -22,30 +22,51 @@ describe("sdk/python: the Python library against real servers", function () {
   this.timeout(60_000);
   const ttl = 2000;
   const args = ["--metrics-listen", "off", "--shutdown-grace", "500"];
+  const issuer = "https://issuer.fencekeeper.test";
   let etcd: TestEtcd;
   let server: TestServer;
+  /** Servers with authentication on: mutual TLS, and bearer JWTs on cleartext loopback. */
+  let mtls: TestServer;
+  let bearer: TestServer;
+  let certs: Certs;
+  let jwt: string;
   let probe: HoldProbe | undefined;
   before(async function () {
+    certs = makeCerts();
+    const keys = await generateKeyPair("EdDSA", { crv: "Ed25519" });
+    writeFileSync(join(certs.dir, "jwt-public.pem"), await exportSPKI(keys.publicKey));
+    jwt = await new SignJWT({}).setProtectedHeader({ alg: "EdDSA" }).setSubject("python-sdk").setIssuer(issuer).setAudience("fencekeeper").setExpirationTime("30m").sign(keys.privateKey);
     etcd = await startEtcd();
-    server = await startServer({ etcd: etcd.endpoint, args });
+    [server, mtls, bearer] = await Promise.all([
+      startServer({ etcd: etcd.endpoint, args }),
+      startServer({ etcd: etcd.endpoint, args: [...args, "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.ca] }),
+      startServer({ etcd: etcd.endpoint, args: [...args, "--jwt-keys", join(certs.dir, "jwt-public.pem"), "--jwt-issuer", issuer, "--jwt-audience", "fencekeeper"] }),
+    ]);
   });
   after(async () => {
-    await server?.stop();
+    await Promise.all([server, mtls, bearer].map((x) => x?.stop()));
     await etcd?.destroy();
+    certs?.remove();
   });
   afterEach(() => probe?.kill());
 
-  it("runs the conformance scenario through the library, with leases of their own and on sessions", async () => {
-    // Both at once: the scenarios spend most of their time waiting.
-    const [own, sessions] = await Promise.all([
+  it("runs the conformance scenario through the library: leases of their own, on sessions, with a client certificate, with a bearer JWT", async () => {
+    // All at once: the scenarios spend most of their time waiting.
+    const [own, sessions, withCert, withJwt, anonymous] = await Promise.all([
       runScenario(server.url, uniqueResource("py-sdk-scenario")),
       runScenario(server.url, uniqueResource("py-sdk-sessions"), ["--sessions"]),
+      runScenario(mtls.url, uniqueResource("py-sdk-mtls"), ["--tls-ca", certs.ca, "--tls-cert", certs.clientCert, "--tls-key", certs.clientKey]),
+      runScenario(bearer.url, uniqueResource("py-sdk-jwt"), ["--bearer", jwt]),
+      runScenario(bearer.url, uniqueResource("py-sdk-anonymous")),
     ]);
-    expect(own.code, `the scenario failed:\n${own.output}`).to.equal(0);
-    expect(own.output).to.match(/^ok clean up$/m);
+    for (const [what, r] of [["", own], [" on sessions", sessions], [" with a client certificate", withCert], [" with a bearer JWT", withJwt]] as const) {
+      expect(r.code, `the scenario${what} failed:\n${r.output}`).to.equal(0);
+      expect(r.output).to.match(/^ok clean up$/m);
+    }
     expect(own.output).to.match(/^ok scoped: released after the block raised$/m);
-    expect(sessions.code, `the scenario on sessions failed:\n${sessions.output}`).to.equal(0);
     expect(sessions.output).to.match(/^ok sessions: two leases on one session, released one by one and by close\(\)$/m);
+    expect(anonymous.code).to.equal(1);
+    expect(anonymous.output).to.match(/^FAIL UnauthenticatedError UNAUTHENTICATED UNAUTHENTICATED: /m);
   });
 
   it("a holder paused past its TTL sees the loss before its next write is sent; a forced write is refused STALE_TOKEN", async () => {
@@ -90,38 +111,6 @@ describe("sdk/python: the Python library against real servers", function () {
     }
   });
 
-  describe("with credentials", () => {
-    let certs: Certs;
-    const servers: TestServer[] = [];
-    after(async () => {
-      await Promise.all(servers.map((x) => x.stop()));
-      certs?.remove();
-    });
-
-    it("runs the scenario with a client certificate on a mutual-TLS server, and with a bearer JWT, streams included", async () => {
-      certs = makeCerts();
-      const issuer = "https://issuer.fencekeeper.test";
-      const keys = await generateKeyPair("EdDSA", { crv: "Ed25519" });
-      writeFileSync(join(certs.dir, "jwt-public.pem"), await exportSPKI(keys.publicKey));
-      const jwt = await new SignJWT({}).setProtectedHeader({ alg: "EdDSA" }).setSubject("python-sdk").setIssuer(issuer).setAudience("fencekeeper").setExpirationTime("30m").sign(keys.privateKey);
-      const [mtls, bearer] = await Promise.all([
-        startServer({ etcd: etcd.endpoint, args: [...args, "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.ca] }),
-        startServer({ etcd: etcd.endpoint, args: [...args, "--jwt-keys", join(certs.dir, "jwt-public.pem"), "--jwt-issuer", issuer, "--jwt-audience", "fencekeeper"] }),
-      ]);
-      servers.push(mtls, bearer);
-      // Both at once: the scenarios spend most of their time waiting.
-      const [withCert, withJwt] = await Promise.all([
-        runScenario(mtls.url, uniqueResource("py-sdk-mtls"), ["--tls-ca", certs.ca, "--tls-cert", certs.clientCert, "--tls-key", certs.clientKey]),
-        runScenario(bearer.url, uniqueResource("py-sdk-jwt"), ["--bearer", jwt]),
-      ]);
-      expect(withCert.code, `the scenario with a client certificate failed:\n${withCert.output}`).to.equal(0);
-      expect(withJwt.code, `the scenario with a bearer JWT failed:\n${withJwt.output}`).to.equal(0);
-      const anonymous = await runScenario(bearer.url, uniqueResource("py-sdk-anonymous"));
-      expect(anonymous.code).to.equal(1);
-      expect(anonymous.output).to.match(/^FAIL UnauthenticatedError UNAUTHENTICATED UNAUTHENTICATED: /m);
-    });
-  });
-
   describe("renewal answers held back past the deadline (fencekeeper.aio)", () => {
     let proxy: DelayProxy;
     beforeEach(async () => (proxy = await startDelayProxy(server.url)));
@@ -162,15 +151,15 @@ describe("sdk/python: the Python library against real servers", function () {
     });
     afterEach(() => Promise.all([first.stop("SIGKILL"), second.stop("SIGKILL")]));
 
-    it("the replica carrying the stream is killed: the lease lives on through the other, same token, and takes writes", async () => {
+    async function holdThrough(failure: () => void): Promise<void> {
       const resource = uniqueResource("py-sdk-failover");
       probe = new HoldProbe([first.url, second.url], resource, { ttlSeconds: ttl / 1000 });
       const granted = await probe.next("granted", 15_000);
       await probe.next("stream-opened", ttl, (e) => e.url === first.url);
       await probe.next("renewed", ttl * 2);
 
-      first.process.kill("SIGKILL");
-      const killedAt = Date.now();
+      failure();
+      const failedAt = Date.now();
       await sleep(ttl * 2); // twice the TTL: the lease lives only if renewals go on through the second replica
       probe.send("status");
       const status = await probe.next("status", 5000);
@@ -179,7 +168,7 @@ describe("sdk/python: the Python library against real servers", function () {
       expect(probe.seen("lost")).to.deep.equal([]);
       expect(probe.seen("stream-failed").some((e) => e.url === first.url)).to.equal(true);
       expect(probe.seen("stream-opened").some((e) => e.url === second.url)).to.equal(true);
-      expect(probe.seen("renewed").filter((r) => r.sent_at >= killedAt).length).to.be.at.least(4);
+      expect(probe.seen("renewed").filter((r) => r.sent_at >= failedAt).length).to.be.at.least(4);
 
       const d = await clientsFor(second.url).lease.describe({ resource });
       expect(d.held).to.equal(true);
@@ -187,6 +176,14 @@ describe("sdk/python: the Python library against real servers", function () {
       expect(String(d.token?.leaseId)).to.equal(granted.token.lease_id);
       probe.send("write k v");
       expect(await probe.next("write", 5000)).to.include({ sent: true, ok: true, fence: granted.token.generation });
+    }
+
+    it("the replica carrying the stream is killed (SIGKILL): the lease lives on through the other, same token, and takes writes", async () => {
+      await holdThrough(() => first.process.kill("SIGKILL"));
+    });
+
+    it("the replica carrying the stream hangs (SIGSTOP): an unanswered renewal moves the stream to the other in time", async () => {
+      await holdThrough(() => first.process.kill("SIGSTOP"));
     });
   });
 });
