@@ -29,6 +29,16 @@ export function runScenario(server: string, resource: string, flags: string[] = 
   return new Promise((resolve) => child.once("exit", (code) => resolve({ code, output })));
 }
 
+/** Runs the library's unit tests (sdk/python/tests/test_*.py, unittest); resolves with its exit code and output. */
+export function runUnitTests(): Promise<{ code: number | null; output: string }> {
+  assertInstalled();
+  const child = spawn(PYTHON, ["-m", "unittest", "discover", "-s", `${ROOT}sdk/python/tests`, "-p", "test_*.py"], { cwd: ROOT });
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, output })));
+}
+
 /** One event of `probe.py hold`, with `seq`: its place in the order the events arrived. */
 export type ProbeEvent = Record<string, any> & { event: string; at: number; seq: number };
 

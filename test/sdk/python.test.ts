@@ -16,7 +16,7 @@ import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
 import { makeCerts, type Certs } from "../mesh/support/certs.js";
-import { HoldProbe, runScenario } from "./python-probe.js";
+import { HoldProbe, runScenario, runUnitTests } from "./python-probe.js";
 
 describe("sdk/python: the Python library against real servers", function () {
   this.timeout(60_000);
@@ -49,6 +49,12 @@ describe("sdk/python: the Python library against real servers", function () {
     certs?.remove();
   });
   afterEach(() => probe?.kill());
+
+  it("passes its unit tests (deadlines, error mapping, backoff, tokens)", async () => {
+    const r = await runUnitTests();
+    expect(r.code, r.output).to.equal(0);
+    expect(r.output).to.match(/^Ran \d+ tests/m);
+  });
 
   it("runs the conformance scenario through the library: leases of their own, on sessions, with a client certificate, with a bearer JWT", async () => {
     // All at once: the scenarios spend most of their time waiting.

@@ -92,6 +92,9 @@ class Servers:
                 raise ValueError(f"a server URL looks like http://127.0.0.1:50051, got {url!r}")
         self.urls = [u.rstrip("/") for u in urls]
         self._credentials = credentials or Credentials()
+        cr = self._credentials
+        if (cr.root_certificates or cr.certificate_chain or cr.private_key) and not all(u.startswith("https://") for u in self.urls):
+            raise ValueError(f"TLS credentials need https:// servers, got {', '.join(self.urls)}")
         self._index = 0
         self._open: dict[tuple[Channel, str], Connection] = {}
         self._lock = threading.Lock()
@@ -145,8 +148,6 @@ class Servers:
             creds = grpc.ssl_channel_credentials(cr.root_certificates, cr.private_key, cr.certificate_chain)
             channel: grpc.Channel = grpc.secure_channel(target, creds, options)
         else:
-            if cr.root_certificates or cr.certificate_chain or cr.private_key:
-                raise ValueError(f"TLS credentials need an https:// server, got {url!r}")
             channel = grpc.insecure_channel(target, options)
         if cr.bearer is not None:
             channel = grpc.intercept_channel(channel, _Bearer(cr.bearer))
