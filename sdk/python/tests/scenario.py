@@ -4,6 +4,7 @@ it goes through the client's connection, and its failure through fencekeeper.err
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 import time
@@ -12,6 +13,7 @@ from typing import Any, Callable
 import grpc
 
 import fencekeeper
+import fencekeeper.aio
 from fencekeeper.v1 import lease_pb2
 
 TTL = 2.0
@@ -52,6 +54,7 @@ def run_scenario(server: str, resource: str, credentials: fencekeeper.Credential
     observer = fencekeeper.Client(server, credentials=credentials)
     try:
         scenario(a, b, observer, resource, events)
+        asyncio.run(on_asyncio(server, resource, credentials, sessions))
         if sessions:
             shared_session(b, resource)
     finally:
@@ -169,6 +172,30 @@ def scenario(a: fencekeeper.Client, b: fencekeeper.Client, observer: fencekeeper
         pass
     check(lease.error is not None and lease.error.why == "released" and not b.describe(scoped).held, "scoped: expected the lease released")
     step("scoped: released after the block raised")
+
+
+async def on_asyncio(server: str, resource: str, credentials: fencekeeper.Credentials | None, sessions: bool) -> None:
+    """fencekeeper.aio: a scoped lease and its write; a waiting acquire cancelled with its task leaves nothing behind."""
+    r = f"{resource}-aio"
+    async with fencekeeper.aio.Client(server, credentials=credentials, sessions=sessions) as client:
+        async with client.lease(r, ttl=TTL) as lease:
+            commit = await lease.put("k", "v")
+            check(commit.fence == lease.token.generation and lease.held, f"asyncio: expected a write at fence {lease.token.generation}, got {commit}")
+            waiting = asyncio.create_task(client.acquire(r, ttl=TTL, wait=True))
+            await asyncio.sleep(0.5)
+            check(not waiting.done(), "asyncio: expected the second acquire to wait in line")
+            waiting.cancel()
+            try:
+                await waiting
+            except asyncio.CancelledError:
+                pass
+        check(lease.lost.is_set() and (await lease.wait_lost()).why == "released", "asyncio: expected the lease released after the block")
+        # Well within the TTL, which would free the resource anyway: the cancelled acquire released what it got.
+        deadline = time.monotonic() + TTL / 2
+        while (described := await client.describe(r)).held or described.waiters > 0:
+            check(time.monotonic() < deadline, f"asyncio: expected {r} free and nobody waiting, got {described}")
+            await asyncio.sleep(0.05)
+    step("asyncio: a scoped lease wrote; a waiting acquire, cancelled, left nothing behind")
 
 
 def shared_session(client: fencekeeper.Client, resource: str) -> None:

@@ -8,8 +8,9 @@ It wraps the threaded client rather than re-implementing it on grpc.aio: one Kee
 scheduler serve threads and coroutines alike, and a lease's deadline is kept by the keep-alive thread, so
 an event loop blocked by a long coroutine does not delay the loss (the asyncio.Event is set when the loop
 runs again; lease.check() and lease.held look at the clock themselves). Blocking calls run on the
-client's own thread pool. Cancelling the task that awaits acquire() cancels a waiting acquire; a lease
-granted meanwhile is released."""
+client's own thread pool. Cancelling the task that awaits acquire() cancels a waiting acquire (a lease
+granted meanwhile is released) and waits until it has: once the CancelledError goes on, nothing is left
+behind."""
 
 from __future__ import annotations
 
@@ -162,13 +163,21 @@ class Client:
     async def acquire(self, resource: str, *, ttl: float = DEFAULT_TTL, wait: bool | float = False, holder: str | None = None) -> Lease:
         """As fencekeeper.Client.acquire(); cancelling the awaiting task cancels it."""
         cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        acquiring = loop.run_in_executor(self._threads, functools.partial(self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder))
         try:
-            core = await self._run(functools.partial(self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder))
+            core = await asyncio.shield(acquiring)
         except asyncio.CancelledError:
-            # The thread still waits: this makes it give up, or release what it was granted meanwhile.
+            # The thread still waits: make it give up (it releases what it was granted meanwhile), and wait for
+            # that, so that once the cancellation goes on nothing is left behind on the server.
             cancel.set()
+            try:
+                granted = await acquiring
+            except Exception:  # noqa: BLE001 (CanceledError, or any failure: nothing is held either way)
+                raise asyncio.CancelledError() from None
+            await self._run(granted.release)  # granted just before the cancel was seen
             raise
-        return Lease(core, self._run, asyncio.get_running_loop())
+        return Lease(core, self._run, loop)
 
     @asynccontextmanager
     async def lease(self, resource: str, *, ttl: float = DEFAULT_TTL, wait: bool | float = False, holder: str | None = None) -> AsyncIterator[Lease]:
