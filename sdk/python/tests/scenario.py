@@ -78,7 +78,8 @@ def scenario(a: fencekeeper.Client, b: fencekeeper.Client, observer: fencekeeper
         token_a.resource == resource and token_a.generation > 0 and lease_a.ttl == TTL and lease_a.held,
         f"acquire: expected a held lease on {resource} with a positive generation and ttl 2s, got {token_a} ttl {lease_a.ttl}",
     )
-    step(f"acquire: generation {token_a.generation}, lease {token_a.lease_id}")
+    check(fencekeeper.verify_token(token_a, a.token_keys()) is None, f"acquire: expected a token the server's keys verify, got {token_a}")
+    step(f"acquire: generation {token_a.generation}, lease {token_a.lease_id}, signature verified")
 
     # 3. Put.
     value_a = b"hello from python-sdk-a"

@@ -1,4 +1,5 @@
-"""Unit tests of the library's pure parts, with the standard library's unittest (no server):
+"""Unit tests of the library's pure parts, with the standard library's unittest (no server; VerifyTest needs
+cryptography, as the venv of scripts/setup-polyglot.sh has it):
 python -m unittest discover -s sdk/python/tests. test/sdk/python.test.ts runs them too."""
 
 from __future__ import annotations
@@ -89,6 +90,25 @@ class BackoffTest(unittest.TestCase):
         for failures, ceiling in [(1, 0.1), (2, 0.2), (3, 0.4), (6, 2.0), (30, 2.0)]:
             for _ in range(20):
                 self.assertTrue(ceiling / 2 <= b.delay(failures) <= ceiling, (failures, ceiling))
+
+
+class VerifyTest(unittest.TestCase):
+    def test_a_signed_token_verifies_and_an_altered_one_does_not(self) -> None:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+        key = Ed25519PrivateKey.generate()
+        keys = {"k1": key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)}
+        unsigned = fencekeeper.Token("orders", 42, 7, "alice", "k1")
+        token = fencekeeper.Token("orders", 42, 7, "alice", "k1", key.sign(fencekeeper.canonical_token(unsigned)))
+        self.assertIsNone(fencekeeper.verify_token(token, keys))
+        self.assertEqual(fencekeeper.verify_token(unsigned, keys), "not signed")
+        self.assertEqual(fencekeeper.verify_token(fencekeeper.Token("orders", 43, 7, "alice", "k1", token.signature), keys), "bad signature")
+        self.assertEqual(fencekeeper.verify_token(fencekeeper.Token("orders", 42, 7, "alice", "k2", token.signature), keys), "unknown key id")
+
+    def test_the_canonical_encoding(self) -> None:
+        encoded = fencekeeper.canonical_token(fencekeeper.Token("r", 2, 3))
+        self.assertEqual(encoded, b"\x00\x00\x00\x14fencekeeper-token-v1" + b"\x00\x00\x00\x01r\x00\x00\x00\x012\x00\x00\x00\x013" + b"\x00\x00\x00\x00" * 2)
 
 
 class TokenTest(unittest.TestCase):

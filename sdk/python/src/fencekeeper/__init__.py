@@ -37,6 +37,7 @@ from fencekeeper.errors import (  # noqa: E402
 from fencekeeper.lease import Lease  # noqa: E402
 from fencekeeper.store import Commit, Delete, Entry, FenceModeName, GetResult, Put, Store  # noqa: E402
 from fencekeeper.token import Token  # noqa: E402
+from fencekeeper.verify import canonical_token, verify_token  # noqa: E402
 
 __all__ = [
     "Backoff",
@@ -69,5 +70,7 @@ __all__ = [
     "Token",
     "UnauthenticatedError",
     "UnavailableError",
+    "canonical_token",
     "error_of",
+    "verify_token",
 ]
