@@ -50,7 +50,7 @@ describe("sdk/python: the Python library against real servers", function () {
   });
   afterEach(() => probe?.kill());
 
-  it("passes its unit tests (deadlines, error mapping, backoff, tokens)", async () => {
+  it("passes its unit tests (deadlines, error mapping, backoff, tokens, token verification)", async () => {
     const r = await runUnitTests();
     expect(r.code, r.output).to.equal(0);
     expect(r.output).to.match(/^Ran \d+ tests/m);
