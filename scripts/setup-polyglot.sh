@@ -80,7 +80,7 @@ fi
 hash=$(fingerprint gen/python sdk/python)
 if [ -f "$out/python.missing" ]; then
   missing sdk-python "$(cat "$out/python.missing")"
-elif ! built sdk-python "$hash" || [ ! -d "$out/venv/lib" ]; then
+elif ! built sdk-python "$hash" || ! "$out/venv/bin/python" -c 'import fencekeeper.client' 2>/dev/null; then
   echo "setup-polyglot: installing the Python library in $out/venv" >&2
   # From a copy, so that the build leaves nothing in sdk/python; its dependencies are the venv's already.
   copy=$(mktemp -d)
