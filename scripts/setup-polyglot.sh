@@ -97,3 +97,18 @@ elif ! built java-sdk "$hash" || [ ! -f sdk/java/probe/target/fk-sdk-probe.jar ]
   mvnq -f sdk/java/probe/pom.xml package
   mark_built java-sdk "$hash"
 fi
+
+# The Python library (sdk/python, distribution fencekeeper-client), installed in the same venv beside the
+# stubs it depends on (fencekeeper-api, installed above), for test/sdk/python.test.ts.
+hash=$(fingerprint gen/python sdk/python)
+if [ -f "$out/python.missing" ]; then
+  missing sdk-python "$(cat "$out/python.missing")"
+elif ! built sdk-python "$hash" || ! "$out/venv/bin/python" -c 'import fencekeeper.client' 2>/dev/null; then
+  echo "setup-polyglot: installing the Python library in $out/venv" >&2
+  # From a copy, so that the build leaves nothing in sdk/python; its dependencies are the venv's already.
+  copy=$(mktemp -d)
+  cp -r sdk/python "$copy/"
+  "$out/venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$copy/python"
+  rm -rf "$copy"
+  mark_built sdk-python "$hash"
+fi
