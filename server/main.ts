@@ -3,10 +3,12 @@
 // Leases are never revoked by a shutdown: other replicas carry on.
 import { join, resolve } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
+import { createRegistry } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Command } from "commander";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import { ErrorInfoSchema } from "../common/error-info.js";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";
@@ -126,7 +128,8 @@ export async function serve(config: Config): Promise<void> {
       routes,
       interceptors,
       readMaxBytes: READ_MAX_BYTES,
-      jsonOptions: strictUtf8Json,
+      // A KeepAlive renewal's error carries its ErrorInfo in an Any: JSON names its type, from the registry.
+      jsonOptions: { ...strictUtf8Json, registry: createRegistry(ErrorInfoSchema) },
       contextValues: credentialsOf,
     });
     const handler = unaryFastPath(

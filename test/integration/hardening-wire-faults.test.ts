@@ -180,6 +180,24 @@ describe("hardening: broken bytes on the wire", function () {
     }
   });
 
+  it("a KeepAlive over application/grpc+json answers a failed renewal with its error, ErrorInfo included, in JSON", async () => {
+    const session = http2.connect(s.server.url);
+    session.on("error", () => undefined);
+    const req = session.request({ ":method": "POST", ":path": KEEPALIVE, "content-type": "application/grpc+json", te: "trailers" });
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) => req.once("trailers", resolve));
+    req.write(frame('{"leaseId":"12345"}'));
+    await eventually(() => Buffer.concat(chunks).length >= 5, "an answer to the renewal", 10_000);
+    req.end();
+    expect((await trailers)["grpc-status"]).to.equal("0");
+    session.destroy();
+    const answer = JSON.parse(Buffer.concat(chunks).subarray(5).toString("utf8"));
+    expect(answer.leaseId).to.equal("12345");
+    expect(answer.error.code).to.equal(Code.NotFound);
+    expect(answer.error.details[0]["@type"]).to.equal("type.googleapis.com/google.rpc.ErrorInfo");
+  });
+
   it("a KeepAlive stream ended for an unreadable message is let go, though the client goes on sending", async () => {
     const pid = s.server.process.pid!;
     const before = closeWaitSockets(pid);
