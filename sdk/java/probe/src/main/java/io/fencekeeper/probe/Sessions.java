@@ -1,0 +1,92 @@
+package io.fencekeeper.probe;
+
+import static io.fencekeeper.probe.Scenario.check;
+import static io.fencekeeper.probe.Scenario.expect;
+import static io.fencekeeper.probe.Scenario.step;
+
+import io.fencekeeper.client.AcquireOptions;
+import io.fencekeeper.client.ClientEvent;
+import io.fencekeeper.client.Credentials;
+import io.fencekeeper.client.FencekeeperClient;
+import io.fencekeeper.client.Lease;
+import io.fencekeeper.client.LeaseLostException;
+import io.fencekeeper.client.LossCause;
+import io.fencekeeper.client.ResourceHeldException;
+import io.fencekeeper.v1.CloseSessionRequest;
+import io.fencekeeper.v1.LeaseServiceGrpc;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What sessions promise (docs/client.md, "Sessions"), through the library: leases of one TTL share one
+ * session, each with a generation of its own; a second acquisition of a resource the session holds goes
+ * on a lease of its own (ALREADY_ACQUIRED), and so fails fast as without sessions; releasing one leaves
+ * the others held; a session closed behind the client's back is lost with all its leases, at once, and
+ * the next acquisition opens a new one; close() closes the session with the leases on it.
+ */
+final class Sessions {
+  private static final Duration TTL = Duration.ofSeconds(2);
+
+  private Sessions() {}
+
+  static void run(String server, Credentials credentials, String resource) throws Exception {
+    List<ClientEvent> events = new CopyOnWriteArrayList<>();
+    String one = resource + "-one", two = resource + "-two", three = resource + "-three";
+    try (FencekeeperClient client = Scenario.client(server, credentials, "java-sessions", true, events::add);
+        FencekeeperClient other = Scenario.client(server, credentials, "java-other", false, null)) {
+      Lease leaseOne = client.acquire(one, AcquireOptions.ttl(TTL));
+      Lease leaseTwo = client.acquire(two, AcquireOptions.ttl(Duration.ofMillis(1500))); // rounds up to 2 s: the same session
+      long session = leaseOne.token().getLeaseId();
+      check(leaseOne.onSession() && leaseTwo.token().getLeaseId() == session && leaseTwo.token().getGeneration() != leaseOne.token().getGeneration(),
+          "sessions: expected two leases on one session with generations of their own, got " + leaseOne.token() + " and " + leaseTwo.token());
+      check(events.stream().filter(e -> e instanceof ClientEvent.SessionOpened).count() == 1, "sessions: expected one session opened");
+      step("sessions: two leases on session " + session);
+
+      // The session holds `one` already: the second acquisition goes on a lease of its own, and finds it held.
+      ResourceHeldException held = expect(() -> client.acquire(one, AcquireOptions.ttl(TTL)), ResourceHeldException.class, "RESOURCE_HELD");
+      check(held.holderToken() != null && held.holderToken().getGeneration() == leaseOne.token().getGeneration(),
+          "sessions: expected the holder's token in the error, got " + held.holderToken());
+      step("sessions: a second acquisition of a resource the session holds fails fast: RESOURCE_HELD");
+
+      leaseOne.release();
+      Thread.sleep(TTL.toMillis()); // renewals of the session go on: two stays held
+      check(leaseTwo.isHeld() && other.describe(two).held(), "sessions: expected the other lease held after a release");
+      check(!other.describe(one).held(), "sessions: expected the released lease's resource free");
+      step("sessions: released one, the other still held");
+
+      // Closed behind the client's back: the session's next renewal, or the next Acquire on it, finds it
+      // gone; every lease on it is lost at once, and the next acquisition opens a new session.
+      closeBehindTheBack(server, session);
+      Lease leaseThree = client.acquire(three, AcquireOptions.ttl(TTL));
+      LeaseLostException lost = leaseTwo.lost().get(5, TimeUnit.SECONDS);
+      check(lost.why() == LossCause.NOT_FOUND, "sessions: expected the lease lost NOT_FOUND with its session, got " + lost.why());
+      check(leaseThree.isHeld() && leaseThree.token().getLeaseId() != session,
+          "sessions: expected the new lease held on a new session, got " + leaseThree.token() + " held " + leaseThree.isHeld());
+      check(events.stream().anyMatch(e -> e instanceof ClientEvent.SessionEnded s && s.sessionId() == session && s.why() == LossCause.NOT_FOUND),
+          "sessions: expected the session's end (NOT_FOUND) reported");
+      step("sessions: a session gone behind the client's back is lost with its leases; the next acquire opens a new one");
+
+      client.close();
+      LeaseLostException released = leaseThree.lost().get(5, TimeUnit.SECONDS);
+      check(released.why() == LossCause.RELEASED && !other.describe(three).held(),
+          "sessions: expected close() to release the lease on the session, got " + released.why());
+      step("sessions: close() closes the session with its leases");
+    }
+  }
+
+  /** Closes a session with the raw stubs, as another program or an operator might. */
+  private static void closeBehindTheBack(String server, long session) throws InterruptedException {
+    ManagedChannel channel = Grpc.newChannelBuilder(server.replaceFirst("^http://", ""), InsecureChannelCredentials.create()).build();
+    try {
+      LeaseServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS)
+          .closeSession(CloseSessionRequest.newBuilder().setSessionId(session).build());
+    } finally {
+      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    }
+  }
+}
