@@ -55,8 +55,8 @@ describe("sdk/java: the Java client library against real servers", function () {
       }
       expect(sessions.output).to.match(/^ok acquire: generation \d+, lease \d+ \(a session\)$/m);
       expect(sessions.output).to.match(/^ok sessions: a second acquisition of a resource the session holds fails fast: RESOURCE_HELD$/m);
-      expect(sessions.output).to.match(/^ok sessions: a session gone behind the client's back is lost with its leases; the next acquire opens a new one$/m);
-      expect(sessions.output).to.match(/^ok sessions: close\(\) closes the session with its leases$/m);
+      expect(sessions.output).to.match(/^ok sessions: an Acquire on a session gone behind the client's back loses it with its leases, and is tried again on a new one$/m);
+      expect(sessions.output).to.match(/^ok sessions: close\(\) closes the sessions with their leases$/m);
       // Without the credentials the server requires, refused.
       expect(anonymous.code, anonymous.output).to.equal(1);
       expect(anonymous.output).to.match(/^FAIL UnauthenticatedException UNAUTHENTICATED /m);

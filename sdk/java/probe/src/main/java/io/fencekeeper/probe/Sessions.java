@@ -19,25 +19,35 @@ import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * What sessions promise (docs/client.md, "Sessions"), through the library: leases of one TTL share one
  * session, each with a generation of its own; a second acquisition of a resource the session holds goes
  * on a lease of its own (ALREADY_ACQUIRED), and so fails fast as without sessions; releasing one leaves
- * the others held; a session closed behind the client's back is lost with all its leases, at once, and
- * the next acquisition opens a new one; close() closes the session with the leases on it.
+ * the others held; an Acquire on a session closed behind the client's back loses it with all its leases,
+ * at once, and is tried again on a new one; close() closes the sessions with the leases on them.
  */
 final class Sessions {
   private static final Duration TTL = Duration.ofSeconds(2);
+  private static final Duration LONG_TTL = Duration.ofSeconds(10);
 
   private Sessions() {}
 
   static void run(String server, Credentials credentials, String resource) throws Exception {
     List<ClientEvent> events = new CopyOnWriteArrayList<>();
-    String one = resource + "-one", two = resource + "-two", three = resource + "-three";
-    try (FencekeeperClient client = Scenario.client(server, credentials, "java-sessions", true, events::add);
+    // Each session's end: why, and on which thread it was noticed.
+    Map<Long, String> endedBy = new ConcurrentHashMap<>();
+    Consumer<ClientEvent> listener = e -> {
+      events.add(e);
+      if (e instanceof ClientEvent.SessionEnded ended) endedBy.put(ended.sessionId(), ended.why() + " on " + Thread.currentThread().getName());
+    };
+    String one = resource + "-one", two = resource + "-two", three = resource + "-three", four = resource + "-four";
+    try (FencekeeperClient client = Scenario.client(server, credentials, "java-sessions", true, listener);
         FencekeeperClient other = Scenario.client(server, credentials, "java-other", false, null)) {
       Lease leaseOne = client.acquire(one, AcquireOptions.ttl(TTL));
       Lease leaseTwo = client.acquire(two, AcquireOptions.ttl(Duration.ofMillis(1500))); // rounds up to 2 s: the same session
@@ -59,23 +69,29 @@ final class Sessions {
       check(!other.describe(one).held(), "sessions: expected the released lease's resource free");
       step("sessions: released one, the other still held");
 
-      // Closed behind the client's back: the session's next renewal, or the next Acquire on it, finds it
-      // gone; every lease on it is lost at once, and the next acquisition opens a new session.
-      closeBehindTheBack(server, session);
-      Lease leaseThree = client.acquire(three, AcquireOptions.ttl(TTL));
-      LeaseLostException lost = leaseTwo.lost().get(5, TimeUnit.SECONDS);
+      // Closed behind the client's back, right after it opened (a TTL of 10 s: its first renewal is 3 s
+      // away): the next Acquire on it finds it gone, loses it with every lease on it, at once, and is
+      // tried again on a new session.
+      Lease leaseFour = client.acquire(four, AcquireOptions.ttl(LONG_TTL));
+      long gone = leaseFour.token().getLeaseId();
+      closeBehindTheBack(server, gone);
+      Lease leaseThree = client.acquire(three, AcquireOptions.ttl(LONG_TTL));
+      LeaseLostException lost = leaseFour.lost().get(5, TimeUnit.SECONDS);
       check(lost.why() == LossCause.NOT_FOUND, "sessions: expected the lease lost NOT_FOUND with its session, got " + lost.why());
-      check(leaseThree.isHeld() && leaseThree.token().getLeaseId() != session,
+      check(leaseThree.isHeld() && leaseThree.token().getLeaseId() != gone && leaseThree.token().getLeaseId() != session,
           "sessions: expected the new lease held on a new session, got " + leaseThree.token() + " held " + leaseThree.isHeld());
-      check(events.stream().anyMatch(e -> e instanceof ClientEvent.SessionEnded s && s.sessionId() == session && s.why() == LossCause.NOT_FOUND),
-          "sessions: expected the session's end (NOT_FOUND) reported");
-      step("sessions: a session gone behind the client's back is lost with its leases; the next acquire opens a new one");
+      check(endedBy.containsKey(gone), "sessions: expected the session's end reported");
+      check(endedBy.get(gone).equals("NOT_FOUND on " + Thread.currentThread().getName()),
+          "sessions: expected the Acquire to find the session gone (NOT_FOUND on this thread), got " + endedBy.get(gone));
+      check(leaseTwo.isHeld(), "sessions: expected the lease on the other session (another TTL) held");
+      step("sessions: an Acquire on a session gone behind the client's back loses it with its leases, and is tried again on a new one");
 
       client.close();
       LeaseLostException released = leaseThree.lost().get(5, TimeUnit.SECONDS);
-      check(released.why() == LossCause.RELEASED && !other.describe(three).held(),
-          "sessions: expected close() to release the lease on the session, got " + released.why());
-      step("sessions: close() closes the session with its leases");
+      check(released.why() == LossCause.RELEASED && leaseTwo.lost().getNow(null) != null && leaseTwo.lost().getNow(null).why() == LossCause.RELEASED,
+          "sessions: expected close() to release the leases on the sessions, got " + released.why() + " and " + leaseTwo.lost().getNow(null));
+      check(!other.describe(three).held() && !other.describe(two).held(), "sessions: expected the resources free after close()");
+      step("sessions: close() closes the sessions with their leases");
     }
   }
 
