@@ -54,6 +54,7 @@ describe("sdk/java: the Java client library against real servers", function () {
         expect(r.output).to.match(/^ok acquire: the token verifies offline \(key \w+\)$/m);
       }
       expect(sessions.output).to.match(/^ok acquire: generation \d+, lease \d+ \(a session\)$/m);
+      expect(sessions.output).to.match(/^ok sessions: four acquisitions at once share one session$/m);
       expect(sessions.output).to.match(/^ok sessions: a second acquisition of a resource the session holds fails fast: RESOURCE_HELD$/m);
       expect(sessions.output).to.match(/^ok sessions: an Acquire on a session gone behind the client's back loses it with its leases, and is tried again on a new one$/m);
       expect(sessions.output).to.match(/^ok sessions: close\(\) closes the sessions with their leases$/m);

@@ -18,16 +18,19 @@ import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.stream.IntStream;
 
 /**
  * What sessions promise (docs/client.md, "Sessions"), through the library: leases of one TTL share one
- * session, each with a generation of its own; a second acquisition of a resource the session holds goes
+ * session, each with a generation of its own, also when they ask at once; a second acquisition of a resource the session holds goes
  * on a lease of its own (ALREADY_ACQUIRED), and so fails fast as without sessions; releasing one leaves
  * the others held; an Acquire on a session closed behind the client's back loses it with all its leases,
  * at once, and is tried again on a new one; close() closes the sessions with the leases on them.
@@ -56,6 +59,18 @@ final class Sessions {
           "sessions: expected two leases on one session with generations of their own, got " + leaseOne.token() + " and " + leaseTwo.token());
       check(events.stream().filter(e -> e instanceof ClientEvent.SessionOpened).count() == 1, "sessions: expected one session opened");
       step("sessions: two leases on session " + session);
+
+      // Acquisitions that ask at once, on a TTL that has no session yet, wait for one OpenSession.
+      List<CompletableFuture<Lease>> atOnce = IntStream.range(0, 4)
+          .mapToObj(i -> client.acquireAsync(resource + "-at-once-" + i, AcquireOptions.ttl(Duration.ofSeconds(3)))).toList();
+      List<Lease> together = new ArrayList<>();
+      for (CompletableFuture<Lease> f : atOnce) together.add(f.get(20, TimeUnit.SECONDS));
+      check(together.stream().map(l -> l.token().getLeaseId()).distinct().count() == 1,
+          "sessions: expected acquisitions at once to share one session, got " + together.stream().map(Lease::token).toList());
+      check(events.stream().filter(e -> e instanceof ClientEvent.SessionOpened o && o.ttl().equals(Duration.ofSeconds(3))).count() == 1,
+          "sessions: expected one OpenSession for the acquisitions at once");
+      for (Lease l : together) l.release();
+      step("sessions: four acquisitions at once share one session");
 
       // The session holds `one` already: the second acquisition goes on a lease of its own, and finds it held.
       ResourceHeldException held = expect(() -> client.acquire(one, AcquireOptions.ttl(TTL)), ResourceHeldException.class, "RESOURCE_HELD");
