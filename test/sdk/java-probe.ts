@@ -15,10 +15,14 @@ export function assertProbeBuilt(): void {
   if (!existsSync(`${ROOT}/${JAR}`)) throw new Error("the Java SDK is not built: run bash scripts/setup-polyglot.sh (npm test runs it)");
 }
 
-/** Runs `scenario` or `semantics` to its end. */
-export async function runChecks(command: "scenario" | "semantics", server: string, resource: string): Promise<{ code: number | null; output: string }> {
+/**
+ * Runs `scenario` or `semantics` to its end; flags: more of them (sessions "true", bearer JWT, tls-ca,
+ * tls-cert, tls-key FILE).
+ */
+export async function runChecks(command: "scenario" | "semantics", server: string, resource: string, flags: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
   assertProbeBuilt();
-  const child = spawn("java", ["-jar", JAR, command, "--server", server, "--resource", resource], { cwd: ROOT });
+  const more = Object.entries(flags).flatMap(([name, value]) => [`--${name}`, value]);
+  const child = spawn("java", ["-jar", JAR, command, "--server", server, "--resource", resource, ...more], { cwd: ROOT });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
@@ -40,10 +44,11 @@ export class JavaHolder {
   private readonly waiters = new Set<() => void>();
   private readonly exited: Promise<void>;
 
-  constructor(o: { servers: string[]; resource: string; ttlMs: number; writeEveryMs?: number }) {
+  constructor(o: { servers: string[]; resource: string; ttlMs: number; writeEveryMs?: number; sessions?: boolean }) {
     assertProbeBuilt();
     const args = ["-jar", JAR, "hold", "--server", o.servers.join(","), "--resource", o.resource, "--ttl-ms", String(o.ttlMs)];
     if (o.writeEveryMs) args.push("--write-every-ms", String(o.writeEveryMs));
+    if (o.sessions) args.push("--sessions", "true");
     this.process = spawn("java", args, { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
     this.exited = new Promise((resolve) => this.process.once("exit", () => resolve()));
     createInterface({ input: this.process.stdout! }).on("line", (l) => {

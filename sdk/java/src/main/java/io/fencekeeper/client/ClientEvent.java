@@ -16,7 +16,7 @@ public sealed interface ClientEvent {
   /** A renewal was confirmed: the lease may be assumed held until validUntil (sentAt + ttl - drift margin). */
   record Renewed(FencingToken token, Instant sentAt, Instant confirmedAt, Duration ttl, Instant validUntil) implements ClientEvent {}
 
-  /** A renewal that proves nothing (e.g. etcd did not answer); the deadline stays where it was. */
+  /** A renewal that proves nothing (e.g. etcd did not answer); the deadline stays where it was. token: null for a session's. */
   record RenewalFailed(FencingToken token, FencekeeperException error) implements ClientEvent {}
 
   /** The lease can no longer be assumed held (why: DEADLINE, NOT_FOUND or FENCED). */
@@ -24,6 +24,15 @@ public sealed interface ClientEvent {
 
   /** The lease was given up: release(), close(), or a canceled acquire. */
   record Released(FencingToken token) implements ClientEvent {}
+
+  /** A session was opened (FencekeeperClient.Builder.sessions): its id is the lease_id of every token on it. */
+  record SessionOpened(long sessionId, Duration ttl, Instant validUntil) implements ClientEvent {}
+
+  /** A session's renewal was confirmed: every lease on it (leases) may be assumed held until validUntil. */
+  record SessionRenewed(long sessionId, Instant sentAt, Instant confirmedAt, Duration ttl, Instant validUntil, int leases) implements ClientEvent {}
+
+  /** A session ended, and the leases on it with it (why: DEADLINE, NOT_FOUND, or RELEASED by close()). */
+  record SessionEnded(long sessionId, LossCause why, int leases) implements ClientEvent {}
 
   /** One KeepAliveRequest went out, renewing that many leases. */
   record KeepAliveSent(String url, int leases) implements ClientEvent {}

@@ -9,7 +9,7 @@ import java.util.function.UnaryOperator;
  * TTL etcd granted, minus a drift margin. An answer proves the lease was renewed at some point after it
  * was sent, so counting from the send is safe however long the answer took; counting from its arrival
  * is not. Once the deadline has passed nothing extends it: a late answer is never read as continued
- * ownership. Guarded by the lease that owns it.
+ * ownership. Its own lock guards it: a session shares one with all its leases.
  */
 final class Deadline {
   /** The default drift margin: 100 ms plus 1% of the TTL. */

@@ -1,27 +1,35 @@
 package io.fencekeeper.client;
 
 import io.fencekeeper.v1.AcquireRequest;
+import io.fencekeeper.v1.CloseSessionRequest;
 import io.fencekeeper.v1.AcquireResponse;
 import io.fencekeeper.v1.DescribeRequest;
 import io.fencekeeper.v1.DescribeResponse;
 import io.fencekeeper.v1.FenceMode;
 import io.fencekeeper.v1.FencingToken;
 import io.fencekeeper.v1.LeaseServiceGrpc;
+import io.fencekeeper.v1.ListTokenKeysRequest;
 import io.fencekeeper.v1.ObserveRequest;
+import io.fencekeeper.v1.OpenSessionRequest;
+import io.fencekeeper.v1.OpenSessionResponse;
+import io.fencekeeper.v1.TokenKey;
 import io.fencekeeper.v1.ReleaseRequest;
 import io.fencekeeper.v1.RenewRequest;
 import io.grpc.Context;
 import io.grpc.Status;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
+import java.security.PublicKey;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -64,6 +72,7 @@ public final class FencekeeperClient implements AutoCloseable {
     private Backoff backoff = Backoff.DEFAULT;
     private Credentials credentials = Credentials.NONE;
     private Consumer<ClientEvent> onEvent;
+    private boolean sessions;
 
     private Builder() {}
 
@@ -109,6 +118,16 @@ public final class FencekeeperClient implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Puts acquisitions on sessions: one per TTL (in whole seconds), opened on first use, renewed on the
+     * KeepAlive stream, closed by close(). Default false: each acquisition has an etcd lease of its own.
+     * docs/client.md ("Sessions") says what changes, and why it is off by default.
+     */
+    public Builder sessions(boolean on) {
+      sessions = on;
+      return this;
+    }
+
     /** Events for logs, metrics and tests; see ClientEvent. Without a listener no event is even built. */
     public Builder onEvent(Consumer<ClientEvent> listener) {
       onEvent = listener;
@@ -141,6 +160,9 @@ public final class FencekeeperClient implements AutoCloseable {
   private final ThreadPoolExecutor cleanups;
   private final Set<Lease> leases = ConcurrentHashMap.newKeySet();
   private final Lease.Context leaseContext;
+  /** The sessions, by TTL in whole seconds, each opened once however many acquisitions ask; null without sessions. */
+  private final Map<Long, CompletableFuture<Session>> sessions;
+  private final Session.Host sessionHost;
   private volatile boolean closed;
 
   private FencekeeperClient(Builder b) {
@@ -169,6 +191,19 @@ public final class FencekeeperClient implements AutoCloseable {
       @Override public CompletableFuture<Void> release(FencingToken token) { return releaseInBackground(token); }
       @Override public void ended(Lease lease) { leases.remove(lease); }
     };
+    sessions = b.sessions ? new ConcurrentHashMap<>() : null;
+    sessionHost = new Session.Host() {
+      @Override public KeepAlive keepAlive() { return keepAlive; }
+      @Override public CompletableFuture<Void> close(long id) { return closeSessionInBackground(id); }
+      @Override public void forget(Session session) { forgetSession(session); }
+      @Override public boolean listening() { return onEvent != null; }
+      @Override public void emit(ClientEvent event) { FencekeeperClient.this.emit(event); }
+    };
+  }
+
+  /** Whether acquisitions go on sessions (Builder.sessions). */
+  public boolean sessions() {
+    return sessions != null;
   }
 
   /** The fenced store with explicit tokens; writes through a Lease attach its token themselves. */
@@ -268,10 +303,38 @@ public final class FencekeeperClient implements AutoCloseable {
     return Duration.ofSeconds(ttl.getSeconds(), ttl.getNanos());
   }
 
-  /** Releases every lease still held (each lost() completes at once), then closes the connections. */
+  /**
+   * The server's public keys that verify tokens (Tokens.verifyToken), by key id, the signing one first.
+   * Empty from a server that signs nothing.
+   */
+  public Map<String, PublicKey> tokenKeys() {
+    Map<String, PublicKey> keys = new LinkedHashMap<>();
+    for (TokenKey k : calls.run(s -> s.lease().listTokenKeys(ListTokenKeysRequest.getDefaultInstance()), true).getKeysList()) {
+      if (k.getAlgorithm().isEmpty() || k.getAlgorithm().equals("Ed25519")) keys.put(k.getKeyId(), Tokens.ed25519PublicKey(k.getPublicKey().toByteArray()));
+    }
+    return keys;
+  }
+
+  /**
+   * Releases every lease still held and closes every session (each lost() completes at once), then
+   * closes the connections.
+   */
   @Override
   public void close() {
     closed = true;
+    // A session's leases end with it, in one CloseSession; what is left has leases of its own.
+    List<Session> open = new ArrayList<>();
+    if (sessions != null) {
+      for (CompletableFuture<Session> opening : sessions.values()) {
+        try {
+          open.add(opening.join()); // an OpenSession under way is waited for: its session is closed too
+        } catch (RuntimeException e) {
+          // It failed to open: nothing to close.
+        }
+      }
+    }
+    for (Session session : open) session.lose(LossCause.RELEASED, null);
+    for (Session session : open) session.cleaned().join();
     List<Lease> held = new ArrayList<>(leases);
     for (Lease lease : held) lease.lose(LossCause.RELEASED, null);
     for (Lease lease : held) lease.release(); // waits for the calls started above
@@ -283,15 +346,33 @@ public final class FencekeeperClient implements AutoCloseable {
 
   private Lease acquireIn(String resource, AcquireOptions o, Context.CancellableContext context) {
     if (closed) throw closedError();
-    AcquireRequest.Builder req = AcquireRequest.newBuilder().setResource(resource).setTtl(proto(o.ttl()))
-        .setHolder(o.holder() != null ? o.holder() : holder).setWait(o.waits());
+    if (sessions != null) {
+      Lease lease = acquireOnSession(resource, o, context);
+      if (lease != null) return lease;
+    }
+    return acquireOwn(resource, o, context);
+  }
+
+  /** Sends one Acquire, waiting at most waitLimit (null: as o says), with a deadline that leaves room for the wait. */
+  private AcquireResponse acquireCall(AcquireRequest.Builder req, AcquireOptions o, Duration waitLimit) {
+    req.setHolder(o.holder() != null ? o.holder() : holder).setWait(o.waits());
     // Whole ms: a call's deadline goes out as a grpc-timeout header.
-    if (o.waitLimit() != null) req.setWaitTimeout(proto(Duration.ofMillis((o.waitLimit().toNanos() + 999_999) / 1_000_000)));
-    Duration deadline = !o.waits() ? calls.timeout : o.waitLimit() == null ? null : calls.timeout.plus(o.waitLimit());
-    Stamp sentAt = Stamp.now();
+    if (waitLimit != null) req.setWaitTimeout(proto(Duration.ofMillis((waitLimit.toNanos() + 999_999) / 1_000_000)));
+    Duration deadline = !o.waits() ? calls.timeout : waitLimit == null ? null : calls.timeout.plus(waitLimit);
     AcquireResponse res = calls.run(s -> s.lease().acquire(req.build()), false, deadline);
-    if (!res.hasToken() || !res.hasTtl()) {
-      throw new FencekeeperException("the server granted a lease without a token or a TTL", Status.Code.INTERNAL, null, Map.of(), null);
+    if (!res.hasToken()) {
+      throw new FencekeeperException("the server granted a lease without a token", Status.Code.INTERNAL, null, Map.of(), null);
+    }
+    return res;
+  }
+
+  /** An acquisition on an etcd lease of its own. */
+  private Lease acquireOwn(String resource, AcquireOptions o, Context.CancellableContext context) {
+    AcquireRequest.Builder req = AcquireRequest.newBuilder().setResource(resource).setTtl(proto(o.ttl()));
+    Stamp sentAt = Stamp.now();
+    AcquireResponse res = acquireCall(req, o, o.waitLimit());
+    if (!res.hasTtl()) {
+      throw new FencekeeperException("the server granted a lease without a TTL", Status.Code.INTERNAL, null, Map.of(), null);
     }
     FencingToken token = res.getToken();
     Duration ttl = duration(res.getTtl());
@@ -315,8 +396,135 @@ public final class FencekeeperClient implements AutoCloseable {
     Lease lease = new Lease(token, ttl, new Deadline(sentAt, ttl, answeredAt, drift), leaseContext);
     leases.add(lease);
     if (onEvent != null) emit(new ClientEvent.Acquired(token, ttl, lease.validUntil()));
-    keepAlive.add(lease, sentAt.monoNanos() + lease.interval().toNanos());
+    keepAlive.add(lease.keeper, sentAt.monoNanos() + lease.interval().toNanos());
     return lease;
+  }
+
+  /**
+   * An acquisition on the client's session of that TTL (opened if there is none, or if it was lost).
+   * Null when the session already holds or waits for the resource (ALREADY_ACQUIRED): a session takes a
+   * resource once at a time, so that acquisition goes on a lease of its own, as without sessions. A
+   * session found gone (NOT_FOUND) is lost, with its leases, and the acquisition tried once more on a new one.
+   */
+  private Lease acquireOnSession(String resource, AcquireOptions o, Context.CancellableContext context) {
+    long startedAt = System.nanoTime();
+    for (int attempt = 1; ; attempt++) {
+      Session session = session(o.ttl());
+      // A second attempt (the first one's session was lost) waits only for what is left of the wait.
+      Duration waitLimit = o.waitLimit();
+      if (waitLimit != null) {
+        waitLimit = waitLimit.minusNanos(System.nanoTime() - startedAt);
+        if (waitLimit.compareTo(Duration.ofMillis(1)) < 0) waitLimit = Duration.ofMillis(1);
+      }
+      AcquireResponse res;
+      try {
+        res = acquireCall(AcquireRequest.newBuilder().setResource(resource).setSessionId(session.id()), o, waitLimit);
+      } catch (LeaseNotFoundException e) {
+        // The session is gone (it expired, or was closed, behind the client's back): lost, with its leases.
+        session.lose(LossCause.NOT_FOUND, e);
+        if (attempt == 1) continue;
+        throw e;
+      } catch (FencekeeperException e) {
+        if ("ALREADY_ACQUIRED".equals(e.reason())) return null;
+        throw e;
+      }
+      FencingToken token = res.getToken();
+      if (session.expireIfPassed()) {
+        // The session was lost while the Acquire was on its way; the acquisition went with it.
+        if (attempt == 1) continue;
+        throw Errors.unavailable("acquire of \"" + resource + "\": its session was lost twice while acquiring; try again", null);
+      }
+      if (context.isCancelled() || closed) {
+        releaseInBackground(token).join();
+        throw new CanceledException("acquire of \"" + resource + "\" was canceled", Status.Code.CANCELLED, null, Map.of(), null);
+      }
+      Lease lease = new Lease(token, session, leaseContext);
+      leases.add(lease);
+      session.attach(lease);
+      if (onEvent != null) emit(new ClientEvent.Acquired(token, session.ttl(), lease.validUntil()));
+      return lease;
+    }
+  }
+
+  /** The open session of this TTL, shared; opened once however many acquisitions ask at once. */
+  private Session session(Duration ttl) {
+    // etcd grants whole seconds, so TTLs that round up to the same second share a session.
+    long key = (ttl.toNanos() + 999_999_999) / 1_000_000_000;
+    while (true) {
+      if (closed) throw closedError();
+      CompletableFuture<Session> mine = new CompletableFuture<>();
+      CompletableFuture<Session> opening = sessions.putIfAbsent(key, mine);
+      if (opening == null) {
+        try {
+          // Not in the caller's Context: the acquisitions that wait for this session must not be canceled with it.
+          Session session = Context.ROOT.call(() -> openSession(ttl));
+          mine.complete(session);
+          return session;
+        } catch (Exception e) {
+          sessions.remove(key, mine);
+          mine.completeExceptionally(e);
+          if (e instanceof RuntimeException r) throw r;
+          throw new IllegalStateException(e); // openSession throws no checked exception
+        }
+      }
+      Session session;
+      try {
+        session = opening.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new CanceledException("acquire was interrupted while its session opened", Status.Code.CANCELLED, null, Map.of(), e);
+      } catch (ExecutionException e) {
+        throw Errors.from(e.getCause());
+      }
+      if (!session.expireIfPassed()) return session;
+      sessions.remove(key, opening); // lost (forgetSession did this already): the next turn opens a new one
+    }
+  }
+
+  /** Opens a session of ttl and starts renewing it. */
+  private Session openSession(Duration ttl) {
+    Stamp sentAt = Stamp.now();
+    OpenSessionResponse res = calls.run(s -> s.lease().openSession(OpenSessionRequest.newBuilder().setTtl(proto(ttl)).setHolder(holder).build()), false);
+    long id = res.getSessionId();
+    Duration granted = duration(res.getTtl());
+    Stamp answeredAt = Stamp.now();
+    // As for a lease of its own: an answer that took more than a third of the TTL (a first call that set
+    // up its connection, a loaded machine) leaves little or none of the deadline; count from a Renew.
+    if (answeredAt.monoNanos() - sentAt.monoNanos() > granted.dividedBy(3).toNanos()) {
+      sentAt = Stamp.now();
+      try {
+        granted = duration(calls.run(s -> s.lease().renew(RenewRequest.newBuilder().setLeaseId(id).build()), true).getTtl());
+      } catch (RuntimeException e) {
+        closeSessionInBackground(id);
+        throw e;
+      }
+      answeredAt = Stamp.now();
+    }
+    Session session = new Session(id, granted, new Deadline(sentAt, granted, answeredAt, drift), sessionHost);
+    if (onEvent != null) emit(new ClientEvent.SessionOpened(session.id(), granted, session.deadline().validUntil()));
+    keepAlive.add(session, sentAt.monoNanos() + session.interval().toNanos());
+    return session;
+  }
+
+  /** Drops a session that ended, so that the next acquisition of its TTL opens a new one. */
+  private void forgetSession(Session session) {
+    sessions.values().removeIf(f -> f.isDone() && !f.isCompletedExceptionally() && f.join() == session);
+  }
+
+  private CompletableFuture<Void> closeSessionInBackground(long id) {
+    // Gone already, or no server answers: with renewals stopped, the session ends at its TTL either way.
+    Runnable close = () -> {
+      try {
+        calls.run(s -> s.lease().closeSession(CloseSessionRequest.newBuilder().setSessionId(id).build()), true);
+      } catch (RuntimeException e) {
+        // See above.
+      }
+    };
+    try {
+      return CompletableFuture.runAsync(close, cleanups);
+    } catch (RejectedExecutionException e) {
+      return CompletableFuture.completedFuture(null);
+    }
   }
 
   private CompletableFuture<Void> releaseInBackground(FencingToken token) {

@@ -19,8 +19,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
- * One KeepAlive stream per client, carrying the renewals of every lease it holds, and one thread that
- * decides when each is renewed and when each is lost.
+ * One KeepAlive stream per client, carrying the renewals of every lease it holds and every session it
+ * has open (both "kept" here: an etcd lease with a deadline), and one thread that decides when each is
+ * renewed and when each is lost.
  *
  * <p>Each lease is renewed every third of its TTL. There is no timer per lease: one timer is armed for
  * the earliest deadline or due renewal of all of them. When it fires, leases whose deadline has passed
@@ -49,8 +50,30 @@ final class KeepAlive implements AutoCloseable {
   /** The most lease ids the server takes in one KeepAliveRequest. */
   private static final int MAX_IDS_PER_MESSAGE = 10_000;
 
+  /**
+   * What the stream renews: a lease of its own, or a session that many leases share. Its id is the etcd
+   * lease's; its deadline moves with each confirmed renewal.
+   */
+  interface Kept {
+    long id();
+
+    /** How often it is renewed: a third of its TTL. */
+    java.time.Duration interval();
+
+    Deadline deadline();
+
+    /** Looks at the clock: lost once its deadline has passed. True once it has ended. */
+    boolean expireIfPassed();
+
+    /** A renewal sent at sentAt was answered at `at` with the TTL etcd granted. */
+    void confirmed(Stamp sentAt, java.time.Duration granted, Stamp at);
+
+    /** A renewal was answered with an error. */
+    void refused(FencekeeperException error);
+  }
+
   private static final class Entry {
-    final Lease lease;
+    final Kept lease;
     final long interval;
     /** When the next renewal is due (System.nanoTime). */
     long nextAt;
@@ -58,7 +81,7 @@ final class KeepAlive implements AutoCloseable {
     Stamp sentAt;
     Stream sentOn;
 
-    Entry(Lease lease, long nextAt) {
+    Entry(Kept lease, long nextAt) {
       this.lease = lease;
       this.interval = lease.interval().toNanos();
       this.nextAt = nextAt;
@@ -102,20 +125,20 @@ final class KeepAlive implements AutoCloseable {
     thread.setRemoveOnCancelPolicy(true);
   }
 
-  /** Keeps lease alive from now on; its first renewal is due at firstAt (System.nanoTime). */
-  void add(Lease lease, long firstAt) {
+  /** Keeps a lease or session alive from now on; its first renewal is due at firstAt (System.nanoTime). */
+  void add(Kept lease, long firstAt) {
     post(() -> {
-      entries.put(lease.token().getLeaseId(), new Entry(lease, firstAt));
+      entries.put(lease.id(), new Entry(lease, firstAt));
       arm();
     });
   }
 
-  /** Stops renewing a lease. The stream closes with the last one. */
-  void remove(Lease lease) {
+  /** Stops renewing a lease or session. The stream closes with the last one. */
+  void remove(Kept lease) {
     post(() -> {
-      Entry e = entries.get(lease.token().getLeaseId());
+      Entry e = entries.get(lease.id());
       if (e == null || e.lease != lease) return;
-      entries.remove(lease.token().getLeaseId());
+      entries.remove(lease.id());
       if (entries.isEmpty()) stop();
     });
   }
@@ -143,7 +166,7 @@ final class KeepAlive implements AutoCloseable {
     long next = Long.MAX_VALUE;
     boolean any = false;
     for (Entry e : entries.values()) {
-      long at = now + e.lease.deadline.nanosLeft();
+      long at = now + e.lease.deadline().nanosLeft();
       if (reconnect == null && e.nextAt - at < 0) at = e.nextAt;
       if (!any || at - next < 0) next = at;
       any = true;
@@ -205,7 +228,7 @@ final class KeepAlive implements AutoCloseable {
       e.sentAt = sentAt;
       e.sentOn = s;
       e.nextAt = sentAt.monoNanos() + e.interval;
-      ids.add(e.lease.token().getLeaseId());
+      ids.add(e.lease.id());
       if (ids.size() == MAX_IDS_PER_MESSAGE) {
         send(s, ids);
         ids = new ArrayList<>();
@@ -228,7 +251,7 @@ final class KeepAlive implements AutoCloseable {
     if (stream != s || e.sentOn != s || e.sentAt == null) return;
     long now = System.nanoTime();
     if (now - e.sentAt.monoNanos() < e.interval || now - s.answeredAt < e.interval) return;
-    fail(s, new IllegalStateException("no answer to a renewal of lease " + e.lease.token().getLeaseId() + " within "
+    fail(s, new IllegalStateException("no answer to a renewal of lease " + e.lease.id() + " within "
         + TimeUnit.NANOSECONDS.toMillis(e.interval) + " ms"), true);
   }
 

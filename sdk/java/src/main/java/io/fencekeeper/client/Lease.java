@@ -25,6 +25,10 @@ import java.util.function.Supplier;
  * the client's keep-alive thread, whose one timer is armed for the earliest deadline, completes lost()
  * at the deadline. Call check() right before acting on the lease.
  *
+ * <p>On a session (FencekeeperClient.Builder.sessions) the lease has its own token, loss signal,
+ * release() and writes, but the session's deadline: validUntil(), lastConfirmedAt() and ttl() are the
+ * session's, and the session's loss (DEADLINE, NOT_FOUND) is the loss of every lease on it, at once.
+ *
  * <p>AutoCloseable: try-with-resources releases it.
  */
 public final class Lease implements AutoCloseable {
@@ -48,16 +52,43 @@ public final class Lease implements AutoCloseable {
   private final FencingToken token;
   private final Duration ttl;
   final Deadline deadline;
+  /** What the KeepAlive stream renews for this lease: itself (Own), or its session. */
+  final KeepAlive.Kept keeper;
+  /** Null: a lease of its own. */
+  private final Session session;
   private final Context ctx;
   private final CompletableFuture<LeaseLostException> lost = new CompletableFuture<>();
   private volatile LeaseLostException lostWith;
   private CompletableFuture<Void> ending = DONE; // guarded by this
 
+  /** A lease of its own, kept alive by its own renewals. */
   Lease(FencingToken token, Duration ttl, Deadline deadline, Context ctx) {
     this.token = token;
     this.ttl = ttl;
     this.deadline = deadline;
+    this.keeper = new Own();
+    this.session = null;
     this.ctx = ctx;
+  }
+
+  /** A lease on a session: the session's renewals keep it alive. Session.attach it next. */
+  Lease(FencingToken token, Session session, Context ctx) {
+    this.token = token;
+    this.ttl = session.ttl();
+    this.deadline = session.deadline();
+    this.keeper = session;
+    this.session = session;
+    this.ctx = ctx;
+  }
+
+  /** The lease as the KeepAlive stream renews it, when it has an etcd lease of its own. */
+  private final class Own implements KeepAlive.Kept {
+    @Override public long id() { return token.getLeaseId(); }
+    @Override public Duration interval() { return Lease.this.interval(); }
+    @Override public Deadline deadline() { return deadline; }
+    @Override public boolean expireIfPassed() { return Lease.this.expireIfPassed(); }
+    @Override public void confirmed(Stamp sentAt, Duration granted, Stamp at) { Lease.this.confirmed(sentAt, granted, at); }
+    @Override public void refused(FencekeeperException error) { Lease.this.refused(error); }
   }
 
   /** The fencing token: send it with every write, or let the calls of this lease do it. */
@@ -65,7 +96,7 @@ public final class Lease implements AutoCloseable {
     return token;
   }
 
-  /** The TTL etcd granted. */
+  /** The TTL etcd granted (on a session: the session's). */
   public Duration ttl() {
     return ttl;
   }
@@ -83,6 +114,11 @@ public final class Lease implements AutoCloseable {
   /** When the last renewal was confirmed (or the Acquire answered). */
   public Instant lastConfirmedAt() {
     return deadline.lastConfirmedAt();
+  }
+
+  /** Whether the lease is on a session rather than on an etcd lease of its own. */
+  public boolean onSession() {
+    return session != null;
   }
 
   /** Whether the lease may still be assumed held, by the clock right now. */
@@ -196,10 +232,24 @@ public final class Lease implements AutoCloseable {
     }
   }
 
-  /** Looks at the clock: the lease is lost once its deadline has passed. True once it has ended. */
+  /**
+   * Looks at the clock: the lease is lost once its deadline has passed. On a session, the session looks,
+   * and a lease that finds it ended ends with it (also while the session is still ending the others, so
+   * that no look finds a lease held once its session is lost). True once the lease has ended.
+   */
   boolean expireIfPassed() {
-    if (lostWith == null && deadline.passed()) lose(LossCause.DEADLINE, null);
+    if (lostWith != null) return true;
+    if (session != null) {
+      if (session.expireIfPassed()) endWithSession();
+    } else if (deadline.passed()) {
+      lose(LossCause.DEADLINE, null);
+    }
     return lostWith != null;
+  }
+
+  /** The lease's session ended: the lease ends with it, for the same reason; the session's close is its cleanup. */
+  void endWithSession() {
+    end(session.endedWith(), session.cause(), session.cleaned());
   }
 
   /** A renewal sent at sentAt was answered at `at` with the TTL etcd granted. */
@@ -221,25 +271,35 @@ public final class Lease implements AutoCloseable {
     else if (ctx.listening()) ctx.emit(new ClientEvent.RenewalFailed(token, error));
   }
 
-  /** Ends the lease, once: renewals stop, the server is told unless it said the lease is gone, lost() completes. */
+  /**
+   * Ends the lease on its own, once: renewals stop (on a session: the session lives on without it), the
+   * server is told unless it said the lease is gone, lost() completes.
+   */
   void lose(LossCause why, Throwable cause) {
+    end(why, cause, null);
+  }
+
+  /** Ends the lease, once; cleanup: the session's close when the lease ends with its session, else null. */
+  private void end(LossCause why, Throwable cause, CompletableFuture<Void> cleanup) {
     LeaseLostException error;
     synchronized (this) {
       if (lostWith != null) return;
-      error = new LeaseLostException(message(why, cause), why, token, deadline.validUntil(), deadline.lastConfirmedAt(), Instant.now(), cause);
+      error = new LeaseLostException(message(why, cause, cleanup != null), why, token, deadline.validUntil(), deadline.lastConfirmedAt(), Instant.now(), cause);
       lostWith = error;
       // A lease the server says is gone needs no release; one past its deadline may still be held in etcd.
-      ending = why == LossCause.NOT_FOUND ? DONE : ctx.release(token);
+      ending = cleanup != null ? cleanup : why == LossCause.NOT_FOUND ? DONE : ctx.release(token);
     }
-    ctx.keepAlive().remove(this);
+    if (session == null) ctx.keepAlive().remove(keeper);
+    else if (cleanup == null) session.detach(this);
     ctx.ended(this);
     lost.complete(error);
     if (why == LossCause.RELEASED || why == LossCause.CANCELED) ctx.emit(new ClientEvent.Released(token));
     else ctx.emit(new ClientEvent.Lost(error));
   }
 
-  private String message(LossCause why, Throwable cause) {
-    String lease = "the lease on \"" + token.getResource() + "\" (generation " + token.getGeneration() + ")";
+  private String message(LossCause why, Throwable cause, boolean withSession) {
+    String lease = "the lease on \"" + token.getResource() + "\" (generation " + token.getGeneration()
+        + (withSession ? ", on session " + token.getLeaseId() + ", which ended" : "") + ")";
     return switch (why) {
       case DEADLINE -> lease + " is lost: no renewal was confirmed before its deadline " + deadline.validUntil();
       case NOT_FOUND -> lease + " is lost: the server says it expired or was released";

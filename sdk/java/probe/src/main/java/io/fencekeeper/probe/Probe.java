@@ -27,14 +27,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * The Java client library's test probe, a process that test/sdk/java.test.ts drives:
  *
  * <pre>
- * fk-sdk-probe scenario --server URL --resource R
+ * fk-sdk-probe scenario --server URL --resource R [--sessions true]
  *     the conformance scenario of test/conformance/SCENARIO.md through the library; "ok ..." per step,
- *     exit 0, or "FAIL ..." on stderr and exit 1
+ *     exit 0, or "FAIL ..." on stderr and exit 1. With sessions, A and B acquire on sessions, and a last
+ *     step checks what sessions promise (Sessions.java)
  * fk-sdk-probe semantics --server URL --resource PREFIX
  *     the library's own promises (Semantics.java), on resources named PREFIX-...; output as scenario's
- * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N]
- *     acquires R and holds it, printing one JSON line per event with its wall-clock time "at" (ms):
- *     granted (token, valid_until), renewed (sent_at, confirmed_at, valid_until), stream-opened,
+ * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N] [--sessions true]
+ *     acquires R (on a session with --sessions true) and holds it, printing one JSON line per event with
+ *     its wall-clock time "at" (ms): granted (token, valid_until), renewed (sent_at, confirmed_at,
+ *     valid_until), session-opened (session_id), session-renewed (as renewed), stream-opened,
  *     stream-failed, lost (why, valid_until, last_seen_held_at: the last time a look found it held).
  *     With --write-every-ms, a worker thread writes key "worker" through the lease that often, as a
  *     program acting on its lease would, and prints each outcome ("put", source "worker"), until one is
@@ -49,7 +51,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  */
 public final class Probe {
-  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key");
+  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions");
 
   private Probe() {}
 
@@ -66,10 +68,13 @@ public final class Probe {
         path(flags.get("tls-ca")), path(flags.get("tls-cert")), path(flags.get("tls-key")));
     if (!args[0].equals("hold")) {
       try {
-        if (args[0].equals("scenario")) Scenario.run(flags.get("server"), credentials, flags.get("resource"));
+        if (args[0].equals("scenario")) Scenario.run(flags.get("server"), credentials, flags.get("resource"), sessions(flags));
         else Semantics.run(flags.get("server"), credentials, flags.get("resource"));
-      } catch (Scenario.Unexpected | FencekeeperException e) {
+      } catch (Scenario.Unexpected e) {
         System.err.println("FAIL " + e.getMessage());
+        System.exit(1);
+      } catch (FencekeeperException e) {
+        System.err.println("FAIL " + e.getClass().getSimpleName() + " " + e.code() + " " + e.reason() + ": " + e.getMessage());
         System.exit(1);
       }
       System.exit(0);
@@ -85,6 +90,7 @@ public final class Probe {
         .servers(flags.get("server"))
         .holder(flags.getOrDefault("holder", "java-probe"))
         .credentials(credentials)
+        .sessions(sessions(flags))
         .onEvent(Probe::report)
         .build();
     Lease lease = client.acquire(resource, AcquireOptions.ttl(ttl).waitForever());
@@ -167,6 +173,13 @@ public final class Probe {
   private static void report(ClientEvent event) {
     if (event instanceof ClientEvent.Renewed r) {
       say("renewed", "sent_at", ms(r.sentAt()), "confirmed_at", ms(r.confirmedAt()), "valid_until", ms(r.validUntil()));
+    } else if (event instanceof ClientEvent.SessionOpened o) {
+      say("session-opened", "session_id", Long.toString(o.sessionId()), "valid_until", ms(o.validUntil()));
+    } else if (event instanceof ClientEvent.SessionRenewed r) {
+      say("session-renewed", "session_id", Long.toString(r.sessionId()), "sent_at", ms(r.sentAt()), "confirmed_at", ms(r.confirmedAt()),
+          "valid_until", ms(r.validUntil()));
+    } else if (event instanceof ClientEvent.SessionEnded e) {
+      say("session-ended", "session_id", Long.toString(e.sessionId()), "why", e.why().name(), "leases", e.leases());
     } else if (event instanceof ClientEvent.StreamOpened o) {
       say("stream-opened", "url", o.url());
     } else if (event instanceof ClientEvent.StreamFailed f) {
@@ -204,13 +217,17 @@ public final class Probe {
     return instant.toEpochMilli();
   }
 
+  private static boolean sessions(Map<String, String> flags) {
+    return Boolean.parseBoolean(flags.getOrDefault("sessions", "false"));
+  }
+
   private static Path path(String file) {
     return file == null ? null : Path.of(file);
   }
 
   private static void usage() {
     System.err.println("usage: fk-sdk-probe scenario|semantics|hold --server URL[,URL] --resource R [--ttl-ms N] [--holder H] [--write-every-ms N]"
-        + " [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]");
+        + " [--sessions true] [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]");
     System.exit(2);
   }
 }

@@ -16,11 +16,14 @@ import io.fencekeeper.client.Ownership;
 import io.fencekeeper.client.ResourceHeldException;
 import io.fencekeeper.client.StaleTokenException;
 import io.fencekeeper.client.Store;
+import io.fencekeeper.client.Tokens;
 import io.fencekeeper.client.WriteOptions;
 import io.fencekeeper.v1.FenceMode;
 import io.fencekeeper.v1.FencingToken;
 import java.nio.charset.StandardCharsets;
+import java.security.PublicKey;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -41,19 +44,20 @@ final class Scenario {
     }
   }
 
-  private interface Call {
+  interface Call {
     void run() throws Exception;
   }
 
   private Scenario() {}
 
-  static void run(String server, Credentials credentials, String resource) throws Exception {
+  /** With sessions, A and B acquire on sessions, and a last step (Sessions.java) checks what sessions promise. */
+  static void run(String server, Credentials credentials, String resource, boolean sessions) throws Exception {
     AtomicInteger renewals = new AtomicInteger();
-    try (FencekeeperClient a = client(server, credentials, "java-a", e -> {
-          if (e instanceof ClientEvent.Renewed) renewals.incrementAndGet();
+    try (FencekeeperClient a = client(server, credentials, "java-a", sessions, e -> {
+          if (e instanceof ClientEvent.Renewed || e instanceof ClientEvent.SessionRenewed) renewals.incrementAndGet();
         });
-        FencekeeperClient b = client(server, credentials, "java-b", null);
-        FencekeeperClient observer = client(server, credentials, "java-observer", null);
+        FencekeeperClient b = client(server, credentials, "java-b", sessions, null);
+        FencekeeperClient observer = client(server, credentials, "java-observer", false, null);
         Observation observed = observer.observe(resource)) {
       // 1. Observe.
       Ownership first = observed.next(Duration.ofSeconds(10));
@@ -65,7 +69,16 @@ final class Scenario {
       FencingToken tokenA = leaseA.token();
       check(tokenA.getResource().equals(resource) && tokenA.getGeneration() > 0 && leaseA.ttl().equals(TTL),
           "acquire: expected a token for " + resource + " with a positive generation and ttl 2s, got " + tokenA + " ttl " + leaseA.ttl());
-      step("acquire: generation " + tokenA.getGeneration() + ", lease " + tokenA.getLeaseId());
+      check(leaseA.onSession() == sessions, "acquire: expected the lease " + (sessions ? "on a session" : "of its own"));
+      step("acquire: generation " + tokenA.getGeneration() + ", lease " + tokenA.getLeaseId() + (sessions ? " (a session)" : ""));
+
+      // The token verifies offline with the server's keys; altered, it does not.
+      Map<String, PublicKey> keys = a.tokenKeys();
+      FencingToken altered = tokenA.toBuilder().setGeneration(tokenA.getGeneration() + 1).build();
+      Tokens.Verification verified = Tokens.verifyToken(tokenA, keys);
+      check(verified == Tokens.Verification.OK && Tokens.verifyToken(altered, keys) == Tokens.Verification.BAD_SIGNATURE,
+          "acquire: expected the token to verify and an altered one not to, got " + verified + ", " + Tokens.verifyToken(altered, keys));
+      step("acquire: the token verifies offline (key " + tokenA.getKeyId() + ")");
 
       // 3. Put, through the lease, in FENCE_MODE_ORDER with an idempotency key.
       String valueA = "hello from java-a";
@@ -132,16 +145,17 @@ final class Scenario {
       leaseB.release();
       step("clean up");
     }
+    if (sessions) Sessions.run(server, credentials, resource);
   }
 
-  private static FencekeeperClient client(String server, Credentials credentials, String holder, java.util.function.Consumer<ClientEvent> events) {
-    FencekeeperClient.Builder builder = FencekeeperClient.builder().servers(server).holder(holder).credentials(credentials);
+  static FencekeeperClient client(String server, Credentials credentials, String holder, boolean sessions, java.util.function.Consumer<ClientEvent> events) {
+    FencekeeperClient.Builder builder = FencekeeperClient.builder().servers(server).holder(holder).credentials(credentials).sessions(sessions);
     if (events != null) builder.onEvent(events);
     return builder.build();
   }
 
   /** Runs call and checks that it fails with an exception of type and, unless null, with that ErrorInfo reason. */
-  private static <T extends FencekeeperException> T expect(Call call, Class<T> type, String reason) throws Exception {
+  static <T extends FencekeeperException> T expect(Call call, Class<T> type, String reason) throws Exception {
     try {
       call.run();
     } catch (FencekeeperException e) {
@@ -172,11 +186,11 @@ final class Scenario {
     }
   }
 
-  private static void check(boolean condition, String message) {
+  static void check(boolean condition, String message) {
     if (!condition) throw new Unexpected(message);
   }
 
-  private static void step(String message) {
+  static void step(String message) {
     System.out.println("ok " + message);
   }
 
