@@ -31,6 +31,8 @@ export interface ProfileOptions {
   resources: number;
   /** Calm between two faults, ms. */
   calmMs: [number, number];
+  /** Ends the run after this long even short of its operations (once every fault happened); 0: no limit. */
+  maxMs?: number;
   /** Samples RSS and open descriptors every this many ms (0: not at all). */
   soakIntervalMs: number;
   log?: (line: string) => void;
@@ -126,7 +128,8 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     // once, in an order of its own.
     let queue: Nemesis[] = [];
     let lastReport = 0;
-    const done = () => ops.length >= o.ops && [...faults.values()].every((n) => n > 0);
+    const enough = () => ops.length >= o.ops || (o.maxMs !== undefined && o.maxMs > 0 && Date.now() - started > o.maxMs);
+    const done = () => enough() && [...faults.values()].every((n) => n > 0);
     while (!done()) {
       await sleep(rng.int(...o.calmMs));
       for (const r of replicas) r.trimLogs();
