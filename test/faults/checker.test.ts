@@ -107,6 +107,14 @@ describe("faults: the checker", () => {
     expect(v.order).to.equal(0);
   });
 
+  it("live: a LIVE write accepted after its Release was answered", () => {
+    // etcd's history alone is fine (a's owner key goes at 5, after its delete at 4); the answers are not:
+    // the delete was invoked after the Release had been answered.
+    const release: Op = { client: "a", via: "grpc", seq: 0, kind: "release", t0: ++clock, t1: ++clock, resource: R, outcome: "ok", gen: "2", lease: String(A) };
+    const o = [ops[0], ops[1], release, write("a.3", 2, A, [["k0", null]], "ok", 4), ...ops.slice(3)];
+    expect(violations(o, events)).to.deep.equal({ ...NONE, live: 1 });
+  });
+
   it("order: a write of an older generation after a newer one wrote", () => {
     const more = [...events, ...mutation(8, 2, [["k2", "a.4/0"]])];
     const v = violations([...ops, write("a.4", 2, A, [["k2", "a.4/0"]], "ok", 8, "order")], more);

@@ -252,6 +252,20 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
       if (i >= 0 && maxBefore[i] >= BigInt(b.gen!)) violate("owners", () => `"${r}": ${b.holder} was granted generation ${b.gen}, invoked after a grant of generation ${maxBefore[i]} was answered`);
     }
   }
+  // A lease reported gone (its Release answered, or a Renew answered NOT_FOUND) takes no LIVE write
+  // invoked after that answer: etcd is linearizable, so such a write commits after the loss.
+  const goneAt = new Map<string, number>();
+  for (const op of ops) {
+    if ((op.kind === "release" && op.outcome === "ok") || (op.kind === "renew" && op.reason === "LEASE_NOT_FOUND")) {
+      const id = `${op.resource}|${op.gen}|${op.lease}`;
+      goneAt.set(id, Math.min(goneAt.get(id) ?? Infinity, op.t1));
+    }
+  }
+  for (const op of ops) {
+    if (!isWrite(op) || op.mode !== "live" || op.outcome !== "ok" || op.replayed) continue;
+    const gone = goneAt.get(`${op.resource}|${op.gen}|${op.lease}`);
+    if (gone !== undefined && op.t0 > gone) violate("live", () => `"${op.resource}": LIVE write ${op.write} of generation ${op.gen} accepted at revision ${op.rev}, invoked ${op.t0 - gone} ms after its lease was reported gone`);
+  }
   // The final contents: each key as its last committed write left it, and as the history replays it.
   const finalByResource = new Map<string, Map<string, IKeyValue>>(resources.map((r) => [r, new Map()]));
   for (const kv of truth.final) {
