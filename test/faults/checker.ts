@@ -66,6 +66,8 @@ interface ResourceState {
   fence: bigint;
   data: Map<string, string>;
   granted: Set<bigint>;
+  /** Grants whose Acquire was answered LEASE_NOT_FOUND: nobody has their token. */
+  orphans: Set<bigint>;
 }
 
 export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: string[]): CheckResult {
@@ -124,7 +126,7 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
     else b.data.push({ key: keys.storeKey(resource, e.kv.key), value: e.type === "put" ? e.kv.value.toString() : null });
   }
 
-  const states = new Map<string, ResourceState>(resources.map((r) => [r, { lastGrant: 0n, fence: 0n, data: new Map(), granted: new Set() }]));
+  const states = new Map<string, ResourceState>(resources.map((r) => [r, { lastGrant: 0n, fence: 0n, data: new Map(), granted: new Set(), orphans: new Set() }]));
   let grants = 0;
   const grantOf = new Map<string, { gen: bigint; lease: bigint }>();
   for (const b of batches.values()) {
@@ -169,6 +171,7 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
       if (g.status === "fail") violate("refused", () => `${where}: write ${g.id} was answered ${g.attempts.map((a) => a.reason ?? a.code).join(", ")} and yet applied`);
       if (b.fence !== g.gen) violate("order", () => `${where}: write ${g.id} of generation ${g.gen} committed with the fence set to ${b.fence}`);
       if (s.fence > g.gen) violate("order", () => `${where}: write ${g.id} of generation ${g.gen} accepted after the fence reached ${s.fence}`);
+      if (s.orphans.has(g.gen)) violate("owners", () => `${where}: write ${g.id} under generation ${g.gen}, whose Acquire was refused`);
       if (!s.granted.has(g.gen)) violate("order", () => `${where}: write ${g.id} of generation ${g.gen}, which was never granted before it`);
       if (g.mode === "live" && (s.owner?.gen !== g.gen || s.owner.lease !== g.lease)) {
         violate("live", () => `${where}: LIVE write ${g.id} of generation ${g.gen} (lease ${g.lease}) committed while the owner was ${s.owner ? `generation ${s.owner.gen} (lease ${s.owner.lease})` : "nobody"}`);
@@ -199,7 +202,13 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
       if (o.generation <= s.lastGrant) violate("owners", () => `${where}: generation ${o.generation} granted after generation ${s.lastGrant}`);
       const acq = acquireByHolder.get(o.holder);
       if (!acq) violate("owners", () => `${where}: a grant to "${o.holder}", which no Acquire of the history asked for`);
-      else if (acq.outcome === "fail" || acq.outcome === "unsent") violate("owners", () => `${where}: a grant to ${o.holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
+      else if (acq.outcome === "fail" || acq.outcome === "unsent") {
+        // An Acquire whose lease ended before the grant could be answered (LEASE_NOT_FOUND) leaves a
+        // grant in etcd that nobody holds a token of: it must end with its lease, and nothing may be
+        // written under it. Any other refusal must not have granted anything.
+        if (acq.reason === "LEASE_NOT_FOUND") s.orphans.add(o.generation);
+        else violate("owners", () => `${where}: a grant to ${o.holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
+      }
       s.owner = { gen: o.generation, lease: o.leaseId, holder: o.holder };
       s.lastGrant = o.generation;
       s.granted.add(o.generation);
@@ -210,6 +219,10 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
       if (d.value === null) s.data.delete(d.key);
       else s.data.set(d.key, d.value);
     }
+  }
+
+  for (const [r, s] of states) {
+    if (s.owner && s.orphans.has(s.owner.gen)) violate("owners", () => `"${r}": the grant of generation ${s.owner!.gen}, whose Acquire was refused, still owns it at the end`);
   }
 
   // --- what the answers claimed, against what etcd kept ---

@@ -2,10 +2,13 @@
 // through fault proxies) on two replicas and a 3-member etcd cluster, every fault of the nemesis at
 // least once, and the checker's verdict on the whole history: no violation of any property.
 // FAULTS_SEED=<seed> replays a run's choices; the seed is printed first.
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { expect } from "chai";
 import { PROPERTIES, type Property } from "./checker.js";
 import { runProfile, SHORT, type RunResult } from "./profile.js";
-import { report } from "./report.js";
+import { report, totalViolations } from "./report.js";
 
 describe("faults: the short profile", function () {
   this.timeout(600_000);
@@ -16,6 +19,11 @@ describe("faults: the short profile", function () {
     console.log(`      fault run seed ${seed} (FAULTS_SEED=${seed} reproduces it)`);
     run = await runProfile({ ...SHORT, seed });
     console.log(report(run).replace(/^/gm, "      "));
+    if (totalViolations(run) > 0) {
+      const file = join(tmpdir(), `fencekeeper-faults-${seed}.jsonl`);
+      writeFileSync(file, run.ops.map((op) => JSON.stringify(op)).join("\n") + "\n");
+      console.log(`      the history of this run: ${file}`);
+    }
   });
 
   it(`runs at least ${SHORT.ops} operations and injects every fault`, () => {

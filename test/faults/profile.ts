@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { KeyLayout } from "../../server/etcd/keys.js";
 import { check, type CheckResult } from "./checker.js";
 import { EtcdCluster } from "./etcd-cluster.js";
-import { readHistory } from "./etcd-history.js";
+import { readHistory, type EtcdTruth } from "./etcd-history.js";
 import { FaultProxy } from "./fault-proxy.js";
 import { parseOp, type Op } from "./history.js";
 import { inject, NEMESES, type Nemesis, type Victim, type World } from "./nemesis.js";
@@ -18,7 +18,7 @@ import { Soak, type SoakSummary } from "./soak.js";
 import type { WorkerConfig } from "./worker.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const PREFIX = "/fk-faults/";
+export const PREFIX = "/fk-faults/";
 /** The TTLs the workers ask for are 2 and 3 s. */
 const MAX_TTL_MS = 3_000;
 
@@ -47,6 +47,8 @@ export interface RunResult {
   faults: Map<Nemesis, number>;
   faultLog: string[];
   check: CheckResult;
+  truth: EtcdTruth;
+  resources: string[];
   soak?: SoakSummary[];
   durationMs: number;
 }
@@ -107,6 +109,18 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   const workers: WorkerProcess[] = [];
   const proxies: FaultProxy[] = [];
   let soak: Soak | undefined;
+  // However this process ends (short of SIGKILL), the replicas and clients it started end with it, as
+  // the etcd members do (etcd-cluster.ts).
+  const killAll = () => {
+    for (const pid of [...replicas.map((r) => r.pid), ...workers.map((w) => w.process.pid)]) {
+      try {
+        if (pid) process.kill(pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+  };
+  process.once("exit", killAll);
   try {
     for (let i = 0; i < o.replicas; i++) replicas.push(await Replica.start(`r${i}`, cluster.endpoints, PREFIX));
     log(`etcd ${cluster.endpoints.join(" ")}; replicas ${replicas.map((r) => r.url).join(" ")}`);
@@ -151,8 +165,9 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     const truth = await readHistory(cluster.endpoints, PREFIX);
     log(`${truth.events.length} etcd events up to revision ${truth.revision}; checking`);
     const result = check(ops, truth, new KeyLayout(PREFIX), resources);
-    return { options: o, ops, faults, faultLog, check: result, soak: soakSummary, durationMs: Date.now() - started };
+    return { options: o, ops, faults, faultLog, check: result, truth, resources, soak: soakSummary, durationMs: Date.now() - started };
   } finally {
+    process.removeListener("exit", killAll);
     soak?.stop();
     for (const w of workers) if (w.process.exitCode === null && w.process.signalCode === null) w.process.kill("SIGKILL");
     await Promise.all(proxies.map((p) => p.close()));

@@ -184,10 +184,19 @@ async function renew(held: Held): Promise<Outcome> {
 async function release(held: Held): Promise<void> {
   const { token } = held;
   await record({ kind: "release", resource: token.resource, gen: String(token.generation), lease: String(token.leaseId) }, async () => {
-    if (held.lease) await held.lease.release();
-    else await some().lease.release({ token: toProto(token) }, { timeoutMs: CALL_TIMEOUT_MS });
+    if (held.lease) {
+      // The SDK's release() never fails (the lease ends at its TTL anyway): it says nothing of the
+      // server's answer, so the history may not count it as a confirmed release.
+      await held.lease.release();
+      throw new NoVerdict("the SDK's release() does not report the server's answer");
+    }
+    await some().lease.release({ token: toProto(token) }, { timeoutMs: CALL_TIMEOUT_MS });
     return {};
   });
+}
+
+class NoVerdict extends Error {
+  override name = "NoVerdict";
 }
 
 /** Tokens this client held before: writing under one is what a holder that missed its loss does. */
