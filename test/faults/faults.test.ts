@@ -1,7 +1,7 @@
 // The short fault profile: random operations from eight clients (plain gRPC and the SDK, half of them
 // through fault proxies) on two replicas and a 3-member etcd cluster, every fault of the nemesis at
 // least once, and the checker's verdict on the whole history: no violation of any property.
-// FAULTS_SEED=<seed> replays a run's choices; the seed is printed first.
+// The seed (fixed; FAULTS_SEED=<seed> replays another run's choices) is printed first.
 import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,7 +12,8 @@ import { report, totalViolations } from "./report.js";
 
 describe("faults: the short profile", function () {
   this.timeout(600_000);
-  const seed = Number(process.env.FAULTS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+  // A fixed seed, so that every run of the suite makes the same choices; FAULTS_SEED tries others.
+  const seed = Number(process.env.FAULTS_SEED ?? 11);
   let run: RunResult;
 
   before(async function () {
