@@ -1,0 +1,53 @@
+// The truth of a run, read back from etcd after it: every change under the servers' prefix, revision by
+// revision from the first (a watch from revision 1 replays etcd's whole history; nothing compacts it
+// during a run: the servers do not compact, and the cluster runs without auto-compaction), and the
+// final contents. A sentinel key written last tells the watch where the history ends.
+import { Etcd3, type IKeyValue } from "etcd3";
+
+export interface EtcdEvent {
+  type: "put" | "delete";
+  /** The revision of the change (a delete's kv carries it as its mod revision). */
+  rev: bigint;
+  kv: IKeyValue;
+}
+
+export interface EtcdTruth {
+  events: EtcdEvent[];
+  /** Every key under the prefix at the end, with its value and revisions. */
+  final: IKeyValue[];
+  revision: bigint;
+}
+
+export async function readHistory(endpoints: string[], prefix: string, timeoutMs = 300_000): Promise<EtcdTruth> {
+  const client = new Etcd3({ hosts: endpoints });
+  try {
+    const sentinel = `${prefix}~end-of-history`;
+    const final = (await client.getAll().prefix(prefix).exec()).kvs;
+    const { header } = await client.put(sentinel).value("end").exec();
+    const end = BigInt(header.revision);
+    const events: EtcdEvent[] = [];
+    const watcher = await client.watch().prefix(prefix).startRevision("1").create();
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`the history watch did not reach revision ${end} within ${timeoutMs} ms`)), timeoutMs);
+      watcher.on("data", (res) => {
+        for (const e of res.events) {
+          const rev = BigInt(e.kv.mod_revision);
+          if (rev >= end) {
+            clearTimeout(t);
+            resolve();
+            return;
+          }
+          events.push({ type: e.type === "Put" ? "put" : "delete", rev, kv: e.kv });
+        }
+      });
+      watcher.on("error", (err) => {
+        clearTimeout(t);
+        reject(err);
+      });
+    });
+    await watcher.cancel();
+    return { events, final: final.filter((kv) => kv.key.toString() !== sentinel), revision: end };
+  } finally {
+    client.close();
+  }
+}

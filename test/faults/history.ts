@@ -1,0 +1,61 @@
+// The history of a run: every operation a client invoked, when, with what, and what came back. Workers
+// write one Op per line (JSON) as each answer arrives; the runner collects them. Numbers that are etcd
+// revisions or lease ids travel as decimal strings.
+
+export type OpKind = "acquire" | "renew" | "release" | "put" | "delete" | "txn";
+
+/**
+ * ok: the server said it was done. fail: the server said it was refused, and so not done.
+ * ambiguous: no verdict (timeout, UNAVAILABLE, a cut connection): done or not, only etcd's history
+ * can tell. unsent: the client refused on its own before sending (the SDK's lease already lost).
+ */
+export type Outcome = "ok" | "fail" | "ambiguous" | "unsent";
+
+export type Via = "sdk" | "grpc";
+
+export interface Op {
+  client: string;
+  via: Via;
+  /** The operation's number within its client. */
+  seq: number;
+  kind: OpKind;
+  /** Invoked and answered, ms since the epoch (one clock: every process runs on this machine). */
+  t0: number;
+  t1: number;
+  resource: string;
+  outcome: Outcome;
+  /** The gRPC code name, and the ErrorInfo reason, of a failure. */
+  code?: string;
+  reason?: string;
+  /** The error's message, cut short. */
+  message?: string;
+  // acquire
+  wait?: boolean;
+  /** The holder label sent with Acquire, unique per acquisition: the owner key's value names it. */
+  holder?: string;
+  // the token used (writes, renew, release) or granted (acquire)
+  gen?: string;
+  lease?: string;
+  // writes
+  mode?: "order" | "live";
+  idem?: string;
+  /** One write and its retries share this id; their requests are identical. */
+  write?: string;
+  attempt?: number;
+  /** What the write does, key by key: a value to put, or null to delete. Put values are unique in a run. */
+  effects?: [string, string | null][];
+  /** Where it committed (ok writes). */
+  rev?: string;
+  replayed?: boolean;
+}
+
+export function parseOp(line: string): Op | undefined {
+  try {
+    const v = JSON.parse(line) as Op;
+    return typeof v.kind === "string" && typeof v.client === "string" ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export const isWrite = (op: Op) => op.kind === "put" || op.kind === "delete" || op.kind === "txn";

@@ -1,0 +1,45 @@
+// `npm run faults -- [--ops N] [--seed S] [--short] [--max-minutes M] [--history file.jsonl]`: a fault
+// run, its table and its fault log; exits 1 when the checker found a violation. The long profile by
+// default (8 clients, 3 replicas, RSS and open descriptors sampled), the short one (npm test's) with
+// --short. --max-minutes ends a run short of its operations (it still has every fault once).
+// --history keeps the run (client history, and etcd's beside it); `--recheck file.jsonl` checks a kept
+// run again.
+import { KeyLayout } from "../../server/etcd/keys.js";
+import { check, PROPERTIES, type Property } from "./checker.js";
+import { LONG, PREFIX, runProfile, SHORT, type ProfileOptions } from "./profile.js";
+import { report, totalViolations } from "./report.js";
+import { loadRun, saveRun } from "./saved-run.js";
+
+const args = process.argv.slice(2);
+const flag = (name: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+// Ctrl-C: exit through the exit handlers, which stop every process the run started.
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
+
+const recheck = flag("--recheck");
+if (recheck) {
+  const { ops, truth, resources } = loadRun(recheck);
+  const r = check(ops, truth, new KeyLayout(PREFIX), resources);
+  console.log(`${ops.length} operations, ${truth.events.length} etcd events`);
+  for (const p of Object.keys(PROPERTIES) as Property[]) console.log(`${p.padEnd(10)} ${String(r.violations[p].count).padStart(6)}  ${r.violations[p].first ?? "-"}`);
+  process.exit(Object.values(r.violations).every((v) => v.count === 0) ? 0 : 1);
+}
+
+const seed = Number(flag("--seed") ?? process.env.FAULTS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const short = args.includes("--short");
+const options: ProfileOptions = short
+  ? { ...SHORT, seed, ops: Number(flag("--ops") ?? SHORT.ops) }
+  : { ...LONG, seed, ops: Number(flag("--ops") ?? 100_000) };
+console.log(`seed ${seed}`);
+const maxMinutes = Number(flag("--max-minutes") ?? 0);
+const result = await runProfile({ ...options, maxMs: maxMinutes * 60_000, log: (l) => console.log(l) });
+console.log("\nfaults injected:\n  " + result.faultLog.join("\n  "));
+console.log("\n" + report(result));
+const historyFile = flag("--history");
+if (historyFile) {
+  saveRun(historyFile, result.ops, result.truth, result.resources);
+  console.log(`history: ${historyFile} (etcd's: ${historyFile}.etcd.json)`);
+}
+process.exit(totalViolations(result) === 0 ? 0 : 1);

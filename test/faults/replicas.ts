@@ -1,0 +1,53 @@
+// The fencekeeper server replicas of a fault run: each on a loopback port of its own that it keeps
+// across restarts (so that clients, and the proxies in front of them, find it again), all given every
+// endpoint of the etcd cluster and one key prefix. Started by the test harness's startServer.
+import { freePort } from "../../server/etcd/embedded.js";
+import { startServer, type TestServer } from "../harness/server.js";
+
+export class Replica {
+  server?: TestServer;
+
+  private constructor(
+    readonly name: string,
+    readonly port: number,
+    private readonly etcd: string[],
+    private readonly prefix: string,
+  ) {}
+
+  static async start(name: string, etcd: string[], prefix: string): Promise<Replica> {
+    const r = new Replica(name, await freePort(), etcd, prefix);
+    await r.restart();
+    return r;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.server?.process.pid;
+  }
+
+  /** Starts it (again) on its port. */
+  async restart(): Promise<void> {
+    // The last --listen and --log-level win over startServer's own.
+    this.server = await startServer({ etcd: this.etcd.join(","), prefix: this.prefix, args: ["--listen", `127.0.0.1:${this.port}`, "--log-level", "info"] });
+  }
+
+  /** SIGKILL: a crash, nothing cleaned up. */
+  async kill(): Promise<void> {
+    await this.server?.stop("SIGKILL");
+    this.server = undefined;
+  }
+
+  async stop(): Promise<void> {
+    await this.server?.stop("SIGTERM");
+    this.server = undefined;
+  }
+
+  /** Keeps the last lines the server logged, so that a long run does not hold all of them. */
+  trimLogs(keep = 200): void {
+    const logs = this.server?.logs;
+    if (logs && logs.length > keep) logs.splice(0, logs.length - keep);
+  }
+}

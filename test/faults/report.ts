@@ -1,0 +1,55 @@
+// The table a fault run prints: operations by kind and outcome, faults by kind, what became of the
+// writes, violations per property (with the first example), and the soak figures of a long run.
+import { PROPERTIES, type Property } from "./checker.js";
+import type { OpKind, Outcome } from "./history.js";
+import type { RunResult } from "./profile.js";
+
+const KINDS: OpKind[] = ["acquire", "renew", "release", "put", "delete", "txn"];
+const OUTCOMES: Outcome[] = ["ok", "fail", "ambiguous", "unsent"];
+
+export function totalViolations(r: RunResult): number {
+  return Object.values(r.check.violations).reduce((a, v) => a + v.count, 0);
+}
+
+export function report(r: RunResult): string {
+  const lines: string[] = [];
+  const row = (cells: (string | number)[], widths: number[]) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join("  ");
+  const o = r.options;
+  lines.push(`fault run: seed ${o.seed} (FAULTS_SEED=${o.seed} reproduces its choices), ${r.ops.length} operations, ${o.workers} clients, ${o.replicas} replicas, 3 etcd members, ${(r.durationMs / 1000).toFixed(0)} s`);
+  lines.push("");
+  const w1 = [10, 8, 8, 10, 8, 8];
+  lines.push(row(["operation", ...OUTCOMES, "total"], w1));
+  const total = Object.fromEntries(OUTCOMES.map((x) => [x, 0])) as Record<Outcome, number>;
+  for (const k of KINDS) {
+    const of = r.ops.filter((op) => op.kind === k);
+    const counts = OUTCOMES.map((x) => of.filter((op) => op.outcome === x).length);
+    counts.forEach((n, i) => (total[OUTCOMES[i]] += n));
+    lines.push(row([k, ...counts, of.length], w1));
+  }
+  lines.push(row(["all", ...OUTCOMES.map((x) => total[x]), r.ops.length], w1));
+  lines.push("");
+  const reasons = new Map<string, number>();
+  for (const op of r.ops) if (op.outcome !== "ok") reasons.set(`${op.kind} ${op.outcome} ${op.reason ?? op.code}`, (reasons.get(`${op.kind} ${op.outcome} ${op.reason ?? op.code}`) ?? 0) + 1);
+  lines.push("failures by reason: " + [...reasons].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join("; "));
+  lines.push("");
+  lines.push(row(["fault", "count"], [20, 6]));
+  for (const [k, n] of r.faults) lines.push(row([k, n], [20, 6]));
+  lines.push("");
+  const w = r.check.writes;
+  lines.push(`writes (a write and its retries once): ${w.acknowledged} acknowledged, ${w.refused} refused, ambiguous ${w.ambiguousCommitted + w.ambiguousNotCommitted} (${w.ambiguousCommitted} committed, ${w.ambiguousNotCommitted} not, by etcd's history); ${r.check.grants} grants; ${r.check.events} etcd events`);
+  lines.push("");
+  lines.push(row(["property", "violations"], [10, 10]) + "  first example");
+  for (const [p, text] of Object.entries(PROPERTIES)) {
+    const v = r.check.violations[p as Property];
+    lines.push(row([p, v.count], [10, 10]) + `  ${v.first ?? "-"}`);
+    lines.push(`${" ".repeat(22)}(${text})`);
+  }
+  if (r.soak) {
+    lines.push("");
+    lines.push(row(["soak (per process)", "RSS early", "RSS late", "RSS max", "fds early", "fds late", "fds max"], [18, 10, 10, 10, 10, 10, 10]));
+    for (const s of r.soak) {
+      lines.push(row([s.role, `${s.early.rssMb} MB`, `${s.late.rssMb} MB`, `${s.max.rssMb} MB`, s.early.fds, s.late.fds, s.max.fds], [18, 10, 10, 10, 10, 10, 10]));
+    }
+  }
+  return lines.join("\n");
+}

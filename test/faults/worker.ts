@@ -1,0 +1,237 @@
+// A client process of a fault run: it acquires resources at random, writes under its tokens, renews,
+// releases or abandons, and writes one history line (history.ts's Op, as JSON) to stdout per answer.
+// It acts as a careful user would: a write whose answer is ambiguous is retried with the same
+// idempotency key (when it has one), never assumed done; a lost lease ends its writes. It also sends,
+// now and then, a write under a token it no longer holds, as a paused or partitioned holder would.
+// Started by the runner with its configuration as one JSON argument; "stop" on stdin ends it.
+//
+//   via "grpc": plain gRPC calls (Acquire, Renew, Release, Put/Delete/Txn), a replica at random per call
+//   via "sdk":  the TypeScript SDK (leases kept alive on its KeepAlive stream, servers failed over)
+import { createInterface } from "node:readline";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ErrorInfoSchema } from "../../common/error-info.js";
+import { FencekeeperClient, FencekeeperError, LeaseLostError, type Lease, type Token } from "../../client/index.js";
+import { FenceMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import { clientsFor, type Clients } from "../harness/clients.js";
+import type { Op, OpKind, Outcome, Via } from "./history.js";
+import { Rng } from "./rng.js";
+
+export interface WorkerConfig {
+  client: string;
+  via: Via;
+  servers: string[];
+  seed: number;
+  resources: string[];
+  /** Keys per resource: k0 .. k(n-1). */
+  keys: number;
+}
+
+const CALL_TIMEOUT_MS = 4_000;
+const RETRIES = 3;
+/** Errors whose answer is the server's verdict: the operation was not done. The rest are ambiguous. */
+const DEFINITE = new Set([
+  Code.InvalidArgument, Code.NotFound, Code.AlreadyExists, Code.PermissionDenied, Code.ResourceExhausted,
+  Code.FailedPrecondition, Code.OutOfRange, Code.Unimplemented, Code.Unauthenticated,
+]);
+/**
+ * ABORTED is the server's verdict only with its ErrorInfo (RESOURCE_HELD): the gRPC library also says
+ * ABORTED, without one, for a connection reset under a call in flight, which may have been done.
+ */
+const definite = (code: Code, reason: string | undefined) => DEFINITE.has(code) || (code === Code.Aborted && reason !== undefined);
+
+type Effects = [string, string | null][];
+interface Held {
+  token: Token;
+  /** The SDK's lease, when via sdk. */
+  lease?: Lease;
+}
+interface Answer {
+  rev?: bigint;
+  replayed?: boolean;
+  token?: Token;
+}
+
+const config = JSON.parse(process.argv[2]) as WorkerConfig;
+const rng = new Rng(config.seed);
+let seq = 0;
+let stopping = false;
+createInterface({ input: process.stdin }).on("line", (l) => {
+  if (l.trim() === "stop") stopping = true;
+});
+
+const grpc: Clients[] = config.servers.map((url) => clientsFor(url));
+const sdk =
+  config.via === "sdk" ? new FencekeeperClient({ servers: config.servers, holder: config.client, callTimeoutMs: CALL_TIMEOUT_MS }) : undefined;
+const some = () => rng.pick(grpc);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs one call and writes its history line; returns the answer, or undefined when it did not succeed. */
+async function record(op: Omit<Op, "client" | "via" | "seq" | "t0" | "t1" | "outcome">, call: () => Promise<Answer>): Promise<Answer & { outcome: Outcome; reason?: string }> {
+  const entry: Op = { client: config.client, via: config.via, seq: ++seq, t0: Date.now(), t1: 0, outcome: "ok", ...op };
+  let result: Answer & { outcome: Outcome; reason?: string };
+  try {
+    const a = await call();
+    result = { ...a, outcome: "ok" };
+    if (a.rev !== undefined) entry.rev = String(a.rev);
+    if (a.replayed) entry.replayed = true;
+    if (a.token) {
+      entry.gen = String(a.token.generation);
+      entry.lease = String(a.token.leaseId);
+    }
+  } catch (err) {
+    const { outcome, code, reason, message } = classify(err);
+    result = { outcome, reason };
+    entry.outcome = outcome;
+    entry.code = code;
+    if (reason) entry.reason = reason;
+    if (message) entry.message = message;
+  }
+  entry.t1 = Date.now();
+  process.stdout.write(JSON.stringify(entry) + "\n");
+  return result;
+}
+
+function classify(err: unknown): { outcome: Outcome; code: string; reason?: string; message?: string } {
+  const message = String((err as Error)?.message ?? err).slice(0, 300);
+  if (err instanceof LeaseLostError) return { outcome: "unsent", code: "LeaseLost", reason: err.why };
+  if (err instanceof FencekeeperError) return { outcome: definite(err.code, err.reason) ? "fail" : "ambiguous", code: Code[err.code], reason: err.reason, message };
+  if (err instanceof ConnectError) {
+    const reason = err.findDetails(ErrorInfoSchema)[0]?.reason;
+    return { outcome: definite(err.code, reason) ? "fail" : "ambiguous", code: Code[err.code], reason, message };
+  }
+  return { outcome: "ambiguous", code: String((err as Error)?.name ?? "Error"), message };
+}
+
+const toProto = (t: Token) => ({ resource: t.resource, generation: t.generation, leaseId: t.leaseId, principal: t.principal ?? "", keyId: t.keyId ?? "", signature: t.signature ?? new Uint8Array() });
+const fromProto = (t: FencingToken | undefined): Token => {
+  if (!t) throw new Error("no token in the answer");
+  return { resource: t.resource, generation: t.generation, leaseId: t.leaseId, principal: t.principal, keyId: t.keyId, signature: t.signature };
+};
+const seconds = (ms: number) => ({ seconds: BigInt(Math.ceil(ms / 1000)), nanos: 0 });
+
+async function acquire(resource: string): Promise<Held | undefined> {
+  const wait = rng.chance(0.5);
+  const waitMs = rng.int(300, 1_500);
+  const ttlMs = rng.pick([2_000, 3_000]);
+  const holder = `${config.client}.${seq + 1}`;
+  let lease: Lease | undefined;
+  const a = await record({ kind: "acquire", resource, wait, holder }, async () => {
+    if (sdk) {
+      lease = await sdk.acquire(resource, { ttl: ttlMs, wait: wait ? waitMs : false, holder });
+      return { token: lease.token };
+    }
+    const res = await some().lease.acquire(
+      { resource, ttl: seconds(ttlMs), holder, wait, waitTimeout: wait ? { seconds: BigInt(Math.floor(waitMs / 1000)), nanos: (waitMs % 1000) * 1e6 } : undefined },
+      { timeoutMs: CALL_TIMEOUT_MS + (wait ? waitMs : 0) },
+    );
+    return { token: fromProto(res.token) };
+  });
+  return a.token ? { token: a.token, lease } : undefined;
+}
+
+/** A write and, if its answer is ambiguous and it has an idempotency key, its retries. Returns its outcome. */
+async function write(held: Held, explicit: boolean): Promise<Answer & { outcome: Outcome; reason?: string }> {
+  const { token } = held;
+  const kind = rng.pick<OpKind>(["put", "put", "delete", "txn"]);
+  const id = `${config.client}.${seq + 1}`;
+  const keys = rng.shuffle(Array.from({ length: config.keys }, (_, i) => `k${i}`)).slice(0, kind === "txn" ? rng.int(2, 3) : 1);
+  const effects: Effects = keys.map((k, i) => [k, kind === "delete" || (kind === "txn" && rng.chance(0.3)) ? null : `${id}/${i}`]);
+  const mode = rng.chance(0.5) ? "live" : "order";
+  const idem = rng.chance(0.5) ? `w-${id}` : undefined;
+  const op = { kind, resource: token.resource, gen: String(token.generation), lease: String(token.leaseId), mode, idem, write: id, effects } as const;
+  for (let attempt = 0; ; attempt++) {
+    const a = await record({ ...op, attempt }, () => send(held, explicit, kind, effects, mode, idem));
+    if (a.outcome !== "ambiguous" || !idem || attempt >= RETRIES || stopping) return a;
+    await sleep(rng.int(200, 600));
+  }
+}
+
+async function send(held: Held, explicit: boolean, kind: OpKind, effects: Effects, mode: "order" | "live", idem?: string): Promise<Answer> {
+  const options = { mode, idempotencyKey: idem };
+  const ops = effects.map(([k, v]) => (v === null ? { delete: k } : { put: k, value: v }));
+  if (sdk) {
+    // Through the lease (which refuses on its own once the lease is lost), or with the token given
+    // explicitly, as a holder that does not know it lost would.
+    const on = held.lease && !explicit ? held.lease : undefined;
+    const [k, v] = effects[0];
+    const c =
+      kind === "put" ? await (on ? on.put(k, v!, options) : sdk.store.put(held.token, k, v!, options))
+      : kind === "delete" ? await (on ? on.delete(k, options) : sdk.store.delete(held.token, k, options))
+      : await (on ? on.txn(ops, options) : sdk.store.txn(held.token, ops, options));
+    return { rev: c.revision, replayed: c.replayed };
+  }
+  const mutation = { token: toProto(held.token), mode: mode === "live" ? FenceMode.LIVE : FenceMode.ORDER, idempotencyKey: idem ?? "" };
+  const resource = held.token.resource;
+  const o = { timeoutMs: CALL_TIMEOUT_MS };
+  const store = some().store;
+  const [k, v] = effects[0];
+  const res =
+    kind === "put" ? await store.put({ resource, key: k, value: Buffer.from(v!), mutation }, o)
+    : kind === "delete" ? await store.delete({ resource, key: k, mutation }, o)
+    : await store.txn({ resource, mutation, ops: effects.map(([key, value]) => ({ op: value === null ? { case: "delete" as const, value: { key } } : { case: "put" as const, value: { key, value: Buffer.from(value) } } })) }, o);
+  return { rev: res.commit?.revision, replayed: res.commit?.replayed };
+}
+
+async function renew(held: Held): Promise<Outcome> {
+  const { token } = held;
+  const a = await record({ kind: "renew", resource: token.resource, gen: String(token.generation), lease: String(token.leaseId) }, async () => {
+    await some().lease.renew({ leaseId: token.leaseId }, { timeoutMs: CALL_TIMEOUT_MS });
+    return {};
+  });
+  return a.outcome;
+}
+
+async function release(held: Held): Promise<void> {
+  const { token } = held;
+  await record({ kind: "release", resource: token.resource, gen: String(token.generation), lease: String(token.leaseId) }, async () => {
+    if (held.lease) {
+      // The SDK's release() never fails (the lease ends at its TTL anyway): it says nothing of the
+      // server's answer, so the history may not count it as a confirmed release.
+      await held.lease.release();
+      throw new NoVerdict("the SDK's release() does not report the server's answer");
+    }
+    await some().lease.release({ token: toProto(token) }, { timeoutMs: CALL_TIMEOUT_MS });
+    return {};
+  });
+}
+
+class NoVerdict extends Error {
+  override name = "NoVerdict";
+}
+
+/** Tokens this client held before: writing under one is what a holder that missed its loss does. */
+const old: Held[] = [];
+const remember = (h: Held) => {
+  old.push({ token: h.token });
+  if (old.length > 4) old.shift();
+};
+
+async function round(): Promise<void> {
+  if (old.length > 0 && rng.chance(0.15)) await write(rng.pick(old), true);
+  const held = await acquire(rng.pick(config.resources));
+  if (!held) {
+    // As a careful user would, back off before trying again: a server without etcd answers at once.
+    await sleep(rng.int(20, 150));
+    return;
+  }
+  const actions = rng.int(1, 6);
+  for (let i = 0; i < actions && !stopping; i++) {
+    const r = rng.next();
+    if (r < 0.75) {
+      const a = await write(held, false);
+      if (a.reason === "STALE_TOKEN" || a.reason === "LEASE_NOT_HELD" || a.outcome === "unsent") break;
+    } else if (r < 0.9 && !sdk) {
+      if ((await renew(held)) === "fail") break;
+    } else {
+      await sleep(rng.int(50, 400));
+    }
+  }
+  remember(held);
+  // The SDK keeps its leases alive until released; a gRPC holder sometimes walks away instead, and its
+  // lease expires after its TTL, as a crashed holder's would.
+  if (sdk || rng.chance(0.85)) await release(held);
+}
+
+while (!stopping) await round();
+await Promise.race([sdk?.close(), sleep(5_000)]);
+process.exit(0);
