@@ -15,7 +15,7 @@ const USER = "fkpg";
 export interface TestPostgres {
   /** A connection string for the superuser `postgres`, database `postgres`, over TCP on loopback. */
   readonly url: string;
-  /** Stops the server (fast shutdown) and removes its folder. */
+  /** Stops the server and removes its folder. */
   destroy(): Promise<void>;
 }
 
@@ -83,10 +83,14 @@ export async function startPostgres(): Promise<TestPostgres> {
     url,
     async destroy() {
       if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGINT"); // fast shutdown: disconnects clients, no waiting for them
-        const t = setTimeout(() => child.kill("SIGKILL"), 10_000);
+        // Smart shutdown first: pg's Pool.end() resolves while its connections are still closing, and a
+        // connection cut by a fast shutdown would raise an error in the test. Then fast, then kill.
+        child.kill("SIGTERM");
+        const fast = setTimeout(() => child.kill("SIGINT"), 5_000);
+        const kill = setTimeout(() => child.kill("SIGKILL"), 15_000);
         await exited;
-        clearTimeout(t);
+        clearTimeout(fast);
+        clearTimeout(kill);
       }
       rmSync(dir, { recursive: true, force: true });
     },
