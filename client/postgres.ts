@@ -78,7 +78,7 @@ export async function fencedUpdate(db: Queryable, w: FencedWrite): Promise<Fence
   const cols = setColumns(w.set);
   const sql =
     `UPDATE ${qualified(w.table)} SET ${[...cols.map((c, i) => `${ident(c)} = $${i + 4}`), "fence_resource = $2", "fence_token = $3"].join(", ")} ` +
-    `WHERE ${ident(w.idColumn ?? "id")} = $1 AND NOT fence_deleted ${FENCE_CHECK} RETURNING fence_token`;
+    `WHERE ${ident(w.idColumn ?? "id")} = $1 AND NOT fence_deleted AND ${fenceCheck("")} RETURNING fence_token`;
   return writeOrExplain(db, w, "update", sql, [w.id, w.token.resource, String(w.token.generation), ...cols.map((c) => w.set[c])]);
 }
 
@@ -101,7 +101,7 @@ export async function fencedInsert(db: Queryable, w: FencedWrite): Promise<Fence
   const sql =
     `INSERT INTO ${table} AS t (${all.join(", ")}) VALUES (${values.join(", ")}) ` +
     `ON CONFLICT (${idColumn}) DO UPDATE SET ${revive.join(", ")} ` +
-    `WHERE t.fence_deleted ${FENCE_CHECK.replaceAll("fence_", "t.fence_")} RETURNING fence_token`;
+    `WHERE t.fence_deleted AND ${fenceCheck("t.")} RETURNING fence_token`;
   return writeOrExplain(db, w, "insert", sql, [w.id, w.token.resource, String(w.token.generation), ...cols.map((c) => w.set[c])]);
 }
 
@@ -111,14 +111,18 @@ export async function fencedDelete(db: Queryable, w: FencedTarget): Promise<Fenc
   if (refused) return refused;
   const sql =
     `UPDATE ${qualified(w.table)} SET fence_deleted = true, fence_resource = $2, fence_token = $3 ` +
-    `WHERE ${ident(w.idColumn ?? "id")} = $1 AND NOT fence_deleted ${FENCE_CHECK} RETURNING fence_token`;
+    `WHERE ${ident(w.idColumn ?? "id")} = $1 AND NOT fence_deleted AND ${fenceCheck("")} RETURNING fence_token`;
   return writeOrExplain(db, w, "delete", sql, [w.id, w.token.resource, String(w.token.generation)]);
 }
 
-// The check itself: same resource, and no newer generation has written. `<=`, not `<`: the holder of a
-// generation may write the same row many times. NULL in both columns is a row never fenced (legacy).
-const FENCE_CHECK =
-  "AND ((fence_resource = $2 AND fence_token <= $3) OR (fence_resource IS NULL AND fence_token IS NULL))";
+/**
+ * The check itself, on the row's columns (prefixed by `row`), with $2 the token's resource and $3 its
+ * generation: the same resource, and no newer generation has written. `<=`, not `<`: the holder of a
+ * generation may write the same row many times. NULL in both columns is a row never fenced (legacy).
+ */
+function fenceCheck(row: "" | "t."): string {
+  return `((${row}fence_resource = $2 AND ${row}fence_token <= $3) OR (${row}fence_resource IS NULL AND ${row}fence_token IS NULL))`;
+}
 
 /**
  * Runs the write; when it touched no row, reads the row to say why. Between the two statements another
