@@ -24,3 +24,5 @@ export {
   LeaseLostError,
   type LossCause,
 } from "./errors.js";
+export { fencedUpdate, fencedInsert, fencedDelete, fenceColumnsDdl, FENCE_COLUMNS } from "./postgres.js";
+export type { Queryable, FencedTarget, FencedWrite, FencedOutcome } from "./postgres.js";

@@ -26,6 +26,19 @@ if ! command -v etcd >/dev/null 2>&1; then
 fi
 
 if [ "$for_tests" = 1 ]; then
+  # The PostgreSQL fencing tests run a throwaway cluster of Debian's postgresql (test/harness/postgres.ts).
+  if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "fencekeeper setup: installing PostgreSQL (Debian package postgresql)" >&2
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq >&2 && apt-get install -y -qq postgresql >&2 \
+        || { echo "fencekeeper setup: installing postgresql failed; the PostgreSQL tests need it" >&2; exit 1; }
+    else
+      echo "fencekeeper setup: PostgreSQL is missing (the tests need it). Install it with:" >&2
+      echo "  sudo apt-get install -y postgresql" >&2
+      exit 1
+    fi
+  fi
   for extra in scripts/setup-*.sh; do
     [ -e "$extra" ] && bash "$extra"
   done
