@@ -1,0 +1,15 @@
+// The long run's entry point (scripts/fuzz.sh): `node --import tsx test/fuzz/main.ts [requests] [seed]`.
+// Prints the seed first, progress as it goes, then the tables; exits 1 if any invariant was broken.
+import { runFuzz } from "./run.js";
+
+const requests = Number(process.argv[2] ?? process.env.FUZZ_REQUESTS ?? 1_000_000);
+const seed = Number(process.argv[3] ?? process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const concurrency = process.env.FUZZ_CONCURRENCY ? Number(process.env.FUZZ_CONCURRENCY) : undefined;
+if (!Number.isSafeInteger(requests) || requests < 1 || !Number.isSafeInteger(seed)) {
+  process.stderr.write("usage: fuzz.sh [requests] [seed]   (or FUZZ_REQUESTS, FUZZ_SEED)\n");
+  process.exit(2);
+}
+process.stdout.write(`fuzz seed ${seed} (FUZZ_SEED=${seed} reproduces this run)\n`);
+const r = await runFuzz({ requests, seed, concurrency, log: (l) => process.stdout.write(`${new Date().toISOString()} ${l}\n`) });
+process.stdout.write(`\n${r.findings.table()}\n\n${r.findings.requests} calls in ${(r.ms / 1000).toFixed(0)} s, seed ${seed}\n`);
+process.exit(r.findings.broken.length > 0 ? 1 : 0);
