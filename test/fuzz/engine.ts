@@ -60,6 +60,8 @@ export interface Answer {
   cancelled: boolean;
   /** No status within the bound. */
   unanswered: boolean;
+  /** The connection failed before a status came (e.g. the server destroyed an HTTP/1.1 socket). */
+  connectionFailed?: string;
   ms: number;
 }
 
@@ -204,10 +206,14 @@ function framed(bodies: Buffer[], mutation: FrameMutation, encodingHeader: strin
   }
   const all = [...head, ...rest];
   if (mutation !== "chunked") return { chunks: all, headers };
-  // Many small writes: the server must put the frames back together.
+  // Many small writes (a few bytes each at the start, where the prefix is): the server must put the frames back together.
   const whole = Buffer.concat(all);
   const chunks: Buffer[] = [];
-  for (let i = 0; i < whole.length; i += 3) chunks.push(whole.subarray(i, i + 3));
+  for (let i = 0; i < whole.length; ) {
+    const n = i < 32 ? 3 : Math.max(3, whole.length >> 4);
+    chunks.push(whole.subarray(i, i + n));
+    i += n;
+  }
   return { chunks, headers };
 }
 
@@ -402,8 +408,13 @@ function sendH2(s: Send): Promise<Answer> {
       finish();
       return;
     }
+    // The status ends the call: a client stops there, whatever its own side of the stream still holds.
     const take = (h: http2.IncomingHttpHeaders) => {
       for (const [k, v] of Object.entries(h)) if (typeof v === "string") fields[k] = v;
+      if (fields["grpc-status"] !== undefined) {
+        finish();
+        if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+      }
     };
     const reader = new FrameReader((flags, data) => {
       if (flags & 0x80) return;
@@ -456,7 +467,7 @@ function sendH1(s: Send): Promise<Answer> {
     const h: Record<string, string> = {};
     if (c.frame === "gzip") body = gzipSync(body);
     if (c.frame === "gzip" || c.frame === "gzip-broken") h["content-encoding"] = "gzip";
-    chunks = c.frame === "chunked" ? [...[...body.subarray(0, 64)].map((x) => Buffer.from([x])), body.subarray(64)] : [body];
+    chunks = c.frame === "chunked" ? [...[...body.subarray(0, 32)].map((x) => Buffer.from([x])), body.subarray(32)] : [body];
     headers = {
       ...base,
       "content-type": json ? "application/json" : "application/proto",
@@ -499,7 +510,7 @@ function sendH1(s: Send): Promise<Answer> {
       finish();
     }, boundOf(c));
     req.on("error", (err) => {
-      if (!done && !a.cancelled && a.code === undefined) a.malformed ??= `HTTP/1.1 connection failed: ${err.message}`;
+      if (!done && !a.cancelled && a.code === undefined) a.connectionFailed ??= `HTTP/1.1 connection failed: ${err.message}`;
       finish();
     });
     req.on("response", (res) => {

@@ -46,8 +46,12 @@ export class Findings {
   readonly byWire = new Map<string, number>();
   readonly checks = new Map<Invariant, { checked: number; broken: number; first?: string }>();
   requests = 0;
+  /** Time to the answer of calls answered with a status, ms, for the figures. */
+  readonly latencies: number[] = [];
   streamMessages = 0;
   readonly figures: Record<string, string | number> = {};
+  /** Told of every breach (FUZZ_VERBOSE), not only the first of each invariant. */
+  onBreach?: (inv: Invariant, example: string) => void;
 
   constructor() {
     for (const k of Object.keys(INVARIANTS) as Invariant[]) this.checks.set(k, { checked: 0, broken: 0 });
@@ -66,7 +70,11 @@ export class Findings {
     c.checked++;
     if (!ok) {
       c.broken++;
-      c.first ??= example?.() ?? "(no example)";
+      if (c.first === undefined || this.onBreach) {
+        const text = example?.() ?? "(no example)";
+        c.first ??= text;
+        this.onBreach?.(inv, text);
+      }
     }
     return ok;
   }

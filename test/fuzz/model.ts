@@ -23,6 +23,8 @@ export interface WriteRec {
   key: string;
   /** "ok", "refused" (a status other than OK), or "unknown" (cancelled, reset, unanswered). */
   outcome: "ok" | "refused" | "unknown" | "pending";
+  /** The status code of its answer, if any. */
+  code?: number;
   /** Why the model forbids this write whatever the answer; undefined: allowed if the server takes it. */
   forbidden?: string;
   generation: bigint;

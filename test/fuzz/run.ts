@@ -38,6 +38,10 @@ export interface RunOptions {
   concurrency?: number;
   /** Progress lines go here. */
   log?: (line: string) => void;
+  /** Only these case numbers are sent (the others are generated and skipped): to replay a failure. */
+  only?: Set<number>;
+  /** Print every breach as it happens, not only the first of each invariant. */
+  verbose?: boolean;
 }
 
 export interface RunResult {
@@ -51,6 +55,7 @@ const ISSUER = "https://issuer.fuzz";
 const AUDIENCE = "fencekeeper";
 const OK = 0;
 const RETRYABLE = new Set([Code.Unavailable, Code.Aborted]);
+const OUTCOME_OPEN = new Set([Code.DeadlineExceeded, Code.Canceled, Code.Unavailable, Code.Unknown, Code.Internal]);
 const PROTECTED = /^\/fencekeeper\.v1\./;
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
@@ -116,6 +121,7 @@ function outcomeOf(a: Answer): string {
   if (a.cancelled) return "cancelled";
   if (a.reset !== undefined) return `reset ${a.reset}`;
   if (a.httpStatus !== undefined) return `HTTP ${a.httpStatus}`;
+  if (a.connectionFailed) return "connection failed";
   return "no status";
 }
 
@@ -124,6 +130,7 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
   const concurrency = o.concurrency ?? 48;
   const started = Date.now();
   const findings = new Findings();
+  if (o.verbose) findings.onBreach = (inv, example) => log(`BREACH ${inv}: ${example}`);
   const dir = mkdtempSync(join(tmpdir(), "fencekeeper-fuzz-"));
   let etcd: TestEtcd | undefined;
   const targets: Target[] = [];
@@ -202,6 +209,7 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
           batchNo = b;
         }
         const c = batch[serial % BATCH];
+        if (o.only && !o.only.has(serial)) continue;
         await runCase(targets[c.server], c, serial, credentials[c.caller], findings);
         if (Date.now() - lastReport > 10_000) {
           lastReport = Date.now();
@@ -214,6 +222,9 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
     stopWorld = true;
     await worldLoop;
     findings.figures["calls per second"] = Math.round((findings.requests * 1000) / (Date.now() - started));
+    const sorted = [...findings.latencies].sort((x, y) => x - y);
+    const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
+    findings.figures["answer time ms p50/p90/p99 (calls with a status)"] = `${q(0.5)}/${q(0.9)}/${q(0.99)}`;
 
     // No leak: with every fuzz connection closed, the servers come back to where they started.
     for (const t of targets) await t.connections.close();
@@ -347,16 +358,17 @@ async function runCase(t: Target, c: FuzzCase, serial: number, authorization: st
     f.outcome(c.method, c.wire, "not encodable");
     return;
   }
-  const before = expectations(t, c, encoded, who);
+  const before = expectations(t, c, serial, encoded, who);
   f.requests++;
   if (METHODS[c.method].kind === "bidi") f.streamMessages += encoded.bodies.length;
   const a = await send({ c, encoded, authorization: authorization ? `Bearer ${authorization}` : undefined, connections: t.connections, serial });
   f.outcome(c.method, c.wire, outcomeOf(a));
+  if (a.code !== undefined && f.latencies.length < 200_000) f.latencies.push(a.ms);
   const example = (what: string) => () =>
     `${what}\n  case #${serial} (batch ${Math.floor(serial / BATCH)}, index ${serial % BATCH}) to the server ${t.auth ? "with" : "without"} authentication: ${show({ ...c, messages: undefined })}\n  request: ${show(before.request ?? c.messages)}\n  first body (hex): ${encoded.bodies[0]?.toString("hex").slice(0, 160) ?? "none"}\n  answer: ${show({ ...a, messages: a.messages.length })}`;
 
   f.check("answered", !a.unanswered, example("no answer within the bound"));
-  f.check("status", a.code !== undefined || a.cancelled || a.unanswered, example(`no status: ${outcomeOf(a)}`));
+  f.check("status", a.code !== undefined || a.cancelled || a.unanswered, example(`no status: ${a.connectionFailed ?? outcomeOf(a)}`));
   f.check("wellFormed", a.malformed === undefined, example(`malformed status: ${a.malformed}`));
   if (a.code !== undefined) {
     f.check("notInternal", a.code !== Code.Internal && a.code !== Code.Unknown, example(`answered ${CODE_NAMES[a.code]}: ${a.message}`));
@@ -372,7 +384,7 @@ async function runCase(t: Target, c: FuzzCase, serial: number, authorization: st
 }
 
 /** Decodes what is about to be sent and asks the model what it allows. */
-function expectations(t: Target, c: FuzzCase, encoded: Encoded, who: Principal | undefined): Before {
+function expectations(t: Target, c: FuzzCase, serial: number, encoded: Encoded, who: Principal | undefined): Before {
   const m = t.model;
   const out: Before = {};
   if (c.method === "KeepAlive") {
@@ -405,7 +417,7 @@ function expectations(t: Target, c: FuzzCase, encoded: Encoded, who: Principal |
     const forbidden = token ? m.forbiddenWrite(token, w.resource, w.mutation?.mode ?? 0, who) : "no token";
     if (token) out.write = { resource: w.resource, generation: token.generation, forbidden, tags, replayable: (w.mutation?.idempotencyKey ?? "") !== "", token };
     // Until its answer says otherwise, a write's outcome is unknown; a refused or unanswered one must never show up in etcd.
-    for (const tag of tags) m.writes.set(tag, { serial: 0, method: c.method, resource: w.resource, key: "", outcome: "pending", forbidden, generation: token?.generation ?? 0n });
+    for (const tag of tags) m.writes.set(tag, { serial, method: c.method, resource: w.resource, key: "", outcome: "pending", forbidden, generation: token?.generation ?? 0n });
   }
   if (c.method === "Renew") {
     const id = (req as unknown as RenewRequest).leaseId;
@@ -428,9 +440,12 @@ function after(t: Target, c: FuzzCase, a: Answer, before: Before, who: Principal
   const ok = a.code === OK;
   if (before.write) {
     const w = before.write;
-    const outcome: WriteRec["outcome"] = ok ? "ok" : a.code !== undefined ? "refused" : "unknown";
+    // A deadline that passed, a cancel, or an unavailable etcd leave the outcome open: the write may have committed.
+    const open = a.code === undefined || OUTCOME_OPEN.has(a.code);
+    const outcome: WriteRec["outcome"] = ok ? "ok" : open ? "unknown" : "refused";
     for (const tag of w.tags) {
       const rec = m.writes.get(tag)!;
+      rec.code = a.code;
       // Allowed and accepted writes need no record: a value found without one is theirs.
       if (outcome === "ok" && !rec.forbidden) m.writes.delete(tag);
       else rec.outcome = outcome;
@@ -508,7 +523,7 @@ async function checkEtcd(client: Etcd3, t: Target, f: Findings): Promise<void> {
       }
       const rec = t.model.writes.get(tag);
       const bad = rec && (rec.outcome === "refused" || rec.forbidden !== undefined);
-      f.check("etcd", !bad, () => `server ${name}: etcd holds ${key} = ${tag}..., written by a ${rec!.method} that was ${rec!.outcome}${rec!.forbidden ? ` and forbidden (${rec!.forbidden})` : ""}`);
+      f.check("etcd", !bad, () => `server ${name}: etcd holds ${key} = ${tag}..., written by case #${rec!.serial}, a ${rec!.method} that was ${rec!.outcome} (${CODE_NAMES[rec!.code ?? -1] ?? "no status"})${rec!.forbidden ? ` and forbidden (${rec!.forbidden})` : ""}`);
     }
   }
   for (const [resource, fence] of fences) {
