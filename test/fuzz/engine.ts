@@ -317,8 +317,17 @@ export class Connections {
       for (const entry of pool) {
         if (!entry || entry.session.destroyed) continue;
         const { session } = entry;
-        closing.push(new Promise<void>((r) => session.close(() => r())));
-        setTimeout(() => session.destroy(), 2000).unref();
+        // Gracefully, as clients do; a connection whose streams the server keeps open is cut after 2 s.
+        closing.push(
+          new Promise<void>((r) => {
+            session.once("close", () => r());
+            session.close();
+            setTimeout(() => {
+              session.destroy();
+              r();
+            }, 2000);
+          }),
+        );
       }
     }
     this.h2.clear();
@@ -408,12 +417,18 @@ function sendH2(s: Send): Promise<Answer> {
       finish();
       return;
     }
+    const end = c.ending === "half-close" || c.ending === "bad-then-more" || kind !== "bidi";
     // The status ends the call: a client stops there, whatever its own side of the stream still holds.
+    let onStatus: () => void = () => undefined;
+    const statusCame = new Promise<void>((r) => (onStatus = r));
     const take = (h: http2.IncomingHttpHeaders) => {
       for (const [k, v] of Object.entries(h)) if (typeof v === "string") fields[k] = v;
       if (fields["grpc-status"] !== undefined) {
+        onStatus();
         finish();
-        if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+        // A client that still has messages to send and a half-close to make does so (as gRPC clients
+        // that write without reading do); one that would otherwise never end its side cancels.
+        if (!end && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
       }
     };
     const reader = new FrameReader((flags, data) => {
@@ -426,11 +441,12 @@ function sendH2(s: Send): Promise<Answer> {
     stream.on("data", (d: Buffer) => reader.push(d));
     stream.on("error", () => undefined);
     stream.on("close", finish);
-    const end = c.ending === "half-close" || c.ending === "bad-then-more" || kind !== "bidi";
     const write = async () => {
-      for (const chunk of chunks) {
+      for (const [i, chunk] of chunks.entries()) {
         if (stream.destroyed) return;
         if (!stream.write(chunk)) await new Promise((r) => stream.once("drain", r));
+        // The unreadable message first; the rest once the server has answered it (or has had time to).
+        if (i === 0 && c.ending === "bad-then-more") await Promise.race([statusCame, new Promise((r) => setTimeout(r, 300))]);
       }
       if (c.ending === "cancel-now") return cancel();
       // A bidi stream that is cancelled after its first answer, but sends nothing to be answered, is cancelled now.

@@ -58,6 +58,8 @@ const RETRYABLE = new Set([Code.Unavailable, Code.Aborted]);
 const OUTCOME_OPEN = new Set([Code.DeadlineExceeded, Code.Canceled, Code.Unavailable, Code.Unknown, Code.Internal]);
 const PROTECTED = /^\/fencekeeper\.v1\./;
 
+/** The world's own calls never wait long: a stuck server shows up in the fuzz calls' checks, not as a hang here. */
+const WORLD_CALL = { timeoutMs: 10_000 };
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -219,6 +221,7 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
     findings.check("alive", serverExited === undefined, () => serverExited!);
+    log("fuzz: calls done; stopping the world's upkeep");
     stopWorld = true;
     await worldLoop;
     findings.figures["calls per second"] = Math.round((findings.requests * 1000) / (Date.now() - started));
@@ -227,6 +230,7 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
     findings.figures["answer time ms p50/p90/p99 (calls with a status)"] = `${q(0.5)}/${q(0.9)}/${q(0.99)}`;
 
     // No leak: with every fuzz connection closed, the servers come back to where they started.
+    log("fuzz: closing every fuzz connection, then the leak checks");
     for (const t of targets) await t.connections.close();
     await settle(async () => (await etcdWatchers(etcd!.endpoint)) <= watchersAtStart, 30_000);
     const watchersAtEnd = await etcdWatchers(etcd.endpoint);
@@ -251,6 +255,7 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
     }
 
     // etcd itself: nothing a refused call wrote, no fence beyond what was issued.
+    log("fuzz: reading etcd");
     const client = new Etcd3({ hosts: etcd.endpoint });
     try {
       for (const t of targets) await checkEtcd(client, t, findings);
@@ -259,6 +264,7 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
     }
     return { seed: o.seed, findings, ms: Date.now() - started };
   } finally {
+    log("fuzz: stopping the servers and etcd");
     stopWorld = true;
     await worldLoop?.catch(() => undefined);
     for (const t of targets) {
@@ -288,10 +294,10 @@ async function maintain(t: Target, tick: number): Promise<void> {
         const churn = tick > 0 && tick % 3 === 0 && i % 3 === Math.floor(tick / 3) % 3;
         try {
           if (churn) {
-            await lease.release({ token: cur.token });
+            await lease.release({ token: cur.token }, WORLD_CALL);
             m.released(cur.token);
           } else {
-            await lease.renew({ leaseId: cur.token.leaseId });
+            await lease.renew({ leaseId: cur.token.leaseId }, WORLD_CALL);
             continue;
           }
         } catch (err) {
@@ -301,7 +307,7 @@ async function maintain(t: Target, tick: number): Promise<void> {
       }
       if (m.current.has(resource)) continue;
       try {
-        const r = await lease.acquire({ resource, ttl: ttl(60), holder: `world-${p}` });
+        const r = await lease.acquire({ resource, ttl: ttl(60), holder: `world-${p}` }, WORLD_CALL);
         m.issue(r.token!, p);
       } catch {
         // held by a fuzz acquisition the model did not see through (a cancelled call): it expires
@@ -311,13 +317,13 @@ async function maintain(t: Target, tick: number): Promise<void> {
     const live = sessions.filter((id) => !m.dead.has(id));
     for (const id of live.slice(-2)) {
       try {
-        await lease.renew({ leaseId: id });
+        await lease.renew({ leaseId: id }, WORLD_CALL);
       } catch {
         m.closedSession(id);
       }
     }
     if (live.length === 0) {
-      const s = await lease.openSession({ ttl: ttl(60), holder: `world-${p}` });
+      const s = await lease.openSession({ ttl: ttl(60), holder: `world-${p}` }, WORLD_CALL);
       m.openSession(s.sessionId, p);
     }
   }
