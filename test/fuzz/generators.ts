@@ -481,10 +481,11 @@ export const fuzzCase: fc.Arbitrary<FuzzCase> = method.chain((m) =>
     })
     .map((r): FuzzCase => {
       const isJson = r.wire.endsWith("json");
-      const framed = !r.wire.startsWith("connect");
-      const frame = framed ? r.frame : "none";
-      const json = isJson ? r.json : "none";
       const kind = METHODS[m].kind;
+      // Connect frames its streams (envelopes) but not its unary calls: those only take compression.
+      const connectUnary = r.wire.startsWith("connect") && kind === "unary";
+      const frame = connectUnary && !["gzip", "gzip-broken", "chunked"].includes(r.frame) ? "none" : r.frame;
+      const json = isJson ? r.json : "none";
       // A stream that is never half-closed ends only by its deadline: it always has one.
       const timeoutMs = r.ending === "deadline" ? (r.timeout ?? 500) : (r.timeout ?? undefined);
       const unaryExtra = kind === "unary" && frame === "two-messages";

@@ -13,6 +13,9 @@ process.stdout.write(`fuzz seed ${seed} (FUZZ_SEED=${seed} reproduces this run)\
 // FUZZ_ONLY=12,345: send only these cases of the run (a failure's case number, from its report).
 const only = process.env.FUZZ_ONLY ? new Set(process.env.FUZZ_ONLY.split(",").map(Number)) : undefined;
 const verbose = process.env.FUZZ_VERBOSE === "1";
-const r = await runFuzz({ requests, seed, concurrency, only, verbose, log: (l) => process.stdout.write(`${new Date().toISOString()} ${l}\n`) });
+// Ctrl-C or SIGTERM: stop sending, check what was sent, and stop the servers and etcd this run started.
+const stop = new AbortController();
+for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => stop.abort());
+const r = await runFuzz({ requests, seed, concurrency, only, verbose, signal: stop.signal, log: (l) => process.stdout.write(`${new Date().toISOString()} ${l}\n`) });
 process.stdout.write(`\n${r.findings.table()}\n\n${r.findings.requests} calls in ${(r.ms / 1000).toFixed(0)} s, seed ${seed}\n`);
 process.exit(r.findings.broken.length > 0 ? 1 : 0);

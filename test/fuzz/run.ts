@@ -42,6 +42,8 @@ export interface RunOptions {
   only?: Set<number>;
   /** Print every breach as it happens, not only the first of each invariant. */
   verbose?: boolean;
+  /** Stops sending cases; the run then ends as usual (checks, then servers and etcd stopped). */
+  signal?: AbortSignal;
 }
 
 export interface RunResult {
@@ -203,7 +205,7 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
     let batchNo = -1;
     let lastReport = Date.now();
     const worker = async () => {
-      while (next < o.requests && serverExited === undefined) {
+      while (next < o.requests && serverExited === undefined && !o.signal?.aborted) {
         const serial = next++;
         const b = Math.floor(serial / BATCH);
         if (b !== batchNo) {
