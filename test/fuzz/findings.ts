@@ -18,6 +18,7 @@ export const INVARIANTS = {
   fds: "no leak: the server's open file descriptors return to their start count",
   closeWait: "no leak: no socket of the server left in CLOSE_WAIT",
   rss: "the server's RSS stays bounded",
+  metrics: "the server's own metrics agree: INTERNAL counted no more than answered (or left without status), no stream left open",
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
 

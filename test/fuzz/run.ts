@@ -76,6 +76,10 @@ interface Target {
   world: Record<Principal, Client<typeof LeaseService>>;
   baseline: { fds: number; rssMb: number };
   peakRssMb: number;
+  /** The server's Prometheus endpoint. */
+  metricsUrl: string;
+  /** What the fuzzer saw of this server, per method path: INTERNAL answers, and calls that ended without any status. */
+  seen: Map<string, { internal: number; noStatus: number }>;
 }
 
 function rssMb(pid: number): number {
@@ -168,7 +172,19 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
       const world = Object.fromEntries(
         PRINCIPALS.map((p) => [p, createClient(LeaseService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(auth ? credentials[p] : undefined)] }))]),
       ) as Record<Principal, Client<typeof LeaseService>>;
-      targets.push({ server, prefix, auth, model: new ServerModel(auth), connections: new Connections(server.url), world, baseline: { fds: 0, rssMb: 0 }, peakRssMb: 0 });
+      const metricsUrl = server.logs.map((l) => /"msg":"metrics"/.test(l) && (JSON.parse(l).url as string)).find(Boolean) || "";
+      targets.push({
+        server,
+        prefix,
+        auth,
+        model: new ServerModel(auth),
+        connections: new Connections(server.url),
+        world,
+        baseline: { fds: 0, rssMb: 0 },
+        peakRssMb: 0,
+        metricsUrl,
+        seen: new Map(),
+      });
     }
     let serverExited: string | undefined;
     for (const t of targets) t.server.process.once("exit", (code, signal) => (serverExited ??= `server ${t.auth ? "with" : "without"} authentication exited (${code ?? signal})`));
@@ -252,6 +268,22 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
       // Bounded: a run may warm caches, not grow without end.
       const limit = Math.max(2 * t.baseline.rssMb, t.baseline.rssMb + 256);
       findings.check("rss", t.peakRssMb <= limit, () => `server ${name}: RSS peaked at ${t.peakRssMb.toFixed(0)} MiB (start ${t.baseline.rssMb.toFixed(0)} MiB, bound ${limit.toFixed(0)} MiB)`);
+      // The server's own view: a cancel or a bad input counted as INTERNAL would page someone at night.
+      const metrics = await serverMetrics(t.metricsUrl);
+      let counted = 0;
+      for (const [path, seen] of t.seen) {
+        const [, service, method] = path.split("/");
+        const internal = metrics.sum("grpc_server_handled_total", `grpc_service="${service}",grpc_method="${method}",grpc_code="Internal"`);
+        counted += internal;
+        findings.check(
+          "metrics",
+          internal <= seen.internal + seen.noStatus,
+          () => `server ${name}: its metrics count ${internal} calls of ${path} ended INTERNAL; the fuzzer saw ${seen.internal} INTERNAL answers and ${seen.noStatus} calls without a status`,
+        );
+      }
+      const open = metrics.sum("fencekeeper_streams_open");
+      findings.check("metrics", open === 0, () => `server ${name}: fencekeeper_streams_open is ${open} with every client gone`);
+      findings.figures[`server ${name}: INTERNAL counted by the server; streams open at the end`] = `${counted}; ${open}`;
       findings.figures[`server ${name}: fds start/end, CLOSE_WAIT, RSS MiB start/peak/end`] =
         `${t.baseline.fds}/${fds}, ${closeWait}, ${t.baseline.rssMb.toFixed(0)}/${t.peakRssMb.toFixed(0)}/${rss.toFixed(0)}`;
     }
@@ -276,6 +308,22 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
     await etcd?.destroy();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The sums of a server's Prometheus series (its /metrics URL), by name and an optional label filter. */
+async function serverMetrics(url: string): Promise<{ sum(name: string, label?: string): number }> {
+  const text = url ? await (await fetch(url)).text() : "";
+  return {
+    sum(name, label) {
+      let total = 0;
+      for (const line of text.split("\n")) {
+        if (!line.startsWith(name) || (line[name.length] !== "{" && line[name.length] !== " ")) continue;
+        if (label && !line.includes(label)) continue;
+        total += Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
+      }
+      return total;
+    },
+  };
 }
 
 async function settle(check: () => boolean | Promise<boolean>, ms: number): Promise<void> {
@@ -371,6 +419,10 @@ async function runCase(t: Target, c: FuzzCase, serial: number, authorization: st
   if (METHODS[c.method].kind === "bidi") f.streamMessages += encoded.bodies.length;
   const a = await send({ c, encoded, authorization: authorization ? `Bearer ${authorization}` : undefined, connections: t.connections, serial });
   f.outcome(c.method, c.wire, outcomeOf(a));
+  const path = METHODS[c.method].path;
+  if (!t.seen.has(path)) t.seen.set(path, { internal: 0, noStatus: 0 });
+  if (a.code === Code.Internal) t.seen.get(path)!.internal++;
+  if (a.code === undefined && !a.cancelled) t.seen.get(path)!.noStatus++;
   if (a.code !== undefined && f.latencies.length < 200_000) f.latencies.push(a.ms);
   const example = (what: string) => () =>
     `${what}\n  case #${serial} (batch ${Math.floor(serial / BATCH)}, index ${serial % BATCH}) to the server ${t.auth ? "with" : "without"} authentication: ${show({ ...c, messages: undefined })}\n  request: ${show(before.request ?? c.messages)}\n  first body (hex): ${encoded.bodies[0]?.toString("hex").slice(0, 160) ?? "none"}\n  answer: ${show({ ...a, messages: a.messages.length })}`;
