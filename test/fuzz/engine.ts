@@ -482,6 +482,8 @@ function sendH1(s: Send): Promise<Answer> {
     let body: Buffer<ArrayBufferLike> = s.encoded.bodies[0] ?? Buffer.alloc(0);
     const h: Record<string, string> = {};
     if (c.frame === "gzip") body = gzipSync(body);
+    // Broken gzip: gzip's header, then bytes that are no deflate stream (not an empty body, which could pass for no message).
+    if (c.frame === "gzip-broken") body = Buffer.concat([Buffer.from([0x1f, 0x8b, 0x08, 0x00]), body]);
     if (c.frame === "gzip" || c.frame === "gzip-broken") h["content-encoding"] = "gzip";
     chunks = c.frame === "chunked" ? [...[...body.subarray(0, 32)].map((x) => Buffer.from([x])), body.subarray(32)] : [body];
     headers = {
