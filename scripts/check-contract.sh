@@ -12,7 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
 
-generated=(gen test/conformance/go/go.mod test/conformance/go/go.sum test/conformance/java/pom.xml)
+generated=(gen test/conformance/go/go.mod test/conformance/go/go.sum test/conformance/java/pom.xml sdk/go/go.mod sdk/go/go.sum sdk/java/pom.xml sdk/java/probe/pom.xml)
 failed=()
 
 say() { echo "check-contract: $*" >&2; }

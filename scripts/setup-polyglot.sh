@@ -74,3 +74,41 @@ elif ! built java "$hash" || [ ! -f test/conformance/java/target/fk-conformance.
   mvnq -f test/conformance/java/pom.xml package
   mark_built java "$hash"
 fi
+
+# The Go client library (sdk/go) and its test program, which test/sdk/go.test.ts drives.
+hash=$(fingerprint gen/go sdk/go)
+if ! command -v go >/dev/null 2>&1; then
+  missing sdk-go "Go is not installed. Install Go 1.26 or newer: https://go.dev/doc/install"
+elif ! built sdk-go "$hash" || [ ! -x "$out/sdk-go/fk-sdk-probe" ]; then
+  echo "setup-polyglot: building the Go client library and its probe" >&2
+  (cd sdk/go && go vet ./... && go build -o "../../$out/sdk-go/fk-sdk-probe" ./cmd/fk-sdk-probe)
+  mark_built sdk-go "$hash"
+fi
+
+# Java SDK: the client library of sdk/java, installed in the local Maven repository beside the stubs it
+# is built on, then its test probe (sdk/java/probe/target/fk-sdk-probe.jar, for test/sdk/java.test.ts).
+hash=$(fingerprint gen/java sdk/java)
+if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+  missing java-sdk "java or mvn is not installed. $java_hint"
+elif ! built java-sdk "$hash" || [ ! -f sdk/java/probe/target/fk-sdk-probe.jar ]; then
+  echo "setup-polyglot: building the Java SDK and its probe with Maven" >&2
+  mvnq -f gen/java/pom.xml install
+  mvnq -f sdk/java/pom.xml install
+  mvnq -f sdk/java/probe/pom.xml package
+  mark_built java-sdk "$hash"
+fi
+
+# The Python library (sdk/python, distribution fencekeeper-client), installed in the same venv beside the
+# stubs it depends on (fencekeeper-api, installed above), for test/sdk/python.test.ts.
+hash=$(fingerprint gen/python sdk/python)
+if [ -f "$out/python.missing" ]; then
+  missing sdk-python "$(cat "$out/python.missing")"
+elif ! built sdk-python "$hash" || ! "$out/venv/bin/python" -c 'import fencekeeper.client' 2>/dev/null; then
+  echo "setup-polyglot: installing the Python library in $out/venv" >&2
+  # From a copy, so that the build leaves nothing in sdk/python; its dependencies are the venv's already.
+  copy=$(mktemp -d)
+  cp -r sdk/python "$copy/"
+  "$out/venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$copy/python"
+  rm -rf "$copy"
+  mark_built sdk-python "$hash"
+fi

@@ -2,7 +2,8 @@
 # Writes the versions pinned in toolchain.env into every manifest that names them, so that the
 # generated stubs and the conformance clients are built against exactly those runtimes:
 #   gen/go/go.mod and go.sum, gen/python/pyproject.toml, gen/java/pom.xml (written whole: gen/ is
-#   generated), test/conformance/go/go.mod and go.sum, test/conformance/java/pom.xml (versions only).
+#   generated), test/conformance/go/go.mod and go.sum, test/conformance/java/pom.xml (versions only),
+#   sdk/go/go.mod and go.sum.
 # `npm run generate` runs it after buf generate. Needs Go (go mod tidy reaches the Go module proxy
 # for modules not yet in the module cache).
 set -euo pipefail
@@ -121,6 +122,7 @@ cat >gen/java/pom.xml <<EOF
 EOF
 
 go_requires test/conformance/go
+go_requires sdk/go
 
 pom=test/conformance/java/pom.xml
 for pin in "fencekeeper-api.version=$version" "grpc.version=$GRPC_JAVA_VERSION" \
@@ -130,4 +132,18 @@ for pin in "fencekeeper-api.version=$version" "grpc.version=$GRPC_JAVA_VERSION" 
   name=${pin%%=*}
   grep -q "<$name>" "$pom" || { echo "write-manifests: $pom has no <$name> property" >&2; exit 1; }
   sed -i "s|<$name>[^<]*</$name>|<$name>${pin#*=}</$name>|" "$pom"
+done
+
+# The Java SDK and its test probe (sdk/java): versions only, as for the conformance client. The library
+# is versioned with the API it is built on (the project's version: the pom's first <version>).
+sed -i "0,/<version>[^<]*<\/version>/s//<version>$version<\/version>/" sdk/java/pom.xml
+for pom in sdk/java/pom.xml sdk/java/probe/pom.xml; do
+  pins=("fencekeeper-api.version=$version" "grpc.version=$GRPC_JAVA_VERSION"
+    "maven-compiler-plugin.version=$MAVEN_COMPILER_PLUGIN_VERSION" "maven-jar-plugin.version=$MAVEN_JAR_PLUGIN_VERSION")
+  [ "$pom" = sdk/java/probe/pom.xml ] && pins+=("maven-dependency-plugin.version=$MAVEN_DEPENDENCY_PLUGIN_VERSION")
+  for pin in "${pins[@]}"; do
+    name=${pin%%=*}
+    grep -q "<$name>" "$pom" || { echo "write-manifests: $pom has no <$name> property" >&2; exit 1; }
+    sed -i "s|<$name>[^<]*</$name>|<$name>${pin#*=}</$name>|" "$pom"
+  done
 done

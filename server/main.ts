@@ -36,6 +36,7 @@ import { allOf, interceptorFor } from "./observability/call-observer.js";
 import { requestLog } from "./observability/request-log.js";
 import { registerReflection } from "./reflection/reflection-service.js";
 import { callerFaults } from "./rpc/caller-faults.js";
+import { sendableErrors } from "./rpc/sendable-errors.js";
 import { unaryFastPath } from "./rpc/unary-fast-path.js";
 import { listen } from "./transport.js";
 import { installStrictUtf8, strictUtf8Json } from "./wire/utf8.js";
@@ -110,15 +111,17 @@ export async function serve(config: Config): Promise<void> {
     healthMetrics(metrics, health);
     const calls = new InFlightCalls();
 
+    const healthImpl = healthService(health);
     const routes = (router: ConnectRouter) => {
       app.routes(router);
-      router.service(Health, healthService(health));
+      router.service(Health, healthImpl);
       if (config.reflection) registerReflection(router);
     };
-    // Outermost first: the request log and metrics see each call as the client does, after the
-    // in-flight registry (innermost) has turned a shutdown's interruption into UNAVAILABLE.
+    // Outermost first: every error leaves with a message gRPC can send (sendableErrors); the request
+    // log and metrics see each call as the client does, after the in-flight registry has turned a
+    // shutdown's interruption, a deadline or a cancel into the call's status.
     const observer = allOf([requestLog(log), rpcMetrics(metrics), leaseMetrics(metrics), storeMetrics(metrics)]);
-    const interceptors = [interceptorFor(observer), calls.interceptor, callerFaults, ...(authenticator.enabled ? [authenticating(authenticator)] : [])];
+    const interceptors = [sendableErrors, interceptorFor(observer), calls.interceptor, callerFaults, ...(authenticator.enabled ? [authenticating(authenticator)] : [])];
     const viaConnect = connectNodeAdapter({
       routes,
       interceptors,
@@ -127,7 +130,7 @@ export async function serve(config: Config): Promise<void> {
       contextValues: credentialsOf,
     });
     const handler = unaryFastPath(
-      { services: app.services, observer, calls, readMaxBytes: READ_MAX_BYTES, authenticator: authenticator.enabled ? authenticator : undefined },
+      { services: [...app.services, [Health, healthImpl]], observer, calls, readMaxBytes: READ_MAX_BYTES, authenticator: authenticator.enabled ? authenticator : undefined },
       viaConnect,
     );
 

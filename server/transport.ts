@@ -58,6 +58,8 @@ export async function listen(o: ListenOptions, handler: Handler): Promise<Transp
       }
       h1Responses.add(r);
       r.once("close", () => h1Responses.delete(r));
+    } else {
+      releaseAfterAnswer(req as http2.Http2ServerRequest);
     }
     handler(req, res);
   };
@@ -119,6 +121,33 @@ function closeWhenIdle(session: http2.Http2Session, ms: number): void {
     if (open === 0) session.close();
   });
 }
+
+/**
+ * Once a call has been answered, the client's side of its stream is let go soon after, read or not. A
+ * stream the server ended early (a KeepAlive refused for an unreadable message, say) stops reading its
+ * client's messages; unread, they would keep the HTTP/2 stream, and with it the connection, open after
+ * the client half-closes or leaves, for as long as the server runs. So a stream still open a grace
+ * period after its answer is let go: destroyed, when both sides have ended it on the wire and only
+ * unread bytes hold it; else closed with RST_STREAM(NO_ERROR), as gRPC's own servers close a stream whose
+ * client has not finished when the call has.
+ */
+function releaseAfterAnswer(req: http2.Http2ServerRequest): void {
+  const stream = req.stream;
+  // The stream's own end of writing: a trailers-only answer is sent on the stream, past the response.
+  stream.once("finish", () => {
+    // Unary calls read their whole request before answering: nothing is left to hold them.
+    if (req.readableEnded) return;
+    const timer = setTimeout(() => {
+      if (stream.destroyed) return;
+      if (stream.closed) stream.destroy();
+      else stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    }, UNREAD_GRACE_MS).unref();
+    stream.once("close", () => clearTimeout(timer));
+  });
+}
+
+/** How long a stream may stay open after its call has been answered. */
+const UNREAD_GRACE_MS = 2_000;
 
 /** HTTP/1.1 connections: request headers within the handshake timeout, and the whole request soon after. */
 function limitHttp1(h1: http.Server, o: ListenOptions): void {

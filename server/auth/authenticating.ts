@@ -12,6 +12,9 @@ import type { Authenticator } from "./authenticator.js";
 
 const OPEN_SERVICES = new Set(["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]);
 
+/** Whether the service (by its full name) answers callers without credentials. */
+export const answersAnyone = (service: string): boolean => OPEN_SERVICES.has(service);
+
 /** For connectNodeAdapter's contextValues: the connection and its credentials, for authentication and caps. */
 export function credentialsOf(req: IncomingMessage | Http2ServerRequest): ContextValues {
   const values = createContextValues();
@@ -23,7 +26,7 @@ export function credentialsOf(req: IncomingMessage | Http2ServerRequest): Contex
 
 export function authenticating(authenticator: Authenticator): Interceptor {
   return (next) => async (req) => {
-    if (OPEN_SERVICES.has(req.service.typeName)) return next(req);
+    if (answersAnyone(req.service.typeName)) return next(req);
     const credentials = req.contextValues.get(CREDENTIALS);
     if (!credentials) throw new Error("a request without its credentials in its context values: connectNodeAdapter needs contextValues: credentialsOf");
     try {

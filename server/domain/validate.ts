@@ -75,6 +75,9 @@ export function checkToken(token: Token | undefined, what = "mutation.token"): T
   checkResource(token.resource, `${what}.resource`);
   if (token.generation <= 0n) throw invalid(`${what}.generation must be a positive generation from Acquire, got ${token.generation}`);
   if (token.leaseId <= 0n) throw invalid(`${what}.lease_id must be a positive lease id from Acquire, got ${token.leaseId}`);
+  // Signed over as UTF-8: bytes that are not UTF-8 could not be what the server signed.
+  if (token.principal && LONE_SURROGATE.test(token.principal)) throw invalid(`${what}.principal is not valid UTF-8`);
+  if (token.keyId && LONE_SURROGATE.test(token.keyId)) throw invalid(`${what}.key_id is not valid UTF-8`);
   return token;
 }
 

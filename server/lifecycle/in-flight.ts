@@ -1,18 +1,22 @@
 // The calls in flight, so that a shutdown can let unary calls finish, end streams at once, and abandon
-// what is still running when the grace period is over.
+// what is still running when the grace period is over; and so that a stream ends when its call does.
 //
 // Streams (KeepAlive, Observe, health Watch) last as long as their clients want; waiting for them would
 // hold every shutdown for the whole grace period. They end with UNAVAILABLE, which every gRPC client
 // treats as "try again", and a new connection reaches another replica. Ending a stream releases nothing:
 // leases live on in etcd until their TTL, and the client renews them through the replica it reaches.
+//
+// A stream also ends, with the call's own status, when its deadline passes (DEADLINE_EXCEEDED) or its
+// client cancels it (CANCELLED), whatever its handler is waiting for: a handler reading the client's
+// next message, or waiting for a change to report, does not have to watch for either.
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 
 interface Call {
   readonly controller: AbortController;
-  /** Set once the server has ended or abandoned the call: its failure is the shutdown's. */
-  stopped: boolean;
-  /** Streams only: ends the stream now with UNAVAILABLE. */
-  interrupt?: () => void;
+  /** Set once the call was ended from outside its handler (the shutdown, its deadline, its client): its status. */
+  stopped?: ConnectError;
+  /** Streams only: ends the stream now with the status given. */
+  interrupt?: (status: ConnectError) => void;
 }
 
 /** What a call ended by the shutdown answers. */
@@ -33,13 +37,16 @@ export class InFlightCalls {
 
   /** Innermost interceptor: gives each handler a signal this registry can abort. */
   readonly interceptor: Interceptor = (next) => async (req) => {
-    const call: Call = { controller: new AbortController(), stopped: false };
-    const forward = () => call.controller.abort(req.signal.reason);
+    const call: Call = { controller: new AbortController() };
+    const forward = () => {
+      call.controller.abort(req.signal.reason);
+      call.interrupt?.(callEnded(req.signal.reason));
+    };
     if (req.signal.aborted) forward();
     else req.signal.addEventListener("abort", forward, { once: true });
     const unaryCall: UnaryCall = {
       abandon: (reason) => {
-        call.stopped = true;
+        call.stopped = reason;
         call.controller.abort(reason);
       },
     };
@@ -56,7 +63,7 @@ export class InFlightCalls {
       try {
         return await next(inner);
       } catch (err) {
-        throw call.stopped ? shuttingDown() : err;
+        throw call.stopped ?? err;
       } finally {
         untrack(this.unary);
       }
@@ -70,12 +77,14 @@ export class InFlightCalls {
         return res;
       }
       const message = interruptible(res.message, call, () => untrack(this.streams));
-      // A stream that got in while the server was closing ends at once, like the ones before it.
-      if (this.closing) call.interrupt?.();
+      // A stream that got in while the server was closing ends at once, like the ones before it; so
+      // does one whose call ended while its handler was starting.
+      if (this.closing) call.interrupt?.(shuttingDown());
+      else if (req.signal.aborted) call.interrupt?.(callEnded(req.signal.reason));
       return { ...res, message };
     } catch (err) {
       untrack(this.streams);
-      throw call.stopped ? shuttingDown() : err;
+      throw call.stopped ?? err;
     }
   };
 
@@ -96,7 +105,7 @@ export class InFlightCalls {
   /** Ends every open stream with UNAVAILABLE, and every stream that opens from now on. */
   endStreams(): void {
     this.closing = true;
-    for (const call of [...this.streams]) call.interrupt?.();
+    for (const call of [...this.streams]) call.interrupt?.(shuttingDown());
   }
 
   /** Resolves true once no unary call is in flight, or false when ms have passed first. */
@@ -117,10 +126,15 @@ export class InFlightCalls {
   }
 }
 
+/** The status of a call whose signal was aborted by connect: its deadline, or its client going away. */
+function callEnded(reason: unknown): ConnectError {
+  return reason instanceof ConnectError ? reason : new ConnectError("the client cancelled the call", Code.Canceled);
+}
+
 /**
- * The stream as the handler produces it, until interrupt(): then the handler's signal is aborted (so it
- * lets go of its etcd watches), and the call fails with UNAVAILABLE at once, even while the handler
- * waits for something to send.
+ * The stream as the handler produces it, until interrupt(status): then the handler's signal is aborted
+ * (so it lets go of its etcd watches), and the call fails with that status at once, even while the
+ * handler waits for something to send.
  */
 function interruptible<T>(source: AsyncIterable<T>, call: Call, onEnd: () => void): AsyncIterable<T> {
   let it: AsyncIterator<T> | undefined;
@@ -134,10 +148,10 @@ function interruptible<T>(source: AsyncIterable<T>, call: Call, onEnd: () => voi
     call.interrupt = undefined;
     onEnd();
   };
-  call.interrupt = () => {
-    call.stopped = true;
-    call.controller.abort(shuttingDown());
-    rejectWaiting?.(shuttingDown());
+  call.interrupt = (status) => {
+    call.stopped = status;
+    call.controller.abort(status);
+    rejectWaiting?.(status);
     // The handler finishes in the background; nobody reads what it still sends.
     it?.return?.().catch(() => undefined);
   };
@@ -147,19 +161,27 @@ function interruptible<T>(source: AsyncIterable<T>, call: Call, onEnd: () => voi
       return {
         async next() {
           try {
-            if (call.stopped) throw shuttingDown();
+            if (call.stopped) throw call.stopped;
             const r = await new Promise<IteratorResult<T>>((resolve, reject) => {
               rejectWaiting = reject;
               source$.next().then(resolve, reject);
             });
             rejectWaiting = undefined;
-            if (r.done) end();
+            if (r.done) {
+              // A client's reset (RST_STREAM) ends its messages as a half-close does, so a handler that
+              // has answered them all ends as if the call were complete. The two are told apart once
+              // the HTTP/2 stream has closed, which aborts the call's signal: a turn of the event loop
+              // later. A cancelled call is no success.
+              await new Promise((resolve) => setImmediate(resolve));
+              end();
+              if (call.stopped) throw call.stopped;
+            }
             return r;
           } catch (err) {
             rejectWaiting = undefined;
             end();
             if (call.stopped) source$.return?.().catch(() => undefined);
-            throw call.stopped ? shuttingDown() : err;
+            throw call.stopped ?? err;
           }
         },
         async return(value?: unknown) {

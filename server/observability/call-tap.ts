@@ -68,7 +68,7 @@ function tapStream<T>(source: AsyncIterable<T>, signal: AbortSignal, tap: CallTa
           return (await it.return?.(value)) ?? { done: true, value: value as T };
         },
         async throw(err?: unknown) {
-          end(asConnectError(err));
+          end(failure(err, signal));
           if (it.throw) return it.throw(err);
           throw err;
         },

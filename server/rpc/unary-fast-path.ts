@@ -21,12 +21,14 @@ import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc
 import { toConnectError, type CallContext } from "../api/errors.js";
 import { CALLER, PEER } from "../auth/access.js";
 import type { Authenticator } from "../auth/authenticator.js";
+import { answersAnyone } from "../auth/authenticating.js";
 import { invalid } from "../domain/errors.js";
 import type { InFlightCalls } from "../lifecycle/in-flight.js";
 import type { CallObserver, CallWatch } from "../observability/call-observer.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
 import { decodeUtf8Escaped } from "../wire/utf8.js";
 import { checkJsonEnums } from "./json-enums.js";
+import { sendable } from "./sendable-errors.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
@@ -44,6 +46,8 @@ interface Protocol {
 
 interface Route {
   method: DescMethod;
+  /** Calls need credentials (when authentication is on). */
+  authenticated: boolean;
   input: DescMessage;
   output: DescMessage;
   impl: Impl;
@@ -69,7 +73,9 @@ export function unaryFastPath(o: FastPathOptions, fallback: Handler): Handler {
     for (const method of service.methods) {
       const fn = impl[method.localName];
       if (method.methodKind !== "unary" || typeof fn !== "function") continue;
-      routes.set(`/${service.typeName}/${method.name}`, { method, input: method.input, output: method.output, impl: fn as Impl });
+      // A handler may answer synchronously (health's Check does): the path awaits a promise either way.
+      const run = async (req: never, ctx: CallContext) => (fn as Impl)(req, ctx);
+      routes.set(`/${service.typeName}/${method.name}`, { method, authenticated: !answersAnyone(service.typeName), input: method.input, output: method.output, impl: run });
     }
   }
   return (req, res) => {
@@ -171,7 +177,7 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
         : parseConnectTimeout(header(req, "connect-timeout-ms"), MAX_TIMEOUT_MS);
     if (timeout.error) throw timeout.error;
     // Credentials first: an unauthenticated caller's message is not even read.
-    const caller = o.authenticator ? o.authenticator.authenticate(header(req, "authorization") ?? undefined, req.socket) : undefined;
+    const caller = o.authenticator && route.authenticated ? o.authenticator.authenticate(header(req, "authorization") ?? undefined, req.socket) : undefined;
     const principal = caller instanceof Promise ? await caller : caller;
     const body = await readBody(req, o.readMaxBytes);
     const message = decode(route, protocol, body);
@@ -200,7 +206,7 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
   watch?.end(error, answer);
   if (gone(res) || res.writableEnded) return;
   try {
-    write(route, protocol, res, requestId, error, answer);
+    write(route, protocol, res, requestId, error && sendable(error), answer);
   } catch (err) {
     res.destroy(err as Error);
   }

@@ -159,6 +159,12 @@ describe("invalid UTF-8 in names and keys", () => {
     await expectRefused(unary(client, `${STORE}Put`, bytesOf(PutRequestSchema, put, field(4, field(3, FF)))), "idempotency_key");
   });
 
+  it("Put with the token's principal or key id \\xff", async () => {
+    const put = { resource, key: "k", value: Buffer.from("changed"), mutation: mutation() };
+    await expectRefused(unary(client, `${STORE}Put`, bytesOf(PutRequestSchema, put, field(4, field(1, field(4, FF))))), "mutation.token.principal");
+    await expectRefused(unary(client, `${STORE}Put`, bytesOf(PutRequestSchema, put, field(4, field(1, field(5, FF))))), "mutation.token.key_id");
+  });
+
   it("Delete with the key \\xff, and Txn with an operation's key \\xff", async () => {
     await expectRefused(unary(client, `${STORE}Delete`, bytesOf(DeleteRequestSchema, { resource, key: "k", mutation: mutation() }, field(2, FF))), "key");
     // ops: a put of "k2", then a delete of the key \xff.

@@ -1,0 +1,212 @@
+// fk-sdk-probe drives the Go client for the tests of test/sdk/go.test.ts:
+//
+//	fk-sdk-probe scenario --server URLS --resource R
+//	    the conformance scenario of test/conformance/SCENARIO.md, through the library
+//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions]
+//	    acquires R (on a session with --sessions) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
+//	    stream-failed, ...), then runs the commands it reads on stdin, one a line:
+//	      write K V   a write through the lease (checked first: a lost lease sends nothing)
+//	      force K V   a write with the lease's token through the store, whatever the lease's state
+//	      state       the lease's state: held, valid_until, last_confirmed_at
+//	      release     releases the lease
+//	    and exits at the end of stdin.
+//
+// Times are ms since the epoch (wall clock, with fractions); 64-bit integers are decimal strings.
+// Credentials: --bearer JWT, --tls-ca FILE, --tls-cert FILE --tls-key FILE, as the conformance clients.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	fencekeeper "github.com/fencekeeper/fencekeeper/sdk/go"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: fk-sdk-probe scenario|hold --server URLS --resource R [--ttl 2s] [--holder H]")
+		os.Exit(2)
+	}
+	command := os.Args[1]
+	flags := flag.NewFlagSet(command, flag.ContinueOnError)
+	server := flags.String("server", "", "server URLs, comma-separated")
+	resource := flags.String("resource", "", "the resource")
+	ttl := flags.Duration("ttl", 2*time.Second, "the lease TTL")
+	holder := flags.String("holder", "go-probe", "the holder label")
+	sessions := flags.Bool("sessions", false, "hold: acquire on a session (Options.Sessions)")
+	bearer := flags.String("bearer", "", "a JWT, sent as authorization: Bearer")
+	ca := flags.String("tls-ca", "", "PEM CA of the server's certificate")
+	cert := flags.String("tls-cert", "", "PEM client certificate")
+	key := flags.String("tls-key", "", "PEM key of --tls-cert")
+	if err := flags.Parse(os.Args[2:]); err != nil || *server == "" || *resource == "" {
+		os.Exit(2)
+	}
+	creds, err := credentials(*bearer, *ca, *cert, *key)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	urls := strings.Split(*server, ",")
+	switch command {
+	case "scenario":
+		if err := runScenario(context.Background(), urls, creds, *resource); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL", err)
+			os.Exit(1)
+		}
+	case "hold":
+		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, *ttl, *holder); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	default:
+		os.Exit(2)
+	}
+}
+
+func credentials(bearer, ca, cert, key string) (fencekeeper.Credentials, error) {
+	creds := fencekeeper.Credentials{Bearer: bearer}
+	if ca == "" && cert == "" {
+		return creds, nil
+	}
+	config := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return creds, err
+		}
+		config.RootCAs = x509.NewCertPool()
+		if !config.RootCAs.AppendCertsFromPEM(pem) {
+			return creds, fmt.Errorf("--tls-ca %s holds no PEM certificate", ca)
+		}
+	}
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return creds, err
+		}
+		config.Certificates = []tls.Certificate{pair}
+	}
+	creds.TLS = config
+	return creds, nil
+}
+
+// printer writes one JSON object a line, from any goroutine.
+type printer struct{ mu sync.Mutex }
+
+func (p *printer) print(fields map[string]any) {
+	line, _ := json.Marshal(fields)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	os.Stdout.Write(append(line, '\n'))
+}
+
+func ms(t time.Time) float64 { return float64(t.UnixMicro()) / 1000 }
+func itoa(n int64) string    { return strconv.FormatInt(n, 10) }
+
+func tokenJSON(t fencekeeper.Token) map[string]any {
+	return map[string]any{"resource": t.Resource, "generation": itoa(t.Generation), "lease_id": itoa(t.LeaseID)}
+}
+
+// outcome describes a write's result: ok with the fence, or the error's kind, code and reason.
+func outcome(commit fencekeeper.Commit, err error) map[string]any {
+	if err == nil {
+		return map[string]any{"ok": true, "fence": itoa(commit.Fence)}
+	}
+	out := map[string]any{"ok": false, "message": err.Error()}
+	var lost *fencekeeper.LeaseLostError
+	var stale *fencekeeper.StaleTokenError
+	var se *fencekeeper.StatusError
+	switch {
+	case errors.As(err, &lost):
+		// Refused by the client itself: nothing was sent.
+		out["error"], out["why"], out["sent"] = "LEASE_LOST", string(lost.Why), false
+	case errors.As(err, &stale):
+		out["error"], out["code"], out["reason"], out["fence"], out["sent"] = "STALE_TOKEN", stale.Code.String(), stale.Reason, itoa(stale.Fence), true
+	case errors.As(err, &se):
+		out["error"], out["code"], out["reason"], out["sent"] = se.Reason, se.Code.String(), se.Reason, true
+	}
+	return out
+}
+
+func hold(options fencekeeper.Options, resource string, ttl time.Duration, holder string) error {
+	var p printer
+	options.OnEvent = func(e fencekeeper.Event) {
+		fields := map[string]any{"event": string(e.Type), "at": ms(e.At)}
+		switch e.Type {
+		case fencekeeper.EventSessionOpened:
+			fields["session_id"] = itoa(e.SessionID)
+		case fencekeeper.EventRenewed, fencekeeper.EventSessionRenewed:
+			fields["sent_at"], fields["confirmed_at"], fields["valid_until"] = ms(e.SentAt), ms(e.ConfirmedAt), ms(e.ValidUntil)
+		case fencekeeper.EventStreamOpened, fencekeeper.EventStreamFailed:
+			fields["url"] = e.URL
+		case fencekeeper.EventLost, fencekeeper.EventReleased, fencekeeper.EventAcquired, fencekeeper.EventKeepAliveSent:
+			return // printed below, or too many
+		}
+		if e.Err != nil {
+			fields["error"] = e.Err.Error()
+		}
+		p.print(fields)
+	}
+	c, err := fencekeeper.New(options)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	lease, err := c.Acquire(context.Background(), resource, fencekeeper.AcquireOptions{TTL: ttl, Holder: holder})
+	if err != nil {
+		return err
+	}
+	p.print(map[string]any{"event": "granted", "at": ms(time.Now()), "token": tokenJSON(lease.Token()), "ttl_ms": lease.TTL().Milliseconds(), "valid_until": ms(lease.ValidUntil())})
+	// The loss signal, as a program would wait for it; LostAt is when Done closed.
+	go func() {
+		<-lease.Done()
+		var lost *fencekeeper.LeaseLostError
+		errors.As(lease.Err(), &lost)
+		p.print(map[string]any{"event": "lost", "at": ms(lost.LostAt), "why": string(lost.Why), "valid_until": ms(lost.ValidUntil), "last_confirmed_at": ms(lost.LastConfirmedAt)})
+	}()
+	lines := bufio.NewScanner(os.Stdin)
+	for lines.Scan() {
+		args := strings.Fields(lines.Text())
+		if len(args) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		switch {
+		case args[0] == "write" && len(args) == 3:
+			at := time.Now()
+			commit, err := lease.Put(ctx, args[1], []byte(args[2]))
+			p.print(merge(map[string]any{"event": "write", "at": ms(at), "done_at": ms(time.Now())}, outcome(commit, err)))
+		case args[0] == "force" && len(args) == 3:
+			at := time.Now()
+			commit, err := c.Store().Put(ctx, lease.Token(), args[1], []byte(args[2]), fencekeeper.WithFenceMode(fencekeeper.FenceOrder))
+			p.print(merge(map[string]any{"event": "force", "at": ms(at), "done_at": ms(time.Now())}, outcome(commit, err)))
+		case args[0] == "state":
+			p.print(map[string]any{"event": "state", "at": ms(time.Now()), "held": lease.Held(), "valid_until": ms(lease.ValidUntil()), "last_confirmed_at": ms(lease.LastConfirmedAt())})
+		case args[0] == "release":
+			lease.Release(ctx)
+			p.print(map[string]any{"event": "released", "at": ms(time.Now())})
+		default:
+			p.print(map[string]any{"event": "error", "message": "unknown command: " + lines.Text()})
+		}
+		cancel()
+	}
+	return nil
+}
+
+func merge(a, b map[string]any) map[string]any {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}

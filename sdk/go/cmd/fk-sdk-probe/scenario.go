@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	fencekeeper "github.com/fencekeeper/fencekeeper/sdk/go"
+)
+
+const ttl = 2 * time.Second
+
+func step(format string, args ...any) { fmt.Printf("ok "+format+"\n", args...) }
+
+// runScenario runs the scenario of test/conformance/SCENARIO.md through the library, with a client each
+// for A, B and the observer. Where the scenario drives the raw stubs (the KeepAlive stream, a Renew of
+// an unknown lease), it checks what the library does instead: it keeps the lease alive on its own
+// stream, and a lease the server no longer knows ends with LostNotFound.
+func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentials, resource string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	newClient := func(holder string) (*fencekeeper.Client, error) {
+		return fencekeeper.New(fencekeeper.Options{Servers: urls, Credentials: creds, Holder: holder})
+	}
+	a, err := newClient("go-sdk-a")
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	b, err := newClient("go-sdk-b")
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	observer, err := newClient("go-sdk-observer")
+	if err != nil {
+		return err
+	}
+	defer observer.Close()
+
+	// 1. Observe.
+	observed := make(chan fencekeeper.Ownership, 16)
+	first := make(chan error, 1)
+	go func() {
+		defer close(observed)
+		seen := false
+		for o, err := range observer.Observe(ctx, resource) {
+			switch {
+			case err != nil && !seen:
+				first <- err
+			case err != nil:
+			case !seen:
+				seen = true
+				if o.Held {
+					first <- fmt.Errorf("expected %s not held at first, got held by %s", resource, o.Holder)
+				} else {
+					first <- nil
+				}
+			default:
+				observed <- o
+			}
+		}
+	}()
+	if err := <-first; err != nil {
+		return fmt.Errorf("observe: %w", err)
+	}
+	step("observe: %s not held", resource)
+
+	// 2. Acquire.
+	leaseA, err := a.Acquire(ctx, resource, fencekeeper.AcquireOptions{TTL: ttl})
+	if err != nil {
+		return fmt.Errorf("acquire: %w", err)
+	}
+	tokenA := leaseA.Token()
+	if tokenA.Resource != resource || tokenA.Generation <= 0 || leaseA.TTL() != ttl || !leaseA.Held() {
+		return fmt.Errorf("acquire: expected a held lease on %s with a positive generation and ttl 2s, got %v ttl %v", resource, tokenA, leaseA.TTL())
+	}
+	step("acquire: generation %d, lease %d", tokenA.Generation, tokenA.LeaseID)
+
+	// The token verifies offline with the server's keys; altered, it does not.
+	keys, err := a.TokenKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire: token keys: %w", err)
+	}
+	altered := tokenA
+	altered.Generation++
+	if err := fencekeeper.VerifyToken(tokenA, keys); err != nil || !errors.Is(fencekeeper.VerifyToken(altered, keys), fencekeeper.ErrBadSignature) {
+		return fmt.Errorf("acquire: expected the token to verify and an altered one not to, got %v, %v", err, fencekeeper.VerifyToken(altered, keys))
+	}
+	step("acquire: the token verifies offline (key %s)", tokenA.KeyID)
+
+	// 3. Put.
+	valueA := "hello from go-sdk-a"
+	put, err := leaseA.Put(ctx, "greeting", []byte(valueA), fencekeeper.WithFenceMode(fencekeeper.FenceOrder), fencekeeper.WithIdempotencyKey(resource+"-put-a"))
+	if err != nil {
+		return fmt.Errorf("put: %w", err)
+	}
+	if put.Fence != tokenA.Generation {
+		return fmt.Errorf("put: expected fence %d, got %d", tokenA.Generation, put.Fence)
+	}
+	step("put: fence %d", put.Fence)
+
+	// 4. Get.
+	got, err := leaseA.Get(ctx, "greeting")
+	if err != nil {
+		return fmt.Errorf("get: %w", err)
+	}
+	if !got.Found || string(got.Value) != valueA || got.Fence != tokenA.Generation {
+		return fmt.Errorf("get: expected %q at fence %d, got found=%v %q at fence %d", valueA, tokenA.Generation, got.Found, got.Value, got.Fence)
+	}
+	step("get: %q", got.Value)
+
+	// 5. KeepAlive: the library's own stream keeps the lease for three and a half TTLs.
+	firstConfirmed := leaseA.LastConfirmedAt()
+	select {
+	case <-leaseA.Done():
+		return fmt.Errorf("keepalive: lease lost: %w", leaseA.Err())
+	case <-time.After(7 * time.Second):
+	}
+	if err := leaseA.Check(); err != nil {
+		return fmt.Errorf("keepalive: %w", err)
+	}
+	if !leaseA.LastConfirmedAt().After(firstConfirmed.Add(5 * time.Second)) {
+		return fmt.Errorf("keepalive: the last renewal was confirmed at %v, expected renewals until the end of the 7 s", leaseA.LastConfirmedAt())
+	}
+	described, err := a.Describe(ctx, resource)
+	if err != nil {
+		return fmt.Errorf("keepalive: describe: %w", err)
+	}
+	if !described.Held || described.Token.Generation != tokenA.Generation {
+		return fmt.Errorf("keepalive: expected %s still held by generation %d, got %+v", resource, tokenA.Generation, described)
+	}
+	step("keepalive: still held after 7s (TTL %v), valid until %s", ttl, leaseA.ValidUntil().Format(time.RFC3339Nano))
+
+	// 6. Release: idempotent, and the loss signal says why.
+	leaseA.Release(ctx)
+	leaseA.Release(ctx)
+	var lost *fencekeeper.LeaseLostError
+	if !errors.As(leaseA.Err(), &lost) || lost.Why != fencekeeper.LostReleased {
+		return fmt.Errorf("release: expected LeaseLostError released, got %v", leaseA.Err())
+	}
+	select {
+	case <-leaseA.Done():
+	default:
+		return errors.New("release: Done is not closed")
+	}
+	if _, err := leaseA.Put(ctx, "greeting", []byte("after release")); !errors.As(err, &lost) {
+		return fmt.Errorf("release: expected a write through the released lease refused by the client, got %v", err)
+	}
+	step("release")
+
+	// 7. Handover.
+	leaseB, err := b.Acquire(ctx, resource, fencekeeper.AcquireOptions{TTL: ttl})
+	if err != nil {
+		return fmt.Errorf("handover: acquire: %w", err)
+	}
+	tokenB := leaseB.Token()
+	if tokenB.Generation <= tokenA.Generation {
+		return fmt.Errorf("handover: expected a generation greater than %d, got %d", tokenA.Generation, tokenB.Generation)
+	}
+	if err := awaitHandover(observed, tokenA.Generation, tokenB.Generation); err != nil {
+		return fmt.Errorf("handover: observe: %w", err)
+	}
+	step("handover: generation %d, observed", tokenB.Generation)
+
+	// 8. Fencing.
+	valueB := "hello from go-sdk-b"
+	if _, err := leaseB.Put(ctx, "greeting", []byte(valueB)); err != nil {
+		return fmt.Errorf("fencing: put with the new token: %w", err)
+	}
+	_, err = a.Store().Put(ctx, tokenA, "greeting", []byte("stale"))
+	var stale *fencekeeper.StaleTokenError
+	var se *fencekeeper.StatusError
+	if !errors.As(err, &stale) || !errors.As(err, &se) || se.Code.String() != "FailedPrecondition" || stale.Reason != "STALE_TOKEN" || stale.Fence != tokenB.Generation || stale.Generation != tokenA.Generation {
+		return fmt.Errorf("fencing: expected StaleTokenError (FAILED_PRECONDITION STALE_TOKEN, fence %d), got %v", tokenB.Generation, err)
+	}
+	got, err = a.Store().Get(ctx, resource, "greeting")
+	if err != nil || string(got.Value) != valueB {
+		return fmt.Errorf("fencing: expected %q after the refused put, got %q (%v)", valueB, got.Value, err)
+	}
+	step("fencing: old token refused with STALE_TOKEN, fence %d", stale.Fence)
+
+	// 9. Bad input.
+	badInputs := []struct {
+		name  string
+		check func(error) bool
+		call  func() error
+	}{
+		{"acquire with an empty resource", is[*fencekeeper.InvalidArgumentError], func() error {
+			_, err := a.Acquire(ctx, "", fencekeeper.AcquireOptions{TTL: ttl})
+			return err
+		}},
+		{"acquire with ttl 1s", is[*fencekeeper.InvalidArgumentError], func() error {
+			_, err := a.Acquire(ctx, resource+"-short", fencekeeper.AcquireOptions{TTL: time.Second})
+			return err
+		}},
+		{"acquire of a held resource without waiting", func(err error) bool {
+			var held *fencekeeper.ResourceHeldError
+			return errors.As(err, &held) && held.Code.String() == "Aborted" && held.Reason == "RESOURCE_HELD" &&
+				held.Holder == "go-sdk-b" && held.HolderToken != nil && held.HolderToken.Generation == tokenB.Generation
+		}, func() error {
+			_, err := a.Acquire(ctx, resource, fencekeeper.AcquireOptions{TTL: ttl})
+			return err
+		}},
+		{"waiting at most 300 ms for a held resource", is[*fencekeeper.TimeoutError], func() error {
+			_, err := a.Acquire(ctx, resource, fencekeeper.AcquireOptions{TTL: ttl, Wait: true, WaitTimeout: 300 * time.Millisecond})
+			return err
+		}},
+	}
+	for _, bad := range badInputs {
+		if err := bad.call(); !bad.check(err) {
+			return fmt.Errorf("bad input: %s: got %v (%T)", bad.name, err, err)
+		}
+		step("bad input: %s", bad.name)
+	}
+	// Waiting in line: granted at B's release, 1.5 s later, and confirmed by a renewal then, so that its
+	// deadline counts from that renewal, not from the Acquire sent a second before.
+	leaseFirst, err := b.Acquire(ctx, resource+"-line", fencekeeper.AcquireOptions{TTL: ttl})
+	if err != nil {
+		return fmt.Errorf("wait: %w", err)
+	}
+	granted := make(chan error, 1)
+	var leaseW *fencekeeper.Lease
+	go func() {
+		var err error
+		leaseW, err = a.Acquire(ctx, resource+"-line", fencekeeper.AcquireOptions{TTL: ttl, Wait: true, WaitTimeout: 10 * time.Second})
+		granted <- err
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	leaseFirst.Release(ctx)
+	if err := <-granted; err != nil {
+		return fmt.Errorf("wait: %w", err)
+	}
+	// Counted from the Acquire, 1.5 s before the grant, 0.38 s would be left; from the renewal, 1.88 s less its round trip.
+	if left := time.Until(leaseW.ValidUntil()); left < ttl-fencekeeper.DefaultDriftMargin(ttl)-time.Second {
+		return fmt.Errorf("wait: a lease granted after a wait in line is valid for %v only: its deadline counts from the Acquire's send", left)
+	}
+	leaseW.Release(ctx)
+	step("wait: granted in line at the holder's release, valid from its confirming renewal")
+
+	// Cancelling: the context of a waiting acquire ends the wait; once granted, it ends the lease, which
+	// is released on the server.
+	waiting, stopWaiting := context.WithCancel(ctx)
+	time.AfterFunc(300*time.Millisecond, stopWaiting)
+	if _, err := a.Acquire(waiting, resource, fencekeeper.AcquireOptions{TTL: ttl, Wait: true}); !is[*fencekeeper.CanceledError](err) {
+		return fmt.Errorf("cancel: expected CanceledError from a cancelled wait, got %v (%T)", err, err)
+	}
+	holding, stopHolding := context.WithCancel(ctx)
+	defer stopHolding()
+	leaseD, err := a.Acquire(holding, resource+"-canceled", fencekeeper.AcquireOptions{TTL: ttl})
+	if err != nil {
+		return fmt.Errorf("cancel: acquire: %w", err)
+	}
+	stopHolding()
+	select {
+	case <-leaseD.Context().Done():
+	case <-time.After(ttl):
+		return errors.New("cancel: the lease's context was not cancelled with the acquire's")
+	}
+	if !errors.As(context.Cause(leaseD.Context()), &lost) || lost.Why != fencekeeper.LostCanceled {
+		return fmt.Errorf("cancel: expected the lease's context cancelled with LeaseLostError canceled, got %v", context.Cause(leaseD.Context()))
+	}
+	leaseD.Release(ctx) // waits for the release on the server
+	if d, err := a.Describe(ctx, resource+"-canceled"); err != nil || d.Held {
+		return fmt.Errorf("cancel: expected the cancelled lease released on the server, got held=%v (%v)", d.Held, err)
+	}
+	step("cancel: a cancelled wait fails CanceledError; a cancelled holding releases the lease")
+
+	// A lease the server no longer knows (released with its token behind the holder's back): its next
+	// renewal is answered NOT_FOUND, which ends it.
+	leaseC, err := a.Acquire(ctx, resource+"-gone", fencekeeper.AcquireOptions{TTL: ttl})
+	if err != nil {
+		return fmt.Errorf("not found: acquire: %w", err)
+	}
+	if err := releaseBehindBack(ctx, urls, creds, leaseC.Token()); err != nil {
+		return fmt.Errorf("not found: %w", err)
+	}
+	select {
+	case <-leaseC.Done():
+	case <-time.After(ttl):
+		return errors.New("not found: the lease was not lost within a TTL")
+	}
+	var notFound *fencekeeper.LeaseNotFoundError
+	if !errors.As(leaseC.Err(), &lost) || lost.Why != fencekeeper.LostNotFound || !errors.As(leaseC.Err(), &notFound) {
+		return fmt.Errorf("not found: expected LeaseLostError not-found wrapping LeaseNotFoundError, got %v", leaseC.Err())
+	}
+	step("not found: a renewal answered LEASE_NOT_FOUND ends the lease")
+
+	// 10. Clean up, through WithLease: it runs, then releases.
+	leaseB.Release(ctx)
+	ran := false
+	err = fencekeeper.WithLease(ctx, b, resource, fencekeeper.AcquireOptions{TTL: ttl}, func(ctx context.Context, l *fencekeeper.Lease) error {
+		ran = l.Token().Generation > tokenB.Generation && ctx.Err() == nil
+		return nil
+	})
+	if err != nil || !ran {
+		return fmt.Errorf("clean up: WithLease: ran=%v %v", ran, err)
+	}
+	if d, err := b.Describe(ctx, resource); err != nil || d.Held {
+		return fmt.Errorf("clean up: expected %s released after WithLease, got held=%v (%v)", resource, d.Held, err)
+	}
+	step("clean up")
+	return nil
+}
+
+func is[T error](err error) bool {
+	var target T
+	return errors.As(err, &target)
+}
+
+// releaseBehindBack releases token from a client of its own, as an operator would.
+func releaseBehindBack(ctx context.Context, urls []string, creds fencekeeper.Credentials, token fencekeeper.Token) error {
+	other, err := fencekeeper.New(fencekeeper.Options{Servers: urls, Credentials: creds})
+	if err != nil {
+		return err
+	}
+	defer other.Close()
+	return other.ReleaseToken(ctx, token)
+}
+
+// awaitHandover waits until the observer has seen generation a and then generation b hold the
+// resource, with increasing revisions.
+func awaitHandover(observed <-chan fencekeeper.Ownership, a, b int64) error {
+	timeout := time.After(5 * time.Second)
+	var seenA bool
+	var revision int64
+	for {
+		select {
+		case o, ok := <-observed:
+			if !ok {
+				return fmt.Errorf("the stream ended before generation %d was seen", b)
+			}
+			if o.Revision <= revision {
+				return fmt.Errorf("revision %d after %d", o.Revision, revision)
+			}
+			revision = o.Revision
+			switch {
+			case o.Held && o.Token.Generation == a:
+				seenA = true
+			case o.Held && o.Token.Generation == b:
+				if !seenA {
+					return fmt.Errorf("generation %d seen without generation %d before it", b, a)
+				}
+				return nil
+			}
+		case <-timeout:
+			return fmt.Errorf("generation %d (after %d) not seen within 5s", b, a)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package fencekeeper
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	fencekeeperv1 "github.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// StatusError is what every failed call returns, alone or inside one of the typed errors below: the
+// gRPC code, the google.rpc.ErrorInfo reason (proto/fencekeeper/v1/errors.proto; empty when the server
+// gave none) and its metadata. errors.As(err, &se) finds it inside any typed error.
+type StatusError struct {
+	Code     codes.Code
+	Reason   string
+	Metadata map[string]string
+	Message  string
+	// Err is what the transport returned, if anything.
+	Err error
+}
+
+func (e *StatusError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("fencekeeper: %s (%s %s)", e.Message, e.Code, e.Reason)
+	}
+	return fmt.Sprintf("fencekeeper: %s (%s)", e.Message, e.Code)
+}
+
+func (e *StatusError) Unwrap() error { return e.Err }
+
+// GRPCStatus lets status.Code(err) and status.FromError(err) see the code.
+func (e *StatusError) GRPCStatus() *status.Status { return status.New(e.Code, e.Message) }
+
+func (e *StatusError) int64(key string) int64 {
+	n, _ := strconv.ParseInt(e.Metadata[key], 10, 64)
+	return n
+}
+
+// StaleTokenError (STALE_TOKEN): a newer generation has written to the resource. The holder has lost
+// its lease: stop, do not retry with this token.
+type StaleTokenError struct {
+	*StatusError
+	Resource string
+	// Fence is the resource's fence: the newer generation that has written.
+	Fence int64
+	// Generation is the refused one.
+	Generation int64
+}
+
+func (e *StaleTokenError) Unwrap() error { return e.StatusError }
+
+// LeaseNotHeldError (LEASE_NOT_HELD, FENCE_MODE_LIVE): the token's lease is no longer held in etcd.
+type LeaseNotHeldError struct {
+	*StatusError
+	Resource   string
+	Generation int64
+	LeaseID    int64
+}
+
+func (e *LeaseNotHeldError) Unwrap() error { return e.StatusError }
+
+// GenerationNotIssuedError (GENERATION_NOT_ISSUED): the token names a generation never issued.
+type GenerationNotIssuedError struct {
+	*StatusError
+	Generation int64
+	LastIssued int64
+}
+
+func (e *GenerationNotIssuedError) Unwrap() error { return e.StatusError }
+
+// ResourceHeldError (RESOURCE_HELD): Acquire without waiting found the resource held.
+type ResourceHeldError struct {
+	*StatusError
+	// Holder is the current holder's label.
+	Holder string
+	// HolderToken is the current holder's token, when the server sent it.
+	HolderToken *Token
+}
+
+func (e *ResourceHeldError) Unwrap() error { return e.StatusError }
+
+// LeaseNotFoundError (LEASE_NOT_FOUND): the lease expired, was released, or never existed.
+type LeaseNotFoundError struct {
+	*StatusError
+	LeaseID int64
+}
+
+func (e *LeaseNotFoundError) Unwrap() error { return e.StatusError }
+
+// IdempotencyKeyReusedError (IDEMPOTENCY_KEY_REUSED): the key was used before with another request.
+type IdempotencyKeyReusedError struct {
+	*StatusError
+	IdempotencyKey string
+}
+
+func (e *IdempotencyKeyReusedError) Unwrap() error { return e.StatusError }
+
+// UnavailableError: no server answered, or etcd did not (ETCD_UNAVAILABLE). Retryable; a mutation may
+// or may not have applied (retry it with the same idempotency key).
+type UnavailableError struct{ *StatusError }
+
+func (e *UnavailableError) Unwrap() error { return e.StatusError }
+
+// TimeoutError (DEADLINE_EXCEEDED): e.g. an Acquire that waited until its wait limit.
+type TimeoutError struct{ *StatusError }
+
+func (e *TimeoutError) Unwrap() error { return e.StatusError }
+
+// InvalidArgumentError (INVALID_ARGUMENT): a malformed name, key, TTL or token.
+type InvalidArgumentError struct{ *StatusError }
+
+func (e *InvalidArgumentError) Unwrap() error { return e.StatusError }
+
+// CanceledError (CANCELED): the caller's context ended the call.
+type CanceledError struct{ *StatusError }
+
+func (e *CanceledError) Unwrap() error { return e.StatusError }
+
+// UnauthenticatedError (UNAUTHENTICATED): the server wants credentials and got none, or bad ones.
+type UnauthenticatedError struct{ *StatusError }
+
+func (e *UnauthenticatedError) Unwrap() error { return e.StatusError }
+
+// PermissionDeniedError (PERMISSION_DENIED): the policy does not grant this (reason PERMISSION_DENIED),
+// or the lease or token is another principal's (reason NOT_HOLDER).
+type PermissionDeniedError struct{ *StatusError }
+
+func (e *PermissionDeniedError) Unwrap() error { return e.StatusError }
+
+// Why a lease ended, as LeaseLostError.Why says.
+type LossCause string
+
+const (
+	// LostDeadline: no renewal was confirmed before ValidUntil; a failed, refused or late renewal proves nothing.
+	LostDeadline LossCause = "deadline"
+	// LostNotFound: the server answered that the lease is gone (LEASE_NOT_FOUND).
+	LostNotFound LossCause = "not-found"
+	// LostFenced: a write under the lease's token was refused (STALE_TOKEN or LEASE_NOT_HELD).
+	LostFenced LossCause = "fenced"
+	// LostReleased: this program released it (Release, or Client.Close).
+	LostReleased LossCause = "released"
+	// LostCanceled: the context given to Acquire ended.
+	LostCanceled LossCause = "canceled"
+)
+
+// LeaseLostError is the client's verdict that a lease can no longer be assumed held: the cause of the
+// lease's Context, what Err and Check return, and what every call through the lease returns from then
+// on. Do not retry with this token; acquire again for a new one.
+type LeaseLostError struct {
+	Why   LossCause
+	Token Token
+	// ValidUntil is the deadline the lease had when it ended.
+	ValidUntil time.Time
+	// LastConfirmedAt is when the last renewal's answer (or the Acquire's) arrived.
+	LastConfirmedAt time.Time
+	// LostAt is when the client decided the lease was lost.
+	LostAt time.Time
+	// Cause is what made it so, if anything: the refused write's error, the LeaseNotFoundError of a
+	// renewal, the cause of the Acquire context.
+	Cause error
+}
+
+func (e *LeaseLostError) Error() string {
+	lease := fmt.Sprintf("fencekeeper: the lease on %q (generation %d)", e.Token.Resource, e.Token.Generation)
+	switch e.Why {
+	case LostDeadline:
+		return fmt.Sprintf("%s is lost: no renewal was confirmed before its deadline %s", lease, e.ValidUntil.UTC().Format(time.RFC3339Nano))
+	case LostNotFound:
+		return lease + " is lost: the server says it expired or was released"
+	case LostFenced:
+		return fmt.Sprintf("%s is lost: a write under its token was refused (%v)", lease, e.Cause)
+	case LostReleased:
+		return lease + " was released"
+	default:
+		return lease + " ended: the context given to Acquire ended"
+	}
+}
+
+func (e *LeaseLostError) Unwrap() error { return e.Cause }
+
+// toError turns what a call returned into the typed error to branch on.
+func toError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var known *StatusError
+	if errors.As(err, &known) {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	return statusError(st, err)
+}
+
+// statusError maps a gRPC status (of a call, or inside a KeepAlive answer) to its typed error.
+func statusError(st *status.Status, cause error) error {
+	se := &StatusError{Code: st.Code(), Message: st.Message(), Metadata: map[string]string{}, Err: cause}
+	var holder *Token
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			se.Reason = d.GetReason()
+			for k, v := range d.GetMetadata() {
+				se.Metadata[k] = v
+			}
+		case *fencekeeperv1.FencingToken:
+			t := tokenFromProto(d)
+			holder = &t
+		}
+	}
+	switch se.Reason {
+	case "STALE_TOKEN":
+		return &StaleTokenError{StatusError: se, Resource: se.Metadata["resource"], Fence: se.int64("fence"), Generation: se.int64("generation")}
+	case "LEASE_NOT_HELD":
+		return &LeaseNotHeldError{StatusError: se, Resource: se.Metadata["resource"], Generation: se.int64("generation"), LeaseID: se.int64("lease_id")}
+	case "GENERATION_NOT_ISSUED":
+		return &GenerationNotIssuedError{StatusError: se, Generation: se.int64("generation"), LastIssued: se.int64("last_issued")}
+	case "RESOURCE_HELD":
+		return &ResourceHeldError{StatusError: se, Holder: se.Metadata["holder"], HolderToken: holder}
+	case "LEASE_NOT_FOUND":
+		return &LeaseNotFoundError{StatusError: se, LeaseID: se.int64("lease_id")}
+	case "IDEMPOTENCY_KEY_REUSED":
+		return &IdempotencyKeyReusedError{StatusError: se, IdempotencyKey: se.Metadata["idempotency_key"]}
+	case "ETCD_UNAVAILABLE":
+		return &UnavailableError{se}
+	}
+	switch se.Code {
+	case codes.Unavailable:
+		return &UnavailableError{se}
+	case codes.DeadlineExceeded:
+		return &TimeoutError{se}
+	case codes.InvalidArgument:
+		return &InvalidArgumentError{se}
+	case codes.Canceled:
+		return &CanceledError{se}
+	case codes.NotFound:
+		return &LeaseNotFoundError{StatusError: se, LeaseID: se.int64("lease_id")}
+	case codes.Unauthenticated:
+		return &UnauthenticatedError{se}
+	case codes.PermissionDenied:
+		return &PermissionDeniedError{se}
+	}
+	return se
+}

@@ -1,0 +1,216 @@
+package io.fencekeeper.probe;
+
+import io.fencekeeper.client.AcquireOptions;
+import io.fencekeeper.client.ClientEvent;
+import io.fencekeeper.client.Credentials;
+import io.fencekeeper.client.FencekeeperClient;
+import io.fencekeeper.client.FencekeeperException;
+import io.fencekeeper.client.Lease;
+import io.fencekeeper.client.LeaseLostException;
+import io.fencekeeper.client.StaleTokenException;
+import io.fencekeeper.client.WriteOptions;
+import io.fencekeeper.v1.FenceMode;
+import io.fencekeeper.v1.FencingToken;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The Java client library's test probe, a process that test/sdk/java.test.ts drives:
+ *
+ * <pre>
+ * fk-sdk-probe scenario --server URL --resource R
+ *     the conformance scenario of test/conformance/SCENARIO.md through the library; "ok ..." per step,
+ *     exit 0, or "FAIL ..." on stderr and exit 1
+ * fk-sdk-probe semantics --server URL --resource PREFIX
+ *     the library's own promises (Semantics.java), on resources named PREFIX-...; output as scenario's
+ * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N]
+ *     acquires R and holds it, printing one JSON line per event with its wall-clock time "at" (ms):
+ *     granted (token, valid_until), renewed (sent_at, confirmed_at, valid_until), stream-opened,
+ *     stream-failed, lost (why, valid_until, last_seen_held_at: the last time a look found it held).
+ *     With --write-every-ms, a worker thread writes key "worker" through the lease that often, as a
+ *     program acting on its lease would, and prints each outcome ("put", source "worker"), until one is
+ *     refused. Every write's line has attempted_at: when it was handed to the library, which looks at the
+ *     lease before sending it.
+ *     Commands on stdin, each answered with one line:
+ *       put KEY VALUE        write through the lease (it looks at the lease first)
+ *       put-token KEY VALUE  write with the token alone (FENCE_MODE_ORDER), as a program that ignored the loss
+ *       state                held, valid_until
+ *       release              release the lease
+ * credentials: [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
+ * </pre>
+ */
+public final class Probe {
+  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key");
+
+  private Probe() {}
+
+  public static void main(String[] args) throws Exception {
+    if (args.length < 1 || !Set.of("scenario", "semantics", "hold").contains(args[0])) usage();
+    Map<String, String> flags = new HashMap<>();
+    for (int i = 1; i < args.length; i += 2) {
+      if (!args[i].startsWith("--") || !FLAGS.contains(args[i].substring(2)) || i + 1 >= args.length) usage();
+      flags.put(args[i].substring(2), args[i + 1]);
+    }
+    if (!flags.containsKey("server") || !flags.containsKey("resource")) usage();
+    Credentials credentials = new Credentials(
+        flags.containsKey("bearer") ? () -> flags.get("bearer") : null,
+        path(flags.get("tls-ca")), path(flags.get("tls-cert")), path(flags.get("tls-key")));
+    if (!args[0].equals("hold")) {
+      try {
+        if (args[0].equals("scenario")) Scenario.run(flags.get("server"), credentials, flags.get("resource"));
+        else Semantics.run(flags.get("server"), credentials, flags.get("resource"));
+      } catch (Scenario.Unexpected | FencekeeperException e) {
+        System.err.println("FAIL " + e.getMessage());
+        System.exit(1);
+      }
+      System.exit(0);
+    }
+    hold(flags, credentials);
+    System.exit(0);
+  }
+
+  private static void hold(Map<String, String> flags, Credentials credentials) throws Exception {
+    String resource = flags.get("resource");
+    Duration ttl = Duration.ofMillis(Long.parseLong(flags.getOrDefault("ttl-ms", "2000")));
+    FencekeeperClient client = FencekeeperClient.builder()
+        .servers(flags.get("server"))
+        .holder(flags.getOrDefault("holder", "java-probe"))
+        .credentials(credentials)
+        .onEvent(Probe::report)
+        .build();
+    Lease lease = client.acquire(resource, AcquireOptions.ttl(ttl).waitForever());
+    AtomicLong lastSeenHeldAt = new AtomicLong(System.currentTimeMillis());
+    say("granted", "token", token(lease.token()), "ttl_ms", lease.ttl().toMillis(), "valid_until", ms(lease.validUntil()));
+    lease.addLossListener(e -> say("lost", "why", e.why().name(), "valid_until", ms(e.validUntil()), "lost_at", ms(e.lostAt()),
+        "last_seen_held_at", lastSeenHeldAt.get()));
+
+    if (flags.containsKey("write-every-ms")) {
+      long every = Long.parseLong(flags.get("write-every-ms"));
+      Thread worker = new Thread(() -> {
+        for (int n = 1; ; n++) {
+          if (lease.isHeld()) lastSeenHeldAt.set(System.currentTimeMillis());
+          byte[] value = ("java worker " + n).getBytes(StandardCharsets.UTF_8);
+          Map<String, Object> result = outcome(() -> lease.put("worker", value, WriteOptions.DEFAULT));
+          result.put("source", "worker");
+          say("put", result);
+          if (result.get("ok").equals(false)) return; // refused: as a worker would, it stops
+          try {
+            Thread.sleep(every);
+          } catch (InterruptedException e) {
+            return;
+          }
+        }
+      }, "worker");
+      worker.setDaemon(true);
+      worker.start();
+    }
+
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    for (String line; (line = in.readLine()) != null; ) {
+      String[] words = line.trim().split(" ", 3);
+      switch (words[0]) {
+        case "put" -> {
+          Map<String, Object> result = outcome(() -> lease.put(words[1], words[2].getBytes(StandardCharsets.UTF_8), WriteOptions.DEFAULT));
+          result.put("source", "stdin");
+          say("put", result);
+        }
+        case "put-token" -> say("put-token", outcome(() -> client.store().put(lease.token(), words[1], words[2].getBytes(StandardCharsets.UTF_8),
+            WriteOptions.mode(FenceMode.FENCE_MODE_ORDER))));
+        case "state" -> {
+          boolean held = lease.isHeld();
+          if (held) lastSeenHeldAt.set(System.currentTimeMillis());
+          say("state", "held", held, "valid_until", ms(lease.validUntil()));
+        }
+        case "release" -> {
+          lease.release();
+          say("released");
+        }
+        default -> say("error", "message", "unknown command: " + line);
+      }
+    }
+    client.close();
+  }
+
+  private interface Write {
+    io.fencekeeper.client.Store.Commit run();
+  }
+
+  /** A write's outcome as JSON fields: ok and fence; or refused locally (the lease was lost); or the server's refusal. */
+  private static Map<String, Object> outcome(Write write) {
+    Map<String, Object> o = new LinkedHashMap<>();
+    o.put("attempted_at", System.currentTimeMillis());
+    try {
+      o.put("ok", true);
+      o.put("fence", Long.toString(write.run().fence()));
+    } catch (LeaseLostException e) {
+      o.put("ok", false);
+      o.put("local", true);
+      o.put("why", e.why().name());
+    } catch (FencekeeperException e) {
+      o.put("ok", false);
+      o.put("code", e.code().name());
+      o.put("reason", e.reason());
+      if (e instanceof StaleTokenException stale) o.put("fence", String.valueOf(stale.fence()));
+    }
+    return o;
+  }
+
+  private static void report(ClientEvent event) {
+    if (event instanceof ClientEvent.Renewed r) {
+      say("renewed", "sent_at", ms(r.sentAt()), "confirmed_at", ms(r.confirmedAt()), "valid_until", ms(r.validUntil()));
+    } else if (event instanceof ClientEvent.StreamOpened o) {
+      say("stream-opened", "url", o.url());
+    } else if (event instanceof ClientEvent.StreamFailed f) {
+      say("stream-failed", "url", f.url(), "error", String.valueOf(f.error()));
+    } else if (event instanceof ClientEvent.RenewalFailed f) {
+      say("renewal-failed", "error", f.error().getMessage());
+    }
+  }
+
+  private static void say(String event, Object... fields) {
+    Map<String, Object> map = new LinkedHashMap<>();
+    for (int i = 0; i < fields.length; i += 2) map.put((String) fields[i], fields[i + 1]);
+    say(event, map);
+  }
+
+  /** Prints one JSON line: the event, when it was printed ("at", wall clock ms), and its fields. */
+  private static synchronized void say(String event, Map<String, Object> fields) {
+    Map<String, Object> line = new LinkedHashMap<>();
+    line.put("event", event);
+    line.put("at", System.currentTimeMillis());
+    line.putAll(fields);
+    System.out.println(Json.write(line));
+    System.out.flush();
+  }
+
+  private static Map<String, Object> token(FencingToken t) {
+    Map<String, Object> json = new LinkedHashMap<>();
+    json.put("resource", t.getResource());
+    json.put("generation", Long.toString(t.getGeneration()));
+    json.put("lease_id", Long.toString(t.getLeaseId()));
+    return json;
+  }
+
+  private static long ms(Instant instant) {
+    return instant.toEpochMilli();
+  }
+
+  private static Path path(String file) {
+    return file == null ? null : Path.of(file);
+  }
+
+  private static void usage() {
+    System.err.println("usage: fk-sdk-probe scenario|semantics|hold --server URL[,URL] --resource R [--ttl-ms N] [--holder H] [--write-every-ms N]"
+        + " [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]");
+    System.exit(2);
+  }
+}

@@ -1,0 +1,186 @@
+package io.fencekeeper.probe;
+
+import io.fencekeeper.client.AcquireOptions;
+import io.fencekeeper.client.ClientEvent;
+import io.fencekeeper.client.Credentials;
+import io.fencekeeper.client.Description;
+import io.fencekeeper.client.FencekeeperClient;
+import io.fencekeeper.client.FencekeeperException;
+import io.fencekeeper.client.InvalidArgumentException;
+import io.fencekeeper.client.Lease;
+import io.fencekeeper.client.LeaseLostException;
+import io.fencekeeper.client.LeaseNotFoundException;
+import io.fencekeeper.client.LossCause;
+import io.fencekeeper.client.Observation;
+import io.fencekeeper.client.Ownership;
+import io.fencekeeper.client.ResourceHeldException;
+import io.fencekeeper.client.StaleTokenException;
+import io.fencekeeper.client.Store;
+import io.fencekeeper.client.WriteOptions;
+import io.fencekeeper.v1.FenceMode;
+import io.fencekeeper.v1.FencingToken;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The scenario of test/conformance/SCENARIO.md through the client library instead of the raw stubs:
+ * where the conformance client sends KeepAlive requests itself, here the library keeps the lease alive,
+ * and each failure is the library's typed exception, with the ErrorInfo reason it carries.
+ */
+final class Scenario {
+  private static final Duration TTL = Duration.ofSeconds(2);
+  private static final Duration HOLD_FOR = Duration.ofSeconds(7);
+
+  /** A step did not go as SCENARIO.md says. */
+  static final class Unexpected extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    Unexpected(String message) {
+      super(message);
+    }
+  }
+
+  private interface Call {
+    void run() throws Exception;
+  }
+
+  private Scenario() {}
+
+  static void run(String server, Credentials credentials, String resource) throws Exception {
+    AtomicInteger renewals = new AtomicInteger();
+    try (FencekeeperClient a = client(server, credentials, "java-a", e -> {
+          if (e instanceof ClientEvent.Renewed) renewals.incrementAndGet();
+        });
+        FencekeeperClient b = client(server, credentials, "java-b", null);
+        FencekeeperClient observer = client(server, credentials, "java-observer", null);
+        Observation observed = observer.observe(resource)) {
+      // 1. Observe.
+      Ownership first = observed.next(Duration.ofSeconds(10));
+      check(first != null && !first.held(), "observe: expected " + resource + " not held at first, got " + first);
+      step("observe: " + resource + " not held");
+
+      // 2. Acquire.
+      Lease leaseA = a.acquire(resource, AcquireOptions.ttl(TTL));
+      FencingToken tokenA = leaseA.token();
+      check(tokenA.getResource().equals(resource) && tokenA.getGeneration() > 0 && leaseA.ttl().equals(TTL),
+          "acquire: expected a token for " + resource + " with a positive generation and ttl 2s, got " + tokenA + " ttl " + leaseA.ttl());
+      step("acquire: generation " + tokenA.getGeneration() + ", lease " + tokenA.getLeaseId());
+
+      // 3. Put, through the lease, in FENCE_MODE_ORDER with an idempotency key.
+      String valueA = "hello from java-a";
+      Store.Commit put = leaseA.put("greeting", bytes(valueA), WriteOptions.mode(FenceMode.FENCE_MODE_ORDER).withIdempotencyKey(resource + "-put-a"));
+      check(put.fence() == tokenA.getGeneration(), "put: expected fence " + tokenA.getGeneration() + ", got " + put.fence());
+      step("put: fence " + put.fence());
+
+      // 4. Get.
+      Store.Value got = leaseA.get("greeting");
+      check(got.found() && got.text().equals(valueA) && got.fence() == tokenA.getGeneration(),
+          "get: expected '" + valueA + "' at fence " + tokenA.getGeneration() + ", got found=" + got.found() + " '" + got.text() + "' at fence " + got.fence());
+      step("get: '" + got.text() + "'");
+
+      // 5. KeepAlive: the library renews the lease on its stream, every third of the TTL.
+      Thread.sleep(HOLD_FOR.toMillis());
+      check(leaseA.isHeld(), "keepalive: the lease was lost: " + leaseA.lost().getNow(null));
+      check(renewals.get() >= 6, "keepalive: expected a renewal every 667 ms for 7 s, got " + renewals.get());
+      Description described = a.describe(resource);
+      check(described.held() && described.token().getGeneration() == tokenA.getGeneration(),
+          "keepalive: expected " + resource + " still held by generation " + tokenA.getGeneration() + ", got " + described);
+      step("keepalive: still held after " + HOLD_FOR.toMillis() + " ms (TTL 2s), " + renewals.get() + " renewals");
+
+      // 6. Release.
+      leaseA.release();
+      check(leaseA.lost().getNow(null) != null && leaseA.lost().getNow(null).why() == LossCause.RELEASED, "release: lost() did not complete with RELEASED");
+      step("release");
+
+      // 7. Handover.
+      Lease leaseB = b.acquire(resource, AcquireOptions.ttl(TTL));
+      FencingToken tokenB = leaseB.token();
+      check(tokenB.getGeneration() > tokenA.getGeneration(),
+          "handover: expected a generation greater than " + tokenA.getGeneration() + ", got " + tokenB.getGeneration());
+      awaitHandover(observed, tokenA.getGeneration(), tokenB.getGeneration());
+      step("handover: generation " + tokenB.getGeneration() + ", observed");
+
+      // 8. Fencing: through A's released lease the write is refused locally; with A's token it is sent, and refused.
+      String valueB = "hello from java-b";
+      leaseB.put("greeting", valueB);
+      expect(() -> leaseA.put("greeting", "stale"), LeaseLostException.class, null);
+      StaleTokenException stale = expect(() -> a.store().put(tokenA, "greeting", bytes("stale"), WriteOptions.DEFAULT), StaleTokenException.class, "STALE_TOKEN");
+      check(stale.fence() != null && stale.fence() == tokenB.getGeneration() && stale.generation() == tokenA.getGeneration(),
+          "fencing: expected fence " + tokenB.getGeneration() + " and generation " + tokenA.getGeneration() + " in the error, got " + stale.metadata());
+      got = leaseB.get("greeting");
+      check(got.text().equals(valueB), "fencing: expected '" + valueB + "' after the refused put, got '" + got.text() + "'");
+      step("fencing: old token refused with STALE_TOKEN");
+
+      // 9. Bad input.
+      expect(() -> a.acquire("", AcquireOptions.ttl(TTL)), InvalidArgumentException.class, null);
+      step("bad input: acquire with an empty resource: INVALID_ARGUMENT");
+      expect(() -> a.acquire(resource + "-short", AcquireOptions.ttl(Duration.ofSeconds(1))), InvalidArgumentException.class, null);
+      step("bad input: acquire with ttl 1s: INVALID_ARGUMENT");
+      // The library always sends a token: the nearest to none is an empty one.
+      expect(() -> a.store().put(FencingToken.newBuilder().setResource(resource).build(), "greeting", bytes("x"), WriteOptions.DEFAULT),
+          InvalidArgumentException.class, null);
+      step("bad input: put with an empty token: INVALID_ARGUMENT");
+      expect(() -> a.renew(0x7fffffff00000001L), LeaseNotFoundException.class, "LEASE_NOT_FOUND");
+      step("bad input: renew of an unknown lease: NOT_FOUND");
+      ResourceHeldException held = expect(() -> a.acquire(resource, AcquireOptions.ttl(TTL).withHolder("java-c")), ResourceHeldException.class, "RESOURCE_HELD");
+      check(held.holderToken() != null && held.holderToken().getGeneration() == tokenB.getGeneration() && "java-b".equals(held.holder()),
+          "bad input: expected the holder java-b and its token in the error, got " + held.holder() + " " + held.holderToken());
+      step("bad input: acquire of a held resource without waiting: ABORTED");
+
+      // 10. Clean up.
+      leaseB.release();
+      step("clean up");
+    }
+  }
+
+  private static FencekeeperClient client(String server, Credentials credentials, String holder, java.util.function.Consumer<ClientEvent> events) {
+    FencekeeperClient.Builder builder = FencekeeperClient.builder().servers(server).holder(holder).credentials(credentials);
+    if (events != null) builder.onEvent(events);
+    return builder.build();
+  }
+
+  /** Runs call and checks that it fails with an exception of type and, unless null, with that ErrorInfo reason. */
+  private static <T extends FencekeeperException> T expect(Call call, Class<T> type, String reason) throws Exception {
+    try {
+      call.run();
+    } catch (FencekeeperException e) {
+      check(type.isInstance(e) && (reason == null || reason.equals(e.reason())),
+          "expected " + type.getSimpleName() + " " + (reason == null ? "" : reason) + ", got " + e.getClass().getSimpleName() + " " + e.code() + " "
+              + e.reason() + " (" + e.getMessage() + ")");
+      return type.cast(e);
+    }
+    throw new Unexpected("expected " + type.getSimpleName() + ", and the call succeeded");
+  }
+
+  /** Waits until the observer has seen generation a and then generation b hold the resource, with increasing revisions. */
+  private static void awaitHandover(Observation observed, long a, long b) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+    boolean seenA = false;
+    long revision = 0;
+    while (true) {
+      Ownership o = observed.next(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+      check(o != null, "handover: generation " + b + " (after " + a + ") not seen within 5s");
+      check(o.revision() > revision, "handover: revision " + o.revision() + " after " + revision);
+      revision = o.revision();
+      if (o.held() && o.token().getGeneration() == a) {
+        seenA = true;
+      } else if (o.held() && o.token().getGeneration() == b) {
+        check(seenA, "handover: generation " + b + " seen without generation " + a + " before it");
+        return;
+      }
+    }
+  }
+
+  private static void check(boolean condition, String message) {
+    if (!condition) throw new Unexpected(message);
+  }
+
+  private static void step(String message) {
+    System.out.println("ok " + message);
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+}

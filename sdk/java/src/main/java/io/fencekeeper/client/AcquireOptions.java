@@ -1,0 +1,51 @@
+package io.fencekeeper.client;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How to acquire: the lease's TTL (etcd grants whole seconds, at least 2 s; default 10 s), whether to
+ * wait in line when the resource is held (no: fail with ResourceHeldException; forever; or at most
+ * waitLimit, then DeadlineExceededException), and the holder label (null: the client's).
+ * <pre>{@code AcquireOptions.ttl(Duration.ofSeconds(5)).waitAtMost(Duration.ofSeconds(30))}</pre>
+ */
+public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder) {
+  public static final Duration DEFAULT_TTL = Duration.ofSeconds(10);
+
+  public AcquireOptions {
+    Objects.requireNonNull(ttl, "ttl");
+    if (waitLimit != null && (!waits || waitLimit.isNegative())) throw new IllegalArgumentException("waitLimit needs waits, and must not be negative");
+  }
+
+  /** TTL 10 s, no waiting, the client's holder label. */
+  public static AcquireOptions defaults() {
+    return new AcquireOptions(DEFAULT_TTL, false, null, null);
+  }
+
+  public static AcquireOptions ttl(Duration ttl) {
+    return defaults().withTtl(ttl);
+  }
+
+  public AcquireOptions withTtl(Duration ttl) {
+    return new AcquireOptions(ttl, waits, waitLimit, holder);
+  }
+
+  /** Fail fast with ResourceHeldException when the resource is held (the default). */
+  public AcquireOptions noWait() {
+    return new AcquireOptions(ttl, false, null, holder);
+  }
+
+  /** Wait in line until granted, or until the acquire is canceled (its future, or an interrupt). */
+  public AcquireOptions waitForever() {
+    return new AcquireOptions(ttl, true, null, holder);
+  }
+
+  /** Wait in line at most this long, then fail with DeadlineExceededException. */
+  public AcquireOptions waitAtMost(Duration limit) {
+    return new AcquireOptions(ttl, true, limit, holder);
+  }
+
+  public AcquireOptions withHolder(String holder) {
+    return new AcquireOptions(ttl, waits, waitLimit, holder);
+  }
+}

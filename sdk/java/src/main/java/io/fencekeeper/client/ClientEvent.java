@@ -1,0 +1,36 @@
+package io.fencekeeper.client;
+
+import io.fencekeeper.v1.FencingToken;
+import java.time.Duration;
+import java.time.Instant;
+
+/**
+ * What a client reports to FencekeeperClient.Builder.onEvent as it keeps leases: for logs, metrics and
+ * tests. Listeners run on the client's keep-alive thread (or the thread that noticed a loss): keep them
+ * short, and do not block in them.
+ */
+public sealed interface ClientEvent {
+  /** A lease was granted. */
+  record Acquired(FencingToken token, Duration ttl, Instant validUntil) implements ClientEvent {}
+
+  /** A renewal was confirmed: the lease may be assumed held until validUntil (sentAt + ttl - drift margin). */
+  record Renewed(FencingToken token, Instant sentAt, Instant confirmedAt, Duration ttl, Instant validUntil) implements ClientEvent {}
+
+  /** A renewal that proves nothing (e.g. etcd did not answer); the deadline stays where it was. */
+  record RenewalFailed(FencingToken token, FencekeeperException error) implements ClientEvent {}
+
+  /** The lease can no longer be assumed held (why: DEADLINE, NOT_FOUND or FENCED). */
+  record Lost(LeaseLostException error) implements ClientEvent {}
+
+  /** The lease was given up: release(), close(), or a canceled acquire. */
+  record Released(FencingToken token) implements ClientEvent {}
+
+  /** One KeepAliveRequest went out, renewing that many leases. */
+  record KeepAliveSent(String url, int leases) implements ClientEvent {}
+
+  /** The KeepAlive stream was opened on a server. */
+  record StreamOpened(String url) implements ClientEvent {}
+
+  /** The KeepAlive stream failed; it is opened again (on the next server) after retryIn. */
+  record StreamFailed(String url, Throwable error, Duration retryIn) implements ClientEvent {}
+}

@@ -1,0 +1,384 @@
+package io.fencekeeper.client;
+
+import io.fencekeeper.v1.AcquireRequest;
+import io.fencekeeper.v1.AcquireResponse;
+import io.fencekeeper.v1.DescribeRequest;
+import io.fencekeeper.v1.DescribeResponse;
+import io.fencekeeper.v1.FenceMode;
+import io.fencekeeper.v1.FencingToken;
+import io.fencekeeper.v1.LeaseServiceGrpc;
+import io.fencekeeper.v1.ObserveRequest;
+import io.fencekeeper.v1.ReleaseRequest;
+import io.fencekeeper.v1.RenewRequest;
+import io.grpc.Context;
+import io.grpc.Status;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
+
+/**
+ * A fencekeeper client: acquires leases and keeps them alive on one KeepAlive stream, runs work under a
+ * lease, and gives the fenced store's calls with an explicit token (store()). Any of several server
+ * URLs, replicas of one service, may serve any call. Thread-safe; close() releases what it holds.
+ *
+ * <pre>{@code
+ * try (FencekeeperClient fk = FencekeeperClient.builder().servers("http://127.0.0.1:50051").build();
+ *     Lease lease = fk.acquire("orders", AcquireOptions.ttl(Duration.ofSeconds(10)))) {
+ *   lease.put("total", "17");   // checks the lease, then writes under its token
+ * }
+ * }</pre>
+ */
+public final class FencekeeperClient implements AutoCloseable {
+  public static final String DEFAULT_URL = "http://127.0.0.1:50051";
+  private static final int CLEANUPS_IN_FLIGHT = 64;
+
+  /** Work to run under a lease (withLease). */
+  @FunctionalInterface
+  public interface LeaseWork<T, E extends Exception> {
+    T run(Lease lease) throws E;
+  }
+
+  /** Builds a client; every setting has a default. */
+  public static final class Builder {
+    private List<String> servers;
+    private String holder;
+    private Duration driftMargin;
+    private Duration callTimeout = Duration.ofSeconds(15);
+    private FenceMode fenceMode = FenceMode.FENCE_MODE_LIVE;
+    private Backoff backoff = Backoff.DEFAULT;
+    private Credentials credentials = Credentials.NONE;
+    private Consumer<ClientEvent> onEvent;
+
+    private Builder() {}
+
+    /** Server URLs (http://host:port or https://host:port), replicas of one service. Default: FENCEKEEPER_URL (comma-separated), else DEFAULT_URL. */
+    public Builder servers(String... urls) {
+      servers = Arrays.stream(urls).flatMap(u -> Arrays.stream(u.split(","))).map(String::trim).filter(u -> !u.isEmpty()).toList();
+      return this;
+    }
+
+    /** The holder label sent with Acquire. Default "hostname:pid". */
+    public Builder holder(String holder) {
+      this.holder = holder;
+      return this;
+    }
+
+    /** Subtracted from every lease deadline. Default: 100 ms + 1% of the TTL. */
+    public Builder driftMargin(Duration margin) {
+      driftMargin = margin;
+      return this;
+    }
+
+    /** The deadline of calls that do not wait. Default 15 s. */
+    public Builder callTimeout(Duration timeout) {
+      callTimeout = timeout;
+      return this;
+    }
+
+    /** The fence mode of writes through a lease, unless a call says otherwise. Default FENCE_MODE_LIVE. */
+    public Builder fenceMode(FenceMode mode) {
+      fenceMode = mode;
+      return this;
+    }
+
+    /** The KeepAlive stream's reconnection backoff: at once, then base doubling up to max, with jitter. Default 100 ms, 2 s. */
+    public Builder backoff(Duration base, Duration max) {
+      backoff = new Backoff(base, max);
+      return this;
+    }
+
+    /** Credentials for a server with authentication on. */
+    public Builder credentials(Credentials credentials) {
+      this.credentials = credentials;
+      return this;
+    }
+
+    /** Events for logs, metrics and tests; see ClientEvent. Without a listener no event is even built. */
+    public Builder onEvent(Consumer<ClientEvent> listener) {
+      onEvent = listener;
+      return this;
+    }
+
+    public FencekeeperClient build() {
+      return new FencekeeperClient(this);
+    }
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  private final Servers servers;
+  private final Calls calls;
+  private final Store store;
+  private final KeepAlive keepAlive;
+  private final String holder;
+  private final UnaryOperator<Duration> drift;
+  private final Consumer<ClientEvent> onEvent;
+  /** acquireAsync's calls run here, each on a thread of its own while it waits in line. */
+  private final ExecutorService background;
+  /**
+   * Releases run here, off the keep-alive thread, at most CLEANUPS_IN_FLIGHT at a time; more wait their
+   * turn. A lease's lost() completes when it is released, whatever its call waits for: this only keeps
+   * close() with thousands of leases from starting thousands of calls (and threads) at once.
+   */
+  private final ThreadPoolExecutor cleanups;
+  private final Set<Lease> leases = ConcurrentHashMap.newKeySet();
+  private final Lease.Context leaseContext;
+  private volatile boolean closed;
+
+  private FencekeeperClient(Builder b) {
+    List<String> urls = b.servers;
+    if (urls == null) {
+      String env = System.getenv("FENCEKEEPER_URL");
+      urls = Arrays.stream((env == null || env.isBlank() ? DEFAULT_URL : env).split(",")).map(String::trim).filter(u -> !u.isEmpty()).toList();
+    }
+    servers = new Servers(urls, b.credentials);
+    calls = new Calls(servers, b.callTimeout);
+    store = new Store(calls);
+    onEvent = b.onEvent;
+    keepAlive = new KeepAlive(servers, b.backoff, this::emit, onEvent != null);
+    holder = b.holder != null ? b.holder : defaultHolder();
+    drift = b.driftMargin != null ? ttl -> b.driftMargin : Deadline::defaultDrift;
+    background = Executors.newCachedThreadPool(daemon("fencekeeper-acquire"));
+    cleanups = new ThreadPoolExecutor(CLEANUPS_IN_FLIGHT, CLEANUPS_IN_FLIGHT, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), daemon("fencekeeper-release"));
+    cleanups.allowCoreThreadTimeOut(true);
+    FenceMode fenceMode = b.fenceMode;
+    leaseContext = new Lease.Context() {
+      @Override public Store store() { return store; }
+      @Override public FenceMode fenceMode() { return fenceMode; }
+      @Override public KeepAlive keepAlive() { return keepAlive; }
+      @Override public boolean listening() { return onEvent != null; }
+      @Override public void emit(ClientEvent event) { FencekeeperClient.this.emit(event); }
+      @Override public CompletableFuture<Void> release(FencingToken token) { return releaseInBackground(token); }
+      @Override public void ended(Lease lease) { leases.remove(lease); }
+    };
+  }
+
+  /** The fenced store with explicit tokens; writes through a Lease attach its token themselves. */
+  public Store store() {
+    return store;
+  }
+
+  /**
+   * Acquires a resource and keeps its lease alive until it is released or lost. Blocks while it waits
+   * in line (AcquireOptions.waitForever, waitAtMost); interrupting the thread cancels the wait and
+   * throws InterruptedException. Fails with ResourceHeldException (not waiting), DeadlineExceededException
+   * (waited as long as allowed), InvalidArgumentException, UnavailableException, ...
+   */
+  public Lease acquire(String resource, AcquireOptions o) throws InterruptedException {
+    Context.CancellableContext context = Context.current().withCancellation();
+    try {
+      return context.call(() -> acquireIn(resource, o, context));
+    } catch (CanceledException e) {
+      if (Thread.interrupted()) throw interrupted(e);
+      throw e;
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new IllegalStateException(e); // acquireIn throws no checked exception
+    } finally {
+      context.cancel(null);
+    }
+  }
+
+  /**
+   * acquire() on a thread of the client's: the future completes with the lease, or with its failure.
+   * Canceling the future cancels the wait in line; a lease granted meanwhile is released.
+   */
+  public CompletableFuture<Lease> acquireAsync(String resource, AcquireOptions o) {
+    Context.CancellableContext context = Context.ROOT.withCancellation();
+    CompletableFuture<Lease> future = new CompletableFuture<>();
+    future.whenComplete((lease, error) -> {
+      if (future.isCancelled()) context.cancel(null);
+    });
+    try {
+      background.execute(() -> {
+        try {
+          Lease lease = context.call(() -> acquireIn(resource, o, context));
+          if (!future.complete(lease)) lease.lose(LossCause.CANCELED, null);
+        } catch (Throwable e) {
+          future.completeExceptionally(e);
+        } finally {
+          context.cancel(null);
+        }
+      });
+    } catch (RejectedExecutionException e) {
+      future.completeExceptionally(closedError());
+    }
+    return future;
+  }
+
+  /**
+   * Runs work under a lease on resource and releases the lease afterwards, also when work throws (its
+   * exception is then rethrown). If the lease was lost before work returned, throws the LeaseLostException.
+   */
+  public <T, E extends Exception> T withLease(String resource, AcquireOptions o, LeaseWork<T, E> work) throws E, InterruptedException {
+    try (Lease lease = acquire(resource, o)) {
+      T result = work.run(lease);
+      try {
+        lease.check();
+      } catch (LeaseLostException lost) {
+        if (lost.why() != LossCause.RELEASED) throw lost;
+      }
+      return result;
+    }
+  }
+
+  /** Who holds a resource, with which token, for how much longer, and how many wait. */
+  public Description describe(String resource) {
+    DescribeResponse d = calls.run(s -> s.lease().describe(DescribeRequest.newBuilder().setResource(resource).build()), true);
+    return new Description(d.getHeld(), d.getHeld() ? d.getHolder() : null, d.hasToken() ? d.getToken() : null,
+        d.hasTtl() ? Duration.ofSeconds(d.getTtl().getSeconds(), d.getTtl().getNanos()) : null, d.getWaiters(), d.getFence(),
+        d.getLastIssued(), d.getHolderPrincipal());
+  }
+
+  /** The ownership of a resource now, then each change of holder, until the Observation is closed. */
+  public Observation observe(String resource) {
+    Context.CancellableContext context = Context.ROOT.withCancellation();
+    Observation observation = new Observation(context);
+    String url = servers.current();
+    context.run(() -> LeaseServiceGrpc.newStub(servers.channel(Servers.Use.CALLS, url))
+        .observe(ObserveRequest.newBuilder().setResource(resource).build(), observation.observer()));
+    return observation;
+  }
+
+  /**
+   * Renews a lease once, by its id, for a program that keeps tokens itself (leases acquired here are
+   * renewed by the client): the TTL left. LeaseNotFoundException if it is gone.
+   */
+  public Duration renew(long leaseId) {
+    var ttl = calls.run(s -> s.lease().renew(RenewRequest.newBuilder().setLeaseId(leaseId).build()), true).getTtl();
+    return Duration.ofSeconds(ttl.getSeconds(), ttl.getNanos());
+  }
+
+  /** Releases every lease still held (each lost() completes at once), then closes the connections. */
+  @Override
+  public void close() {
+    closed = true;
+    List<Lease> held = new ArrayList<>(leases);
+    for (Lease lease : held) lease.lose(LossCause.RELEASED, null);
+    for (Lease lease : held) lease.release(); // waits for the calls started above
+    keepAlive.close();
+    background.shutdown();
+    cleanups.shutdown();
+    servers.close();
+  }
+
+  private Lease acquireIn(String resource, AcquireOptions o, Context.CancellableContext context) {
+    if (closed) throw closedError();
+    AcquireRequest.Builder req = AcquireRequest.newBuilder().setResource(resource).setTtl(proto(o.ttl()))
+        .setHolder(o.holder() != null ? o.holder() : holder).setWait(o.waits());
+    // Whole ms: a call's deadline goes out as a grpc-timeout header.
+    if (o.waitLimit() != null) req.setWaitTimeout(proto(Duration.ofMillis((o.waitLimit().toNanos() + 999_999) / 1_000_000)));
+    Duration deadline = !o.waits() ? calls.timeout : o.waitLimit() == null ? null : calls.timeout.plus(o.waitLimit());
+    Stamp sentAt = Stamp.now();
+    AcquireResponse res = calls.run(s -> s.lease().acquire(req.build()), false, deadline);
+    if (!res.hasToken() || !res.hasTtl()) {
+      throw new FencekeeperException("the server granted a lease without a token or a TTL", Status.Code.INTERNAL, null, Map.of(), null);
+    }
+    FencingToken token = res.getToken();
+    Duration ttl = duration(res.getTtl());
+    Stamp answeredAt = Stamp.now();
+    // The deadline counts from the Acquire's send, and a wait in line uses it up: the TTL started when the
+    // lease was granted, at some unknown point before the answer. Then count from a Renew instead.
+    if (answeredAt.monoNanos() - sentAt.monoNanos() > ttl.dividedBy(3).toNanos()) {
+      sentAt = Stamp.now();
+      try {
+        ttl = duration(calls.run(s -> s.lease().renew(RenewRequest.newBuilder().setLeaseId(token.getLeaseId()).build()), true).getTtl());
+      } catch (RuntimeException e) {
+        releaseInBackground(token);
+        throw e;
+      }
+      answeredAt = Stamp.now();
+    }
+    if (context.isCancelled() || closed) {
+      releaseInBackground(token).join();
+      throw new CanceledException("acquire of \"" + resource + "\" was canceled", Status.Code.CANCELLED, null, Map.of(), null);
+    }
+    Lease lease = new Lease(token, ttl, new Deadline(sentAt, ttl, answeredAt, drift), leaseContext);
+    leases.add(lease);
+    if (onEvent != null) emit(new ClientEvent.Acquired(token, ttl, lease.validUntil()));
+    keepAlive.add(lease, sentAt.monoNanos() + lease.interval().toNanos());
+    return lease;
+  }
+
+  private CompletableFuture<Void> releaseInBackground(FencingToken token) {
+    // Gone already, or no server answers: with renewals stopped, the lease ends at its TTL either way.
+    Runnable release = () -> {
+      try {
+        calls.run(s -> s.lease().release(ReleaseRequest.newBuilder().setToken(token).build()), true);
+      } catch (RuntimeException e) {
+        // See above.
+      }
+    };
+    try {
+      return CompletableFuture.runAsync(release, cleanups);
+    } catch (RejectedExecutionException e) {
+      return CompletableFuture.completedFuture(null);
+    }
+  }
+
+  private void emit(ClientEvent event) {
+    if (onEvent == null) return;
+    try {
+      onEvent.accept(event);
+    } catch (RuntimeException e) {
+      // A failing listener must not stop the keeping of leases; its error surfaces on its own.
+      Thread t = Thread.currentThread();
+      t.getUncaughtExceptionHandler().uncaughtException(t, e);
+    }
+  }
+
+  private static ThreadFactory daemon(String name) {
+    return r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
+  private static CanceledException closedError() {
+    return new CanceledException("the client is closed", Status.Code.CANCELLED, null, Map.of(), null);
+  }
+
+  private static InterruptedException interrupted(Throwable cause) {
+    InterruptedException e = new InterruptedException("acquire was interrupted");
+    e.initCause(cause);
+    return e;
+  }
+
+  private static com.google.protobuf.Duration proto(Duration d) {
+    return com.google.protobuf.Duration.newBuilder().setSeconds(d.getSeconds()).setNanos(d.getNano()).build();
+  }
+
+  private static Duration duration(com.google.protobuf.Duration d) {
+    return Duration.ofSeconds(d.getSeconds(), d.getNanos());
+  }
+
+  private static String defaultHolder() {
+    String host;
+    try {
+      host = InetAddress.getLocalHost().getHostName();
+    } catch (UnknownHostException e) {
+      host = "unknown";
+    }
+    return host + ":" + ProcessHandle.current().pid();
+  }
+}

@@ -1,0 +1,27 @@
+package io.fencekeeper.client;
+
+import io.fencekeeper.v1.FencingToken;
+import io.grpc.Status;
+import java.util.Map;
+
+/** RESOURCE_HELD (ABORTED): acquire without waiting found the resource held by another generation. */
+public class ResourceHeldException extends FencekeeperException {
+  private static final long serialVersionUID = 1L;
+
+  private final transient FencingToken holderToken;
+
+  public ResourceHeldException(String message, Status.Code code, String reason, Map<String, String> metadata, FencingToken holderToken, Throwable cause) {
+    super(message, code, reason, metadata, cause);
+    this.holderToken = holderToken;
+  }
+
+  /** The current holder's label. */
+  public String holder() {
+    return metadata().get("holder");
+  }
+
+  /** The current holder's token, or null when the server sent none. */
+  public FencingToken holderToken() {
+    return holderToken;
+  }
+}

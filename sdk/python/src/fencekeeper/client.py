@@ -1,0 +1,407 @@
+"""The fencekeeper client for threads: acquires leases and keeps them alive on one KeepAlive stream, runs
+work under a lease, and gives the store's calls with an explicit token. Any of several server URLs
+(replicas of one service) may serve any call. With sessions=True, acquisitions go on sessions (one per
+TTL, opened on first use and shared) instead of on leases of their own. Thread-safe; fencekeeper.aio
+wraps it for asyncio."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import grpc
+from google.protobuf import duration_pb2
+
+from fencekeeper._deadline import default_drift, now
+from fencekeeper._error_mapping import from_rpc_error
+from fencekeeper._keepalive import Backoff, Emit, KeepAlive
+from fencekeeper._keeper import KeeperContext, OwnLease, Session
+from fencekeeper._servers import Calls, Connection, Credentials, Servers
+from fencekeeper.errors import CanceledError, FencekeeperError, LeaseNotFoundError, UnavailableError
+from fencekeeper.lease import Lease, LeaseContext
+from fencekeeper.store import FenceModeName, Store
+from fencekeeper.token import Token
+from fencekeeper.v1 import lease_pb2
+
+DEFAULT_URL = "http://127.0.0.1:50051"
+DEFAULT_TTL = 10.0
+CLEANUPS_IN_FLIGHT = 16
+"""Release and CloseSession calls in flight at most; more wait their turn. A lease's loss signal fires when it is released,
+whatever its call waits for: this only keeps close() with many leases from sending them all at once."""
+
+
+@dataclass(frozen=True)
+class Description:
+    held: bool
+    holder: str | None
+    token: Token | None
+    ttl: float | None
+    """The TTL left on the holder's lease, as etcd reports it (whole seconds)."""
+    waiters: int
+    fence: int
+    last_issued: int
+
+
+@dataclass(frozen=True)
+class Ownership:
+    held: bool
+    holder: str | None
+    token: Token | None
+    revision: int
+    """The etcd revision at which this state took effect."""
+
+
+def _duration(seconds: float) -> duration_pb2.Duration:
+    whole = int(seconds)
+    return duration_pb2.Duration(seconds=whole, nanos=int(round((seconds - whole) * 1e9)))
+
+
+def _seconds(d: duration_pb2.Duration) -> float:
+    return d.seconds + d.nanos / 1e9
+
+
+class Observation(Iterator[Ownership]):
+    """The ownership of a resource now, then each change of holder, until close()."""
+
+    def __init__(self, call: Any):
+        self._call = call
+
+    def __iter__(self) -> Observation:
+        return self
+
+    def __next__(self) -> Ownership:
+        try:
+            x = next(self._call)
+        except grpc.RpcError as e:
+            if isinstance(e, grpc.Call) and e.code() == grpc.StatusCode.CANCELLED:
+                raise StopIteration from None
+            raise from_rpc_error(e) from None
+        token = Token.from_proto(x.token) if x.held else None
+        return Ownership(x.held, x.holder if x.held else None, token, x.revision)
+
+    def close(self) -> None:
+        self._call.cancel()
+
+    def __enter__(self) -> Observation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Client:
+    """servers: replicas of one service, as a list or comma-separated (default: FENCEKEEPER_URL, else
+    http://127.0.0.1:50051). Times are in seconds."""
+
+    def __init__(
+        self,
+        servers: str | Sequence[str] | None = None,
+        *,
+        holder: str | None = None,
+        drift_margin: float | None = None,
+        call_timeout: float = 15.0,
+        fence_mode: FenceModeName = "live",
+        backoff: Backoff = Backoff(),
+        credentials: Credentials | None = None,
+        sessions: bool = False,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ):
+        urls = servers if servers is not None else (os.environ.get("FENCEKEEPER_URL") or DEFAULT_URL)
+        listed = [u.strip() for u in urls.split(",") if u.strip()] if isinstance(urls, str) else list(urls)
+        self._servers = Servers(listed, credentials)
+        self._calls = Calls(self._servers, call_timeout)
+        self.store = Store(self._calls)
+        """The fenced store with explicit tokens; writes through a Lease attach its token themselves."""
+        self._holder = holder or f"{socket.gethostname()}:{os.getpid()}"
+        emit = _guarded(on_event) if on_event else None
+        self._keepalive = KeepAlive(self._servers, backoff, emit)
+        self._cleanups = ThreadPoolExecutor(CLEANUPS_IN_FLIGHT, thread_name_prefix="fencekeeper-release")
+        self._leases: set[Lease] = set()
+        self._leases_lock = threading.Lock()
+        self._closed = False
+        self._emit = emit
+        self._ctx = LeaseContext(store=self.store, fence_mode=fence_mode, ended=self._ended, emit=emit)
+        self._keepers = KeeperContext(
+            keepalive=self._keepalive,
+            emit=emit,
+            drift=(lambda ttl: drift_margin) if drift_margin is not None else default_drift,
+            release=lambda token: self._in_background(self._release, token),
+            close_session=lambda session_id: self._in_background(self._close_session, session_id),
+        )
+        self._sessions: dict[int, Session] | None = {} if sessions else None
+        """The open session of each TTL in whole seconds, with sessions on."""
+        self._sessions_lock = threading.Lock()
+
+    @property
+    def sessions(self) -> bool:
+        """Whether this client puts its acquisitions on sessions."""
+        return self._sessions is not None
+
+    def acquire(
+        self,
+        resource: str,
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: bool | float = False,
+        cancel: threading.Event | None = None,
+        holder: str | None = None,
+    ) -> Lease:
+        """Acquires resource and keeps its lease alive until it is released or lost.
+
+        ttl: seconds (etcd grants whole seconds, at least 2). wait: False fails with ResourceHeldError when
+        the resource is held; True waits in line; a number waits at most that many seconds (TimeoutError).
+        Setting cancel cancels a waiting acquire (CanceledError) and, once granted, ends the lease."""
+        if self._sessions is not None:
+            lease = self._acquire_on_session(resource, ttl, wait, cancel, holder)
+            if lease is not None:
+                return lease
+        return self._acquire_own(resource, ttl, wait, cancel, holder)
+
+    def _acquire_own(self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None) -> Lease:
+        """An acquisition on an etcd lease of its own."""
+        if self._closed:
+            raise CanceledError("the client is closed", grpc.StatusCode.CANCELLED)
+        wait_for = float(wait) if not isinstance(wait, bool) else None
+        req = lease_pb2.AcquireRequest(
+            resource=resource,
+            ttl=_duration(ttl),
+            holder=holder or self._holder,
+            wait=wait is not False,
+            wait_timeout=_duration(wait_for) if wait_for is not None else None,
+        )
+        sent_at = now()
+        res = self._acquire_call(req, wait, wait_for, cancel)
+        if not res.HasField("token") or not res.HasField("ttl"):
+            raise FencekeeperError("the server granted a lease without a token or a TTL", grpc.StatusCode.INTERNAL)
+        token, granted, answered_at = Token.from_proto(res.token), _seconds(res.ttl), now()
+        # The deadline counts from the Acquire's send, and a wait in line uses it up: the TTL started when the
+        # lease was granted, at some unknown point before the answer. Then count from a renewal instead.
+        if answered_at.mono - sent_at.mono > granted / 3:
+            sent_at = now()
+            try:
+                renewed = self._calls.run(lambda c: c.lease.Renew(lease_pb2.RenewRequest(lease_id=token.lease_id), timeout=self._calls.timeout), True)
+            except FencekeeperError:
+                self._release(token)
+                raise
+            granted, answered_at = _seconds(renewed.ttl), now()
+        self._canceled(resource, token, cancel)
+        keeper = OwnLease(token.lease_id, granted, sent_at, answered_at, self._keepers)
+        lease = self._held(Lease(token, keeper, self._ctx, cancel))
+        keeper.start()
+        return lease
+
+    def _acquire_on_session(self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None) -> Lease | None:
+        """An acquisition on the client's session of that TTL (opened if there is none, or if it was lost).
+        None when the session already holds or waits for the resource (ALREADY_ACQUIRED): a session takes a
+        resource once at a time, so that acquisition goes on a lease of its own, as without sessions."""
+        started = time.monotonic()
+        for attempt in (1, 2):
+            session = self._session(ttl)
+            # A second attempt (the first one's session was lost) waits only for what is left of the wait.
+            wait_for = max(0.0, float(wait) - (time.monotonic() - started)) if not isinstance(wait, bool) else None
+            req = lease_pb2.AcquireRequest(
+                resource=resource,
+                holder=holder or self._holder,
+                wait=wait is not False,
+                wait_timeout=_duration(wait_for) if wait_for is not None else None,
+                session_id=session.lease_id,
+            )
+            try:
+                res = self._acquire_call(req, wait, wait_for, cancel)
+            except FencekeeperError as e:
+                if e.reason == "ALREADY_ACQUIRED":
+                    return None
+                if isinstance(e, LeaseNotFoundError):
+                    # The session is gone (it expired, or was closed, behind the client's back): lost, with its leases.
+                    session.lose("not-found", e)
+                    if attempt == 1:
+                        continue
+                raise
+            if not res.HasField("token"):
+                raise FencekeeperError("the server granted an acquisition without a token", grpc.StatusCode.INTERNAL)
+            token = Token.from_proto(res.token)
+            if session.look():
+                # The session was lost while the Acquire was on its way; the acquisition went with it.
+                if attempt == 1:
+                    continue
+                raise UnavailableError(f'acquire of "{resource}": its session was lost twice while acquiring; try again', grpc.StatusCode.UNAVAILABLE)
+            self._canceled(resource, token, cancel)
+            return self._held(Lease(token, session, self._ctx, cancel))
+        raise AssertionError("unreachable")
+
+    def _session(self, ttl: float) -> Session:
+        """The open session of this TTL, shared; opened once however many acquisitions ask at the same time
+        (they wait for the lock). etcd grants whole seconds, so TTLs that round up to the same second share one."""
+        assert self._sessions is not None
+        key = math.ceil(ttl)
+        with self._sessions_lock:
+            session = self._sessions.get(key)
+            if session is not None and not session.look():
+                return session
+            if self._closed:
+                raise CanceledError("the client is closed", grpc.StatusCode.CANCELLED)
+            sent_at = now()
+            req = lease_pb2.OpenSessionRequest(ttl=_duration(ttl), holder=self._holder)
+            res = self._calls.run(lambda c: c.lease.OpenSession(req, timeout=self._calls.timeout), False)
+            if not res.HasField("ttl"):
+                raise FencekeeperError("the server opened a session without a TTL", grpc.StatusCode.INTERNAL)
+            session = Session(res.session_id, _seconds(res.ttl), sent_at, now(), self._keepers)
+            self._sessions[key] = session
+            session.start()
+            return session
+
+    def _acquire_call(self, req: lease_pb2.AcquireRequest, wait: bool | float, wait_for: float | None, cancel: threading.Event | None) -> Any:
+        timeout = None if wait is True else self._calls.timeout + (wait_for or 0.0)
+        return self._calls.run(lambda c: _cancellable(c.lease.Acquire.future(req, timeout=timeout), cancel, req.resource), False)
+
+    def _canceled(self, resource: str, token: Token, cancel: threading.Event | None) -> None:
+        """Gives a fresh grant back if the acquire was canceled (or the client closed) meanwhile."""
+        if (cancel is not None and cancel.is_set()) or self._closed:
+            self._release(token)
+            raise CanceledError(f'acquire of "{resource}" was canceled', grpc.StatusCode.CANCELLED)
+
+    def _held(self, lease: Lease) -> Lease:
+        with self._leases_lock:
+            if not lease.lost.is_set():
+                self._leases.add(lease)
+        if self._emit:
+            self._emit({"type": "acquired", "token": lease.token, "ttl": lease.ttl, "valid_until": lease.valid_until})
+        return lease
+
+    @contextmanager
+    def lease(
+        self,
+        resource: str,
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: bool | float = False,
+        cancel: threading.Event | None = None,
+        holder: str | None = None,
+    ) -> Iterator[Lease]:
+        """`with client.lease(resource) as lease:` runs the block under a lease and releases it afterwards,
+        also when the block raises (its exception goes on). If the lease was lost before the block ended,
+        leaving it raises the LeaseLostError."""
+        lease = self.acquire(resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder)
+        try:
+            yield lease
+            error = lease.error
+            if error is not None and error.why != "released":
+                raise error
+        finally:
+            lease.release()
+
+    def describe(self, resource: str) -> Description:
+        """Who holds a resource, with which token, for how much longer, and how many wait."""
+        req = lease_pb2.DescribeRequest(resource=resource)
+        d = self._calls.run(lambda c: c.lease.Describe(req, timeout=self._calls.timeout), True)
+        return Description(
+            d.held,
+            d.holder if d.held else None,
+            Token.from_proto(d.token) if d.HasField("token") else None,
+            _seconds(d.ttl) if d.HasField("ttl") else None,
+            d.waiters,
+            d.fence,
+            d.last_issued,
+        )
+
+    def observe(self, resource: str) -> Observation:
+        """The ownership of a resource now, then each change of holder: iterate it, close() it to stop."""
+        call = self._servers.connection("calls").lease.Observe(lease_pb2.ObserveRequest(resource=resource))
+        return Observation(call)
+
+    def token_keys(self) -> dict[str, bytes]:
+        """The server's public keys that verify tokens offline (key id -> raw Ed25519 key), the signing one first."""
+        res = self._calls.run(lambda c: c.lease.ListTokenKeys(lease_pb2.ListTokenKeysRequest(), timeout=self._calls.timeout), True)
+        return {k.key_id: k.public_key for k in res.keys}
+
+    def close(self) -> None:
+        """Releases every lease still held and closes every session (each loss signal fires at once), then
+        closes the connections."""
+        self._closed = True
+        with self._sessions_lock:
+            sessions = list((self._sessions or {}).values())
+        # A session's leases end with it, in one CloseSession; what is left has leases of its own.
+        closing = [s.close() for s in sessions]
+        with self._leases_lock:
+            leases = list(self._leases)
+        for lease in leases:
+            lease._end("released")
+        for lease in leases:
+            lease.release()
+        for f in closing:
+            f.result()
+        self._keepalive.close()
+        self._cleanups.shutdown(wait=True)
+        self._servers.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def connection(self) -> Connection:
+        """The current server's stubs, for a call the library does not wrap; map its failures with
+        fencekeeper.error_of()."""
+        return self._servers.connection("calls")
+
+    def _ended(self, lease: Lease) -> None:
+        with self._leases_lock:
+            self._leases.discard(lease)
+
+    def _release(self, token: Token) -> None:
+        """Gives an acquisition up on the server. Never raises: gone already, or no server answers, the lease
+        ends at its TTL with renewals stopped."""
+        try:
+            self._calls.run(lambda c: c.lease.Release(lease_pb2.ReleaseRequest(token=token.to_proto()), timeout=self._calls.timeout), True)
+        except FencekeeperError:
+            pass
+
+    def _close_session(self, session_id: int) -> None:
+        """Closes a session on the server; never raises (gone already, or no server answers: it ends at its TTL)."""
+        try:
+            req = lease_pb2.CloseSessionRequest(session_id=session_id)
+            self._calls.run(lambda c: c.lease.CloseSession(req, timeout=self._calls.timeout), True)
+        except FencekeeperError:
+            pass
+
+    def _in_background(self, cleanup: Callable[[Any], None], arg: Any) -> Future[None]:
+        try:
+            return self._cleanups.submit(cleanup, arg)
+        except RuntimeError:  # shut down: the client is closed, what is left ends at its TTL
+            done: Future[None] = Future()
+            done.set_result(None)
+            return done
+
+
+def _cancellable(call: grpc.Future, cancel: threading.Event | None, resource: str) -> Any:
+    """Waits for a call, cancelling it once `cancel` is set."""
+    if cancel is not None:
+        done = threading.Event()
+        call.add_done_callback(lambda _: done.set())
+        while not done.wait(0.05):
+            if cancel.is_set() and call.cancel():
+                raise CanceledError(f'acquire of "{resource}" was canceled', grpc.StatusCode.CANCELLED)
+    return call.result()
+
+
+def _guarded(sink: Callable[[dict[str, Any]], None]) -> Emit:
+    """A listener that raises must not stop the keeping of leases: its error is printed and dropped."""
+
+    def emit(event: dict[str, Any]) -> None:
+        try:
+            sink(event)
+        except Exception:  # noqa: BLE001
+            import traceback
+
+            traceback.print_exc()
+
+    return emit

@@ -1,0 +1,179 @@
+"""A test program for test/sdk/python.test.ts, on the installed fencekeeper library:
+
+  probe.py scenario --server URL --resource R [--sessions] [credentials]
+      the conformance scenario (test/conformance/SCENARIO.md) through the library; "ok ..." per step,
+      exit 0, or "FAIL ..." on stderr and exit 1.
+  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--asyncio] [credentials]
+      acquires R and keeps it, printing one JSON line per event, times in ms since the epoch:
+        {"event": "granted", "token": {...}, "valid_until": ms, "at": ms}
+        {"event": "renewed" | "stream-opened" | "stream-failed", ...}     (the client's events)
+        {"event": "lost", "why": ..., "at": ms (when the loss signal fired), "valid_until": ms}
+                  (threads: printed by a loss listener; --asyncio: once the asyncio.Event woke a task)
+      and answers each line of stdin:
+        write KEY VALUE        a write through the lease: {"event": "write", "sent": bool, "ok": bool, ...}
+        force-write KEY VALUE  the same write with the lease's token, bypassing the lease (FENCE_MODE_ORDER)
+        status                 {"event": "status", "held": bool, "token": {...}, "valid_until": ms}
+        release                {"event": "released"}
+      --asyncio runs the same on fencekeeper.aio, the loss seen through its asyncio.Event.
+
+credentials: --bearer JWT, --tls-ca FILE, --tls-cert FILE --tls-key FILE (as the conformance clients)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import threading
+import time
+from datetime import datetime
+from typing import Any, Awaitable, Callable
+
+import fencekeeper
+import fencekeeper.aio
+from scenario import Unexpected, run_scenario
+
+_print_lock = threading.Lock()
+
+
+def ms(t: datetime | float | None = None) -> int:
+    if t is None:
+        t = time.time()
+    return int((t.timestamp() if isinstance(t, datetime) else t) * 1000)
+
+
+def out(event: str, **fields: Any) -> None:
+    with _print_lock:
+        print(json.dumps({"event": event, **fields, "at": fields.get("at", ms())}), flush=True)
+
+
+def client_event(e: dict[str, Any]) -> None:
+    if e["type"] == "renewed":
+        out("renewed", sent_at=ms(e["sent_at"]), confirmed_at=ms(e["confirmed_at"]), valid_until=ms(e["valid_until"]))
+    elif e["type"] in ("stream-opened", "stream-failed"):
+        out(e["type"], url=e["url"], error=str(e.get("error", "")))
+
+
+def failed(e: fencekeeper.FencekeeperError) -> dict[str, Any]:
+    """A write's failure: sent is False when the library refused it before sending (the lease is lost)."""
+    if isinstance(e, fencekeeper.LeaseLostError):
+        return {"sent": False, "ok": False, "code": "LEASE_LOST", "why": e.why}
+    return {"sent": True, "ok": False, "code": e.code.name, "reason": e.reason or "", "error": type(e).__name__}
+
+
+def outcome(call: Callable[[], fencekeeper.Commit]) -> dict[str, Any]:
+    try:
+        return {"sent": True, "ok": True, "fence": str(call().fence)}
+    except fencekeeper.FencekeeperError as e:
+        return failed(e)
+
+
+async def outcome_async(call: Callable[[], Awaitable[fencekeeper.Commit]]) -> dict[str, Any]:
+    try:
+        return {"sent": True, "ok": True, "fence": str((await call()).fence)}
+    except fencekeeper.FencekeeperError as e:
+        return failed(e)
+
+
+def lost_fields(error: fencekeeper.LeaseLostError) -> dict[str, Any]:
+    return {"why": error.why, "at": ms(error.lost_at), "valid_until": ms(error.valid_until)}
+
+
+def hold(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) -> int:
+    client = fencekeeper.Client(args.server, credentials=credentials, holder="python-sdk-probe", on_event=client_event)
+    lease = client.acquire(args.resource, ttl=args.ttl)
+    out("granted", token=lease.token.to_json(), valid_until=ms(lease.valid_until))
+
+    # Printed by a loss listener, which runs on the thread that finds the loss, right after the event is
+    # set: before a write that found it raises, so the line comes before that write's.
+    lease.on_lost(lambda error: out("lost", event_set=lease.lost.is_set(), **lost_fields(error)))
+    for line in sys.stdin:
+        cmd, *rest = line.split() or [""]
+        if cmd == "write":
+            out("write", **outcome(lambda: lease.put(rest[0], rest[1])))
+        elif cmd == "force-write":
+            out("write", forced=True, **outcome(lambda: client.store.put(lease.token, rest[0], rest[1], mode="order")))
+        elif cmd == "status":
+            out("status", held=lease.held, token=lease.token.to_json(), valid_until=ms(lease.valid_until))
+        elif cmd == "release":
+            lease.release()
+            out("released")
+    client.close()
+    return 0
+
+
+async def hold_async(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) -> int:
+    client = fencekeeper.aio.Client(args.server, credentials=credentials, holder="python-sdk-probe-aio", on_event=client_event)
+    lease = await client.acquire(args.resource, ttl=args.ttl)
+    out("granted", token=lease.token.to_json(), valid_until=ms(lease.valid_until))
+
+    async def watch() -> None:
+        error = await lease.wait_lost()
+        out("lost", seen_at=ms(), **lost_fields(error))
+
+    watcher = asyncio.create_task(watch())
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[str] = asyncio.Queue()
+
+    def read() -> None:
+        for line in sys.stdin:
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+        loop.call_soon_threadsafe(lines.put_nowait, "")
+
+    threading.Thread(target=read, daemon=True).start()
+    while line := await lines.get():
+        cmd, *rest = line.split() or [""]
+        if cmd == "write":
+            out("write", **await outcome_async(lambda: lease.put(rest[0], rest[1])))
+        elif cmd == "force-write":
+            out("write", forced=True, **await outcome_async(lambda: client.store.put(lease.token, rest[0], rest[1], mode="order")))
+        elif cmd == "status":
+            out("status", held=lease.held, token=lease.token.to_json(), valid_until=ms(lease.valid_until))
+        elif cmd == "release":
+            await lease.release()
+            out("released")
+    watcher.cancel()
+    await client.close()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="probe.py")
+    parser.add_argument("command", choices=["scenario", "hold"])
+    parser.add_argument("--server", required=True, help="http(s)://host:port, several comma-separated")
+    parser.add_argument("--resource", required=True)
+    parser.add_argument("--ttl", type=float, default=2.0, help="seconds")
+    parser.add_argument("--asyncio", action="store_true")
+    parser.add_argument("--sessions", action="store_true", help="acquire on sessions (Client(sessions=True))")
+    parser.add_argument("--bearer", default="")
+    parser.add_argument("--tls-ca", default="")
+    parser.add_argument("--tls-cert", default="")
+    parser.add_argument("--tls-key", default="")
+    args = parser.parse_args(argv)
+
+    def read(path: str) -> bytes | None:
+        if not path:
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+
+    credentials = fencekeeper.Credentials(
+        bearer=args.bearer or None, root_certificates=read(args.tls_ca), certificate_chain=read(args.tls_cert), private_key=read(args.tls_key)
+    )
+    if args.command == "scenario":
+        try:
+            run_scenario(args.server, args.resource, credentials, args.sessions)
+        except Unexpected as e:
+            print(f"FAIL {e}", file=sys.stderr, flush=True)
+            return 1
+        except fencekeeper.FencekeeperError as e:
+            print(f"FAIL {type(e).__name__} {e.code.name} {e.reason or ''}: {e}", file=sys.stderr, flush=True)
+            return 1
+        return 0
+    if args.asyncio:
+        return asyncio.run(hold_async(args, credentials))
+    return hold(args, credentials)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,160 @@
+// The Java client library (sdk/java) against real etcd and fencekeeper servers, driven through its probe
+// (sdk/java/probe): the conformance scenario through the library, the library's own promises, a holder really paused past its TTL, a
+// renewal answered too late, and the failover of the replica that carries its KeepAlive stream.
+// scripts/setup-polyglot.sh builds the library and the probe (npm test runs it first).
+import { expect } from "chai";
+import { FencekeeperClient } from "../../client/index.js";
+import { clientsFor } from "../harness/clients.js";
+import { startDelayProxy, type DelayProxy } from "../harness/delay-proxy.js";
+import { startServer, type TestServer } from "../harness/server.js";
+import { sleep, uniqueResource, useServer } from "../harness/suite.js";
+import { JavaHolder, runChecks } from "./java-probe.js";
+
+describe("sdk/java: the Java client library against real servers", function () {
+  this.timeout(60_000);
+  const s = useServer(["--metrics-listen", "off"]);
+  const ttl = 2000;
+  let holder: JavaHolder | undefined;
+  afterEach(async () => {
+    await holder?.kill();
+    holder = undefined;
+  });
+
+  it("runs the conformance scenario of SCENARIO.md through the library", async () => {
+    const r = await runChecks("scenario", s.server.url, uniqueResource("java-sdk-scenario"));
+    expect(r.code, `the scenario failed:\n${r.output}`).to.equal(0);
+    expect(r.output).to.match(/^ok clean up$/m);
+  });
+
+  it("keeps its own promises: release, fail fast, wait at most, cancel by future or interrupt, withLease, fenced writes", async () => {
+    const r = await runChecks("semantics", s.server.url, uniqueResource("java-sdk-semantics"));
+    expect(r.code, `a check failed:\n${r.output}`).to.equal(0);
+    expect(r.output.match(/^ok /gm)).to.have.length(7);
+  });
+
+  it("a holder paused past its TTL sees its loss before its next write is sent, and its old token is refused", async () => {
+    const resource = uniqueResource("java-sdk-paused");
+    // The holder's worker writes through the lease every 100 ms, as a program acting on its lease would.
+    holder = new JavaHolder({ servers: [s.server.url], resource, ttlMs: ttl, writeEveryMs: 100 });
+    const granted = await holder.next("granted", 20_000);
+    await holder.next("renewed", ttl * 2);
+    await holder.next((l) => l.event === "put" && l.ok === true, ttl * 2);
+
+    holder.pause();
+    const pausedAt = Date.now();
+    // B takes over once etcd lets the paused holder's lease go, and writes.
+    const b = new FencekeeperClient({ servers: s.server.url });
+    let bGeneration: bigint;
+    let bAcquiredAt: number;
+    try {
+      const lease = await b.acquire(resource, { ttl: 10_000, wait: 15_000 });
+      bAcquiredAt = Date.now();
+      bGeneration = lease.token.generation;
+      await lease.put("worker", "by B");
+    } finally {
+      await b.close();
+    }
+    await sleep(Math.max(0, pausedAt + 2 * ttl - Date.now())); // paused ~4 s in all: twice the TTL
+    const resumed = holder.lines.length;
+    holder.resume();
+    const resumedAt = Date.now();
+    const lost = await holder.next("lost", 10_000, resumed);
+    const firstWrite = await holder.next((l) => l.event === "put" && l.attempted_at >= resumedAt, 10_000);
+
+    expect(lost.why).to.equal("DEADLINE");
+    // Safe: the holder stopped assuming its lease before etcd let it go and B was granted.
+    expect(lost.valid_until).to.be.below(bAcquiredAt);
+    expect(lost.last_seen_held_at).to.be.below(lost.valid_until);
+    expect(lost.at).to.be.at.least(lost.valid_until);
+    // The loss was decided first, and the worker's next write was refused by the library, not sent. (Its
+    // line may come before the listener's: the worker's look and the keep-alive thread's timer race to
+    // see the deadline passed, and the listener runs on the thread that noticed it.)
+    expect(firstWrite).to.include({ ok: false, local: true, why: "DEADLINE" });
+    expect(lost.lost_at).to.be.at.most(firstWrite.at);
+    const sentWhilePausedOrAfter = holder.seen("put").filter((l) => l.ok === true && l.attempted_at >= pausedAt);
+    expect(sentWhilePausedOrAfter, "writes sent by the holder after its pause").to.deep.equal([]);
+    // A write sent with the old token anyway is refused by the fence.
+    const forced = await holder.command("put-token worker stale", "put-token");
+    expect(forced).to.include({ ok: false, code: "FAILED_PRECONDITION", reason: "STALE_TOKEN", fence: String(bGeneration!) });
+    const read = await clientsFor(s.server.url).store.get({ resource, key: "worker" });
+    expect(new TextDecoder().decode(read.value)).to.equal("by B");
+    expect(BigInt(granted.token.generation) < bGeneration!).to.equal(true);
+    console.log(`      Java: resume to loss signal ${lost.at - resumedAt} ms (SIGSTOP ${resumedAt - pausedAt} ms, TTL ${ttl} ms)`);
+  });
+
+  describe("through a delaying proxy", () => {
+    let proxy: DelayProxy;
+    beforeEach(async () => (proxy = await startDelayProxy(s.server.url)));
+    afterEach(() => proxy.close());
+
+    it("a renewal answered after validUntil is loss, and later answers do not revive the lease", async () => {
+      const resource = uniqueResource("java-sdk-late");
+      holder = new JavaHolder({ servers: [proxy.url], resource, ttlMs: ttl });
+      await holder.next("granted", 20_000);
+      await holder.next("renewed", ttl * 2);
+
+      proxy.setDelay(ttl + 1000, "toClient"); // renewals reach the server; their answers arrive a TTL late
+      const delayedAt = Date.now();
+      const lost = await holder.next("lost", ttl * 3);
+      expect(lost.why).to.equal("DEADLINE");
+      // The deadline is the one the last renewal confirmed in time set, and the loss fired at it.
+      const last = holder.seen("renewed").filter((l) => l.at <= lost.at).at(-1)!;
+      expect(lost.valid_until).to.be.closeTo(last.valid_until, 5);
+      expect(last.valid_until).to.be.closeTo(last.sent_at + ttl - (100 + ttl / 100), 5);
+      expect(lost.at).to.be.at.least(lost.valid_until);
+      expect(lost.at - lost.valid_until, "the loss fired late after validUntil").to.be.below(1000);
+      expect(lost.at - delayedAt).to.be.below(2 * ttl);
+
+      await sleep(ttl + 1500); // every held-back answer has arrived by now
+      const state = await holder.command("state", "state");
+      expect(state.held).to.equal(false);
+      expect(state.valid_until).to.be.closeTo(lost.valid_until, 5);
+      expect(holder.seen("renewed").filter((l) => l.at > lost.at)).to.deep.equal([]);
+    });
+  });
+
+  describe("replicas on one etcd", () => {
+    // Three replicas, started together once: each test fails one of its own and moves to the spare.
+    let replicas: TestServer[];
+    before(async () => {
+      const prefix = `/fk-java-failover-${process.pid}/`;
+      const args = ["--metrics-listen", "off", "--shutdown-grace", "500"];
+      replicas = await Promise.all([0, 1, 2].map(() => startServer({ etcd: s.etcd.endpoint, prefix, args })));
+    });
+    after(() => Promise.all(replicas.map((r) => r.stop("SIGKILL"))));
+
+    async function holdThrough(first: TestServer, failure: () => void): Promise<void> {
+      const second = replicas[2];
+      const resource = uniqueResource("java-sdk-failover");
+      holder = new JavaHolder({ servers: [first.url, second.url], resource, ttlMs: ttl });
+      const granted = await holder.next("granted", 20_000);
+      await holder.next((l) => l.event === "stream-opened" && l.url === first.url, ttl * 2);
+      await holder.next("renewed", ttl * 2);
+
+      failure();
+      const failedAt = Date.now();
+      await sleep(ttl * 2); // twice the TTL: the lease lives only if renewals go on through the second replica
+      const state = await holder.command("state", "state");
+      expect(state.held, "the lease is still held").to.equal(true);
+      expect(holder.seen("lost")).to.deep.equal([]);
+      expect(holder.seen("stream-failed").some((l) => l.url === first.url)).to.equal(true);
+      expect(holder.seen("stream-opened").some((l) => l.url === second.url)).to.equal(true);
+      expect(holder.seen("renewed").filter((l) => l.confirmed_at >= failedAt).length).to.be.at.least(3);
+
+      const d = await clientsFor(second.url).lease.describe({ resource });
+      expect(d.held).to.equal(true);
+      expect(String(d.token!.generation)).to.equal(granted.token.generation);
+      expect(String(d.token!.leaseId)).to.equal(granted.token.lease_id);
+      const put = await holder.command("put k v", "put");
+      expect(put).to.include({ ok: true, fence: granted.token.generation });
+    }
+
+    it("the replica the client uses is killed (SIGKILL): the stream moves to the other and the lease lives on", async () => {
+      await holdThrough(replicas[0], () => replicas[0].process.kill("SIGKILL"));
+    });
+
+    it("the replica the client uses hangs (SIGSTOP): an unanswered renewal moves the stream to the other in time", async () => {
+      await holdThrough(replicas[1], () => replicas[1].process.kill("SIGSTOP"));
+    });
+  });
+});
