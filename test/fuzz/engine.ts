@@ -16,6 +16,8 @@ import { METHODS, type Ending, type FrameMutation, type FuzzCase, type Method, t
 
 /** How long any call may take to be answered, beyond its own deadline. */
 export const ANSWER_BOUND_MS = 10_000;
+/** The longest a client waits for the first answer of a stream it means to cancel after it. */
+const CANCEL_AFTER_FIRST_MS = 3000;
 
 export const SCHEMAS: Record<Method, { input: DescMessage; output: DescMessage }> = {
   Acquire: LeaseService.method.acquire,
@@ -300,7 +302,10 @@ export class Connections {
     if (!pool) this.h2.set(caller, (pool = []));
     let entry = pool[slot];
     if (!entry || entry.session.closed || entry.session.destroyed || entry.streams >= Connections.STREAMS_PER_SESSION) {
-      entry?.session.close();
+      // Closed a little later, not at once: a stream made on it an instant ago may not have gone out yet,
+      // and closing would refuse it (REFUSED_STREAM) on this side, before the server ever saw it.
+      const old = entry?.session;
+      if (old) setTimeout(() => old.close(), 5000).unref();
       const session = http2.connect(this.url);
       session.on("error", () => undefined);
       session.unref();
@@ -436,6 +441,9 @@ function sendH2(s: Send): Promise<Answer> {
       a.messages.push(Buffer.from(data));
       if (c.ending === "cancel-after-first" && a.messages.length === 1) cancel();
     });
+    // A stream cancelled "after its first answer" may never be answered (its message is incomplete, and
+    // the server rightly waits for the rest): the client gives up waiting after a while, as clients do.
+    if (c.ending === "cancel-after-first") setTimeout(cancel, CANCEL_AFTER_FIRST_MS).unref();
     stream.on("response", take);
     stream.on("trailers", take);
     stream.on("data", (d: Buffer) => reader.push(d));
@@ -552,6 +560,7 @@ function sendH1(s: Send): Promise<Answer> {
         a.messages.push(Buffer.from(data));
         if (c.ending === "cancel-after-first" && a.messages.length === 1) cancel();
       });
+      if (c.ending === "cancel-after-first") setTimeout(cancel, CANCEL_AFTER_FIRST_MS).unref();
       res.on("data", (d: Buffer) => {
         if (style === "connect-unary" || res.statusCode !== 200) body.push(d);
         else {

@@ -4,6 +4,7 @@
 // etcd itself. The short run in `npm test` (test/fuzz/fuzz.test.ts) and `scripts/fuzz.sh` both call
 // runFuzz; the seed alone decides the cases.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import http2 from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
@@ -428,7 +429,9 @@ async function runCase(t: Target, c: FuzzCase, serial: number, authorization: st
     `${what}\n  case #${serial} (batch ${Math.floor(serial / BATCH)}, index ${serial % BATCH}) to the server ${t.auth ? "with" : "without"} authentication: ${show({ ...c, messages: undefined })}\n  request: ${show(before.request ?? c.messages)}\n  first body (hex): ${encoded.bodies[0]?.toString("hex").slice(0, 160) ?? "none"}\n  answer: ${show({ ...a, messages: a.messages.length })}`;
 
   f.check("answered", !a.unanswered, example("no answer within the bound"));
-  f.check("status", a.code !== undefined || a.cancelled || a.unanswered, example(`no status: ${a.connectionFailed ?? outcomeOf(a)}`));
+  // REFUSED_STREAM (7) says the stream was never processed (RFC 9113, 8.7): a clean refusal, not a lost answer.
+  const refused = a.reset === http2.constants.NGHTTP2_REFUSED_STREAM;
+  f.check("status", a.code !== undefined || a.cancelled || a.unanswered || refused, example(`no status: ${a.connectionFailed ?? outcomeOf(a)}`));
   f.check("wellFormed", a.malformed === undefined, example(`malformed status: ${a.malformed}`));
   if (a.code !== undefined) {
     f.check("notInternal", a.code !== Code.Internal && a.code !== Code.Unknown, example(`answered ${CODE_NAMES[a.code]}: ${a.message}`));
