@@ -395,10 +395,12 @@ function sendH2(s: Send): Promise<Answer> {
       a.ms = Date.now() - started;
       resolve(a);
     };
+    // A cancel ends the call for the client there and then: what the server does next is for the leak checks.
     const cancel = () => {
       if (done || a.code !== undefined) return;
       a.cancelled = true;
       stream.close(http2.constants.NGHTTP2_CANCEL);
+      finish();
     };
     const bound = setTimeout(() => {
       a.unanswered = true;
