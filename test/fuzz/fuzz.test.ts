@@ -11,7 +11,7 @@ const SEED = Number(process.env.FUZZ_SEED ?? 20261203);
 const REQUESTS = Number(process.env.FUZZ_TEST_REQUESTS ?? 4000);
 
 describe(`fuzz: ${REQUESTS} generated requests through a server without and one with authentication (seed ${SEED})`, function () {
-  // Generous: on a loaded machine the run takes far longer than the ~30 s it takes on a quiet one.
+  // Generous: on a loaded machine the run takes far longer than the ~20 s it takes on a quiet one.
   this.timeout(900_000);
   let findings: Findings;
 
