@@ -435,8 +435,9 @@ async function runCase(t: Target, c: FuzzCase, serial: number, authorization: st
   f.check("wellFormed", a.malformed === undefined, example(`malformed status: ${a.malformed}`));
   if (a.code !== undefined) {
     f.check("notInternal", a.code !== Code.Internal && a.code !== Code.Unknown, example(`answered ${CODE_NAMES[a.code]}: ${a.message}`));
-    // A broken JSON text counts only if it is sent (not with the frame mutation that sends no frame).
-    if (c.hopeless || (encoded.jsonBroken && c.frame !== "empty-body")) {
+    // A broken JSON text counts only if it is sent (not with the frame mutation that sends no frame) as
+    // it was broken (a byte mutation on top may mend it: a0 ^ a5 = 0d, whitespace).
+    if (c.hopeless || (encoded.jsonBroken && c.frame !== "empty-body" && c.bytes === undefined)) {
       const retryable = RETRYABLE.has(a.code) || (a.code === Code.DeadlineExceeded && c.timeoutMs === undefined) || (a.code === Code.Canceled && !a.cancelled);
       f.check("hopeless", a.code !== OK && !retryable, example(`input that can never succeed answered ${CODE_NAMES[a.code]}`));
     }
