@@ -503,7 +503,8 @@ export const fuzzCase: fc.Arbitrary<FuzzCase> = method.chain((m) =>
         // A frame that lies, or one message too many on a unary call, can never be served; for streams
         // only what breaks the first message is certain. Whether a JSON mutation breaks the message
         // depends on the message: the engine says (Encoded.jsonBroken).
-        hopeless: (kind !== "bidi" && r.body.hopeless) || (HOPELESS_FRAMES.has(frame) && r.body.messages.length > 0) || unaryExtra,
+        // A byte mutation may mend what the message broke (a too-long name cut into an unknown field).
+        hopeless: (kind !== "bidi" && r.body.hopeless && r.bytes === undefined) || (HOPELESS_FRAMES.has(frame) && r.body.messages.length > 0) || unaryExtra,
       };
     }),
 );
