@@ -14,7 +14,7 @@ import type { Token } from "./token.js";
 // C0 and C1 control characters, including NUL and DEL.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // A lone surrogate means the bytes on the wire were not valid UTF-8.
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 function checkName(what: string, value: string, maxBytes: number, required: boolean): void {
   if (value.length === 0) {

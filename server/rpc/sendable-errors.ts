@@ -5,18 +5,19 @@
 // reset, or the call is never answered at all. Every error leaves through sendable(): the fast path's
 // writer calls it, and the interceptor below covers what connect serves.
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import { LONE_SURROGATE } from "../domain/validate.js";
 
 /** The error with each lone surrogate of its message replaced by U+FFFD; the error itself when it has none. */
 export function sendable(err: ConnectError): ConnectError {
-  const message = err.rawMessage.replace(LONE_SURROGATE, "\uFFFD");
+  const message = err.rawMessage.replace(LONE_SURROGATES, "\uFFFD");
   if (message === err.rawMessage) return err;
   const out = new ConnectError(message, err.code, err.metadata, undefined, err.cause);
   out.details.push(...err.details);
   return out;
 }
 
-/** A high surrogate not followed by a low one, or a low surrogate not preceded by a high one. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/** Every lone surrogate of a string, as validation finds one. */
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, "g");
 
 function sendableOf(err: unknown): unknown {
   return err instanceof ConnectError ? sendable(err) : err;
