@@ -10,6 +10,7 @@ import { Access } from "../../server/auth/access.js";
 import { Authenticator } from "../../server/auth/authenticator.js";
 import { DomainEvents, type DomainEvent } from "../../server/domain/events.js";
 import { connectEtcd } from "../../server/etcd/client.js";
+import { ownershipLog } from "../../server/observability/ownership-log.js";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
@@ -30,6 +31,8 @@ describe("domain events", () => {
   let store: Client<typeof FencedStoreService>;
   let heard: DomainEvent[];
   let stopListening: () => void;
+  /** What the server logged, parsed. */
+  const logged: Record<string, unknown>[] = [];
 
   before(async () => {
     etcd = await startEtcd();
@@ -41,8 +44,9 @@ describe("domain events", () => {
       prefix: `/events-${process.pid}/`,
       etcdLimits: { maxTxnOps: 128, maxRequestBytes: 1536 * 1024 },
       etcdTimeoutMs: 5000,
-      log: pino({ level: "silent" }),
+      log: pino({ level: "debug" }, { write: (line: string) => void logged.push(JSON.parse(line)) }),
     });
+    ownershipLog(pino({ level: "debug" }, { write: (line: string) => void logged.push(JSON.parse(line)) }), app.events);
     const transport = createRouterTransport((router) => app.routes(router));
     lease = createClient(LeaseService, transport);
     store = createClient(FencedStoreService, transport);
@@ -144,6 +148,18 @@ describe("domain events", () => {
     await lease.release({ token: second.token });
   });
 
+  it("the ownership log follows grants and releases at debug level", async () => {
+    const resource = uniqueResource("events-log");
+    const { token } = await lease.acquire({ resource, ttl: ttl(10), holder: "h" });
+    await lease.release({ token });
+    const lines = logged.filter((l) => l.resource === resource).map(({ msg, generation, leaseId, level }) => ({ msg, generation, leaseId, level }));
+    const ids = { generation: String(token!.generation), leaseId: String(token!.leaseId), level: 20 };
+    expect(lines).to.deep.equal([
+      { msg: "granted", ...ids },
+      { msg: "released", ...ids },
+    ]);
+  });
+
   it("a listener that throws is reported and skipped: the call succeeds, the other listeners hear the event", async () => {
     const stop = app.events.on(() => {
       throw new Error("a broken listener");
@@ -153,6 +169,8 @@ describe("domain events", () => {
       const { token } = await lease.acquire({ resource, ttl: ttl(10), holder: "h" });
       await lease.release({ token });
       expect(types()).to.deep.equal(["granted", "released"]);
+      // The server reports it (createApp logs it as an error).
+      expect(logged.filter((l) => l.msg === "a listener of domain events failed").map((l) => l.event)).to.deep.equal(["granted", "released"]);
     } finally {
       stop();
     }
