@@ -103,7 +103,7 @@ describe("domain events", () => {
     const resource = uniqueResource("events-wait");
     const first = await lease.acquire({ resource, ttl: ttl(10), holder: "first" });
     const second = lease.acquire({ resource, ttl: ttl(10), holder: "second", wait: true });
-    await eventually(() => types().includes("waiting"), "the second caller waits in line");
+    await eventually(() => types().includes("waiting"), "the second caller waits in line", 20_000);
     await lease.release({ token: first.token });
     const { token } = await second;
 
