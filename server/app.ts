@@ -12,6 +12,7 @@ import { CallerCaps, type CapSettings } from "./auth/caller-caps.js";
 import { TokenChecks } from "./tokens/checks.js";
 import { TokenSigner } from "./tokens/signer.js";
 import { storeService } from "./api/store-service.js";
+import { DomainEvents } from "./domain/events.js";
 import { DEFAULT_LIMITS, type Limits } from "./domain/limits.js";
 import { EtcdCalls, type EtcdCallObserver } from "./etcd/calls.js";
 import { Committer } from "./etcd/committer.js";
@@ -42,6 +43,8 @@ export interface AppOptions {
 }
 
 export interface App {
+  /** What the coordinator and the store did: the metrics and the ownership log listen. */
+  readonly events: DomainEvents;
   readonly coordinator: LeaseCoordinator;
   readonly store: FencedStore;
   /** Both services with their handlers: for connect's router, and for the unary fast path. */
@@ -59,6 +62,7 @@ const COMMITS_IN_FLIGHT = 2;
 
 export function createApp(o: AppOptions): App {
   const limits: Limits = { ...DEFAULT_LIMITS, ...o.limits };
+  const events = new DomainEvents((err, event) => o.log.error({ err, event: event.type }, "a listener of domain events failed"));
   const keys = new KeyLayout(o.prefix);
   const calls = new EtcdCalls(o.observeEtcd);
   // Leave room for what an estimate of a request's size does not count (field tags, lengths).
@@ -69,11 +73,12 @@ export function createApp(o: AppOptions): App {
   const signer = new TokenSigner({ keys, committer, reader }, o.tokenSigningKey);
   // With authentication on, a token must prove whose it is: only signed tokens are taken.
   const tokens = new TokenChecks(signer, o.access.enabled);
-  const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens });
-  const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits });
+  const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens, events });
+  const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits, events });
   const lease = leaseService(coordinator, o.access, new CallerCaps(o.callerCaps), o.log);
   const fenced = storeService(store, o.access);
   return {
+    events,
     coordinator,
     store,
     services: [

@@ -35,6 +35,7 @@ import { rpcMetrics } from "./metrics/rpc-metrics.js";
 import { storeMetrics } from "./metrics/store-metrics.js";
 import { createLogger, logWritten } from "./observability/logger.js";
 import { allOf, interceptorFor } from "./observability/call-observer.js";
+import { ownershipLog } from "./observability/ownership-log.js";
 import { requestLog } from "./observability/request-log.js";
 import { registerReflection } from "./reflection/reflection-service.js";
 import { callerFaults } from "./rpc/caller-faults.js";
@@ -109,6 +110,10 @@ export async function serve(config: Config): Promise<void> {
       log,
       observeEtcd: etcdMetrics(metrics),
     });
+    // What the domain does, as it does it: the lease and store metrics, and the ownership log (debug).
+    leaseMetrics(metrics, app.events);
+    storeMetrics(metrics, app.events);
+    ownershipLog(log, app.events);
     const health = new HealthStatus([LeaseService.typeName, FencedStoreService.typeName]);
     healthMetrics(metrics, health);
     const calls = new InFlightCalls();
@@ -122,7 +127,7 @@ export async function serve(config: Config): Promise<void> {
     // Outermost first: every error leaves with a message gRPC can send (sendableErrors); the request
     // log and metrics see each call as the client does, after the in-flight registry has turned a
     // shutdown's interruption, a deadline or a cancel into the call's status.
-    const observer = allOf([requestLog(log), rpcMetrics(metrics), leaseMetrics(metrics), storeMetrics(metrics)]);
+    const observer = allOf([requestLog(log), rpcMetrics(metrics)]);
     const interceptors = [sendableErrors, interceptorFor(observer), calls.interceptor, callerFaults, ...(authenticator.enabled ? [authenticating(authenticator)] : [])];
     const viaConnect = connectNodeAdapter({
       routes,

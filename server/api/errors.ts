@@ -26,6 +26,9 @@ const CODES: Record<Kind, Code> = {
   internal: Code.Internal,
 };
 
+/** The name of the gRPC code a kind of failure leaves with ("NotFound", "Unavailable", ...), as metrics label it. */
+export const codeNameOf = (kind: Kind): string => Code[CODES[kind]];
+
 /** The error as it leaves the server. An unexpected one becomes INTERNAL, with the error itself as its cause for the call's log line. */
 export function toConnectError(err: unknown): ConnectError {
   if (err instanceof DomainError) {

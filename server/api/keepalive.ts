@@ -42,7 +42,7 @@ export async function* keepAlive(
   let resume: (() => void) | undefined;
   const renewOne = async (leaseId: bigint): Promise<Renewal> => {
     try {
-      return { leaseId, ttl: seconds(await coordinator.renew(leaseId, { bindings, caller })) };
+      return { leaseId, ttl: seconds(await coordinator.renew(leaseId, { bindings, caller, via: "KeepAlive" })) };
     } catch (err) {
       return { leaseId, error: toStatus(err, log) };
     }

@@ -57,7 +57,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       }
     }),
 
-    renew: unary(async (req, ctx) => ({ ttl: seconds(await coordinator.renew(req.leaseId, { principal: access.owner(ctx), caller: access.turnKey(ctx) })) })),
+    renew: unary(async (req, ctx) => ({ ttl: seconds(await coordinator.renew(req.leaseId, { principal: access.owner(ctx), caller: access.turnKey(ctx), via: "Renew" })) })),
 
     release: unary(async (req, ctx) => {
       // Releasing is part of acquiring: the same verb. An admin of the resource may release anyone's.

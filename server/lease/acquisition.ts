@@ -14,6 +14,7 @@
 import { randomBytes } from "node:crypto";
 import type { IKeyValue, IRangeResponse } from "etcd3";
 import { DomainError, leaseNotFound, notHolder } from "../domain/errors.js";
+import { inLine, type DomainEvents } from "../domain/events.js";
 import type { Limits } from "../domain/limits.js";
 import type { Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, ttlSeconds } from "../domain/validate.js";
@@ -43,6 +44,8 @@ export interface Grant {
   token: Token;
   /** The TTL etcd reports for the acquisition's own lease; undefined on a session. */
   ttlSeconds?: number;
+  /** Whether it waited in line. */
+  waited: boolean;
 }
 
 export interface AcquireDeps {
@@ -51,6 +54,7 @@ export interface AcquireDeps {
   reader: Reader;
   leases: Leases;
   limits: Limits;
+  events: DomainEvents;
 }
 
 /** The TTL of a session waiter's place in line: how long it outlives a call that died with its server. */
@@ -106,19 +110,19 @@ class Acquisition {
       let generation = await this.tryFirst();
       let waited = false;
       if (generation === undefined) {
-        generation = await this.waitInLine();
+        generation = await inLine(this.d.events, this.p.resource, () => this.waitInLine());
         waited = true;
       }
       const token: Token = { resource: this.p.resource, generation, leaseId: this.lease.id };
       if (this.onSession) {
         if (this.place) this.d.leases.revokeEventually(this.place.id);
-        return { token };
+        return { token, waited };
       }
       // After a wait, the holder's TTL starts now rather than when it joined the line; without one, the
       // TTL etcd reported at the grant is fresh.
       const ttlLeft = waited ? await this.d.leases.renew(this.lease.id) : this.lease.ttlSeconds;
       if (ttlLeft <= 0) throw placeLost(this.p.resource, this.lease.id);
-      return { token, ttlSeconds: ttlLeft };
+      return { token, ttlSeconds: ttlLeft, waited };
     } catch (err) {
       await this.leaveNothing();
       throw err;

@@ -1,6 +1,7 @@
 // The lease coordinator: who holds a resource, in which generation, and who waits. Acquire is in
 // acquisition.ts and Observe in observe.ts; this is the rest: renewal, release, description, sessions.
 import { DomainError, leaseNotFound } from "../domain/errors.js";
+import { kindOf, refusalOf, type RenewalVia } from "../domain/events.js";
 import type { Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../domain/validate.js";
 import { decodeGeneration, decodeOwner, encodeHolder, holds, lastIssuedOf } from "../etcd/keys.js";
@@ -46,6 +47,8 @@ export class LeaseCoordinator {
     try {
       grant = await acquire(this.d, p, signal);
     } catch (err) {
+      const reason = refusalOf(err);
+      if (reason) this.d.events.emit({ type: "refused", operation: "acquire", resource: p.resource, reason });
       // RESOURCE_HELD carries the holder's token, signed as Describe shows it.
       if (err instanceof DomainError && err.token) {
         const token = await this.d.signer.sign({ ...err.token, principal: err.metadata.holder_principal ?? "" });
@@ -53,6 +56,7 @@ export class LeaseCoordinator {
       }
       throw err;
     }
+    this.d.events.emit({ type: "granted", resource: p.resource, generation: grant.token.generation, leaseId: grant.token.leaseId, onSession: Boolean(p.sessionId), ttlSeconds: grant.ttlSeconds, waited: grant.waited });
     return { ...grant, token: await this.d.signer.sign({ ...grant.token, principal: p.principal ?? "" }) };
   }
 
@@ -64,16 +68,28 @@ export class LeaseCoordinator {
   /**
    * Renews a lease. With principal (authentication on), only a lease bound to it: an acquisition's or a
    * session's, made by that principal. `bindings`: the stream's cache of leases already checked instead.
-   * `caller`: who asks, so that renewals of many callers take turns (etcd/leases.ts).
+   * `caller`: who asks, so that renewals of many callers take turns (etcd/leases.ts). `via`: the call
+   * that asked, for the events.
    */
-  async renew(leaseId: bigint, o: { principal?: string; bindings?: StreamBindings; caller?: string } = {}): Promise<number> {
-    checkLeaseId(leaseId);
-    const checking = o.bindings?.check(leaseId);
-    if (checking) await checking;
-    else if (!o.bindings && o.principal !== undefined) await checkBound(this.d, leaseId, o.principal);
-    const ttl = await this.d.leases.renew(leaseId, o.caller);
-    if (ttl <= 0) throw leaseNotFound(leaseId);
-    return ttl;
+  async renew(leaseId: bigint, o: { principal?: string; bindings?: StreamBindings; caller?: string; via?: RenewalVia } = {}): Promise<number> {
+    const { events } = this.d;
+    const via = o.via ?? "Renew";
+    try {
+      checkLeaseId(leaseId);
+      const checking = o.bindings?.check(leaseId);
+      if (checking) await checking;
+      else if (!o.bindings && o.principal !== undefined) await checkBound(this.d, leaseId, o.principal);
+      const ttl = await this.d.leases.renew(leaseId, o.caller);
+      if (ttl <= 0) {
+        events.emit({ type: "lease gone", leaseId });
+        throw leaseNotFound(leaseId);
+      }
+      events.emit({ type: "renewed", leaseId, ttlSeconds: ttl, via });
+      return ttl;
+    } catch (err) {
+      events.emit({ type: "not renewed", leaseId, via, kind: kindOf(err) });
+      throw err;
+    }
   }
 
   /** The bindings of one KeepAlive stream of this principal. */
@@ -96,6 +112,7 @@ export class LeaseCoordinator {
       failure: [],
     });
     if (!res.succeeded) {
+      this.d.events.emit({ type: "refused", operation: "release", resource: t.resource, reason: "LEASE_NOT_FOUND" });
       throw new DomainError(
         "not_found",
         `generation ${t.generation} of "${t.resource}" (lease ${t.leaseId}) is not held: it expired, was released, or never existed`,
@@ -106,6 +123,7 @@ export class LeaseCoordinator {
     // A lease of its own backed this acquisition alone: it goes too, so that renewing it says NOT_FOUND.
     // The release itself is done (the owner key is gone): the revocation does not hold up the answer.
     const onSession = res.responses[1].response_range.kvs.length > 0;
+    this.d.events.emit({ type: "released", resource: t.resource, generation: t.generation, leaseId: t.leaseId, onSession });
     if (!onSession) void leases.revokeEventually(t.leaseId);
   }
 
@@ -163,6 +181,7 @@ export class LeaseCoordinator {
       leases.revokeEventually(lease.id);
       throw err;
     }
+    this.d.events.emit({ type: "session opened", sessionId: lease.id, ttlSeconds: lease.ttlSeconds });
     return { sessionId: lease.id, ttlSeconds: lease.ttlSeconds };
   }
 
@@ -180,5 +199,6 @@ export class LeaseCoordinator {
         { lease_id: String(sessionId) },
       );
     }
+    this.d.events.emit({ type: "session closed", sessionId });
   }
 }

@@ -1,54 +1,42 @@
-// What LeaseService calls tell about leases, as this replica sees them.
+// Leases as the domain reports them on this replica (server/domain/events.ts): held, waiting, renewed.
 //
-// Leases held: the leases this replica granted (Acquire with a lease of its own, and OpenSession: a
-// session is one lease, however many acquisitions it carries) that it has not seen end. A lease ends here
-// when it is released (a session: closed) through this replica, when a renewal through this replica finds it gone, or when
-// the TTL it last reported (at the grant or a renewal through this replica) runs out. Renewals sent to
-// another replica are not seen, so a lease renewed only elsewhere drops out of this count early; with
-// each client on one replica (gRPC keeps a client on one HTTP/2 connection) the sum over replicas is
-// the number of leases held. Nothing is read from etcd for this.
-import { Code } from "@connectrpc/connect";
+// Leases held: the leases this replica granted to holders (an acquisition's lease of its own, and a
+// session: one lease, however many acquisitions it carries) that it has not seen end. One ends here
+// when it is released (a session: closed) through this replica, when a renewal through this replica
+// finds it gone, or when the TTL it last learnt (at the grant or a renewal through this replica) runs
+// out. Each is kept with its expiry only: who holds what is etcd's to say. Renewals sent to another
+// replica are not seen, so a lease renewed only elsewhere drops out of this count early; with each
+// client on one replica (gRPC keeps a client on one HTTP/2 connection) the sum over replicas is the
+// number of leases held.
 import { Counter, Gauge, type Registry } from "prom-client";
-import {
-  LeaseService,
-  type AcquireRequest,
-  type AcquireResponse,
-  type CloseSessionRequest,
-  type OpenSessionResponse,
-  type KeepAliveResponse,
-  type ReleaseRequest,
-  type RenewRequest,
-  type RenewResponse,
-} from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import type { CallObserver } from "../observability/call-observer.js";
-import { codeName } from "../observability/call-tap.js";
+import { codeNameOf } from "../api/errors.js";
+import type { DomainEvents } from "../domain/events.js";
 
+/** The leases granted here and not seen end, each with when its last-known TTL runs out (ms since the epoch). */
 class HeldLeases {
-  private readonly expiry = new Map<bigint, { at: number; session: boolean }>();
+  private readonly until = new Map<bigint, number>();
 
-  granted(id: bigint, ttlSeconds: number, session = false): void {
-    this.expiry.set(id, { at: Date.now() + ttlSeconds * 1000, session });
+  hold(id: bigint, ttlSeconds: number): void {
+    this.until.set(id, Date.now() + ttlSeconds * 1000);
   }
 
+  /** A renewal of a lease granted elsewhere is not counted: it is that replica's. */
   renewed(id: bigint, ttlSeconds: number): void {
-    const e = this.expiry.get(id);
-    if (e) e.at = Date.now() + ttlSeconds * 1000;
+    if (this.until.has(id)) this.hold(id, ttlSeconds);
   }
 
-  /** The lease is gone; an acquisition on a session (released) leaves its session held. */
-  gone(id: bigint, onlyIfOwn = false): void {
-    if (onlyIfOwn && this.expiry.get(id)?.session) return;
-    this.expiry.delete(id);
+  end(id: bigint): void {
+    this.until.delete(id);
   }
 
   count(): number {
     const now = Date.now();
-    for (const [id, e] of this.expiry) if (e.at <= now) this.expiry.delete(id);
-    return this.expiry.size;
+    for (const [id, at] of this.until) if (at <= now) this.until.delete(id);
+    return this.until.size;
   }
 }
 
-export function leaseMetrics(registry: Registry): CallObserver {
+export function leaseMetrics(registry: Registry, events: DomainEvents): void {
   const held = new HeldLeases();
   new Gauge({
     name: "fencekeeper_leases_held",
@@ -60,7 +48,7 @@ export function leaseMetrics(registry: Registry): CallObserver {
   });
   const waiting = new Gauge({
     name: "fencekeeper_acquire_waiting",
-    help: "Acquire calls with wait set in flight on this replica: callers waiting in line, or just granted.",
+    help: "Acquire calls with wait set that wait in line on this replica.",
     registers: [registry],
   });
   const renewals = new Counter({
@@ -69,65 +57,31 @@ export function leaseMetrics(registry: Registry): CallObserver {
     labelNames: ["grpc_method", "result"],
     registers: [registry],
   });
-  const renewal = (method: string, leaseId: bigint, ttl: { seconds: bigint } | undefined, result: string) => {
-    renewals.inc({ grpc_method: method, result });
-    if (ttl) held.renewed(leaseId, Number(ttl.seconds));
-    if (result === "NotFound") held.gone(leaseId);
-  };
 
-  const { acquire, keepAlive, renew, release, openSession, closeSession } = LeaseService.method;
-  return ({ method, request }) => {
-    switch (method) {
-      case acquire: {
-        const wait = (request as AcquireRequest | undefined)?.wait ?? false;
-        if (wait) waiting.inc();
-        return {
-          end(error, response) {
-            if (wait) waiting.dec();
-            // An acquisition on a session has no TTL of its own: its lease is the session, counted at OpenSession.
-            const r = response as AcquireResponse | undefined;
-            if (!error && r?.token && r.ttl) held.granted(r.token.leaseId, Number(r.ttl.seconds));
-          },
-        };
-      }
-      case renew: {
-        const { leaseId } = request as RenewRequest;
-        return { end: (error, response) => renewal("Renew", leaseId, (response as RenewResponse | undefined)?.ttl, codeName(error)) };
-      }
-      case keepAlive:
-        return {
-          message(m) {
-            const { leaseId, ttl, error, renewals: many } = m as KeepAliveResponse;
-            if (many.length === 0) return renewal("KeepAlive", leaseId, ttl, error ? Code[error.code] : "OK");
-            for (const r of many) renewal("KeepAlive", r.leaseId, r.ttl, r.error ? Code[r.error.code] : "OK");
-          },
-          end() {},
-        };
-      case release: {
-        const leaseId = (request as ReleaseRequest).token?.leaseId;
-        return {
-          end(error) {
-            if (leaseId !== undefined && (!error || codeName(error) === "NotFound")) held.gone(leaseId, true);
-          },
-        };
-      }
-      case openSession:
-        return {
-          end(error, response) {
-            const r = response as OpenSessionResponse | undefined;
-            if (!error && r) held.granted(r.sessionId, Number(r.ttl?.seconds ?? 0n), true);
-          },
-        };
-      case closeSession: {
-        const { sessionId } = request as CloseSessionRequest;
-        return {
-          end(error) {
-            if (!error || codeName(error) === "NotFound") held.gone(sessionId);
-          },
-        };
-      }
-      default:
-        return undefined;
+  events.on((e) => {
+    switch (e.type) {
+      case "granted":
+        // An acquisition on a session has no lease of its own: its lease is the session, counted when opened.
+        if (!e.onSession) held.hold(e.leaseId, e.ttlSeconds ?? 0);
+        return;
+      case "session opened":
+        return held.hold(e.sessionId, e.ttlSeconds);
+      case "released":
+        if (!e.onSession) held.end(e.leaseId);
+        return;
+      case "session closed":
+        return held.end(e.sessionId);
+      case "lease gone":
+        return held.end(e.leaseId);
+      case "renewed":
+        renewals.inc({ grpc_method: e.via, result: "OK" });
+        return held.renewed(e.leaseId, e.ttlSeconds);
+      case "not renewed":
+        return renewals.inc({ grpc_method: e.via, result: codeNameOf(e.kind) });
+      case "waiting":
+        return waiting.inc();
+      case "done waiting":
+        return waiting.dec();
     }
-  };
+  });
 }

@@ -11,6 +11,7 @@
 // fence write, so the committer can commit many of them in one inner transaction.
 import type { IKeyValue, IRequestOp } from "etcd3";
 import { DomainError, invalid, notHolder } from "../domain/errors.js";
+import type { DomainEvents, WriteOp } from "../domain/events.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } from "../domain/limits.js";
 import type { FenceMode, Token } from "../domain/token.js";
 import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../domain/validate.js";
@@ -74,12 +75,13 @@ export interface StoreDeps {
   reader: Reader;
   idempotency: IdempotencyLeases;
   limits: Limits;
+  events: DomainEvents;
 }
 
 export class FencedStore {
   constructor(private readonly d: StoreDeps) {}
 
-  async mutate(m: Mutation, what: "put" | "delete" | "txn"): Promise<Commit> {
+  async mutate(m: Mutation, what: WriteOp): Promise<Commit> {
     const token = this.check(m, what);
     await this.d.tokens.check(token, m.principal);
     if (!m.idempotencyKey) return this.commitMutation(m, token, what);
@@ -196,7 +198,7 @@ export class FencedStore {
   private async commitMutation(
     m: Mutation,
     token: Token,
-    what: string,
+    what: WriteOp,
     record?: { key: Buffer; fingerprint: string; lease: bigint },
   ): Promise<Commit> {
     const { keys, committer } = this.d;
@@ -227,7 +229,10 @@ export class FencedStore {
       failure,
     };
     const res = await committer.commitGuarded(what, guard, own);
-    if (res.succeeded) return { revision: res.revision, fence: g, replayed: false };
+    if (res.succeeded) {
+      this.d.events.emit({ type: "written", op: what, resource: m.resource, generation: g, revision: res.revision });
+      return { revision: res.revision, fence: g, replayed: false };
+    }
 
     const [issued, fence, ...rest] = res.responses.map((r) => r.response_range.kvs[0]);
     const owner = live ? rest.shift() : undefined;
@@ -238,6 +243,7 @@ export class FencedStore {
     const currentFence = decodeGeneration(fence?.value);
     const meta = { resource: m.resource, generation: String(g) };
     if (lastIssued < g) {
+      this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "GENERATION_NOT_ISSUED" });
       throw new DomainError(
         "failed_precondition",
         `generation ${g} was never issued for "${m.resource}" (the last issued is ${lastIssued}); use a token returned by Acquire`,
@@ -246,6 +252,7 @@ export class FencedStore {
       );
     }
     if (currentFence > g) {
+      this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "STALE_TOKEN" });
       throw new DomainError(
         "failed_precondition",
         `stale token: generation ${g} of "${m.resource}" is older than the fence ${currentFence}, so a newer holder has ` +
@@ -255,6 +262,7 @@ export class FencedStore {
       );
     }
     if (live && !isHeldBy(owner, token)) {
+      this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "LEASE_NOT_HELD" });
       throw new DomainError(
         "failed_precondition",
         `lease ${token.leaseId} of generation ${g} of "${m.resource}" is no longer held (it expired or was released); ` +
