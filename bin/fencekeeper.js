@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The fencekeeper command: runs the TypeScript CLI (client/cli/main.ts) through tsx.
+// The fencekeeper command: runs the TypeScript CLI (cli/main.ts) through tsx.
 import { register } from "tsx/esm/api";
 
 register();
-await import("../client/cli/main.ts");
+await import("../cli/main.ts");
