@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Compiles the TypeScript to JavaScript when a source is newer than the last build (a stamp file, so
+# that an unchanged checkout costs one `find`): dist/, the server and the CLI, which `npm start`, the
+# container image and bin/fencekeeper.js run (tsconfig.build.json).
+# scripts/setup.sh runs it; so do the tests that run compiled code.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+stamp=dist/.built
+sources=(server cli client common gen/ts gen/ts-grpc tsconfig.json tsconfig.build.json package-lock.json)
+fresh() {
+  [ -f "$stamp" ] && [ -z "$(find "${sources[@]}" -type f -newer "$stamp" -print -quit)" ]
+}
+fresh && exit 0
+
+# One build at a time (setup and tests may start together); the next one finds it done.
+mkdir -p dist
+exec 9>dist/.lock
+command -v flock >/dev/null 2>&1 && flock 9
+fresh && exit 0
+
+echo "fencekeeper: compiling TypeScript to dist/" >&2
+# Stamped with the time the build started: a source edited meanwhile makes the next run build again.
+touch dist/.building
+npx tsc -p tsconfig.build.json
+mv dist/.building "$stamp"
