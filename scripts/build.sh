@@ -25,6 +25,6 @@ fresh && exit 0
 echo "fencekeeper: compiling TypeScript to dist/ and client/dist/" >&2
 # Stamped with the time the build started: a source edited meanwhile makes the next run build again.
 touch dist/.building
-npx tsc -p tsconfig.build.json
-npx tsc -p client/tsconfig.json
+# Both in one build: the second reuses what the first parsed (about half the time of two runs).
+npx tsc -b tsconfig.build.json client/tsconfig.json
 mv dist/.building "$stamp"
