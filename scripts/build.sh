@@ -9,7 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 stamp=dist/.built
-sources=(server cli client common gen/ts gen/ts-grpc tsconfig.json tsconfig.build.json package-lock.json)
+sources=()
+for path in server cli client common gen/ts gen/ts-grpc tsconfig.json tsconfig.build.json package-lock.json; do
+  if [ -e "$path" ]; then sources+=("$path"); fi
+done
 fresh() {
   [ -f "$stamp" ] && [ -f client/dist/client/index.js ] &&
     [ -z "$(find "${sources[@]}" -path client/dist -prune -o -type f -newer "$stamp" -print -quit)" ]
@@ -25,6 +28,6 @@ fresh && exit 0
 echo "fencekeeper: compiling TypeScript to dist/ and client/dist/" >&2
 # Stamped with the time the build started: a source edited meanwhile makes the next run build again.
 touch dist/.building
-# Both in one build: the second reuses what the first parsed (about half the time of two runs).
+# Both projects in one tsc: the second reuses what the first parsed (a quarter less CPU than two runs).
 npx tsc -b tsconfig.build.json client/tsconfig.json
 mv dist/.building "$stamp"
