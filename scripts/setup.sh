@@ -12,6 +12,10 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
 
+# The JavaScript that `npm start`, the container image and the fencekeeper command run; compiled only
+# when a source changed since the last build.
+bash scripts/build.sh
+
 if ! command -v etcd >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "fencekeeper setup: installing etcd (Debian package etcd-server)" >&2

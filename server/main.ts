@@ -5,7 +5,6 @@ import { join, resolve } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { createRegistry } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { Command } from "commander";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { ErrorInfoSchema } from "../common/error-info.js";
@@ -16,7 +15,8 @@ import { Access } from "./auth/access.js";
 import { authenticating, credentialsOf } from "./auth/authenticating.js";
 import { Authenticator } from "./auth/authenticator.js";
 import { PolicyFile } from "./auth/policy-file.js";
-import { ConfigError, serveOptions, toConfig, type Config, type EtcdTls } from "./config.js";
+import { serverCommand } from "./command.js";
+import type { Config, EtcdTls } from "./config.js";
 import { connectEtcd, type EtcdConnectOptions } from "./etcd/client.js";
 import { EtcdLimitsError } from "./etcd/limits-probe.js";
 import { EtcdMissingError, startEmbeddedEtcd, type EmbeddedEtcd } from "./etcd/embedded.js";
@@ -216,19 +216,6 @@ export async function serve(config: Config): Promise<void> {
   }
 }
 
+// Run as a program (`npm start`, the image, `node server/main.ts`): the same command as `fencekeeper serve`.
 const isMain = process.argv[1] && resolve(process.argv[1]).replace(/\.[jt]s$/, "") === resolve(import.meta.dirname, "main");
-if (isMain) {
-  const cmd = serveOptions(new Command("fencekeeper-server").description("Serve LeaseService and FencedStoreService"));
-  cmd.parse();
-  let config: Config;
-  try {
-    config = toConfig(cmd.opts());
-  } catch (err) {
-    if (err instanceof ConfigError) cmd.error(`error: ${err.message}`);
-    throw err;
-  }
-  serve(config).catch((err) => {
-    process.stderr.write(`fencekeeper: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  });
-}
+if (isMain) void serverCommand("fencekeeper-server", async () => serve).parseAsync();

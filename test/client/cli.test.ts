@@ -1,10 +1,11 @@
-// The fencekeeper command, run as a user runs it (bin/fencekeeper.js): its output for people and with
-// --json, its exit codes, and one line on stderr for every error.
+// The fencekeeper command, run as a user runs it (bin/fencekeeper.js, the compiled CLI): its output for
+// people and with --json, its exit codes, and one line on stderr for every error.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import { FencekeeperClient, formatToken, tokenToJson, type Lease } from "../../client/index.js";
+import { ensureBuilt } from "../harness/build.js";
 import { sleep, uniqueResource, useServer } from "../harness/suite.js";
 
 const CLI = fileURLToPath(new URL("../../bin/fencekeeper.js", import.meta.url));
@@ -54,6 +55,10 @@ function expectOneLineError(r: Run, pattern: RegExp): void {
 }
 
 describe("cli: the fencekeeper command", () => {
+  before(async function () {
+    this.timeout(300_000);
+    await ensureBuilt();
+  });
   const s = useServer(["--metrics-listen", "off"]);
   const server = () => ["--server", s.server.url];
   let fk: FencekeeperClient;

@@ -21,13 +21,17 @@ export interface ServerOptions {
   prefix?: string;
   args?: string[];
   env?: Record<string, string>;
+  /** The program and its first arguments; default the TypeScript sources through tsx. E.g. ["bash",
+   * "scripts/start.sh"] for `npm start`'s compiled server. */
+  command?: string[];
 }
 
 export async function startServer(o: ServerOptions): Promise<TestServer> {
   const prefix = o.prefix ?? `/fk-test-${randomBytes(4).toString("hex")}/`;
+  const [program, ...first] = o.command ?? [process.execPath, "--import", "tsx", "server/main.ts"];
   const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "server/main.ts", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--etcd", o.etcd, "--prefix", prefix, "--log-level", "debug", ...(o.args ?? [])],
+    program,
+    [...first, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--etcd", o.etcd, "--prefix", prefix, "--log-level", "debug", ...(o.args ?? [])],
     { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...o.env } },
   );
   const logs: string[] = [];

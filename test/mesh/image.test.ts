@@ -1,6 +1,7 @@
 // The container image cannot be built here (no Docker engine), so what it depends on is checked from
-// the sources: every file the server loads is copied into the image, and every package it imports is a
-// production dependency (the image installs with --omit=dev).
+// the sources: every file the server loads is copied into the build stage that compiles it, every
+// package it imports is a production dependency (the image installs with --omit=dev), and the image runs
+// the compiled JavaScript, without tsx.
 import { existsSync, readFileSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
@@ -10,7 +11,7 @@ import { expect } from "chai";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"|import\("([^"]+)"\)/g;
 
-/** Every source file reachable from server/main.ts, and every package those files import. */
+/** Every source file reachable from what the image compiles (tsconfig.build.json's files: the server and the CLI), and every package those files import. */
 function serverGraph(): { files: Set<string>; packages: Set<string> } {
   const files = new Set<string>();
   const packages = new Set<string>();
@@ -28,7 +29,9 @@ function serverGraph(): { files: Set<string>; packages: Set<string> } {
       }
     }
   };
-  visit(join(ROOT, "server/main.ts"));
+  const build = JSON.parse(readFileSync(join(ROOT, "tsconfig.build.json"), "utf8").replace(/^\s*\/\/.*$/gm, ""));
+  expect(build.files).to.include("server/main.ts");
+  for (const entry of build.files) visit(join(ROOT, entry));
   return { files, packages };
 }
 
@@ -46,19 +49,25 @@ describe("the container image (deploy/Dockerfile)", () => {
       expect(copied.some((c) => path.startsWith(`${c}/`)), `${path} is copied`).to.equal(true);
       expect(allowed.some((a) => path.startsWith(`${a}/`)), `${path} is in the build context`).to.equal(true);
     }
-    for (const f of ["package.json", "package-lock.json"]) expect(allowed, f).to.include(f);
+    for (const f of ["package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json"]) expect(allowed, f).to.include(f);
+    for (const f of ["tsconfig.json", "tsconfig.build.json"]) expect(dockerfile, f).to.match(new RegExp(`^COPY .*\\b${f.replace(".", "\\.")}\\b`, "m"));
   });
 
-  it("needs only production dependencies, tsx included", () => {
+  it("needs only production dependencies, and not tsx", () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
-    for (const p of [...packages, "tsx"]) expect(pkg.dependencies, `${p} is a dependency`).to.have.property(p);
+    for (const p of packages) expect(pkg.dependencies, `${p} is a dependency`).to.have.property(p);
+    expect(pkg.dependencies).not.to.have.property("tsx");
+    expect(packages).not.to.include("tsx");
   });
 
   it("runs the server as a non-root user, with the container addresses and the right entry point", () => {
     expect(dockerfile).to.match(/^USER nonroot$/m);
     expect(dockerfile).to.include("FENCEKEEPER_LISTEN=0.0.0.0:50051");
     expect(dockerfile).to.include("FENCEKEEPER_METRICS_LISTEN=0.0.0.0:9464");
-    expect(dockerfile).to.include('ENTRYPOINT ["/nodejs/bin/node", "--import", "tsx", "server/main.ts"]');
+    expect(dockerfile).to.include('ENTRYPOINT ["/nodejs/bin/node", "dist/server/main.js"]');
     expect(dockerfile).to.match(/npm ci --omit=dev/);
+    // Compiled in the build stage, as scripts/build.sh compiles it; only the output reaches the image.
+    expect(dockerfile).to.match(/^RUN npx tsc -p tsconfig\.build\.json$/m);
+    expect(dockerfile).to.match(/^COPY --from=build \/app\/dist \.\/dist$/m);
   });
 });

@@ -1,6 +1,6 @@
 // The fencekeeper command: serve, hold leases, and use the fenced store from a shell.
 import { Command, CommanderError, Option } from "commander";
-import { DEFAULT_URL } from "../client.js";
+import { DEFAULT_URL } from "../client/index.js";
 import { acquireCommand } from "./commands/acquire.js";
 import { describeCommand } from "./commands/describe.js";
 import { fenceCommand } from "./commands/fence.js";

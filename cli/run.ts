@@ -1,7 +1,7 @@
 // How every command runs: options of the whole program (--server, --json) into a client and an output,
 // the command's outcome into an exit code, and any error into one line.
 import type { Command } from "commander";
-import { DEFAULT_URL, FencekeeperClient, type ClientOptions } from "../client.js";
+import { DEFAULT_URL, FencekeeperClient, type ClientOptions } from "../client/index.js";
 import { EXIT, exitCodeOf } from "./exit-codes.js";
 import { Output } from "./output.js";
 

@@ -1,8 +1,7 @@
 // fencekeeper acquire: take a resource, print its token, keep the lease alive until Ctrl-C (which
 // releases it, exit 0) or until it is lost (exit 3).
 import { Command, Option } from "commander";
-import type { LeaseLostError } from "../../errors.js";
-import { formatToken, tokenToJson } from "../../token.js";
+import { formatToken, tokenToJson, type LeaseLostError } from "../../client/index.js";
 import { EXIT } from "../exit-codes.js";
 import { duration } from "../parse.js";
 import { action, interruption } from "../run.js";

@@ -1,6 +1,6 @@
 // fencekeeper describe: who holds a resource, with which token, for how long, how many wait, and its fence.
 import { Command } from "commander";
-import { formatToken, tokenToJson } from "../../token.js";
+import { formatToken, tokenToJson } from "../../client/index.js";
 import { action } from "../run.js";
 
 export function describeCommand(): Command {

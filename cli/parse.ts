@@ -1,6 +1,6 @@
 // Parsers of the command's option values; each says what it expected when the value is wrong.
 import { InvalidArgumentError } from "commander";
-import { parseToken, type Token } from "../token.js";
+import { parseToken, type Token } from "../client/index.js";
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 

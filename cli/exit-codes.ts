@@ -13,7 +13,7 @@ import {
   StaleTokenError,
   TimeoutError,
   UnavailableError,
-} from "../errors.js";
+} from "../client/index.js";
 
 export const EXIT = {
   /** Done. */

@@ -2,8 +2,7 @@
 // Lines; 64-bit numbers as decimal strings). Errors are one line on stderr, never a stack trace.
 import { Code } from "@connectrpc/connect";
 import { CommanderError } from "commander";
-import { FencekeeperError, LeaseLostError } from "../errors.js";
-import { tokenToJson } from "../token.js";
+import { FencekeeperError, LeaseLostError, tokenToJson } from "../client/index.js";
 
 export class Output {
   constructor(readonly json: boolean) {}

@@ -1,6 +1,6 @@
 // fencekeeper observe: print the holder of a resource now, then every handover, until Ctrl-C.
 import { Command } from "commander";
-import { formatToken, tokenToJson } from "../../token.js";
+import { formatToken, tokenToJson } from "../../client/index.js";
 import { action, interruption } from "../run.js";
 
 export function observeCommand(): Command {

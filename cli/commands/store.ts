@@ -1,8 +1,7 @@
 // fencekeeper put / get / delete / ls: the fenced store from the shell. Writes take the token that
 // acquire printed, with --token or FENCEKEEPER_TOKEN.
 import { Command, Option } from "commander";
-import type { Commit, FenceModeName } from "../../store.js";
-import type { Token } from "../../token.js";
+import type { Commit, FenceModeName, Token } from "../../client/index.js";
 import { EXIT } from "../exit-codes.js";
 import { showValue, toJsonLine, valueJson } from "../output.js";
 import { positiveInteger, token } from "../parse.js";
