@@ -8,7 +8,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Command } from "commander";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import { ErrorInfoSchema } from "../common/error-info.js";
+import { ErrorInfoSchema } from "../gen/ts/google/rpc/error_details_pb.js";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";

@@ -7,7 +7,7 @@ import { clientsFor, type Clients } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import type { TestServer } from "../harness/server.js";
 import { eventually, uniqueResource } from "../harness/suite.js";
-import { ErrorInfoSchema, type ErrorInfo } from "../../common/error-info.js";
+import { ErrorInfoSchema, type ErrorInfo } from "../../gen/ts/google/rpc/error_details_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { KeepAliveRequestSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { startMeshServer } from "./support/mesh-server.js";
