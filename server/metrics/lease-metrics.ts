@@ -20,8 +20,7 @@ import {
   type RenewRequest,
   type RenewResponse,
 } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import type { CallObserver } from "../observability/call-observer.js";
-import { codeName } from "../observability/call-tap.js";
+import { codeName, type CallObserver } from "../observability/call-observer.js";
 
 class HeldLeases {
   private readonly expiry = new Map<bigint, { at: number; session: boolean }>();
