@@ -3,7 +3,7 @@
 // call is then tried on each other server once if it is safe to repeat, or if it never left: the
 // connection was refused, so the server cannot have seen it.
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../common/error-info.js";
+import { ErrorInfoSchema } from "../gen/ts/google/rpc/error_details_pb.js";
 import { toFencekeeperError } from "./error-mapping.js";
 import { UnavailableError } from "./errors.js";
 import type { Connection, Servers } from "./servers.js";

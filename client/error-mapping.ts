@@ -1,7 +1,7 @@
 // From what the transport raises (a ConnectError with a google.rpc.ErrorInfo detail, or a
 // google.rpc.Status inside a KeepAlive answer) to the SDK's typed errors.
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../common/error-info.js";
+import { ErrorInfoSchema } from "../gen/ts/google/rpc/error_details_pb.js";
 import { FencingTokenSchema } from "../gen/ts/fencekeeper/v1/token_pb.js";
 import type { Status } from "../gen/ts/google/rpc/status_pb.js";
 import {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `npm run generate`: regenerates gen/ from proto/ for every language (buf.gen.yaml), and the TypeScript of
+# `npm run generate`: regenerates gen/ from proto/ for every language (buf.gen.yaml), the TypeScript of
+# google.rpc.ErrorInfo (buf.gen.googleapis.yaml, into gen/ts, after buf.gen.yaml has cleaned it) and of
 # the gRPC health and reflection protocols (buf.gen.grpc.yaml, into gen/ts-grpc), with the code
 # generators pinned in toolchain.env (installed into .tools/ first when missing), then writes those
 # versions into the manifests of gen/ and test/conformance/. gen/ is committed: commit what changed.
@@ -8,5 +9,6 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
 bash scripts/install-codegen.sh
 buf generate
+buf generate --template buf.gen.googleapis.yaml
 buf generate --template buf.gen.grpc.yaml
 bash scripts/write-manifests.sh

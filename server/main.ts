@@ -7,7 +7,7 @@ import { createRegistry } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import { ErrorInfoSchema } from "../common/error-info.js";
+import { ErrorInfoSchema } from "../gen/ts/google/rpc/error_details_pb.js";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";
@@ -34,7 +34,7 @@ import { createMetricsRegistry } from "./metrics/registry.js";
 import { rpcMetrics } from "./metrics/rpc-metrics.js";
 import { storeMetrics } from "./metrics/store-metrics.js";
 import { createLogger, logWritten } from "./observability/logger.js";
-import { allOf, interceptorFor } from "./observability/call-observer.js";
+import { allOf } from "./observability/call-observer.js";
 import { ownershipLog } from "./observability/ownership-log.js";
 import { requestLog } from "./observability/request-log.js";
 import { registerReflection } from "./reflection/reflection-service.js";
@@ -125,10 +125,10 @@ export async function serve(config: Config): Promise<void> {
       if (config.reflection) registerReflection(router);
     };
     // Outermost first: every error leaves with a message gRPC can send (sendableErrors); the request
-    // log and metrics see each call as the client does, after the in-flight registry has turned a
+    // log and metrics see each call as the client does, through the in-flight registry, which turns a
     // shutdown's interruption, a deadline or a cancel into the call's status.
     const observer = allOf([requestLog(log), rpcMetrics(metrics)]);
-    const interceptors = [sendableErrors, interceptorFor(observer), calls.interceptor, callerFaults, ...(authenticator.enabled ? [authenticating(authenticator)] : [])];
+    const interceptors = [sendableErrors, calls.interceptor(observer), callerFaults, ...(authenticator.enabled ? [authenticating(authenticator)] : [])];
     const viaConnect = connectNodeAdapter({
       routes,
       interceptors,

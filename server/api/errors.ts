@@ -4,11 +4,14 @@ import { create } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { ERROR_DOMAIN, ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { DomainError, type Kind } from "../domain/errors.js";
 import { FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { tokenToProto } from "./convert.js";
 import { StatusSchema, type Status } from "../../gen/ts/google/rpc/status_pb.js";
+
+/** The domain of every ErrorInfo fencekeeper sends. */
+export const ERROR_DOMAIN = "fencekeeper.io";
 
 const CODES: Record<Kind, Code> = {
   invalid_argument: Code.InvalidArgument,

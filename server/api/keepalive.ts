@@ -11,7 +11,7 @@ import { invalid } from "../domain/errors.js";
 import type { StreamBindings } from "../lease/bindings.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import type { KeepAliveRequest, KeepAliveResponseSchema, LeaseRenewalSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { AsyncQueue } from "../util/async-queue.js";
+import { AsyncQueue } from "../etcd/async-queue.js";
 import { seconds } from "./convert.js";
 import { toStatus } from "./errors.js";
 

@@ -2,7 +2,7 @@
 // here writes.
 import type { Etcd3, IRangeRequest, IRangeResponse, IWatchResponse, Watcher } from "etcd3";
 import { DomainError } from "../domain/errors.js";
-import { AsyncQueue } from "../util/async-queue.js";
+import { AsyncQueue } from "./async-queue.js";
 import type { EtcdCalls } from "./calls.js";
 import { classify } from "./errors.js";
 import { prefixEnd } from "./keys.js";
@@ -62,6 +62,7 @@ export class Watch implements AsyncIterable<IWatchResponse> {
   readonly created: Promise<void>;
   private readonly responses = new AsyncQueue<IWatchResponse>();
   private closing?: Promise<void>;
+  private cancelledByEtcd = false;
   private readonly onAbort = () => void this.close();
 
   constructor(
@@ -76,7 +77,12 @@ export class Watch implements AsyncIterable<IWatchResponse> {
     });
     this.created.catch(() => undefined);
     watcher.on("data", (res) => this.responses.push(res));
-    watcher.on("error", (err) => this.responses.fail(classify(what, err)));
+    watcher.on("error", (err) => {
+      // etcd cancelled the watcher itself (its revision was compacted, say) and etcd3 has let it go:
+      // there is nothing left to cancel, and cancel() would wait for an answer that never comes.
+      this.cancelledByEtcd = true;
+      this.responses.fail(classify(what, err));
+    });
     signal.addEventListener("abort", this.onAbort, { once: true });
   }
 
@@ -89,7 +95,7 @@ export class Watch implements AsyncIterable<IWatchResponse> {
     this.closing ??= (async () => {
       this.signal.removeEventListener("abort", this.onAbort);
       this.responses.close();
-      await this.watcher.cancel().catch(() => undefined);
+      if (!this.cancelledByEtcd) await this.watcher.cancel().catch(() => undefined);
     })();
     return this.closing;
   }

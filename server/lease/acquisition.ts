@@ -25,7 +25,7 @@ import { cmp, op } from "../etcd/ops.js";
 import { prefixRange, type Reader, type Watch } from "../etcd/reader.js";
 import { eventually } from "../etcd/retry.js";
 import { bindOps, checkLeaseCap } from "./bindings.js";
-import { atTime } from "../util/long-timeout.js";
+import { atTime } from "./long-timeout.js";
 
 export interface AcquireParams {
   resource: string;

@@ -1,15 +1,28 @@
-// The calls in flight, so that a shutdown can let unary calls finish, end streams at once, and abandon
-// what is still running when the grace period is over; and so that a stream ends when its call does.
+// The calls in flight, each wrapped once on its way in, for two purposes: the shutdown, and the observers.
 //
-// Streams (KeepAlive, Observe, health Watch) last as long as their clients want; waiting for them would
-// hold every shutdown for the whole grace period. They end with UNAVAILABLE, which every gRPC client
-// treats as "try again", and a new connection reaches another replica. Ending a stream releases nothing:
-// leases live on in etcd until their TTL, and the client renews them through the replica it reaches.
+// The shutdown lets unary calls finish, ends streams at once, and abandons what is still running when the
+// grace period is over. Streams (KeepAlive, Observe, health Watch) last as long as their clients want;
+// waiting for them would hold every shutdown for the whole grace period. They end with UNAVAILABLE, which
+// every gRPC client treats as "try again", and a new connection reaches another replica. Ending a stream
+// releases nothing: leases live on in etcd until their TTL, and the client renews them through the
+// replica it reaches.
 //
 // A stream also ends, with the call's own status, when its deadline passes (DEADLINE_EXCEEDED) or its
 // client cancels it (CANCELLED), whatever its handler is waiting for: a handler reading the client's
 // next message, or waiting for a change to report, does not have to watch for either.
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+//
+// The observers (the request log, the metrics: server/observability/call-observer.ts) are told when a
+// call starts, of each message a stream sends, and how the call ends, with the status the client gets:
+// after a shutdown's interruption, a deadline or a cancel has become the call's status. Unary calls end
+// when the handler returns or throws; streams when their last message is taken, when they fail, or when
+// they are closed early (the client went away, the server ended them).
+import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamResponse, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
+import type { CallObserver, CallWatch } from "../observability/call-observer.js";
+import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
+
+type AnyRequest = UnaryRequest | StreamRequest;
+type AnyResponse = UnaryResponse | StreamResponse;
+type Next = (req: AnyRequest) => Promise<AnyResponse>;
 
 interface Call {
   readonly controller: AbortController;
@@ -35,8 +48,32 @@ export class InFlightCalls {
   private idle: (() => void)[] = [];
   private closing = false;
 
-  /** Innermost interceptor: gives each handler a signal this registry can abort. */
-  readonly interceptor: Interceptor = (next) => async (req) => {
+  /**
+   * The interceptor every call connect serves passes through: the observer sees the call, its handler
+   * gets a signal this registry can abort, and the request id is echoed back. Outside the interceptors
+   * that may refuse a call (caller faults, authentication), so that a refused call is seen too.
+   */
+  interceptor(observer: CallObserver): Interceptor {
+    return (next) => async (req) => {
+      const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
+      const watch = observer({ method: req.method, requestId, request: req.stream ? undefined : req.message });
+      let res: AnyResponse;
+      try {
+        res = await this.track(next, req, watch);
+      } catch (err) {
+        watch?.end(failure(err, req.signal));
+        (err as ConnectError).metadata?.set(REQUEST_ID_HEADER, requestId);
+        throw err;
+      }
+      // A stream's end is told by the stream itself (wrap).
+      if (!res.stream) watch?.end(undefined, res.message);
+      res.header.set(REQUEST_ID_HEADER, requestId);
+      return res;
+    };
+  }
+
+  /** Serves the call with a signal of its own, tracked until it ends; its error is the call's status. */
+  private async track(next: Next, req: AnyRequest, watch: CallWatch | undefined): Promise<AnyResponse> {
     const call: Call = { controller: new AbortController() };
     const forward = () => {
       call.controller.abort(req.signal.reason);
@@ -76,7 +113,7 @@ export class InFlightCalls {
         untrack(this.streams);
         return res;
       }
-      const message = interruptible(res.message, call, () => untrack(this.streams));
+      const message = wrap(res.message, call, req.signal, watch, () => untrack(this.streams));
       // A stream that got in while the server was closing ends at once, like the ones before it; so
       // does one whose call ended while its handler was starting.
       if (this.closing) call.interrupt?.(shuttingDown());
@@ -86,7 +123,7 @@ export class InFlightCalls {
       untrack(this.streams);
       throw call.stopped ?? err;
     }
-  };
+  }
 
   /** Tracks a unary call served outside connect (the fast path); returns the function that ends tracking. */
   trackUnary(abandon: (reason: ConnectError) => void): () => void {
@@ -131,22 +168,35 @@ function callEnded(reason: unknown): ConnectError {
   return reason instanceof ConnectError ? reason : new ConnectError("the client cancelled the call", Code.Canceled);
 }
 
+/** A failure while the call's signal is aborted is the client going away (or a deadline), not a server fault. */
+function failure(err: unknown, signal: AbortSignal): ConnectError {
+  if (!(err instanceof ConnectError) && signal.aborted) return ConnectError.from(signal.reason, Code.Canceled);
+  return err instanceof ConnectError ? err : ConnectError.from(err, Code.Internal);
+}
+
 /**
- * The stream as the handler produces it, until interrupt(status): then the handler's signal is aborted
- * (so it lets go of its etcd watches), and the call fails with that status at once, even while the
- * handler waits for something to send.
+ * The stream as the handler produces it, each message shown to the watch, until interrupt(status): then
+ * the handler's signal is aborted (so it lets go of its etcd watches), and the call fails with that status
+ * at once, even while the handler waits for something to send. onEnd ends its tracking; the watch is told
+ * how the stream ended, once.
  */
-function interruptible<T>(source: AsyncIterable<T>, call: Call, onEnd: () => void): AsyncIterable<T> {
+function wrap<T>(source: AsyncIterable<T>, call: Call, signal: AbortSignal, watch: CallWatch | undefined, onEnd: () => void): AsyncIterable<T> {
   let it: AsyncIterator<T> | undefined;
   // The reject of the next() in progress, if any. Not a promise raced against each next(): a promise
   // that stays pending for the whole stream would keep every message's result reachable from it.
   let rejectWaiting: ((err: ConnectError) => void) | undefined;
-  let ended = false;
-  const end = () => {
-    if (ended) return;
-    ended = true;
+  let tracked = true;
+  const untrack = () => {
+    if (!tracked) return;
+    tracked = false;
     call.interrupt = undefined;
     onEnd();
+  };
+  let told = false;
+  const tell = (error: ConnectError | undefined) => {
+    if (told) return;
+    told = true;
+    watch?.end(error);
   };
   call.interrupt = (status) => {
     call.stopped = status;
@@ -173,23 +223,31 @@ function interruptible<T>(source: AsyncIterable<T>, call: Call, onEnd: () => voi
               // the HTTP/2 stream has closed, which aborts the call's signal: a turn of the event loop
               // later. A cancelled call is no success.
               await new Promise((resolve) => setImmediate(resolve));
-              end();
+              untrack();
               if (call.stopped) throw call.stopped;
+              // A handler that stops because its call was aborted ends quietly; the call still failed.
+              tell(signal.aborted ? ConnectError.from(signal.reason, Code.Canceled) : undefined);
+            } else {
+              watch?.message?.(r.value);
             }
             return r;
           } catch (err) {
             rejectWaiting = undefined;
-            end();
+            untrack();
             if (call.stopped) source$.return?.().catch(() => undefined);
-            throw call.stopped ?? err;
+            const status = call.stopped ?? err;
+            tell(failure(status, signal));
+            throw status;
           }
         },
         async return(value?: unknown) {
-          end();
+          tell(new ConnectError("the stream was closed before its end", Code.Canceled));
+          untrack();
           return (await source$.return?.(value)) ?? { done: true, value: value as T };
         },
         async throw(err?: unknown) {
-          end();
+          tell(failure(err, signal));
+          untrack();
           if (source$.throw) return source$.throw(err);
           throw err;
         },

@@ -1,10 +1,9 @@
 // What watches calls from outside the handlers (the request log, the metrics): told when a call starts,
 // of each message a stream sends, and how the call ends. Both ways calls come in feed it: connect's
-// handlers through one interceptor (interceptorFor), and the unary fast path (server/rpc) directly.
+// handlers through the interceptor that also tracks them for the shutdown (server/lifecycle/in-flight.ts),
+// and the unary fast path (server/rpc) directly.
 import type { DescMethod } from "@bufbuild/protobuf";
-import type { ConnectError, Interceptor } from "@connectrpc/connect";
-import { tapCall } from "./call-tap.js";
-import { REQUEST_ID_HEADER, requestIdFrom } from "./request-context.js";
+import { Code, type ConnectError } from "@connectrpc/connect";
 
 export interface CallStart {
   readonly method: DescMethod;
@@ -43,18 +42,7 @@ export function allOf(observers: CallObserver[]): CallObserver {
   };
 }
 
-/** The observer as a connect interceptor, for the calls connect serves; echoes the request id. */
-export function interceptorFor(observer: CallObserver): Interceptor {
-  return (next) => async (req) => {
-    const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
-    const watch = observer({ method: req.method, requestId, request: req.stream ? undefined : req.message });
-    try {
-      const res = watch ? await tapCall(next, req, watch) : await next(req);
-      res.header.set(REQUEST_ID_HEADER, requestId);
-      return res;
-    } catch (err) {
-      (err as ConnectError).metadata?.set(REQUEST_ID_HEADER, requestId);
-      throw err;
-    }
-  };
+/** The gRPC code of a call's end, named as gRPC's own libraries name it: "OK", "NotFound", "Unavailable", ... */
+export function codeName(error: ConnectError | undefined): string {
+  return error ? Code[error.code] : "OK";
 }

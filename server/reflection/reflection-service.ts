@@ -3,7 +3,7 @@
 // are answered by the v1 code through a binary round trip, which is exact for identical messages.
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import {
   ServerReflection,
   ServerReflectionRequestSchema,

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { failure, useServer, uniqueResource } from "../harness/suite.js";
 import { call, CLIENTS, type Client, type TokenJson } from "./typescript/run-clients.js";

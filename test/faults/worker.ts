@@ -9,7 +9,7 @@
 //   via "sdk":  the TypeScript SDK (leases kept alive on its KeepAlive stream, servers failed over)
 import { createInterface } from "node:readline";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { FencekeeperClient, FencekeeperError, LeaseLostError, type Lease, type Token } from "../../client/index.js";
 import { FenceMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { clientsFor, type Clients } from "../harness/clients.js";

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect } from "chai";
 import { Etcd3 } from "etcd3";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { clientsFor, type Clients } from "./clients.js";
 import { startEtcd, type TestEtcd } from "./etcd.js";

@@ -5,7 +5,7 @@ import http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { ErrorInfoSchema, type ErrorInfo } from "../../common/error-info.js";
+import { ErrorInfoSchema, type ErrorInfo } from "../../gen/ts/google/rpc/error_details_pb.js";
 
 /** A status as every protocol can give it: the gRPC code, its message, and the ErrorInfo details. */
 export interface WireStatus {

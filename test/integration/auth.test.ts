@@ -10,7 +10,7 @@ import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Etcd3 } from "etcd3";
 import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from "jose";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";

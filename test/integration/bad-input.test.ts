@@ -3,7 +3,7 @@
 import { expect } from "chai";
 import { connect } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { FenceMode } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { failure, uniqueResource, useServer } from "../harness/suite.js";

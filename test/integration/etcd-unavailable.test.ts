@@ -1,7 +1,7 @@
 // etcd unreachable: UNAVAILABLE (retryable), never a wrong answer; service resumes when etcd is back.
 import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { useServer, uniqueResource, eventually } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });

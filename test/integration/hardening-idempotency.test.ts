@@ -6,7 +6,7 @@
 import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Etcd3 } from "etcd3";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { failure, uniqueResource, useServer } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });

@@ -6,7 +6,7 @@ import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type * as grpc from "@grpc/grpc-js";
 import { Etcd3 } from "etcd3";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { clientsFor } from "../harness/clients.js";
 import { startServer, type TestServer } from "../harness/server.js";

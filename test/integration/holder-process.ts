@@ -4,7 +4,7 @@
 // The tests pause it with SIGSTOP and resume it with SIGCONT, as a scheduler pause would.
 import { createInterface } from "node:readline";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { FenceMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { clientsFor } from "../harness/clients.js";
 

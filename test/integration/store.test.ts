@@ -1,7 +1,7 @@
 // The fenced store: transactions, idempotency, listing, and the fence itself.
 import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { useServer, uniqueResource } from "../harness/suite.js";
 

@@ -2,7 +2,7 @@
 import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Etcd3 } from "etcd3";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import type { ObserveResponse } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { useServer, uniqueResource, sleep, eventually } from "../harness/suite.js";

@@ -7,7 +7,7 @@ import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import type { TestServer } from "../harness/server.js";
 import { HealthCheckResponse_ServingStatus as Status } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
 import { healthClient, startMeshServer } from "./support/mesh-server.js";
-import { collect } from "./support/pushable.js";
+import { collect } from "./support/collect.js";
 
 const SERVICES = ["", "fencekeeper.v1.LeaseService", "fencekeeper.v1.FencedStoreService"];
 

@@ -10,7 +10,8 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { KeepAliveRequestSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { metricsUrl, scrape } from "./support/metrics.js";
 import { startMeshServer } from "./support/mesh-server.js";
-import { Pushable, collect } from "./support/pushable.js";
+import { AsyncQueue } from "../../client/async-queue.js";
+import { collect } from "./support/collect.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 const LEASE = "fencekeeper.v1.LeaseService";
@@ -57,14 +58,14 @@ describe("metrics", () => {
     const waiter = c.lease.acquire({ resource: r1, ttl: ttl(10), holder: "waiter", wait: true });
     await eventually(async () => (await scrape(server)).value("fencekeeper_acquire_waiting") === 1, "one caller waiting");
 
-    const requests = new Pushable<MessageInitShape<typeof KeepAliveRequestSchema>>();
+    const requests = new AsyncQueue<MessageInitShape<typeof KeepAliveRequestSchema>>();
     const keepAlive = collect(c.lease.keepAlive(requests));
     requests.push({ leaseId: other.token!.leaseId });
     requests.push({ leaseId: 12345n });
     await eventually(() => keepAlive.items.length === 2, "two KeepAlive answers");
     const during = await scrape(server);
     expect(during.value("fencekeeper_streams_open", { grpc_service: LEASE, grpc_method: "KeepAlive" })).to.equal(1);
-    requests.end();
+    requests.close();
     await keepAlive.done;
 
     // The first holder writes, lets go to the waiter, whose write makes the first token stale.

@@ -7,11 +7,12 @@ import { clientsFor, type Clients } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import type { TestServer } from "../harness/server.js";
 import { eventually, uniqueResource } from "../harness/suite.js";
-import { ErrorInfoSchema, type ErrorInfo } from "../../common/error-info.js";
+import { ErrorInfoSchema, type ErrorInfo } from "../../gen/ts/google/rpc/error_details_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { KeepAliveRequestSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { startMeshServer } from "./support/mesh-server.js";
-import { Pushable, collect } from "./support/pushable.js";
+import { AsyncQueue } from "../../client/async-queue.js";
+import { collect } from "./support/collect.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -49,12 +50,12 @@ describe("two replicas on one etcd", () => {
     expect(observed.items[1].token).to.deep.include({ generation: first.token!.generation, leaseId: first.token!.leaseId });
 
     expect(Number((await b.lease.renew({ leaseId: first.token!.leaseId })).ttl!.seconds)).to.be.within(9, 10);
-    const requests = new Pushable<MessageInitShape<typeof KeepAliveRequestSchema>>();
+    const requests = new AsyncQueue<MessageInitShape<typeof KeepAliveRequestSchema>>();
     const keepAlive = collect(b.lease.keepAlive(requests));
     requests.push({ leaseId: first.token!.leaseId });
     await eventually(() => keepAlive.items.length === 1, "a KeepAlive answer through B");
     expect(keepAlive.items[0].ttl, "renewed").to.not.equal(undefined);
-    requests.end();
+    requests.close();
     expect(await keepAlive.done).to.equal(undefined);
 
     const put = await b.store.put({ resource, key: "k", value: bytes("from first"), mutation: { token: first.token } });

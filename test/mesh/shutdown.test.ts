@@ -11,7 +11,8 @@ import { HealthCheckResponse_ServingStatus as Status } from "../../gen/ts-grpc/g
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { KeepAliveRequestSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { healthClient, startMeshServer } from "./support/mesh-server.js";
-import { Pushable, collect } from "./support/pushable.js";
+import { AsyncQueue } from "../../client/async-queue.js";
+import { collect } from "./support/collect.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 const PREFIX = `/fk-shutdown-${process.pid}/`;
@@ -46,7 +47,7 @@ describe("graceful shutdown on SIGTERM", () => {
     // alive on a KeepAlive stream, an Observe stream, a health Watch, and an Acquire waiting in line.
     const holder = await b.lease.acquire({ resource, ttl: ttl(20), holder: "holder" });
     const kept = await a.lease.acquire({ resource: renewed, ttl: ttl(20), holder: "kept" });
-    const requests = new Pushable<MessageInitShape<typeof KeepAliveRequestSchema>>();
+    const requests = new AsyncQueue<MessageInitShape<typeof KeepAliveRequestSchema>>();
     const keepAlive = collect(a.lease.keepAlive(requests));
     requests.push({ leaseId: kept.token!.leaseId });
     const observe = collect(a.lease.observe({ resource }));

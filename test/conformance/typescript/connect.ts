@@ -1,7 +1,7 @@
 // The Api of api.ts with @connectrpc/connect, over the gRPC protocol (@connectrpc/connect-node).
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { ErrorInfoSchema } from "../../../common/error-info.js";
+import { ErrorInfoSchema } from "../../../gen/ts/google/rpc/error_details_pb.js";
 import { LeaseService } from "../../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../../../gen/ts/fencekeeper/v1/store_pb.js";
 import { endpoint, type Api, type Auth, type Failure, type Library } from "./api.js";

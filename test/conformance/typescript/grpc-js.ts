@@ -4,7 +4,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary, type DescMessage, type DescService, type MessageInitShape } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
-import { ErrorInfoSchema } from "../../../common/error-info.js";
+import { ErrorInfoSchema } from "../../../gen/ts/google/rpc/error_details_pb.js";
 import { LeaseService } from "../../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../../../gen/ts/fencekeeper/v1/store_pb.js";
 import { StatusSchema } from "../../../gen/ts/google/rpc/status_pb.js";
