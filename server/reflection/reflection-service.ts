@@ -1,8 +1,11 @@
 // gRPC server reflection, v1 and v1alpha, over the services registered on the router. Both versions
 // are one protocol under two package names with the same messages, field for field; v1alpha requests
-// are answered by the v1 code through a binary round trip, which is exact for identical messages.
+// are answered by the v1 code through a binary round trip, which is exact for identical messages. The
+// files are served with the proto's comments (./documentation.ts), so that tools show the contract's
+// documentation.
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import type { Logger } from "pino";
 import { ErrorInfoSchema } from "../../common/error-info.js";
 import {
   ServerReflection,
@@ -12,15 +15,25 @@ import {
 } from "../../gen/ts-grpc/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/ts-grpc/grpc/reflection/v1alpha/reflection_pb.js";
 import { DescriptorIndex } from "./descriptor-index.js";
+import { DOCUMENTED_DESCRIPTORS, loadDocumentation } from "./documentation.js";
 
 type Answer = MessageInitShape<typeof ServerReflectionResponseSchema>;
 
 /** Registers both versions; call it after every other service, so that reflection lists them all. */
-export function registerReflection(router: ConnectRouter): void {
+export function registerReflection(router: ConnectRouter, log: Logger): void {
+  const documentation = loadDocumentation();
+  if (!documentation) log.warn(`reflection describes the contract without its comments: ${DOCUMENTED_DESCRIPTORS} is missing (npm run generate writes it)`);
   let index: DescriptorIndex | undefined;
   // Built at the first question: by then the router holds every service, reflection included. ErrorInfo,
   // which failed calls carry as a detail, is described too, so that tools can decode it.
-  const lookup = () => (index ??= new DescriptorIndex(router.handlers.map((h) => h.service), [ErrorInfoSchema.file]));
+  const lookup = () => {
+    if (index) return index;
+    index = new DescriptorIndex(router.handlers.map((h) => h.service), [ErrorInfoSchema.file], documentation);
+    if (documentation && index.undocumented.length > 0) {
+      log.info({ files: index.undocumented }, `reflection describes these files without comments: ${DOCUMENTED_DESCRIPTORS} lacks them or is stale`);
+    }
+    return index;
+  };
   router.service(ServerReflection, reflectionV1(lookup));
   router.service(v1alpha.ServerReflection, reflectionV1alpha(lookup));
 }
