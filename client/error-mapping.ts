@@ -42,10 +42,38 @@ const BY_CODE: Partial<Record<Code, Plain>> = {
   [Code.PermissionDenied]: PermissionDeniedError,
 };
 
+/**
+ * Node's errors for a connection or stream that broke under a call. connect reports them as ABORTED,
+ * which reads as a refusal; the call may well have been applied, so the SDK says UNAVAILABLE.
+ */
+const CONNECTION_LOST = new Set([
+  "ECONNRESET",
+  "EPIPE",
+  "ERR_STREAM_DESTROYED",
+  "ERR_HTTP2_INVALID_STREAM",
+  "ERR_HTTP2_STREAM_ERROR",
+  "ERR_HTTP2_SESSION_ERROR",
+  "ERR_HTTP2_GOAWAY_SESSION",
+  "ERR_STREAM_PREMATURE_CLOSE",
+]);
+
+function connectionLost(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (typeof code === "string" && CONNECTION_LOST.has(code)) return code;
+  }
+  return undefined;
+}
+
 /** Any failure of a call, as a FencekeeperError. */
 export function toFencekeeperError(err: unknown): FencekeeperError {
   if (err instanceof FencekeeperError) return err;
   const ce = ConnectError.from(err);
+  const lost = ce.code === Code.Aborted && ce.findDetails(ErrorInfoSchema).length === 0 ? connectionLost(err) : undefined;
+  if (lost) {
+    const message = `the connection to the server broke during the call (${ce.rawMessage || lost}); the call may or may not have been applied: retry a write with the same idempotency key`;
+    return new UnavailableError(message, Code.Unavailable, undefined, {}, { cause: err });
+  }
   const info = ce.findDetails(ErrorInfoSchema).at(0);
   const reason = info?.reason || undefined;
   const metadata = { ...(info?.metadata ?? {}) };

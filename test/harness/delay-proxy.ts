@@ -9,6 +9,8 @@ export interface DelayProxy {
   readonly url: string;
   /** Delays the bytes going one way (or both) by `ms` from now on. */
   setDelay(ms: number, direction?: Direction | "both"): void;
+  /** Resets every connection through the proxy now (TCP RST both ways); new connections are still taken. */
+  cut(): void;
   close(): Promise<void>;
 }
 
@@ -34,6 +36,9 @@ export async function startDelayProxy(target: string): Promise<DelayProxy> {
     setDelay(ms, direction = "both") {
       if (direction !== "toClient") delay.toServer = ms;
       if (direction !== "toServer") delay.toClient = ms;
+    },
+    cut() {
+      for (const s of sockets) s.resetAndDestroy();
     },
     async close() {
       for (const s of sockets) s.destroy();
