@@ -16,11 +16,19 @@ export const DOCUMENTED_DESCRIPTORS = "gen/descriptors/fencekeeper.binpb";
 export type Documentation = ReadonlyMap<string, FileDescriptorProto>;
 
 /**
- * Reads the documented descriptors, or answers undefined when there are none. Looked for from this
+ * The path of the documented descriptors, or undefined when there are none. Looked for from this
  * module's folder upwards, so that the sources and compiled output elsewhere both find it.
  */
-export function loadDocumentation(path: string | undefined = findUpwards(DOCUMENTED_DESCRIPTORS)): Documentation | undefined {
-  if (path === undefined || !existsSync(path)) return undefined;
+export function findDocumentation(): string | undefined {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    const candidate = join(dir, DOCUMENTED_DESCRIPTORS);
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/** Reads the documented descriptors (some tens of milliseconds: done at the first reflection question). */
+export function loadDocumentation(path: string): Documentation {
   const set = fromBinary(FileDescriptorSetSchema, readFileSync(path));
   return new Map(set.file.map((f) => [f.name, f]));
 }
@@ -36,12 +44,4 @@ export function documented(docs: Documentation | undefined, file: DescFile): Fil
   const bare = clone(FileDescriptorProtoSchema, doc);
   bare.sourceCodeInfo = undefined;
   return equals(FileDescriptorProtoSchema, bare, file.proto) ? doc : undefined;
-}
-
-function findUpwards(relative: string): string | undefined {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    const candidate = join(dir, relative);
-    if (existsSync(candidate)) return candidate;
-    if (dirname(dir) === dir) return undefined;
-  }
 }

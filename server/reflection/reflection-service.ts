@@ -15,19 +15,20 @@ import {
 } from "../../gen/ts-grpc/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/ts-grpc/grpc/reflection/v1alpha/reflection_pb.js";
 import { DescriptorIndex } from "./descriptor-index.js";
-import { DOCUMENTED_DESCRIPTORS, loadDocumentation } from "./documentation.js";
+import { DOCUMENTED_DESCRIPTORS, findDocumentation, loadDocumentation, type Documentation } from "./documentation.js";
 
 type Answer = MessageInitShape<typeof ServerReflectionResponseSchema>;
 
 /** Registers both versions; call it after every other service, so that reflection lists them all. */
 export function registerReflection(router: ConnectRouter, log: Logger): void {
-  const documentation = loadDocumentation();
-  if (!documentation) log.warn(`reflection describes the contract without its comments: ${DOCUMENTED_DESCRIPTORS} is missing (npm run generate writes it)`);
+  const documentationPath = findDocumentation();
+  if (!documentationPath) log.warn(`reflection describes the contract without its comments: ${DOCUMENTED_DESCRIPTORS} is missing (npm run generate writes it)`);
   let index: DescriptorIndex | undefined;
-  // Built at the first question: by then the router holds every service, reflection included. ErrorInfo,
-  // which failed calls carry as a detail, is described too, so that tools can decode it.
+  // Built at the first question, not to delay start-up: by then the router holds every service, reflection
+  // included. ErrorInfo, which failed calls carry as a detail, is described too, so that tools can decode it.
   const lookup = () => {
     if (index) return index;
+    const documentation = documentationPath ? readDocumentation(documentationPath, log) : undefined;
     index = new DescriptorIndex(router.handlers.map((h) => h.service), [ErrorInfoSchema.file], documentation);
     if (documentation && index.undocumented.length > 0) {
       log.info({ files: index.undocumented }, `reflection describes these files without comments: ${DOCUMENTED_DESCRIPTORS} lacks them or is stale`);
@@ -36,6 +37,16 @@ export function registerReflection(router: ConnectRouter, log: Logger): void {
   };
   router.service(ServerReflection, reflectionV1(lookup));
   router.service(v1alpha.ServerReflection, reflectionV1alpha(lookup));
+}
+
+/** The documentation, or none (said in the log) when the file cannot be read: reflection works without. */
+function readDocumentation(path: string, log: Logger): Documentation | undefined {
+  try {
+    return loadDocumentation(path);
+  } catch (err) {
+    log.warn({ err: (err as Error).message, path }, "reflection describes the contract without its comments: the documented descriptors cannot be read");
+    return undefined;
+  }
 }
 
 function reflectionV1(index: () => DescriptorIndex): ServiceImpl<typeof ServerReflection> {
