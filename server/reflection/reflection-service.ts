@@ -7,6 +7,7 @@ import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/p
 import { Code, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ErrorInfoSchema } from "../../common/error-info.js";
+import { file_fencekeeper_v1_errors } from "../../gen/ts/fencekeeper/v1/errors_pb.js";
 import {
   ServerReflection,
   ServerReflectionRequestSchema,
@@ -25,11 +26,12 @@ export function registerReflection(router: ConnectRouter, log: Logger): void {
   if (!documentationPath) log.warn(`reflection describes the contract without its comments: ${DOCUMENTED_DESCRIPTORS} is missing (npm run generate writes it)`);
   let index: DescriptorIndex | undefined;
   // Built at the first question, not to delay start-up: by then the router holds every service, reflection
-  // included. ErrorInfo, which failed calls carry as a detail, is described too, so that tools can decode it.
+  // included. ErrorInfo, which failed calls carry as a detail, is described too, so that tools can decode
+  // it, and fencekeeper's ErrorReason, whose comments say what each ErrorInfo.reason means.
   const lookup = () => {
     if (index) return index;
     const documentation = documentationPath ? readDocumentation(documentationPath, log) : undefined;
-    index = new DescriptorIndex(router.handlers.map((h) => h.service), [ErrorInfoSchema.file], documentation);
+    index = new DescriptorIndex(router.handlers.map((h) => h.service), [ErrorInfoSchema.file, file_fencekeeper_v1_errors], documentation);
     if (documentation && index.undocumented.length > 0) {
       log.info({ files: index.undocumented }, `reflection describes these files without comments: ${DOCUMENTED_DESCRIPTORS} lacks them or is stale`);
     }

@@ -164,12 +164,13 @@ describe("server reflection", () => {
     });
   }
 
-  it("serves every file it describes with its comments, gRPC's and Google's included", async () => {
+  it("serves every file it describes with its comments, ErrorReason's, gRPC's and Google's included", async () => {
     const files = new Map<string, FileDescriptorProto>();
-    for (const service of ["fencekeeper.v1.LeaseService", "fencekeeper.v1.FencedStoreService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]) {
-      for (const file of await filesContaining(server.url, "v1", service)) files.set(file.name, file);
+    const symbols = ["fencekeeper.v1.LeaseService", "fencekeeper.v1.FencedStoreService", "fencekeeper.v1.ErrorReason", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"];
+    for (const symbol of symbols) {
+      for (const file of await filesContaining(server.url, "v1", symbol)) files.set(file.name, file);
     }
-    expect([...files.keys()]).to.include.members(["fencekeeper/v1/store.proto", "google/protobuf/duration.proto", "google/rpc/status.proto", "grpc/health/v1/health.proto"]);
+    expect([...files.keys()]).to.include.members(["fencekeeper/v1/store.proto", "fencekeeper/v1/errors.proto", "google/protobuf/duration.proto", "google/rpc/status.proto", "grpc/health/v1/health.proto"]);
     for (const file of files.values()) {
       const comments = file.sourceCodeInfo?.location.filter((l) => l.leadingComments.trim() !== "") ?? [];
       expect(comments.length, `${file.name} has comments`).to.be.greaterThan(2);
