@@ -156,11 +156,17 @@ describe("server reflection", () => {
       expect(leadingComment(lease, [4, r])).to.equal(commentAbove(LEASE_PROTO, /^message AcquireRequest \{/));
       const fields = lease.messageType[r].field;
       expect(fields.length).to.be.greaterThan(3);
+      // Each field's comment is looked for within AcquireRequest's body: other messages have fields of the same names.
+      const start = LEASE_PROTO.search(/^message AcquireRequest \{/m);
+      const body = LEASE_PROTO.slice(start, LEASE_PROTO.indexOf("\n}\n", start));
+      let commented = 0;
       fields.forEach((field, f) => {
-        const written = commentAbove(LEASE_PROTO, new RegExp(`^\\s+(?:\\S+ )+${field.name} = ${field.number}\\b`));
-        expect(written, `the comment of AcquireRequest.${field.name}`).to.not.equal("");
+        const written = commentAbove(body, new RegExp(`^\\s+(?:\\S+ )+${field.name} = ${field.number}\\b`));
+        if (written === "") return; // a field without a comment has no leading comment to serve
+        commented++;
         expect(leadingComment(lease, [4, r, 2, f]), `AcquireRequest.${field.name}`).to.equal(written);
       });
+      expect(commented).to.be.greaterThan(3);
     });
   }
 
