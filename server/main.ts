@@ -122,7 +122,7 @@ export async function serve(config: Config): Promise<void> {
     const routes = (router: ConnectRouter) => {
       app.routes(router);
       router.service(Health, healthImpl);
-      if (config.reflection) registerReflection(router);
+      if (config.reflection) registerReflection(router, log);
     };
     // Outermost first: every error leaves with a message gRPC can send (sendableErrors); the request
     // log and metrics see each call as the client does, through the in-flight registry, which turns a

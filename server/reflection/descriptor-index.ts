@@ -1,18 +1,24 @@
 // The schema the server can describe: every file that defines one of its services, with the files they
 // import (google/protobuf/duration.proto, google/rpc/status.proto, ...), looked up by file name, by
-// symbol, and by extension, as server reflection asks.
+// symbol, and by extension, as server reflection asks. Each file is served with its comments when the
+// documentation has them (./documentation.ts), bare otherwise.
 import { createRegistry, toBinary, type DescFile, type DescService, type Registry } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { FileDescriptorProtoSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
+import { documented, type Documentation } from "./documentation.js";
 
 export class DescriptorIndex {
   /** Every file by its name, e.g. "fencekeeper/v1/lease.proto". */
   private readonly files = new Map<string, DescFile>();
+  /** The descriptor served for each file: the documented one when there is one, else the embedded one. */
+  private readonly served = new Map<string, FileDescriptorProto>();
   private readonly serialized = new Map<string, Uint8Array>();
   private readonly registry: Registry;
   readonly serviceNames: readonly string[];
+  /** The names of the files served without their comments, which the documentation lacks. */
+  readonly undocumented: readonly string[];
 
   /** files: more files to describe besides those of the services, e.g. the types of error details. */
-  constructor(services: readonly DescService[], files: readonly DescFile[] = []) {
+  constructor(services: readonly DescService[], files: readonly DescFile[] = [], documentation?: Documentation) {
     const add = (file: DescFile) => {
       if (this.files.has(file.proto.name)) return;
       this.files.set(file.proto.name, file);
@@ -22,6 +28,13 @@ export class DescriptorIndex {
     for (const f of files) add(f);
     this.registry = createRegistry(...this.files.values());
     this.serviceNames = [...new Set(services.map((s) => s.typeName))].sort();
+    const undocumented: string[] = [];
+    for (const [name, file] of this.files) {
+      const doc = documented(documentation, file);
+      if (!doc) undocumented.push(name);
+      this.served.set(name, doc ?? file.proto);
+    }
+    this.undocumented = undocumented;
   }
 
   /** The file with this name, then every file it imports, directly or not, each serialized. */
@@ -86,7 +99,7 @@ export class DescriptorIndex {
   private bytes(file: DescFile): Uint8Array {
     let b = this.serialized.get(file.proto.name);
     if (!b) {
-      b = toBinary(FileDescriptorProtoSchema, file.proto);
+      b = toBinary(FileDescriptorProtoSchema, this.served.get(file.proto.name)!);
       this.serialized.set(file.proto.name, b);
     }
     return b;

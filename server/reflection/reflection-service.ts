@@ -1,9 +1,13 @@
 // gRPC server reflection, v1 and v1alpha, over the services registered on the router. Both versions
 // are one protocol under two package names with the same messages, field for field; v1alpha requests
-// are answered by the v1 code through a binary round trip, which is exact for identical messages.
+// are answered by the v1 code through a binary round trip, which is exact for identical messages. The
+// files are served with the proto's comments (./documentation.ts), so that tools show the contract's
+// documentation.
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import type { Logger } from "pino";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
+import { file_fencekeeper_v1_errors } from "../../gen/ts/fencekeeper/v1/errors_pb.js";
 import {
   ServerReflection,
   ServerReflectionRequestSchema,
@@ -12,17 +16,39 @@ import {
 } from "../../gen/ts-grpc/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/ts-grpc/grpc/reflection/v1alpha/reflection_pb.js";
 import { DescriptorIndex } from "./descriptor-index.js";
+import { DOCUMENTED_DESCRIPTORS, findDocumentation, loadDocumentation, type Documentation } from "./documentation.js";
 
 type Answer = MessageInitShape<typeof ServerReflectionResponseSchema>;
 
 /** Registers both versions; call it after every other service, so that reflection lists them all. */
-export function registerReflection(router: ConnectRouter): void {
+export function registerReflection(router: ConnectRouter, log: Logger): void {
+  const documentationPath = findDocumentation();
+  if (!documentationPath) log.warn(`reflection describes the contract without its comments: ${DOCUMENTED_DESCRIPTORS} is missing (npm run generate writes it)`);
   let index: DescriptorIndex | undefined;
-  // Built at the first question: by then the router holds every service, reflection included. ErrorInfo,
-  // which failed calls carry as a detail, is described too, so that tools can decode it.
-  const lookup = () => (index ??= new DescriptorIndex(router.handlers.map((h) => h.service), [ErrorInfoSchema.file]));
+  // Built at the first question, not to delay start-up: by then the router holds every service, reflection
+  // included. ErrorInfo, which failed calls carry as a detail, is described too, so that tools can decode
+  // it, and fencekeeper's ErrorReason, whose comments say what each ErrorInfo.reason means.
+  const lookup = () => {
+    if (index) return index;
+    const documentation = documentationPath ? readDocumentation(documentationPath, log) : undefined;
+    index = new DescriptorIndex(router.handlers.map((h) => h.service), [ErrorInfoSchema.file, file_fencekeeper_v1_errors], documentation);
+    if (documentation && index.undocumented.length > 0) {
+      log.info({ files: index.undocumented }, `reflection describes these files without comments: ${DOCUMENTED_DESCRIPTORS} lacks them or is stale`);
+    }
+    return index;
+  };
   router.service(ServerReflection, reflectionV1(lookup));
   router.service(v1alpha.ServerReflection, reflectionV1alpha(lookup));
+}
+
+/** The documentation, or none (said in the log) when the file cannot be read: reflection works without. */
+function readDocumentation(path: string, log: Logger): Documentation | undefined {
+  try {
+    return loadDocumentation(path);
+  } catch (err) {
+    log.warn({ err: (err as Error).message, path }, "reflection describes the contract without its comments: the documented descriptors cannot be read");
+    return undefined;
+  }
 }
 
 function reflectionV1(index: () => DescriptorIndex): ServiceImpl<typeof ServerReflection> {

@@ -7,6 +7,7 @@ import { builtinModules } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
+import { DOCUMENTED_DESCRIPTORS } from "../../server/reflection/documentation.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"|import\("([^"]+)"\)/g;
@@ -51,6 +52,12 @@ describe("the container image (deploy/Dockerfile)", () => {
     }
     for (const f of ["package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json"]) expect(allowed, f).to.include(f);
     for (const f of ["tsconfig.json", "tsconfig.build.json"]) expect(dockerfile, f).to.match(new RegExp(`^COPY .*\\b${f.replace(".", "\\.")}\\b`, "m"));
+  });
+
+  it("copies, and lets into the build context, the descriptors that reflection serves with their comments", () => {
+    expect(existsSync(join(ROOT, DOCUMENTED_DESCRIPTORS)), DOCUMENTED_DESCRIPTORS).to.equal(true);
+    expect(copied.some((c) => DOCUMENTED_DESCRIPTORS.startsWith(`${c}/`)), `${DOCUMENTED_DESCRIPTORS} is copied`).to.equal(true);
+    expect(allowed.some((a) => DOCUMENTED_DESCRIPTORS.startsWith(`${a}/`)), `${DOCUMENTED_DESCRIPTORS} is in the build context`).to.equal(true);
   });
 
   it("needs only production dependencies, and not tsx", () => {
