@@ -1,0 +1,308 @@
+// Lock-delay: when a holder's lease expires, nobody is granted the resource for the delay its acquisition
+// asked for; when it is released, the next one is granted at once. Each timeline lets a holder that asked
+// for a lock-delay stop renewing, as a paused or partitioned one would, and watches what comes next.
+//
+// Timing: a delay is asserted as "not before D - MARGIN_MS after the expiry was seen" and "granted
+// eventually"; never with an upper bound that a slow machine could miss.
+import { expect } from "chai";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { ErrorInfoSchema } from "../../common/error-info.js";
+import type { ObserveResponse } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { FencekeeperClient, LockDelayError, ResourceHeldError } from "../../client/index.js";
+import { clientsFor, type Clients } from "../harness/clients.js";
+import { startEtcd, type TestEtcd } from "../harness/etcd.js";
+import { startServer, type TestServer } from "../harness/server.js";
+import { eventually, failure, sleep, uniqueResource, useServer } from "../harness/suite.js";
+
+const secs = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
+/** The lock-delay of these timelines, and the holder's TTL. */
+const DELAY_S = 3;
+const TTL_S = 2;
+/**
+ * How much earlier than the delay a grant may come after the expiry was seen: etcd checks for expired
+ * leases every 500 ms, so the two leases' ends are each up to that late, and the expiry is seen after it.
+ */
+const MARGIN_MS = 1200;
+
+/** Observes a resource in the background, stamping each message with when it arrived. */
+function observing(c: Clients, resource: string) {
+  const abort = new AbortController();
+  const seen: { at: number; ev: ObserveResponse }[] = [];
+  const done = (async () => {
+    try {
+      for await (const ev of c.lease.observe({ resource }, { signal: abort.signal })) seen.push({ at: Date.now(), ev });
+    } catch {
+      // ended by abort
+    }
+  })();
+  return {
+    seen,
+    /** When the lock-delay began, as Observe reported it. */
+    async delayStarted(timeoutMs = 15_000): Promise<{ at: number; ev: ObserveResponse }> {
+      await eventually(() => seen.some((s) => s.ev.lockDelayUntil !== undefined), "Observe reports the lock-delay", timeoutMs);
+      return seen.find((s) => s.ev.lockDelayUntil !== undefined)!;
+    },
+    async stop() {
+      abort.abort();
+      await done;
+    },
+  };
+}
+
+describe("lock-delay", function () {
+  this.timeout(60_000);
+  const s = useServer(["--max-lock-delay", "10"]);
+
+  it("an expiry keeps the resource from a waiter for the delay; Describe and Observe show it", async () => {
+    const resource = uniqueResource("expiry-waiter");
+    const obs = observing(s, resource);
+    await eventually(() => obs.seen.length === 1, "Observe's first message");
+    // A asks for a lock-delay, and never renews: it is a holder that was paused or cut off.
+    const a = await s.lease.acquire({ resource, ttl: secs(TTL_S), holder: "A", lockDelay: secs(DELAY_S) });
+    expect(a.lockDelay).to.deep.include({ seconds: BigInt(DELAY_S) });
+    const held = await s.lease.describe({ resource });
+    expect(held.held).to.equal(true);
+    expect(held.lockDelay).to.deep.include({ seconds: BigInt(DELAY_S) });
+    expect(held.lockDelayUntil).to.equal(undefined);
+
+    let grantedAt = 0;
+    const b = s.lease.acquire({ resource, ttl: secs(10), holder: "B", wait: true }, { timeoutMs: 30_000 }).then((r) => {
+      grantedAt = Date.now();
+      return r;
+    });
+    const started = await obs.delayStarted();
+    expect(started.ev.held).to.equal(false);
+    expect(started.ev.lockDelay).to.deep.include({ seconds: BigInt(DELAY_S) });
+    const until = timestampDate(started.ev.lockDelayUntil!).getTime();
+    expect(until).to.be.greaterThan(started.at - 2000);
+
+    // During the delay: Describe shows it, with B waiting.
+    const during = await s.lease.describe({ resource });
+    if (grantedAt === 0) {
+      expect(during.held).to.equal(false);
+      expect(during.waiters).to.equal(1);
+      expect(during.lockDelayUntil).to.not.equal(undefined);
+      expect(during.lockDelay).to.deep.include({ seconds: BigInt(DELAY_S) });
+    }
+
+    const granted = await b;
+    expect(grantedAt - started.at).to.be.at.least(DELAY_S * 1000 - MARGIN_MS);
+    expect(granted.token!.generation > a.token!.generation).to.equal(true);
+    await eventually(() => obs.seen.length === 4, "Observe reports B's grant");
+    await obs.stop();
+    expect(obs.seen.map(({ ev }) => [ev.held, ev.holder, ev.lockDelayUntil !== undefined])).to.deep.equal([
+      [false, "", false],
+      [true, "A", false],
+      [false, "", true],
+      [true, "B", false],
+    ]);
+    expect(obs.seen[1].ev.lockDelay).to.deep.include({ seconds: BigInt(DELAY_S) });
+    expect(obs.seen[3].ev.lockDelay).to.equal(undefined);
+    expect((await s.lease.describe({ resource })).lockDelay).to.equal(undefined);
+  });
+
+  it("an expiry refuses Acquire without wait (LOCK_DELAY, saying until when) for the delay, then grants it", async () => {
+    const resource = uniqueResource("expiry-nowait");
+    const obs = observing(s, resource);
+    const a = await s.lease.acquire({ resource, ttl: secs(TTL_S), holder: "A", lockDelay: secs(DELAY_S) });
+    const started = await obs.delayStarted();
+    await obs.stop();
+
+    const refusal = await failure(s.lease.acquire({ resource, ttl: secs(5), holder: "B" }));
+    const refusedAt = Date.now();
+    expect(refusal.code).to.equal(Code.Aborted);
+    const info = refusal.findDetails(ErrorInfoSchema)[0];
+    expect(info.reason).to.equal("LOCK_DELAY");
+    expect(info.metadata).to.include({ resource, generation: String(a.token!.generation) });
+    expect(refusal.rawMessage).to.match(/lock-delay until about \d{4}-\d\d-\d\dT/);
+    expect(refusal.rawMessage).to.match(/with wait set/);
+    const until = new Date(info.metadata.lock_delay_until).getTime();
+    expect(until).to.be.greaterThan(refusedAt - 1500);
+
+    // Tried again and again without wait: refused LOCK_DELAY (and only that) until the delay ends.
+    let granted;
+    for (;;) {
+      const outcome = await s.lease.acquire({ resource, ttl: secs(5), holder: "B" }).catch((e) => ConnectError.from(e));
+      if (!(outcome instanceof ConnectError)) {
+        granted = outcome;
+        break;
+      }
+      expect(outcome.findDetails(ErrorInfoSchema)[0].reason).to.equal("LOCK_DELAY");
+      expect(Date.now() - started.at).to.be.below(30_000);
+      await sleep(100);
+    }
+    expect(Date.now() - started.at).to.be.at.least(DELAY_S * 1000 - MARGIN_MS);
+    expect(granted.token!.generation > a.token!.generation).to.equal(true);
+  });
+
+  it("a release does not delay: the next Acquire, waiting or not, is granted at once", async () => {
+    const resource = uniqueResource("release");
+    const a = await s.lease.acquire({ resource, ttl: secs(5), holder: "A", lockDelay: secs(10) });
+    const b = s.lease.acquire({ resource, ttl: secs(5), holder: "B", wait: true }, { timeoutMs: 30_000 });
+    await eventually(async () => (await s.lease.describe({ resource })).waiters === 1, "B waits");
+    await s.lease.release({ token: a.token });
+    // Granted well before the 10 s delay a expiry would have cost (an upper bound far from any timing).
+    const granted = await b;
+    const after = await s.lease.describe({ resource });
+    expect(after.holder).to.equal("B");
+    expect(after.lockDelay).to.equal(undefined);
+    await s.lease.release({ token: granted.token });
+    // And one without wait, right after a release of a holder with a lock-delay.
+    const c = await s.lease.acquire({ resource, ttl: secs(5), holder: "C", lockDelay: secs(10) });
+    await s.lease.release({ token: c.token });
+    const free = await s.lease.describe({ resource });
+    expect(free.held).to.equal(false);
+    expect(free.lockDelayUntil).to.equal(undefined);
+    const d = await s.lease.acquire({ resource, ttl: secs(5), holder: "D" });
+    expect(d.token!.generation > c.token!.generation).to.equal(true);
+    // A release after the expiry is too late: NOT_FOUND, and the delay stays.
+    const e = await s.lease.acquire({ resource: `${resource}-late`, ttl: secs(TTL_S), holder: "E", lockDelay: secs(DELAY_S) });
+    await eventually(async () => (await s.lease.describe({ resource: `${resource}-late` })).lockDelayUntil !== undefined, "E expired", 15_000);
+    expect((await failure(s.lease.release({ token: e.token }))).code).to.equal(Code.NotFound);
+    expect((await s.lease.describe({ resource: `${resource}-late` })).lockDelayUntil).to.not.equal(undefined);
+  });
+
+  it("waiters are granted in order once the delay ends", async () => {
+    const resource = uniqueResource("order");
+    const obs = observing(s, resource);
+    await s.lease.acquire({ resource, ttl: secs(TTL_S), holder: "A", lockDelay: secs(DELAY_S) });
+    const order: string[] = [];
+    const waiter = (name: string) =>
+      s.lease.acquire({ resource, ttl: secs(10), holder: name, wait: true }, { timeoutMs: 40_000 }).then(async (r) => {
+        order.push(name);
+        await s.lease.release({ token: r.token });
+        return Date.now();
+      });
+    const w1 = waiter("w1");
+    await eventually(async () => (await s.lease.describe({ resource })).waiters === 1, "w1 waits");
+    const w2 = waiter("w2");
+    await eventually(async () => (await s.lease.describe({ resource })).waiters === 2, "w2 waits");
+    const w3 = waiter("w3");
+    await eventually(async () => (await s.lease.describe({ resource })).waiters === 3, "w3 waits");
+    const started = await obs.delayStarted();
+    const [first] = await Promise.all([w1, w2, w3]);
+    await obs.stop();
+    expect(order).to.deep.equal(["w1", "w2", "w3"]);
+    expect(first - started.at).to.be.at.least(DELAY_S * 1000 - MARGIN_MS);
+  });
+
+  it("refuses a lock-delay above the maximum, a negative one, and one on a session, naming what is allowed", async () => {
+    const resource = uniqueResource("refused");
+    const above = await failure(s.lease.acquire({ resource, ttl: secs(5), lockDelay: secs(11) }));
+    expect(above.code).to.equal(Code.InvalidArgument);
+    expect(above.rawMessage).to.match(/lock_delay 11s is above the maximum; allowed: 0s \(none\) to 10s.*--max-lock-delay/);
+    const negative = await failure(s.lease.acquire({ resource, ttl: secs(5), lockDelay: { seconds: -1n, nanos: 0 } }));
+    expect(negative.code).to.equal(Code.InvalidArgument);
+    expect(negative.rawMessage).to.match(/lock_delay -1s is negative/);
+    const session = await s.lease.openSession({ ttl: secs(5), holder: "S" });
+    const onSession = await failure(s.lease.acquire({ resource, sessionId: session.sessionId, lockDelay: secs(2) }));
+    expect(onSession.code).to.equal(Code.InvalidArgument);
+    expect(onSession.rawMessage).to.match(/lock_delay must be unset with session_id/);
+    await s.lease.closeSession({ sessionId: session.sessionId });
+    // Nothing was granted, and a delay at the maximum is.
+    expect((await s.lease.describe({ resource })).held).to.equal(false);
+    const max = await s.lease.acquire({ resource, ttl: secs(5), lockDelay: { seconds: 9n, nanos: 500_000_000 } });
+    expect(max.lockDelay).to.deep.include({ seconds: 10n });
+    await s.lease.release({ token: max.token });
+  });
+
+  it("the SDK: lockDelay, LockDelayError (a ResourceHeldError), and Describe's lockDelay/lockDelayUntil", async () => {
+    const resource = uniqueResource("sdk");
+    const fk = new FencekeeperClient({ servers: s.server.url });
+    try {
+      const lease = await fk.acquire(resource, { ttl: 5000, lockDelay: 2500 });
+      expect((await fk.describe(resource)).lockDelay).to.equal(3000);
+      await lease.release();
+      expect((await fk.describe(resource)).held).to.equal(false);
+      // A holder that stops renewing, by the raw API: the SDK sees the delay.
+      await s.lease.acquire({ resource, ttl: secs(TTL_S), holder: "A", lockDelay: secs(DELAY_S) });
+      await eventually(async () => (await fk.describe(resource)).lockDelayUntil !== undefined, "the delay begins", 15_000);
+      const err = await fk.acquire(resource, { ttl: 5000 }).then(
+        () => undefined,
+        (e) => e,
+      );
+      expect(err).to.be.instanceOf(LockDelayError);
+      expect(err).to.be.instanceOf(ResourceHeldError);
+      expect((err as LockDelayError).until).to.be.instanceOf(Date);
+      const waited = await fk.acquire(resource, { ttl: 5000, wait: 30_000 });
+      expect(waited.held).to.equal(true);
+      await waited.release();
+    } finally {
+      await fk.close();
+    }
+  });
+});
+
+describe("lock-delay across replicas", function () {
+  this.timeout(90_000);
+  let etcd: TestEtcd;
+  const servers: TestServer[] = [];
+  const clients: Clients[] = [];
+  const prefix = `/fk-lockdelay-${process.pid}/`;
+
+  before(async function () {
+    this.timeout(60_000);
+    etcd = await startEtcd();
+    for (let i = 0; i < 2; i++) {
+      servers.push(await startServer({ etcd: etcd.endpoint, prefix }));
+      clients.push(clientsFor(servers[i].url));
+    }
+  });
+  after(async function () {
+    this.timeout(30_000);
+    await Promise.all(servers.map((sv) => sv.stop()));
+    await etcd?.destroy();
+  });
+
+  it("a holder renewed through another replica keeps its lock-delay, and its expiry still delays", async () => {
+    const [one, two] = clients;
+    const resource = uniqueResource("renewed-elsewhere");
+    const a = await one.lease.acquire({ resource, ttl: secs(TTL_S), holder: "A", lockDelay: secs(DELAY_S) });
+    // Renewed only through the other replica, for well over TTL + delay: a delay lease that was not
+    // renewed with it would have ended by then.
+    const until = Date.now() + (TTL_S + DELAY_S + 2) * 1000;
+    while (Date.now() < until) {
+      await two.lease.renew({ leaseId: a.token!.leaseId });
+      await sleep(500);
+    }
+    const held = await two.lease.describe({ resource });
+    expect(held.holder).to.equal("A");
+    expect(held.lockDelay).to.deep.include({ seconds: BigInt(DELAY_S) });
+    // Now it stops: its expiry starts the delay.
+    const obs = observing(two, resource);
+    const started = await obs.delayStarted();
+    await obs.stop();
+    const refusal = await failure(two.lease.acquire({ resource, ttl: secs(5) }));
+    expect(refusal.findDetails(ErrorInfoSchema)[0].reason).to.equal("LOCK_DELAY");
+    const b = await two.lease.acquire({ resource, ttl: secs(5), wait: true }, { timeoutMs: 30_000 });
+    expect(Date.now() - started.at).to.be.at.least(DELAY_S * 1000 - MARGIN_MS);
+    await two.lease.release({ token: b.token });
+  });
+
+  it("a waiter whose lease expires during a lock-delay leaves the line; the next is granted when the delay ends", async () => {
+    const [one, two] = clients;
+    const resource = uniqueResource("waiter-expires");
+    const delay = 6;
+    const obs = observing(one, resource);
+    await one.lease.acquire({ resource, ttl: secs(TTL_S), holder: "A", lockDelay: secs(delay) });
+    // B waits through replica two, C behind it through replica one.
+    const b = two.lease.acquire({ resource, ttl: secs(2), holder: "B", wait: true }, { timeoutMs: 60_000 }).catch((e) => e);
+    await eventually(async () => (await one.lease.describe({ resource })).waiters === 1, "B waits");
+    const c = one.lease.acquire({ resource, ttl: secs(5), holder: "C", wait: true }, { timeoutMs: 60_000 });
+    await eventually(async () => (await one.lease.describe({ resource })).waiters === 2, "C waits");
+    const started = await obs.delayStarted();
+    // Replica two dies: nobody keeps B's place any more, and its lease expires during the delay.
+    await servers[1].stop("SIGKILL");
+    await eventually(async () => (await one.lease.describe({ resource })).waiters === 1, "B's place expired", 15_000);
+    const granted = await c;
+    expect(Date.now() - started.at).to.be.at.least(delay * 1000 - MARGIN_MS);
+    expect((await one.lease.describe({ resource })).holder).to.equal("C");
+    expect(await b).to.be.instanceOf(Error);
+    await one.lease.release({ token: granted.token });
+    await obs.stop();
+    // Replica two again, for whatever runs after.
+    servers[1] = await startServer({ etcd: etcd.endpoint, prefix });
+    clients[1] = clientsFor(servers[1].url);
+  });
+});
