@@ -8,12 +8,13 @@ import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ErrorInfoSchema } from "../../common/error-info.js";
-import type { ObserveResponse } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import type { AcquireResponse, ObserveResponse } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencekeeperClient, LockDelayError, ResourceHeldError } from "../../client/index.js";
 import { clientsFor, type Clients } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { eventually, failure, sleep, uniqueResource, useServer } from "../harness/suite.js";
+import { scrape } from "../mesh/support/metrics.js";
 
 const secs = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 /** The lock-delay of these timelines, and the holder's TTL. */
@@ -205,6 +206,46 @@ describe("lock-delay", function () {
     const max = await s.lease.acquire({ resource, ttl: secs(5), lockDelay: { seconds: 9n, nanos: 500_000_000 } });
     expect(max.lockDelay).to.deep.include({ seconds: 10n });
     await s.lease.release({ token: max.token });
+  });
+
+  it("costs nothing without a delay; with one, a second lease, granted, renewed and revoked with the first", async () => {
+    // The etcd calls the server made, by operation (its metrics), over what `act` does.
+    const calls = async (act: () => Promise<unknown>, settled: (d: Record<string, number>) => boolean = () => true) => {
+      const count = async () => {
+        const m = await scrape(s.server);
+        const by: Record<string, number> = {};
+        for (const x of m.samples) {
+          if (x.name === "fencekeeper_etcd_request_duration_seconds_count" && x.labels.operation !== "health probe") by[x.labels.operation] = (by[x.labels.operation] ?? 0) + x.value;
+        }
+        return by;
+      };
+      const before = await count();
+      await act();
+      let d: Record<string, number> = {};
+      await eventually(async () => {
+        const after = await count();
+        d = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - (before[k] ?? 0)]).filter(([, v]) => v !== 0));
+        return settled(d);
+      }, "the background calls are done");
+      return d;
+    };
+    const resource = uniqueResource("cost");
+    // The server reads its token keys at its first grant, and opens its stream of renewals to etcd at
+    // its first renewal: once, before counting.
+    const warm = await s.lease.acquire({ resource: `${resource}-warm`, ttl: secs(5) });
+    await s.lease.renew({ leaseId: warm.token!.leaseId });
+    await calls(() => s.lease.release({ token: warm.token }), (d) => d["lease revoke"] === 1);
+    let plain: AcquireResponse | undefined;
+    // Without a delay: one lease grant and one transaction; a renewal is one etcd renewal; a release is
+    // one transaction and one revoke.
+    expect(await calls(async () => (plain = await s.lease.acquire({ resource, ttl: secs(5) })))).to.deep.equal({ "lease grant": 1, acquire: 1 });
+    expect(await calls(() => s.lease.renew({ leaseId: plain!.token!.leaseId }))).to.deep.equal({ "lease renew": 1 });
+    expect(await calls(() => s.lease.release({ token: plain!.token }), (d) => d["lease revoke"] === 1)).to.deep.equal({ release: 1, "lease revoke": 1 });
+    // With one: two lease grants and still one transaction; two renewals; one transaction and two revokes.
+    let delayed: AcquireResponse | undefined;
+    expect(await calls(async () => (delayed = await s.lease.acquire({ resource, ttl: secs(5), lockDelay: secs(2) })))).to.deep.equal({ "lease grant": 2, acquire: 1 });
+    expect(await calls(() => s.lease.renew({ leaseId: delayed!.token!.leaseId }))).to.deep.equal({ "lease renew": 2 });
+    expect(await calls(() => s.lease.release({ token: delayed!.token }), (d) => d["lease revoke"] === 2)).to.deep.equal({ release: 1, "lease revoke": 2 });
   });
 
   it("the SDK: lockDelay, LockDelayError (a ResourceHeldError), and Describe's lockDelay/lockDelayUntil", async () => {
