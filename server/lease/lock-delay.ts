@@ -106,8 +106,12 @@ export async function inLockDelay(leases: Leases, resource: string, kv: IKeyValu
   );
 }
 
-/** About when a lock-delay ends: etcd's time left on the delay lease, from now (whole seconds, so within about a second). */
+/**
+ * About when a lock-delay ends: from now, etcd's time left on the delay lease. etcd reports whole seconds,
+ * rounded down: the end is taken at the top of the last one, so that a caller that waits until then is
+ * rarely early (etcd's check for expired leases, every 500 ms, may still be up to that late).
+ */
 async function until(leases: Leases, entry: LockDelayEntry): Promise<Date> {
-  const left = entry.delayLease !== 0n ? Math.max(0, await leases.timeToLive(entry.delayLease)) : entry.seconds;
+  const left = entry.delayLease !== 0n ? Math.max(0, await leases.timeToLive(entry.delayLease)) + 1 : entry.seconds;
   return new Date(Date.now() + left * 1000);
 }
