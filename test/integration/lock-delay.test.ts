@@ -11,8 +11,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ErrorInfoSchema } from "../../common/error-info.js";
 import type { AcquireResponse, ObserveResponse } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { FencekeeperClient, LockDelayError, ResourceHeldError } from "../../client/index.js";
+import { FencekeeperClient, LockDelayError, ResourceHeldError, type LeaseLostError } from "../../client/index.js";
 import { clientsFor, type Clients } from "../harness/clients.js";
+import { startDelayProxy } from "../harness/delay-proxy.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { eventually, failure, sleep, uniqueResource, useServer } from "../harness/suite.js";
@@ -275,6 +276,25 @@ describe("lock-delay", function () {
       expect(waited.held).to.equal(true);
       await waited.release();
     } finally {
+      await fk.close();
+    }
+  });
+
+  it("the SDK leaves a lease with a lock-delay that it lost at its deadline to expire, so that the delay applies", async () => {
+    // The renewals' answers are held back: the SDK gives the lease up at its deadline while etcd still
+    // has it. Without a lock-delay it would release it then, before etcd's expiry; with one, it does not.
+    const resource = uniqueResource("sdk-deadline");
+    const proxy = await startDelayProxy(s.server.url);
+    const fk = new FencekeeperClient({ servers: proxy.url });
+    try {
+      const lease = await fk.acquire(resource, { ttl: TTL_S * 1000, lockDelay: DELAY_S * 1000 });
+      proxy.setDelay(60_000, "toClient");
+      await eventually(() => lease.signal.aborted, "the SDK gives the lease up at its deadline", 15_000);
+      expect((lease.signal.reason as LeaseLostError).why).to.equal("deadline");
+      await eventually(async () => (await s.lease.describe({ resource })).lockDelayUntil !== undefined, "the lease expires, into its lock-delay", 15_000);
+    } finally {
+      proxy.setDelay(0);
+      await proxy.close();
       await fk.close();
     }
   });
