@@ -4,6 +4,7 @@
 // instead of on leases of their own.
 import { hostname } from "node:os";
 import { Code } from "@connectrpc/connect";
+import { timestampDate, type Duration, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { DEFAULT_BACKOFF, type BackoffOptions } from "./backoff.js";
 import { Calls } from "./calls.js";
 import { now, type Instant } from "./clock.js";
@@ -62,6 +63,12 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Overrides ClientOptions.holder. */
   holder?: string;
+  /**
+   * Lock-delay, in ms (etcd keeps whole seconds, rounded up): if this lease expires (it is not released),
+   * nobody is granted the resource for this long afterwards. Default 0: none. Always on a lease of its
+   * own, also with ClientOptions.sessions. See docs/lock-delay.md.
+   */
+  lockDelay?: number;
 }
 
 export interface Description {
@@ -73,6 +80,10 @@ export interface Description {
   waiters: number;
   fence: bigint;
   lastIssued: bigint;
+  /** The holder's lock-delay in ms, or, in a lock-delay, the one being served. */
+  lockDelay?: number;
+  /** Set while the resource is in a lock-delay (its holder's lease expired): about when it ends. */
+  lockDelayUntil?: Date;
 }
 
 export interface Ownership {
@@ -81,6 +92,10 @@ export interface Ownership {
   token?: Token;
   /** The etcd revision at which this state took effect. */
   revision: bigint;
+  /** As Description.lockDelay: the new holder's lock-delay in ms, or the one being served. */
+  lockDelay?: number;
+  /** Set when the resource has entered a lock-delay: about when it ends. */
+  lockDelayUntil?: Date;
 }
 
 /** A lease of its own as granted: the TTL etcd granted, in ms, and when the grant was sent and answered. */
@@ -148,7 +163,8 @@ export class FencekeeperClient {
 
   /** Acquires a resource and keeps its lease alive until it is released or lost. */
   async acquire(resource: string, o: AcquireOptions = {}): Promise<Lease> {
-    return (this.#sessions && (await this.#acquireOnSession(resource, o))) || this.#acquireOwn(resource, o);
+    // A lock-delay is for an acquisition of its own: on a session, acquisitions end with the session.
+    return (this.#sessions && !o.lockDelay && (await this.#acquireOnSession(resource, o))) || this.#acquireOwn(resource, o);
   }
 
   /** An acquisition on an etcd lease of its own. */
@@ -162,7 +178,14 @@ export class FencekeeperClient {
     const res = await this.#calls.run(
       (c) =>
         c.lease.acquire(
-          { resource, ttl: toDuration(ttlMs), holder: o.holder ?? this.#holder, wait, waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined },
+          {
+            resource,
+            ttl: toDuration(ttlMs),
+            holder: o.holder ?? this.#holder,
+            wait,
+            waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
+            lockDelay: o.lockDelay ? toDuration(o.lockDelay) : undefined,
+          },
           { signal: o.signal, timeoutMs },
         ),
       false,
@@ -176,7 +199,7 @@ export class FencekeeperClient {
       await this.#release(grant.token);
       throw new CanceledError(`acquire of "${resource}" was canceled`, Code.Canceled);
     }
-    const keeper = new OwnLease(grant.token.leaseId, grant.ttlMs, grant.sentAt, grant.answeredAt, this.#keepers);
+    const keeper = new OwnLease(grant.token.leaseId, grant.ttlMs, grant.sentAt, grant.answeredAt, this.#keepers, res.lockDelay !== undefined);
     return this.#held(new Lease(grant.token, keeper, this.#ctx, o.signal), keeper);
   }
 
@@ -303,6 +326,7 @@ export class FencekeeperClient {
       waiters: d.waiters,
       fence: d.fence,
       lastIssued: d.lastIssued,
+      ...lockDelayOf(d),
     };
   }
 
@@ -310,7 +334,7 @@ export class FencekeeperClient {
   async *observe(resource: string, o: { signal?: AbortSignal } = {}): AsyncGenerator<Ownership> {
     try {
       for await (const x of this.#servers.connection("calls").lease.observe({ resource }, { signal: o.signal, timeoutMs: 0 })) {
-        yield { held: x.held, holder: x.held ? x.holder : undefined, token: x.token && tokenFromProto(x.token), revision: x.revision };
+        yield { held: x.held, holder: x.held ? x.holder : undefined, token: x.token && tokenFromProto(x.token), revision: x.revision, ...lockDelayOf(x) };
       }
     } catch (err) {
       if (o.signal?.aborted) return;
@@ -375,4 +399,12 @@ export class FencekeeperClient {
       }
     }
   }
+}
+
+/** The lock-delay fields of a DescribeResponse or ObserveResponse, only when set. */
+function lockDelayOf(x: { lockDelay?: Duration; lockDelayUntil?: Timestamp }): { lockDelay?: number; lockDelayUntil?: Date } {
+  return {
+    ...(x.lockDelay ? { lockDelay: toMs(x.lockDelay) } : {}),
+    ...(x.lockDelayUntil ? { lockDelayUntil: timestampDate(x.lockDelayUntil) } : {}),
+  };
 }

@@ -12,6 +12,7 @@ import {
   InvalidArgumentError,
   LeaseNotFoundError,
   LeaseNotHeldError,
+  LockDelayError,
   PermissionDeniedError,
   ResourceHeldError,
   StaleTokenError,
@@ -82,6 +83,7 @@ export function toFencekeeperError(err: unknown): FencekeeperError {
     const holder = ce.findDetails(FencingTokenSchema)[0];
     return new ResourceHeldError(message, ce.code, reason, metadata, holder ? tokenFromProto(holder) : undefined);
   }
+  if (reason === "LOCK_DELAY") return new LockDelayError(message, ce.code, reason, metadata);
   const Class = (reason && BY_REASON[reason]) || BY_CODE[ce.code] || FencekeeperError;
   return new Class(message, ce.code, reason, metadata, { cause: err });
 }

@@ -59,6 +59,17 @@ export class ResourceHeldError extends FencekeeperError {
   readonly holder: string | undefined = this.metadata.holder;
 }
 
+/**
+ * LOCK_DELAY: Acquire without wait found the resource in a lock-delay (AcquireOptions.lockDelay): its last
+ * holder's lease expired, and nobody is granted it before `until`. A ResourceHeldError with no holder.
+ */
+export class LockDelayError extends ResourceHeldError {
+  /** About when the delay ends (the server's estimate, within about a second). */
+  readonly until: Date | undefined = this.metadata.lock_delay_until ? new Date(this.metadata.lock_delay_until) : undefined;
+  /** The generation whose lease expired. */
+  readonly generation: bigint | undefined = bigintOf(this.metadata.generation);
+}
+
 /** LEASE_NOT_FOUND: the lease expired, was released, or never existed. */
 export class LeaseNotFoundError extends FencekeeperError {
   readonly leaseId: bigint | undefined = bigintOf(this.metadata.lease_id);

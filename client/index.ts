@@ -13,6 +13,7 @@ export {
   LeaseNotHeldError,
   GenerationNotIssuedError,
   ResourceHeldError,
+  LockDelayError,
   LeaseNotFoundError,
   IdempotencyKeyReusedError,
   UnavailableError,

@@ -96,6 +96,18 @@ export class OwnLease extends Keeper {
   private lease?: Lease;
   private end?: EndLease;
 
+  constructor(
+    leaseId: bigint,
+    ttlMs: number,
+    sentAt: Instant,
+    answeredAt: Instant,
+    ctx: KeeperContext,
+    /** Acquired with a lock-delay: if lost at its deadline, it is left to expire, so that the delay applies. */
+    private readonly lockDelay = false,
+  ) {
+    super(leaseId, ttlMs, sentAt, answeredAt, ctx);
+  }
+
   attach(lease: Lease, end: EndLease): void {
     this.lease = lease;
     this.end = end;
@@ -113,8 +125,11 @@ export class OwnLease extends Keeper {
     if (this.endedWhy !== undefined) return;
     this.endedWhy = why;
     this.ctx.keepAlive.remove(this.leaseId);
-    // A lease the server says is gone needs no release; one past its deadline may still be held in etcd.
-    this.end?.(why, cause, why === "not-found" || !this.lease ? done : this.ctx.release(this.lease.token));
+    // A lease the server says is gone needs no release; one past its deadline may still be held in etcd,
+    // and is released then, unless it has a lock-delay: releasing would end, without the delay, a lease
+    // whose writes sent before the deadline may still be on their way, which is what the delay is for.
+    const release = why === "deadline" && this.lease && !this.lockDelay;
+    this.end?.(why, cause, release ? this.ctx.release(this.lease!.token) : done);
   }
 
   protected renewed(sentAt: Instant, ttlMs: number, at: Instant): void {

@@ -43,6 +43,7 @@ export interface Config {
   embeddedEtcdPorts: { client: number; peer: number };
   prefix: string;
   maxTtlSeconds: number;
+  maxLockDelaySeconds: number;
   maxTxnOps: number;
   /** What etcd accepts in one request: its --max-txn-ops and --max-request-bytes. */
   etcdMaxTxnOps: number;
@@ -187,6 +188,7 @@ export function serveOptions(cmd: Command): Command {
   opt("--embedded-etcd-port <port>", "client port of the embedded etcd (its peer port is the next one; 0: free ports)", "FENCEKEEPER_EMBEDDED_ETCD_PORT", integer("embedded-etcd-port", 0, 65534), 52379);
   opt("--prefix <prefix>", "etcd key prefix under which all state lives", "FENCEKEEPER_PREFIX", prefix, "/fencekeeper/");
   opt("--max-ttl <seconds>", "longest lease TTL a client may ask for", "FENCEKEEPER_MAX_TTL", integer("max-ttl", MIN_TTL_SECONDS, 86400), 300);
+  opt("--max-lock-delay <seconds>", "longest lock-delay an acquisition may ask for (0: none may)", "FENCEKEEPER_MAX_LOCK_DELAY", integer("max-lock-delay", 0, 86400), 60);
   opt("--max-txn-ops <n>", "most operations in one Txn (at most --etcd-max-txn-ops minus 2)", "FENCEKEEPER_MAX_TXN_OPS", integer("max-txn-ops", 1, 10_000), 64);
   opt("--etcd-max-txn-ops <n>", "etcd's --max-txn-ops: operations etcd accepts in one transaction", "FENCEKEEPER_ETCD_MAX_TXN_OPS", integer("etcd-max-txn-ops", 8, 100_000), 128);
   opt(
@@ -243,6 +245,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     embeddedEtcdPorts: { client: port, peer: port === 0 ? 0 : port + 1 },
     prefix: o.prefix as string,
     maxTtlSeconds: o.maxTtl as number,
+    maxLockDelaySeconds: o.maxLockDelay as number,
     maxTxnOps: o.maxTxnOps as number,
     etcdMaxTxnOps: o.etcdMaxTxnOps as number,
     etcdMaxRequestBytes: (o.etcdMaxRequestBytes as number | undefined) ?? ((o.etcd as string[]).length === 0 ? EMBEDDED_ETCD_MAX_REQUEST_BYTES : ETCD_DEFAULT_MAX_REQUEST_BYTES),

@@ -101,6 +101,7 @@ export async function serve(config: Config): Promise<void> {
       prefix: config.prefix,
       limits: {
         maxTtlSeconds: config.maxTtlSeconds,
+        maxLockDelaySeconds: config.maxLockDelaySeconds,
         maxTxnOps: config.maxTxnOps,
         idempotencyTtlSeconds: config.idempotencyTtlSeconds,
         maxLeasesPerCaller: config.maxLeasesPerCaller,

@@ -10,6 +10,7 @@ interface Options {
   ttl: number;
   wait?: true | string;
   holder?: string;
+  lockDelay?: number;
   verbose?: boolean;
 }
 
@@ -22,6 +23,9 @@ export function acquireCommand(): Command {
     )
     .option("--wait [duration]", "wait in line while the resource is held (at most <duration>, if given)")
     .option("--holder <label>", "who holds it, as Describe and Observe show (default: host:pid)")
+    .addOption(
+      new Option("--lock-delay <duration>", "if the lease expires (it is not released), nobody is granted the resource for this long (e.g. 10s); whole seconds").argParser(duration),
+    )
     .option("--verbose", "also print every confirmed renewal")
     .action(
       action(async (ctx, resource: string, o: Options) => {
@@ -34,7 +38,7 @@ export function acquireCommand(): Command {
             ctx.out.result({ event: "renewed", sentAt, confirmedAt, validUntil }, () => `renewed: valid until ${validUntil.toISOString()}`);
           },
         });
-        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, signal: stop }).catch((err) => {
+        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, lockDelay: o.lockDelay, signal: stop }).catch((err) => {
           if (stop.aborted) return undefined;
           throw err;
         });

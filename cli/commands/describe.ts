@@ -20,11 +20,16 @@ export function describeCommand(): Command {
             waiters: d.waiters,
             fence: d.fence,
             lastIssued: d.lastIssued,
+            lockDelayMs: d.lockDelay,
+            lockDelayUntil: d.lockDelayUntil,
           },
           () => {
+            const delay = d.lockDelay !== undefined ? `, lock-delay ${d.lockDelay / 1000} s` : "";
             const who = d.held && d.token
-              ? `"${resource}" is held by "${d.holder}" with token ${formatToken(d.token)} (${(d.ttlMs ?? 0) / 1000} s left, ${d.waiters} waiting)`
-              : `"${resource}" is free`;
+              ? `"${resource}" is held by "${d.holder}" with token ${formatToken(d.token)} (${(d.ttlMs ?? 0) / 1000} s left, ${d.waiters} waiting${delay})`
+              : d.lockDelayUntil
+                ? `"${resource}" is in a lock-delay until about ${d.lockDelayUntil.toISOString()}: its holder's lease expired (${d.waiters} waiting)`
+                : `"${resource}" is free`;
             return `${who}\nfence ${d.fence}, last issued ${d.lastIssued}`;
           },
         );

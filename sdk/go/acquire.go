@@ -24,6 +24,10 @@ type AcquireOptions struct {
 	WaitTimeout time.Duration
 	// Holder overrides Options.Holder.
 	Holder string
+	// LockDelay: if the lease expires (it is not released), nobody is granted the resource for this long
+	// afterwards (docs/lock-delay.md); whole seconds, rounded up. Zero: none. Such a lease is always one
+	// of its own, also with Options.Sessions.
+	LockDelay time.Duration
 }
 
 // opening is a session being opened, or open: the acquisitions that ask at the same time wait for one.
@@ -49,7 +53,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 	if o.Holder == "" {
 		o.Holder = c.holder
 	}
-	if c.sessions != nil {
+	if c.sessions != nil && o.LockDelay == 0 {
 		if l, err := c.acquireOnSession(ctx, resource, o); l != nil || err != nil {
 			return l, err
 		}
@@ -86,6 +90,9 @@ func canceled(ctx context.Context, resource string) error {
 // acquireOwn is an acquisition on an etcd lease of its own.
 func (c *Client) acquireOwn(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
 	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(o.TTL), Holder: o.Holder, Wait: o.Wait}
+	if o.LockDelay != 0 {
+		req.LockDelay = durationpb.New(o.LockDelay)
+	}
 	sentAt := time.Now()
 	res, err := c.acquire(ctx, req, o.WaitTimeout)
 	if err != nil {

@@ -8,7 +8,7 @@ import { checkResource } from "../domain/validate.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import { ALGORITHM } from "../tokens/signer.js";
 import { LeaseService, type AcquireRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { durationMs, seconds, tokenFromProto, tokenToProto } from "./convert.js";
+import { durationMs, lockDelayToProto, seconds, tokenFromProto, tokenToProto } from "./convert.js";
 import { streaming, unary, type CallContext } from "./errors.js";
 import { keepAlive } from "./keepalive.js";
 
@@ -28,10 +28,15 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         waitUntil: limits.length ? Date.now() + Math.min(...limits) : undefined,
         sessionId: req.sessionId,
         principal: access.owner(ctx),
+        lockDelayMs: durationMs(req.lockDelay, "lock_delay"),
       },
       ctx.signal,
     );
-    return { token: tokenToProto(grant.token), ttl: grant.ttlSeconds !== undefined ? seconds(grant.ttlSeconds) : undefined };
+    return {
+      token: tokenToProto(grant.token),
+      ttl: grant.ttlSeconds !== undefined ? seconds(grant.ttlSeconds) : undefined,
+      lockDelay: grant.lockDelaySeconds !== undefined ? seconds(grant.lockDelaySeconds) : undefined,
+    };
   };
 
   return {
@@ -83,6 +88,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         waiters: d.waiters,
         fence: d.fence,
         lastIssued: d.lastIssued,
+        ...lockDelayToProto(d),
       };
     }),
 
@@ -98,6 +104,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
             holderPrincipal: o.holderPrincipal ?? "",
             token: o.token ? tokenToProto(o.token) : undefined,
             revision: o.revision,
+            ...lockDelayToProto(o),
           };
         }
       } finally {

@@ -9,6 +9,8 @@ export interface Limits {
   readonly idempotencyTtlSeconds: number;
   /** Leases (acquisitions of their own, and sessions) one principal may hold at once, with authentication on. */
   readonly maxLeasesPerCaller: number;
+  /** The longest lock-delay an acquisition may ask for, in seconds (0: none may). */
+  readonly maxLockDelaySeconds: number;
 }
 
 export const MIN_TTL_SECONDS = 2;
@@ -29,4 +31,5 @@ export const DEFAULT_LIMITS: Limits = {
   maxTxnOps: 64,
   idempotencyTtlSeconds: 24 * 3600,
   maxLeasesPerCaller: 100_000,
+  maxLockDelaySeconds: 60,
 };

@@ -8,6 +8,12 @@
 //   P r/R/owner                         the acquisition that holds R, attached to the same lease as its
 //                                       line key, so that both vanish together when the lease ends. Its
 //                                       create revision is the generation: the revision of the grant.
+//   P r/R/owner-delay                   with a lock-delay: the holder's delay, put by its grant on the
+//                                       acquisition's delay lease, which outlives the owner key's lease
+//                                       by the delay (delayLeaseOf below). While it exists nobody is
+//                                       granted R. Its value is encodeLockDelay's; its create revision is
+//                                       the holder's generation. It sorts between the owner key and the
+//                                       line, so that Observe's one watch sees it.
 //   P r/R/issued                        rewritten by every grant, so its mod revision is the greatest
 //                                       generation issued (its value is not read)
 //   P r/R/fence                         the greatest generation accepted by the store, 20 decimal digits
@@ -52,6 +58,10 @@ export class KeyLayout {
 
   ownerKey(resource: string): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}owner`);
+  }
+
+  lockDelayKey(resource: string): Buffer {
+    return Buffer.from(`${this.resourceRoot(resource)}owner-delay`);
   }
 
   issuedKey(resource: string): Buffer {
@@ -208,6 +218,56 @@ export function holds(keys: KeyLayout, token: { resource: string; generation: bi
 /** Whether an owner key as read is the token's: the same test as holds(), on what was read. */
 export function isHeldBy(owner: IKeyValue | undefined, token: { generation: bigint; leaseId: bigint }): boolean {
   return owner !== undefined && BigInt(owner.create_revision) === token.generation && BigInt(owner.lease) === token.leaseId;
+}
+
+/** A lock-delay key's value: the delay, in whole seconds. */
+export function encodeLockDelay(seconds: number): Buffer {
+  return Buffer.from(JSON.stringify({ seconds }));
+}
+
+/** A lock-delay key as read: its delay, the generation that put it, and its delay lease. */
+export interface LockDelayEntry {
+  seconds: number;
+  generation: bigint;
+  delayLease: bigint;
+}
+
+export function decodeLockDelay(kv: IKeyValue): LockDelayEntry {
+  let seconds = 0;
+  try {
+    seconds = Number(JSON.parse(kv.value.toString()).seconds) || 0;
+  } catch {
+    // A key written by something else than fencekeeper: it still delays, for an unknown time.
+  }
+  return { seconds, generation: BigInt(kv.create_revision), delayLease: BigInt(kv.lease) };
+}
+
+// The lease ids of an acquisition with a lock-delay. It has two etcd leases, and fencekeeper chooses
+// their ids (etcd grants a requested id) so that the first one's id says so and names the second: any
+// replica that renews or revokes the acquisition's lease renews or revokes the delay lease with it,
+// knowing it from the id alone, without a read; a lease without a lock-delay costs nothing more.
+//   bits 62-48  DELAYED_MARK (the acquisition's lease) or DELAY_MARK (its delay lease)
+//   bits 47-16  32 random bits, the same in both
+//   bits 15-0   a check of the random bits
+// etcd's own ids begin with 16 bits of its member id, then a time and a counter: one of them passes
+// for a delayed acquisition's only if 31 bits match by chance, and then the only cost is the renewal of
+// a delay lease that does not exist.
+const DELAYED_MARK = 0x1d1an;
+const DELAY_MARK = 0x1d1bn;
+
+const checkBits = (random: number) => BigInt(Math.imul(random ^ 0x5bd1e995, 0x9e3779b1) >>> 16);
+const markedId = (mark: bigint, random: number) => (mark << 48n) | (BigInt(random >>> 0) << 16n) | checkBits(random >>> 0);
+
+/** The ids to request for a delayed acquisition's lease and its delay lease, from 32 random bits. */
+export function delayedLeaseIds(random: number): { lease: bigint; delayLease: bigint } {
+  return { lease: markedId(DELAYED_MARK, random), delayLease: markedId(DELAY_MARK, random) };
+}
+
+/** The delay lease that goes with a lease, if it is a delayed acquisition's (see above). */
+export function delayLeaseOf(leaseId: bigint): bigint | undefined {
+  if (leaseId >> 48n !== DELAYED_MARK) return undefined;
+  const random = Number((leaseId >> 16n) & 0xffffffffn);
+  return (leaseId & 0xffffn) === checkBits(random) ? markedId(DELAY_MARK, random) : undefined;
 }
 
 /** The signing key's value: its id and its PKCS #8 private key. */

@@ -14,10 +14,16 @@
 // that floods renewals fills only its own queue, and another caller's renewal goes out within one turn.
 // A renewal of a lease already waiting, unsent, in the queue joins it: etcd is asked once, after both
 // asked, which is what each of them counts its TTL from.
+//
+// An acquisition with a lock-delay has a delay lease beside its own (keys.ts, delayLeaseOf): renewing
+// or revoking the acquisition's lease renews or revokes its delay lease too, whoever asks, on any
+// replica, so that the delay lease outlives the acquisition's by the delay when, and only when, the
+// acquisition's expires.
 import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
 import { DomainError, unavailable } from "../domain/errors.js";
 import type { EtcdCalls } from "./calls.js";
 import { EtcdLeaseNotFound } from "./errors.js";
+import { delayLeaseOf } from "./keys.js";
 import { eventually } from "./retry.js";
 
 type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
@@ -64,13 +70,21 @@ export class Leases {
     private readonly renewTimeoutMs: number,
   ) {}
 
-  async grant(ttlSeconds: number): Promise<{ id: bigint; ttlSeconds: number }> {
-    const res = await this.calls.run("lease grant", () => this.etcd.leaseClient.leaseGrant({ TTL: ttlSeconds }));
+  /** Grants a lease; with id, that one (etcd refuses an id in use: FAILED_PRECONDITION). */
+  async grant(ttlSeconds: number, id?: bigint): Promise<{ id: bigint; ttlSeconds: number }> {
+    const res = await this.calls.run("lease grant", () => this.etcd.leaseClient.leaseGrant({ TTL: ttlSeconds, ...(id !== undefined ? { ID: id.toString() } : {}) }));
     return { id: BigInt(res.ID), ttlSeconds: Number(res.TTL) };
   }
 
-  /** Revokes a lease and with it every key attached. False if it was already gone. */
+  /** Revokes a lease and with it every key attached (and its delay lease, if any). False if it was already gone. */
   async revoke(id: bigint): Promise<boolean> {
+    const delayLease = delayLeaseOf(id);
+    if (delayLease === undefined) return this.revokeOne(id);
+    const [revoked] = await Promise.all([this.revokeOne(id), this.revokeOne(delayLease)]);
+    return revoked;
+  }
+
+  private async revokeOne(id: bigint): Promise<boolean> {
     try {
       await this.calls.run("lease revoke", () => this.etcd.leaseClient.leaseRevoke({ ID: id.toString() }));
       return true;
@@ -100,8 +114,19 @@ export class Leases {
    * Renews a lease once, after this call. Resolves with the TTL etcd reports after the renewal, or 0 if
    * the lease is gone. Rejects with UNAVAILABLE if etcd does not answer within the renewal timeout.
    * owner: who asks, for fairness between callers ("" for the server's own renewals).
+   * A delayed acquisition's delay lease is renewed after it, and only if it was still alive: a late
+   * renewal of an expired lease must not prolong the delay that its expiry started. UNAVAILABLE if
+   * either renewal is. A delay lease that is gone already (its renewals failed while the acquisition's
+   * went through) is no reason to fail the acquisition's: the holder keeps its lease, without a delay.
    */
   async renew(id: bigint, owner = ""): Promise<number> {
+    const ttl = await this.renewOne(id, owner);
+    const delayLease = delayLeaseOf(id);
+    if (delayLease !== undefined && ttl > 0) await this.renewOne(delayLease, owner);
+    return ttl;
+  }
+
+  private async renewOne(id: bigint, owner: string): Promise<number> {
     const stream = await this.keepAliveStream();
     // The stream failed while this renewal waited for it to open: nothing would answer on it.
     if (stream !== this.current) throw unavailable("lease renew", new Error("the keepalive stream to etcd failed"));

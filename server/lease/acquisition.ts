@@ -11,6 +11,9 @@
 // A waiter's place in line is on a lease that this call keeps alive while it waits: the acquisition's
 // own lease, or, on a session, a place lease of its own (the session is renewed by its client only, and
 // a place held on it would outlive a call that died with its server).
+//
+// No grant happens during a lock-delay (lock-delay.ts): a grant also checks that no lock-delay key
+// exists, and the first in line waits for its deletion as for the owner key's.
 import { randomBytes } from "node:crypto";
 import type { IKeyValue, IRangeResponse } from "etcd3";
 import { DomainError, leaseNotFound, notHolder } from "../domain/errors.js";
@@ -25,6 +28,7 @@ import { cmp, op } from "../etcd/ops.js";
 import { prefixRange, type Reader, type Watch } from "../etcd/reader.js";
 import { eventually } from "../etcd/retry.js";
 import { bindOps, checkLeaseCap } from "./bindings.js";
+import { grantWithDelay, inLockDelay, lockDelaySeconds, lockDelayWrites, noLockDelay } from "./lock-delay.js";
 import { atTime } from "./long-timeout.js";
 
 export interface AcquireParams {
@@ -38,6 +42,8 @@ export interface AcquireParams {
   sessionId?: bigint;
   /** With authentication on, the caller: the acquisition's lease is bound to it (or, on a session, the session must be). */
   principal?: string;
+  /** If the acquisition's lease expires, nobody is granted the resource for this long (lock-delay.ts). */
+  lockDelayMs?: number;
 }
 
 export interface Grant {
@@ -46,6 +52,8 @@ export interface Grant {
   ttlSeconds?: number;
   /** Whether it waited in line. */
   waited: boolean;
+  /** The lock-delay granted, in whole seconds; undefined without one. */
+  lockDelaySeconds?: number;
 }
 
 export interface AcquireDeps {
@@ -69,11 +77,12 @@ export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSig
     if (p.ttlMs !== undefined) throw new DomainError("invalid_argument", "ttl must be unset with session_id: an acquisition on a session lasts as long as the session");
   }
   const ttl = onSession ? 0 : ttlSeconds(p.ttlMs, d.limits);
+  const delay = lockDelaySeconds(p.lockDelayMs, d.limits, onSession);
   // A session's owner never changes while it lives, so reading it once before acquiring on it is exact.
   if (onSession && p.principal !== undefined) await checkSessionOwner(d, p.sessionId!, p.principal);
   if (!onSession && p.principal !== undefined) await checkLeaseCap(d, p.principal, d.limits.maxLeasesPerCaller);
-  const lease = onSession ? { id: p.sessionId!, ttlSeconds: 0 } : await d.leases.grant(ttl);
-  return new Acquisition(d, p, lease, onSession, signal).run();
+  const lease = onSession ? { id: p.sessionId!, ttlSeconds: 0 } : delay > 0 ? await grantWithDelay(d.leases, ttl, delay) : await d.leases.grant(ttl);
+  return new Acquisition(d, p, lease, onSession, signal, delay).run();
 }
 
 class Acquisition {
@@ -82,6 +91,7 @@ class Acquisition {
   private readonly nonce = randomBytes(8).toString("hex");
   private readonly ownerValue: Buffer;
   private readonly ownerKey: Buffer;
+  private readonly lockDelayKey: Buffer;
   private readonly linePrefix: Buffer;
   private readonly lineKey: Buffer;
   private readonly sessionKey?: Buffer;
@@ -96,9 +106,12 @@ class Acquisition {
     private readonly lease: { id: bigint; ttlSeconds: number },
     private readonly onSession: boolean,
     private readonly signal: AbortSignal,
+    /** The lock-delay this acquisition sets, in seconds (0: none). */
+    private readonly delay: number,
   ) {
     this.keys = d.keys;
     this.ownerKey = d.keys.ownerKey(p.resource);
+    this.lockDelayKey = d.keys.lockDelayKey(p.resource);
     this.linePrefix = d.keys.queuePrefix(p.resource);
     this.lineKey = Buffer.concat([d.keys.queueKey(p.resource, lease.id), Buffer.from(this.nonce)]);
     this.ownerValue = encodeOwner({ holder: p.holder, nonce: this.nonce, principal: p.principal });
@@ -122,7 +135,7 @@ class Acquisition {
       // TTL etcd reported at the grant is fresh.
       const ttlLeft = waited ? await this.d.leases.renew(this.lease.id) : this.lease.ttlSeconds;
       if (ttlLeft <= 0) throw placeLost(this.p.resource, this.lease.id);
-      return { token, ttlSeconds: ttlLeft, waited };
+      return { token, ttlSeconds: ttlLeft, waited, ...(this.delay > 0 ? { lockDelaySeconds: this.delay } : {}) };
     } catch (err) {
       await this.leaveNothing();
       throw err;
@@ -149,14 +162,20 @@ class Acquisition {
     await Promise.all(steps);
   }
 
-  /** The writes of a grant: the owner key, the generation marked issued, a fence if there is none. */
+  /** The writes of a grant: the owner key, the generation marked issued, a fence if there is none, its lock-delay key if any. */
   private grantWrites() {
     const fenceKey = this.keys.fenceKey(this.p.resource);
     return [
       op.put(this.ownerKey, this.ownerValue, this.lease.id),
       op.put(this.keys.issuedKey(this.p.resource), Buffer.alloc(0)),
       op.txn({ compare: [cmp.createdAt(fenceKey, 0n)], success: [op.put(fenceKey, encodeGeneration(0n))], failure: [] }),
+      ...lockDelayWrites(this.keys, this.p.resource, this.lease.id, this.delay),
     ];
+  }
+
+  /** The key a waiter first in line waits to see deleted: the owner key, or else a lock-delay key. */
+  private aheadOfLine(owner: IKeyValue | undefined, lockDelay: IKeyValue | undefined): Buffer | undefined {
+    return owner ? this.ownerKey : lockDelay ? this.lockDelayKey : undefined;
   }
 
   /**
@@ -167,12 +186,12 @@ class Acquisition {
     const { p } = this;
     const sessionChecks = this.sessionKey ? [cmp.exists(this.sessionKey)] : [];
     const joinNow = p.wait && !this.onSession;
-    const reads = [op.get(this.ownerKey), ...(this.sessionKey ? [op.get(this.sessionKey), op.range(this.sessionPlaces({ count_only: true }))] : [])];
+    const reads = [op.get(this.ownerKey), op.get(this.lockDelayKey), ...(this.sessionKey ? [op.get(this.sessionKey), op.range(this.sessionPlaces({ count_only: true }))] : [])];
     // A lease of its own is bound to the caller by the first transaction that puts a key on it.
     const bind = p.principal !== undefined && !this.onSession ? bindOps(this.keys, this.lease.id, p.principal) : [];
     this.maybeGranted = true;
     const res = await this.d.committer.commit("acquire", {
-      compare: [cmp.rangeEmpty(this.linePrefix, prefixEnd(this.linePrefix)), cmp.createdAt(this.ownerKey, 0n), ...sessionChecks],
+      compare: [cmp.rangeEmpty(this.linePrefix, prefixEnd(this.linePrefix)), cmp.createdAt(this.ownerKey, 0n), noLockDelay(this.keys, p.resource), ...sessionChecks],
       success: [...this.grantWrites(), ...bind],
       failure: joinNow ? [op.range(this.lastInLine()), ...reads, op.put(this.lineKey, encodeHolder(p), this.lease.id), ...bind] : reads,
     });
@@ -182,10 +201,11 @@ class Acquisition {
     const ranges = res.responses.map((r) => r.response_range);
     const predecessor = joinNow ? ranges.shift()!.kvs[0] : undefined;
     const owner = ranges[0].kvs[0];
-    if (this.sessionKey) this.checkSession(ranges[1].kvs[0], owner, ranges[2]);
-    if (!p.wait) throw held(p.resource, owner && decodeOwner(owner));
+    const lockDelay = ranges[1].kvs[0];
+    if (this.sessionKey) this.checkSession(ranges[2].kvs[0], owner, ranges[3]);
+    if (!p.wait) throw !owner && lockDelay ? await inLockDelay(this.d.leases, p.resource, lockDelay) : held(p.resource, owner && decodeOwner(owner));
     if (joinNow) {
-      this.joined = { revision: res.revision, ahead: predecessor?.key ?? (owner ? this.ownerKey : undefined) };
+      this.joined = { revision: res.revision, ahead: predecessor?.key ?? this.aheadOfLine(owner, lockDelay) };
       return undefined;
     }
     return undefined;
@@ -208,17 +228,24 @@ class Acquisition {
           cmp.createdAt(this.lineKey, myRev),
           cmp.rangeCreatedFrom(this.linePrefix, prefixEnd(this.linePrefix), myRev),
           cmp.createdAt(this.ownerKey, 0n),
+          noLockDelay(this.keys, this.p.resource),
           ...(this.sessionKey ? [cmp.exists(this.sessionKey)] : []),
         ],
         success: [op.del(this.lineKey), ...this.grantWrites()],
-        failure: [op.range(this.lastInLine(myRev)), op.get(this.lineKey), op.get(this.ownerKey), ...(this.sessionKey ? [op.get(this.sessionKey)] : [])],
+        failure: [
+          op.range(this.lastInLine(myRev)),
+          op.get(this.lineKey),
+          op.get(this.ownerKey),
+          op.get(this.lockDelayKey),
+          ...(this.sessionKey ? [op.get(this.sessionKey)] : []),
+        ],
       });
       if (res.succeeded) return res.revision;
       this.maybeGranted = false;
-      const [before, mine, owner, session] = res.responses.map((r) => r.response_range.kvs[0]);
+      const [before, mine, owner, lockDelay, session] = res.responses.map((r) => r.response_range.kvs[0]);
       if (this.sessionKey && !session) throw sessionGone(this.lease.id);
       if (!mine) throw placeLost(this.p.resource, this.place?.id ?? this.lease.id);
-      ahead = before?.key ?? (owner ? this.ownerKey : undefined);
+      ahead = before?.key ?? this.aheadOfLine(owner, lockDelay);
       seenAt = res.revision;
     }
   }
@@ -228,7 +255,7 @@ class Acquisition {
     this.place = await this.d.leases.grant(PLACE_TTL_SECONDS);
     const res = await this.d.committer.commit("acquire", {
       compare: [cmp.exists(this.sessionKey!), cmp.rangeEmpty(...this.sessionPlaceRange())],
-      success: [op.range(this.lastInLine()), op.get(this.ownerKey), op.put(this.lineKey, encodeHolder(this.p), this.place.id)],
+      success: [op.range(this.lastInLine()), op.get(this.ownerKey), op.get(this.lockDelayKey), op.put(this.lineKey, encodeHolder(this.p), this.place.id)],
       failure: [op.get(this.sessionKey!), op.get(this.ownerKey), op.range(this.sessionPlaces({ count_only: true }))],
     });
     if (!res.succeeded) {
@@ -236,8 +263,8 @@ class Acquisition {
       this.checkSession(session.kvs[0], owner.kvs[0], places);
       throw new Error(`joining the line of "${this.p.resource}" failed without a cause`);
     }
-    const [predecessor, owner] = res.responses.map((r) => r.response_range?.kvs[0]);
-    this.joined = { revision: res.revision, ahead: predecessor?.key ?? (owner ? this.ownerKey : undefined) };
+    const [predecessor, owner, lockDelay] = res.responses.map((r) => r.response_range?.kvs[0]);
+    this.joined = { revision: res.revision, ahead: predecessor?.key ?? this.aheadOfLine(owner, lockDelay) };
   }
 
   /** Refuses an acquisition on a session that is gone, or that holds or waits for the resource already. */

@@ -11,11 +11,12 @@ import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acq
 import type { TokenChecks } from "../tokens/checks.js";
 import type { TokenSigner } from "../tokens/signer.js";
 import { bindOps, checkBound, checkLeaseCap, StreamBindings } from "./bindings.js";
+import { lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
 import { observe, type Ownership } from "./observe.js";
 
 export type { AcquireParams, Grant, Ownership };
 
-export interface Description {
+export interface Description extends LockDelayState {
   held: boolean;
   holder?: string;
   /** The principal that acquired it, with authentication on. */
@@ -108,7 +109,8 @@ export class LeaseCoordinator {
     await this.tokens.check(t, principal, "token");
     const res = await committer.commit("release", {
       compare: holds(keys, t),
-      success: [op.del(ownerKey), op.get(keys.sessionKey(t.leaseId))],
+      // A release ends the acquisition without its lock-delay: the lock-delay key goes with the owner key.
+      success: [op.del(ownerKey), op.get(keys.sessionKey(t.leaseId)), ...releaseWrites(keys, t)],
       failure: [],
     });
     if (!res.succeeded) {
@@ -135,13 +137,15 @@ export class LeaseCoordinator {
       prefixRange(keys.queuePrefix(resource), { count_only: true }),
       { key: keys.fenceKey(resource) },
       { key: keys.issuedKey(resource) },
+      { key: keys.lockDelayKey(resource) },
     ]);
-    const [owner, line, fence, issued] = snap.ranges;
+    const [owner, line, fence, issued, lockDelay] = snap.ranges;
     const description: Description = {
       held: owner.kvs.length > 0,
       waiters: Number(line.count),
       fence: decodeGeneration(fence.kvs[0]?.value),
       lastIssued: lastIssuedOf(issued.kvs[0]),
+      ...(await lockDelayState(leases, lockDelay.kvs[0], owner.kvs.length > 0)),
     };
     if (owner.kvs[0]) {
       const o = decodeOwner(owner.kvs[0]);

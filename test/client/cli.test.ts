@@ -197,6 +197,19 @@ describe("cli: the fencekeeper command", () => {
     }
   });
 
+  it("acquire --lock-delay sets a lock-delay (describe shows it); one above the server's maximum is bad input (exit 2)", async () => {
+    const resource = uniqueResource("cli-lock-delay");
+    const child = start([...server(), "--json", "acquire", resource, "--ttl", "5s", "--lock-delay", "2s"]);
+    await firstLine(child);
+    const described = await run([...server(), "--json", "describe", resource]);
+    expect(described.json[0]).to.deep.include({ held: true, lockDelayMs: 2000 });
+    child.kill("SIGINT");
+    expect((await finish(child)).code).to.equal(0);
+    const tooLong = await run([...server(), "acquire", resource, "--lock-delay", "61s"]);
+    expect(tooLong.code).to.equal(2);
+    expectOneLineError(tooLong, /lock_delay 61s is above the maximum; allowed: 0s \(none\) to 60s/);
+  });
+
   it("observe prints the holder now and each handover, until Ctrl-C", async () => {
     const resource = uniqueResource("cli-observe");
     const child = start([...server(), "--json", "observe", resource]);

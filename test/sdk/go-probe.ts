@@ -40,9 +40,14 @@ export class GoHolder {
   private stderr = "";
   private exited = false;
 
-  constructor(servers: string[], resource: string, ttlMs: number, o: { sessions?: boolean } = {}) {
+  constructor(servers: string[], resource: string, ttlMs: number, o: { sessions?: boolean; lockDelayMs?: number } = {}) {
     assertProbeBuilt();
-    const args = ["hold", "--server", servers.join(","), "--resource", resource, "--ttl", `${ttlMs}ms`, ...(o.sessions ? ["--sessions"] : [])];
+    const args = [
+      "hold",
+      ...["--server", servers.join(","), "--resource", resource, "--ttl", `${ttlMs}ms`],
+      ...(o.sessions ? ["--sessions"] : []),
+      ...(o.lockDelayMs ? ["--lock-delay", `${o.lockDelayMs}ms`] : []),
+    ];
     this.process = spawn(PROBE, args, {
       cwd: ROOT,
       stdio: ["pipe", "pipe", "pipe"],

@@ -70,6 +70,19 @@ describe("Go client library (sdk/go)", function () {
     }
   });
 
+  it("AcquireOptions.LockDelay reaches the server, on a lease of its own also with Options.Sessions; Release leaves no delay", async () => {
+    const resource = uniqueResource("go-sdk-lock-delay");
+    holder = new GoHolder([server.url], resource, ttl, { sessions: true, lockDelayMs: 3000 });
+    await holder.next("granted", 15_000);
+    expect(holder.seen("session-opened")).to.have.length(0);
+    const c = clientsFor(server.url);
+    expect((await c.lease.describe({ resource })).lockDelay).to.deep.include({ seconds: 3n });
+    await holder.send("release", "released");
+    const after = await c.lease.describe({ resource });
+    expect(after.held).to.equal(false);
+    expect(after.lockDelayUntil).to.equal(undefined);
+  });
+
   for (const sessions of [false, true]) {
     const on = sessions ? "on a session" : "on a lease of its own";
     it(`a holder paused past its TTL (${on}): its loss signal fires before its next write is sent, and a forced write is refused STALE_TOKEN`, async () => {

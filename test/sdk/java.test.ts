@@ -73,6 +73,18 @@ describe("sdk/java: the Java client library against real servers", function () {
     expect(r.output.match(/^ok /gm)).to.have.length(7);
   });
 
+  it("AcquireOptions.withLockDelay reaches the server, on a lease of its own also with sessions; release leaves no delay", async () => {
+    const resource = uniqueResource("java-sdk-lock-delay");
+    holder = new JavaHolder({ servers: [s.server.url], resource, ttlMs: ttl, sessions: true, lockDelayMs: 3000 });
+    await holder.next("granted", 20_000);
+    expect(holder.seen("session-opened")).to.have.length(0);
+    expect((await s.lease.describe({ resource })).lockDelay).to.deep.include({ seconds: 3n });
+    await holder.command("release", "released");
+    const after = await s.lease.describe({ resource });
+    expect(after.held).to.equal(false);
+    expect(after.lockDelayUntil).to.equal(undefined);
+  });
+
   for (const sessions of [false, true]) {
     const on = sessions ? "on a session" : "on a lease of its own";
     it(`a holder paused past its TTL (${on}) sees its loss before its next write is sent, and its old token is refused`, async () => {

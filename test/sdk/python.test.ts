@@ -75,6 +75,23 @@ describe("sdk/python: the Python library against real servers", function () {
     expect(anonymous.output).to.match(/^FAIL UnauthenticatedError UNAUTHENTICATED UNAUTHENTICATED: /m);
   });
 
+  it("acquire(lock_delay=...) reaches the server (on fencekeeper.aio too); release leaves no delay", async () => {
+    const c = clientsFor(server.url);
+    for (const asyncio of [false, true]) {
+      const resource = uniqueResource("py-sdk-lock-delay");
+      probe = new HoldProbe([server.url], resource, { ttlSeconds: ttl / 1000, asyncio, lockDelaySeconds: 3 });
+      await probe.next("granted", 15_000);
+      expect((await c.lease.describe({ resource })).lockDelay, asyncio ? "aio" : "threads").to.deep.include({ seconds: 3n });
+      probe.send("release");
+      await probe.next("released", 15_000);
+      const after = await c.lease.describe({ resource });
+      expect(after.held).to.equal(false);
+      expect(after.lockDelayUntil).to.equal(undefined);
+      await probe.kill();
+      probe = undefined;
+    }
+  });
+
   it("a holder paused past its TTL sees the loss before its next write is sent; a forced write is refused STALE_TOKEN", async () => {
     const resource = uniqueResource("py-sdk-paused");
     probe = new HoldProbe([server.url], resource, { ttlSeconds: ttl / 1000 });

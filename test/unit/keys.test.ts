@@ -1,6 +1,6 @@
 // The key layout: fixed-width generations order byte-wise as numbers; resources never share a prefix.
 import { expect } from "chai";
-import { KeyLayout, decodeGeneration, encodeGeneration, prefixEnd } from "../../server/etcd/keys.js";
+import { KeyLayout, decodeGeneration, delayLeaseOf, delayedLeaseIds, encodeGeneration, prefixEnd } from "../../server/etcd/keys.js";
 
 describe("etcd key layout", () => {
   const keys = new KeyLayout("/fk/");
@@ -19,6 +19,29 @@ describe("etcd key layout", () => {
     const end = prefixEnd(a);
     expect(Buffer.compare(ab, a) >= 0 && Buffer.compare(ab, end) < 0).to.equal(false);
     expect(keys.queuePrefix("a/b").toString()).to.equal("/fk/r/a%2Fb/q/");
+  });
+
+  it("puts the lock-delay key between the owner key and the line, where Observe's watch sees it", () => {
+    const [owner, delay, line] = [keys.ownerKey("r"), keys.lockDelayKey("r"), keys.queuePrefix("r")];
+    expect(Buffer.compare(owner, delay) < 0 && Buffer.compare(delay, line) < 0).to.equal(true);
+  });
+
+  it("tells a delayed acquisition's lease id, and its delay lease, from the id alone", () => {
+    // A fixed sequence (xorshift32), so that the test is the same on every run.
+    let x = 2463534242;
+    const next = () => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), x >>> 0);
+    for (let i = 0; i < 10_000; i++) {
+      const { lease, delayLease } = delayedLeaseIds(next());
+      expect(lease > 0n && lease < 2n ** 63n && delayLease > 0n && delayLease < 2n ** 63n).to.equal(true);
+      expect(delayLeaseOf(lease)).to.equal(delayLease);
+      // The delay lease is no delayed acquisition's: it has no delay lease of its own.
+      expect(delayLeaseOf(delayLease)).to.equal(undefined);
+      // Ids etcd chooses (any 63 bits) are taken for a delayed acquisition's only by a 31-bit coincidence.
+      const other = ((BigInt(next()) << 32n) | BigInt(next())) & (2n ** 63n - 1n);
+      expect(delayLeaseOf(other)).to.equal(undefined);
+      // So is one whose check bits are off.
+      expect(delayLeaseOf(lease ^ 1n)).to.equal(undefined);
+    }
   });
 
   it("maps store keys to etcd keys and back", () => {

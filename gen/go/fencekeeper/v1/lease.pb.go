@@ -11,6 +11,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -46,7 +47,19 @@ type AcquireRequest struct {
 	// session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
 	// ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
 	// such an acquisition waits, the server does not renew the session: its KeepAlive does.
-	SessionId     int64 `protobuf:"varint,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId int64 `protobuf:"varint,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+	// acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+	// long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+	// fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+	// delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+	// etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+	// Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+	// (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+	// must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+	// does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+	// lease of its own for a lock-delay.
+	LockDelay     *durationpb.Duration `protobuf:"bytes,7,opt,name=lock_delay,json=lockDelay,proto3" json:"lock_delay,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -123,13 +136,22 @@ func (x *AcquireRequest) GetSessionId() int64 {
 	return 0
 }
 
+func (x *AcquireRequest) GetLockDelay() *durationpb.Duration {
+	if x != nil {
+		return x.LockDelay
+	}
+	return nil
+}
+
 // The response of LeaseService.Acquire.
 type AcquireResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The token of this new generation. Send it with every mutation of the fenced store.
 	Token *FencingToken `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	// The TTL granted, in whole seconds, as etcd reports it right after the grant.
-	Ttl           *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	Ttl *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+	LockDelay     *durationpb.Duration `protobuf:"bytes,3,opt,name=lock_delay,json=lockDelay,proto3" json:"lock_delay,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -174,6 +196,13 @@ func (x *AcquireResponse) GetToken() *FencingToken {
 func (x *AcquireResponse) GetTtl() *durationpb.Duration {
 	if x != nil {
 		return x.Ttl
+	}
+	return nil
+}
+
+func (x *AcquireResponse) GetLockDelay() *durationpb.Duration {
+	if x != nil {
+		return x.LockDelay
 	}
 	return nil
 }
@@ -623,8 +652,16 @@ type DescribeResponse struct {
 	// principal (or an admin of the resource) may renew, release or write under the holder's token:
 	// knowing the token gives nobody else anything.
 	HolderPrincipal string `protobuf:"bytes,8,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+	// resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+	LockDelay *durationpb.Duration `protobuf:"bytes,9,opt,name=lock_delay,json=lockDelay,proto3" json:"lock_delay,omitempty"`
+	// Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+	// it before about this time. etcd ends the delay, to within about a second of this estimate (the
+	// server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+	// is the delay being served. Waiters are granted in order once it ends.
+	LockDelayUntil *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=lock_delay_until,json=lockDelayUntil,proto3" json:"lock_delay_until,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -713,6 +750,20 @@ func (x *DescribeResponse) GetHolderPrincipal() string {
 	return ""
 }
 
+func (x *DescribeResponse) GetLockDelay() *durationpb.Duration {
+	if x != nil {
+		return x.LockDelay
+	}
+	return nil
+}
+
+func (x *DescribeResponse) GetLockDelayUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LockDelayUntil
+	}
+	return nil
+}
+
 // The request of LeaseService.Observe.
 type ObserveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -760,7 +811,8 @@ func (x *ObserveRequest) GetResource() string {
 }
 
 // One ownership change of the observed resource. The first message of the stream gives the state at
-// the moment the stream started; each later one is a change of holder.
+// the moment the stream started; each later one is a change of holder, or the start of a lock-delay
+// (held false, lock_delay_until set), or the resource becoming free.
 type ObserveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whether the resource is held after this change.
@@ -773,8 +825,16 @@ type ObserveResponse struct {
 	Revision int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
 	// The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
 	HolderPrincipal string `protobuf:"bytes,5,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The lock-delay, as DescribeResponse.lock_delay: the new holder's, when held; the one being served,
+	// when lock_delay_until is set.
+	LockDelay *durationpb.Duration `protobuf:"bytes,6,opt,name=lock_delay,json=lockDelay,proto3" json:"lock_delay,omitempty"`
+	// Set when the resource has entered a lock-delay (its holder's lease expired, see
+	// AcquireRequest.lock_delay): nobody is granted it before about this time, as
+	// DescribeResponse.lock_delay_until. The next message is the next holder once the delay ends (or
+	// held false, without lock_delay_until, when nobody waits).
+	LockDelayUntil *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=lock_delay_until,json=lockDelayUntil,proto3" json:"lock_delay_until,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ObserveResponse) Reset() {
@@ -840,6 +900,20 @@ func (x *ObserveResponse) GetHolderPrincipal() string {
 		return x.HolderPrincipal
 	}
 	return ""
+}
+
+func (x *ObserveResponse) GetLockDelay() *durationpb.Duration {
+	if x != nil {
+		return x.LockDelay
+	}
+	return nil
+}
+
+func (x *ObserveResponse) GetLockDelayUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LockDelayUntil
+	}
+	return nil
 }
 
 // The request of LeaseService.OpenSession.
@@ -1186,7 +1260,7 @@ var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x17google/rpc/status.proto\"\xe2\x01\n" +
+	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\x9c\x02\n" +
 	"\x0eAcquireRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
@@ -1194,10 +1268,14 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x04wait\x18\x04 \x01(\bR\x04wait\x12<\n" +
 	"\fwait_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vwaitTimeout\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x06 \x01(\x03R\tsessionId\"r\n" +
+	"session_id\x18\x06 \x01(\x03R\tsessionId\x128\n" +
+	"\n" +
+	"lock_delay\x18\a \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\"\xac\x01\n" +
 	"\x0fAcquireResponse\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
-	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"J\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x128\n" +
+	"\n" +
+	"lock_delay\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\"J\n" +
 	"\x10KeepAliveRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\x03R\aleaseId\x12\x1b\n" +
 	"\tlease_ids\x18\x02 \x03(\x03R\bleaseIds\"\xbf\x01\n" +
@@ -1218,7 +1296,7 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n" +
 	"\x0fReleaseResponse\"-\n" +
 	"\x0fDescribeRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\x9b\x02\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\x9b\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1228,15 +1306,22 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05fence\x18\x06 \x01(\x03R\x05fence\x12\x1f\n" +
 	"\vlast_issued\x18\a \x01(\x03R\n" +
 	"lastIssued\x12)\n" +
-	"\x10holder_principal\x18\b \x01(\tR\x0fholderPrincipal\",\n" +
+	"\x10holder_principal\x18\b \x01(\tR\x0fholderPrincipal\x128\n" +
+	"\n" +
+	"lock_delay\x18\t \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\x12D\n" +
+	"\x10lock_delay_until\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x0elockDelayUntil\",\n" +
 	"\x0eObserveRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xb8\x01\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xb8\x02\n" +
 	"\x0fObserveResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
 	"\x05token\x18\x03 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\x03R\brevision\x12)\n" +
-	"\x10holder_principal\x18\x05 \x01(\tR\x0fholderPrincipal\"Y\n" +
+	"\x10holder_principal\x18\x05 \x01(\tR\x0fholderPrincipal\x128\n" +
+	"\n" +
+	"lock_delay\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\x12D\n" +
+	"\x10lock_delay_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0elockDelayUntil\"Y\n" +
 	"\x12OpenSessionRequest\x12+\n" +
 	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\"a\n" +
@@ -1306,48 +1391,55 @@ var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
 	(*FencingToken)(nil),          // 21: fencekeeper.v1.FencingToken
 	(*status.Status)(nil),         // 22: google.rpc.Status
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_fencekeeper_v1_lease_proto_depIdxs = []int32{
 	20, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
 	20, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
-	21, // 2: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
-	20, // 3: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	20, // 4: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
-	22, // 5: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
-	4,  // 6: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
-	20, // 7: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
-	22, // 8: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
-	20, // 9: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
-	21, // 10: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
-	21, // 11: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
-	20, // 12: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
-	21, // 13: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
-	20, // 14: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
-	20, // 15: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
-	19, // 16: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
-	0,  // 17: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
-	2,  // 18: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
-	5,  // 19: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
-	7,  // 20: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
-	9,  // 21: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
-	11, // 22: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
-	13, // 23: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
-	15, // 24: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
-	17, // 25: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
-	1,  // 26: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
-	3,  // 27: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
-	6,  // 28: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
-	8,  // 29: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
-	10, // 30: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
-	12, // 31: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
-	14, // 32: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
-	16, // 33: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
-	18, // 34: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
-	26, // [26:35] is the sub-list for method output_type
-	17, // [17:26] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	20, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
+	21, // 3: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
+	20, // 4: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	20, // 5: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
+	20, // 6: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
+	22, // 7: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
+	4,  // 8: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
+	20, // 9: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
+	22, // 10: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
+	20, // 11: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
+	21, // 12: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
+	21, // 13: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
+	20, // 14: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
+	20, // 15: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
+	23, // 16: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	21, // 17: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
+	20, // 18: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
+	23, // 19: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	20, // 20: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	20, // 21: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
+	19, // 22: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
+	0,  // 23: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
+	2,  // 24: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
+	5,  // 25: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
+	7,  // 26: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
+	9,  // 27: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
+	11, // 28: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
+	13, // 29: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
+	15, // 30: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
+	17, // 31: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
+	1,  // 32: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
+	3,  // 33: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
+	6,  // 34: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
+	8,  // 35: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
+	10, // 36: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
+	12, // 37: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
+	14, // 38: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
+	16, // 39: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
+	18, // 40: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
+	32, // [32:41] is the sub-list for method output_type
+	23, // [23:32] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_fencekeeper_v1_lease_proto_init() }

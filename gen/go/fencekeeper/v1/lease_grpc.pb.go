@@ -44,7 +44,9 @@ const (
 type LeaseServiceClient interface {
 	// Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
 	// FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
-	// the caller cancels. A waiter that gives up leaves nothing behind.
+	// the caller cancels. A waiter that gives up leaves nothing behind. While the resource is in a
+	// lock-delay (AcquireRequest.lock_delay), nobody is granted it: fail fast answers ABORTED, reason
+	// LOCK_DELAY, and waiters are granted in order once the delay ends.
 	Acquire(ctx context.Context, in *AcquireRequest, opts ...grpc.CallOption) (*AcquireResponse, error)
 	// Keep leases alive. Send a KeepAliveRequest for a lease whenever you want it renewed (every third of
 	// its TTL is usual); each gets one KeepAliveResponse. One stream may carry any number of leases.
@@ -196,7 +198,9 @@ func (c *leaseServiceClient) ListTokenKeys(ctx context.Context, in *ListTokenKey
 type LeaseServiceServer interface {
 	// Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
 	// FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
-	// the caller cancels. A waiter that gives up leaves nothing behind.
+	// the caller cancels. A waiter that gives up leaves nothing behind. While the resource is in a
+	// lock-delay (AcquireRequest.lock_delay), nobody is granted it: fail fast answers ABORTED, reason
+	// LOCK_DELAY, and waiters are granted in order once the delay ends.
 	Acquire(context.Context, *AcquireRequest) (*AcquireResponse, error)
 	// Keep leases alive. Send a KeepAliveRequest for a lease whenever you want it renewed (every third of
 	// its TTL is usual); each gets one KeepAliveResponse. One stream may carry any number of leases.

@@ -9,7 +9,7 @@ import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file fencekeeper/v1/errors.proto.
  */
 export const file_fencekeeper_v1_errors: GenFile = /*@__PURE__*/
-  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKswCCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJEhMKD1VOQVVUSEVOVElDQVRFRBAKEhUKEVBFUk1JU1NJT05fREVOSUVEEAsSDgoKTk9UX0hPTERFUhAMEhsKF1RPS0VOX1NJR05BVFVSRV9JTlZBTElEEA1CagoRaW8uZmVuY2VrZWVwZXIudjFCC0Vycm9yc1Byb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw");
+  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKtwCCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJEhMKD1VOQVVUSEVOVElDQVRFRBAKEhUKEVBFUk1JU1NJT05fREVOSUVEEAsSDgoKTk9UX0hPTERFUhAMEhsKF1RPS0VOX1NJR05BVFVSRV9JTlZBTElEEA0SDgoKTE9DS19ERUxBWRAOQmoKEWlvLmZlbmNla2VlcGVyLnYxQgtFcnJvcnNQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM");
 
 /**
  * The reasons fencekeeper puts in the `google.rpc.ErrorInfo` detail of a failed call, with domain
@@ -134,6 +134,16 @@ export enum ErrorReason {
    * @generated from enum value: TOKEN_SIGNATURE_INVALID = 13;
    */
   TOKEN_SIGNATURE_INVALID = 13,
+
+  /**
+   * ABORTED, from Acquire with wait unset: the resource is in a lock-delay (AcquireRequest.lock_delay):
+   * the lease of its last holder expired, and nobody is granted it before the delay ends. Acquire
+   * again after that time, or with wait set to be granted when it ends. Metadata: "resource",
+   * "lock_delay_until" (RFC 3339, UTC), "generation" (of the holder whose lease expired).
+   *
+   * @generated from enum value: LOCK_DELAY = 14;
+   */
+  LOCK_DELAY = 14,
 }
 
 /**

@@ -6,8 +6,8 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { FencingToken } from "./token_pb.js";
 import { file_fencekeeper_v1_token } from "./token_pb.js";
-import type { Duration } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Status } from "../../google/rpc/status_pb.js";
 import { file_google_rpc_status } from "../../google/rpc/status_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/lease.proto.
  */
 export const file_fencekeeper_v1_lease: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEirQEKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAyJmCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjcKEEtlZXBBbGl2ZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMSEQoJbGVhc2VfaWRzGAIgAygDIqABChFLZWVwQWxpdmVSZXNwb25zZRIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cxIuCghyZW5ld2FscxgEIAMoCzIcLmZlbmNla2VlcGVyLnYxLkxlYXNlUmVuZXdhbCJrCgxMZWFzZVJlbmV3YWwSEAoIbGVhc2VfaWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiEKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMiIAoMUmVuZXdSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDIjcKDVJlbmV3UmVzcG9uc2USJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj0KDlJlbGVhc2VSZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuIhEKD1JlbGVhc2VSZXNwb25zZSIjCg9EZXNjcmliZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAki1AEKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCSIiCg5PYnNlcnZlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKIAQoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDEhgKEGhvbGRlcl9wcmluY2lwYWwYBSABKAkiTAoST3BlblNlc3Npb25SZXF1ZXN0EiYKA3R0bBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAiABKAkiUQoTT3BlblNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAMiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiFgoUTGlzdFRva2VuS2V5c1JlcXVlc3QiPwoVTGlzdFRva2VuS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC5mZW5jZWtlZXBlci52MS5Ub2tlbktleSJBCghUb2tlbktleRIOCgZrZXlfaWQYASABKAkSEQoJYWxnb3JpdGhtGAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwy8AUKDExlYXNlU2VydmljZRJKCgdBY3F1aXJlEh4uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVzcG9uc2USVAoJS2VlcEFsaXZlEiAuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVxdWVzdBohLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlc3BvbnNlKAEwARJECgVSZW5ldxIcLmZlbmNla2VlcGVyLnYxLlJlbmV3UmVxdWVzdBodLmZlbmNla2VlcGVyLnYxLlJlbmV3UmVzcG9uc2USSgoHUmVsZWFzZRIeLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlc3BvbnNlEk0KCERlc2NyaWJlEh8uZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXF1ZXN0GiAuZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXNwb25zZRJMCgdPYnNlcnZlEh4uZmVuY2VrZWVwZXIudjEuT2JzZXJ2ZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVzcG9uc2UwARJWCgtPcGVuU2Vzc2lvbhIiLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVxdWVzdBojLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVzcG9uc2USWQoMQ2xvc2VTZXNzaW9uEiMuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBokLmZlbmNla2VlcGVyLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlElwKDUxpc3RUb2tlbktleXMSJC5mZW5jZWtlZXBlci52MS5MaXN0VG9rZW5LZXlzUmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXNwb25zZUJpChFpby5mZW5jZWtlZXBlci52MUIKTGVhc2VQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_rpc_status]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEi3AEKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIpUBCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi0KCmxvY2tfZGVsYXkYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNwoQS2VlcEFsaXZlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoAxIRCglsZWFzZV9pZHMYAiADKAMioAEKEUtlZXBBbGl2ZVJlc3BvbnNlEhAKCGxlYXNlX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCHJlbmV3YWxzGAQgAygLMhwuZmVuY2VrZWVwZXIudjEuTGVhc2VSZW5ld2FsImsKDExlYXNlUmVuZXdhbBIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cyIgCgxSZW5ld1JlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMiNwoNUmVuZXdSZXNwb25zZRImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPQoOUmVsZWFzZVJlcXVlc3QSKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4iEQoPUmVsZWFzZVJlc3BvbnNlIiMKD0Rlc2NyaWJlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSK5AgoQRGVzY3JpYmVSZXNwb25zZRIMCgRoZWxkGAEgASgIEg4KBmhvbGRlchgCIAEoCRIrCgV0b2tlbhgDIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDwoHd2FpdGVycxgFIAEoBRINCgVmZW5jZRgGIAEoAxITCgtsYXN0X2lzc3VlZBgHIAEoAxIYChBob2xkZXJfcHJpbmNpcGFsGAggASgJEi0KCmxvY2tfZGVsYXkYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoQbG9ja19kZWxheV91bnRpbBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiIgoOT2JzZXJ2ZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAki7QEKD09ic2VydmVSZXNwb25zZRIMCgRoZWxkGAEgASgIEg4KBmhvbGRlchgCIAEoCRIrCgV0b2tlbhgDIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhIQCghyZXZpc2lvbhgEIAEoAxIYChBob2xkZXJfcHJpbmNpcGFsGAUgASgJEi0KCmxvY2tfZGVsYXkYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoQbG9ja19kZWxheV91bnRpbBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTAoST3BlblNlc3Npb25SZXF1ZXN0EiYKA3R0bBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAiABKAkiUQoTT3BlblNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAMiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiFgoUTGlzdFRva2VuS2V5c1JlcXVlc3QiPwoVTGlzdFRva2VuS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC5mZW5jZWtlZXBlci52MS5Ub2tlbktleSJBCghUb2tlbktleRIOCgZrZXlfaWQYASABKAkSEQoJYWxnb3JpdGhtGAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwy8AUKDExlYXNlU2VydmljZRJKCgdBY3F1aXJlEh4uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVzcG9uc2USVAoJS2VlcEFsaXZlEiAuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVxdWVzdBohLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlc3BvbnNlKAEwARJECgVSZW5ldxIcLmZlbmNla2VlcGVyLnYxLlJlbmV3UmVxdWVzdBodLmZlbmNla2VlcGVyLnYxLlJlbmV3UmVzcG9uc2USSgoHUmVsZWFzZRIeLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlc3BvbnNlEk0KCERlc2NyaWJlEh8uZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXF1ZXN0GiAuZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXNwb25zZRJMCgdPYnNlcnZlEh4uZmVuY2VrZWVwZXIudjEuT2JzZXJ2ZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVzcG9uc2UwARJWCgtPcGVuU2Vzc2lvbhIiLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVxdWVzdBojLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVzcG9uc2USWQoMQ2xvc2VTZXNzaW9uEiMuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBokLmZlbmNla2VlcGVyLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlElwKDUxpc3RUb2tlbktleXMSJC5mZW5jZWtlZXBlci52MS5MaXN0VG9rZW5LZXlzUmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXNwb25zZUJpChFpby5mZW5jZWtlZXBlci52MUIKTGVhc2VQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * The request of LeaseService.Acquire.
@@ -74,6 +74,23 @@ export type AcquireRequest = Message<"fencekeeper.v1.AcquireRequest"> & {
    * @generated from field: int64 session_id = 6;
    */
   sessionId: bigint;
+
+  /**
+   * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+   * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+   * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+   * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+   * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+   * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+   * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+   * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+   * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+   * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+   * lease of its own for a lock-delay.
+   *
+   * @generated from field: google.protobuf.Duration lock_delay = 7;
+   */
+  lockDelay?: Duration;
 };
 
 /**
@@ -102,6 +119,13 @@ export type AcquireResponse = Message<"fencekeeper.v1.AcquireResponse"> & {
    * @generated from field: google.protobuf.Duration ttl = 2;
    */
   ttl?: Duration;
+
+  /**
+   * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+   *
+   * @generated from field: google.protobuf.Duration lock_delay = 3;
+   */
+  lockDelay?: Duration;
 };
 
 /**
@@ -389,6 +413,24 @@ export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
    * @generated from field: string holder_principal = 8;
    */
   holderPrincipal: string;
+
+  /**
+   * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+   * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+   *
+   * @generated from field: google.protobuf.Duration lock_delay = 9;
+   */
+  lockDelay?: Duration;
+
+  /**
+   * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+   * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+   * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+   * is the delay being served. Waiters are granted in order once it ends.
+   *
+   * @generated from field: google.protobuf.Timestamp lock_delay_until = 10;
+   */
+  lockDelayUntil?: Timestamp;
 };
 
 /**
@@ -421,7 +463,8 @@ export const ObserveRequestSchema: GenMessage<ObserveRequest> = /*@__PURE__*/
 
 /**
  * One ownership change of the observed resource. The first message of the stream gives the state at
- * the moment the stream started; each later one is a change of holder.
+ * the moment the stream started; each later one is a change of holder, or the start of a lock-delay
+ * (held false, lock_delay_until set), or the resource becoming free.
  *
  * @generated from message fencekeeper.v1.ObserveResponse
  */
@@ -460,6 +503,24 @@ export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
    * @generated from field: string holder_principal = 5;
    */
   holderPrincipal: string;
+
+  /**
+   * The lock-delay, as DescribeResponse.lock_delay: the new holder's, when held; the one being served,
+   * when lock_delay_until is set.
+   *
+   * @generated from field: google.protobuf.Duration lock_delay = 6;
+   */
+  lockDelay?: Duration;
+
+  /**
+   * Set when the resource has entered a lock-delay (its holder's lease expired, see
+   * AcquireRequest.lock_delay): nobody is granted it before about this time, as
+   * DescribeResponse.lock_delay_until. The next message is the next holder once the delay ends (or
+   * held false, without lock_delay_until, when nobody waits).
+   *
+   * @generated from field: google.protobuf.Timestamp lock_delay_until = 7;
+   */
+  lockDelayUntil?: Timestamp;
 };
 
 /**
@@ -647,7 +708,9 @@ export const LeaseService: GenService<{
   /**
    * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
    * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
-   * the caller cancels. A waiter that gives up leaves nothing behind.
+   * the caller cancels. A waiter that gives up leaves nothing behind. While the resource is in a
+   * lock-delay (AcquireRequest.lock_delay), nobody is granted it: fail fast answers ABORTED, reason
+   * LOCK_DELAY, and waiters are granted in order once the delay ends.
    *
    * @generated from rpc fencekeeper.v1.LeaseService.Acquire
    */

@@ -2,7 +2,7 @@
 //
 //	fk-sdk-probe scenario --server URLS --resource R
 //	    the conformance scenario of test/conformance/SCENARIO.md, through the library
-//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions]
+//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--lock-delay 3s]
 //	    acquires R (on a session with --sessions) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
 //	    stream-failed, ...), then runs the commands it reads on stdin, one a line:
 //	      write K V   a write through the lease (checked first: a lost lease sends nothing)
@@ -45,6 +45,7 @@ func main() {
 	ttl := flags.Duration("ttl", 2*time.Second, "the lease TTL")
 	holder := flags.String("holder", "go-probe", "the holder label")
 	sessions := flags.Bool("sessions", false, "hold: acquire on a session (Options.Sessions)")
+	lockDelay := flags.Duration("lock-delay", 0, "hold: the lock-delay (AcquireOptions.LockDelay)")
 	bearer := flags.String("bearer", "", "a JWT, sent as authorization: Bearer")
 	ca := flags.String("tls-ca", "", "PEM CA of the server's certificate")
 	cert := flags.String("tls-cert", "", "PEM client certificate")
@@ -65,7 +66,7 @@ func main() {
 			os.Exit(1)
 		}
 	case "hold":
-		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, *ttl, *holder); err != nil {
+		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, LockDelay: *lockDelay}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -139,7 +140,7 @@ func outcome(commit fencekeeper.Commit, err error) map[string]any {
 	return out
 }
 
-func hold(options fencekeeper.Options, resource string, ttl time.Duration, holder string) error {
+func hold(options fencekeeper.Options, resource string, acquire fencekeeper.AcquireOptions) error {
 	var p printer
 	options.OnEvent = func(e fencekeeper.Event) {
 		fields := map[string]any{"event": string(e.Type), "at": ms(e.At)}
@@ -163,7 +164,7 @@ func hold(options fencekeeper.Options, resource string, ttl time.Duration, holde
 		return err
 	}
 	defer c.Close()
-	lease, err := c.Acquire(context.Background(), resource, fencekeeper.AcquireOptions{TTL: ttl, Holder: holder})
+	lease, err := c.Acquire(context.Background(), resource, acquire)
 	if err != nil {
 		return err
 	}

@@ -152,19 +152,24 @@ class Client:
         wait: bool | float = False,
         cancel: threading.Event | None = None,
         holder: str | None = None,
+        lock_delay: float = 0,
     ) -> Lease:
         """Acquires resource and keeps its lease alive until it is released or lost.
 
         ttl: seconds (etcd grants whole seconds, at least 2). wait: False fails with ResourceHeldError when
         the resource is held; True waits in line; a number waits at most that many seconds (TimeoutError).
-        Setting cancel cancels a waiting acquire (CanceledError) and, once granted, ends the lease."""
-        if self._sessions is not None:
+        Setting cancel cancels a waiting acquire (CanceledError) and, once granted, ends the lease.
+        lock_delay: seconds (whole, rounded up; 0: none) during which nobody is granted the resource if this
+        lease expires rather than being released (docs/lock-delay.md); such a lease is always one of its own."""
+        if self._sessions is not None and not lock_delay:
             lease = self._acquire_on_session(resource, ttl, wait, cancel, holder)
             if lease is not None:
                 return lease
-        return self._acquire_own(resource, ttl, wait, cancel, holder)
+        return self._acquire_own(resource, ttl, wait, cancel, holder, lock_delay)
 
-    def _acquire_own(self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None) -> Lease:
+    def _acquire_own(
+        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, lock_delay: float = 0
+    ) -> Lease:
         """An acquisition on an etcd lease of its own."""
         if self._closed:
             raise CanceledError("the client is closed", grpc.StatusCode.CANCELLED)
@@ -175,6 +180,7 @@ class Client:
             holder=holder or self._holder,
             wait=wait is not False,
             wait_timeout=_duration(wait_for) if wait_for is not None else None,
+            lock_delay=_duration(lock_delay) if lock_delay else None,
         )
         sent_at = now()
         res = self._acquire_call(req, wait, wait_for, cancel)

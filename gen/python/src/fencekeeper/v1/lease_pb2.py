@@ -24,10 +24,11 @@ _sym_db = _symbol_database.Default()
 
 from fencekeeper.v1 import token_pb2 as fencekeeper_dot_v1_dot_token__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x66\x65ncekeeper/v1/lease.proto\x12\x0e\x66\x65ncekeeper.v1\x1a\x1a\x66\x65ncekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x17google/rpc/status.proto\"\xe2\x01\n\x0e\x41\x63quireRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x16\n\x06holder\x18\x03 \x01(\tR\x06holder\x12\x12\n\x04wait\x18\x04 \x01(\x08R\x04wait\x12<\n\x0cwait_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0bwaitTimeout\x12\x1d\n\nsession_id\x18\x06 \x01(\x03R\tsessionId\"r\n\x0f\x41\x63quireResponse\x12\x32\n\x05token\x18\x01 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"J\n\x10KeepAliveRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\x12\x1b\n\tlease_ids\x18\x02 \x03(\x03R\x08leaseIds\"\xbf\x01\n\x11KeepAliveResponse\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12(\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.google.rpc.StatusR\x05\x65rror\x12\x38\n\x08renewals\x18\x04 \x03(\x0b\x32\x1c.fencekeeper.v1.LeaseRenewalR\x08renewals\"\x80\x01\n\x0cLeaseRenewal\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12(\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.google.rpc.StatusR\x05\x65rror\")\n\x0cRenewRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\"<\n\rRenewResponse\x12+\n\x03ttl\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"D\n\x0eReleaseRequest\x12\x32\n\x05token\x18\x01 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n\x0fReleaseResponse\"-\n\x0f\x44\x65scribeRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"\x9b\x02\n\x10\x44\x65scribeResponse\x12\x12\n\x04held\x18\x01 \x01(\x08R\x04held\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\x12\x32\n\x05token\x18\x03 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n\x03ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x18\n\x07waiters\x18\x05 \x01(\x05R\x07waiters\x12\x14\n\x05\x66\x65nce\x18\x06 \x01(\x03R\x05\x66\x65nce\x12\x1f\n\x0blast_issued\x18\x07 \x01(\x03R\nlastIssued\x12)\n\x10holder_principal\x18\x08 \x01(\tR\x0fholderPrincipal\",\n\x0eObserveRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"\xb8\x01\n\x0fObserveResponse\x12\x12\n\x04held\x18\x01 \x01(\x08R\x04held\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\x12\x32\n\x05token\x18\x03 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12\x1a\n\x08revision\x18\x04 \x01(\x03R\x08revision\x12)\n\x10holder_principal\x18\x05 \x01(\tR\x0fholderPrincipal\"Y\n\x12OpenSessionRequest\x12+\n\x03ttl\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\"a\n\x13OpenSessionResponse\x12\x1d\n\nsession_id\x18\x01 \x01(\x03R\tsessionId\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"4\n\x13\x43loseSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\x03R\tsessionId\"\x16\n\x14\x43loseSessionResponse\"\x16\n\x14ListTokenKeysRequest\"E\n\x15ListTokenKeysResponse\x12,\n\x04keys\x18\x01 \x03(\x0b\x32\x18.fencekeeper.v1.TokenKeyR\x04keys\"^\n\x08TokenKey\x12\x15\n\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1c\n\talgorithm\x18\x02 \x01(\tR\talgorithm\x12\x1d\n\npublic_key\x18\x03 \x01(\x0cR\tpublicKey2\xf0\x05\n\x0cLeaseService\x12J\n\x07\x41\x63quire\x12\x1e.fencekeeper.v1.AcquireRequest\x1a\x1f.fencekeeper.v1.AcquireResponse\x12T\n\tKeepAlive\x12 .fencekeeper.v1.KeepAliveRequest\x1a!.fencekeeper.v1.KeepAliveResponse(\x01\x30\x01\x12\x44\n\x05Renew\x12\x1c.fencekeeper.v1.RenewRequest\x1a\x1d.fencekeeper.v1.RenewResponse\x12J\n\x07Release\x12\x1e.fencekeeper.v1.ReleaseRequest\x1a\x1f.fencekeeper.v1.ReleaseResponse\x12M\n\x08\x44\x65scribe\x12\x1f.fencekeeper.v1.DescribeRequest\x1a .fencekeeper.v1.DescribeResponse\x12L\n\x07Observe\x12\x1e.fencekeeper.v1.ObserveRequest\x1a\x1f.fencekeeper.v1.ObserveResponse0\x01\x12V\n\x0bOpenSession\x12\".fencekeeper.v1.OpenSessionRequest\x1a#.fencekeeper.v1.OpenSessionResponse\x12Y\n\x0c\x43loseSession\x12#.fencekeeper.v1.CloseSessionRequest\x1a$.fencekeeper.v1.CloseSessionResponse\x12\\\n\rListTokenKeys\x12$.fencekeeper.v1.ListTokenKeysRequest\x1a%.fencekeeper.v1.ListTokenKeysResponseBi\n\x11io.fencekeeper.v1B\nLeaseProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x66\x65ncekeeper/v1/lease.proto\x12\x0e\x66\x65ncekeeper.v1\x1a\x1a\x66\x65ncekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\x9c\x02\n\x0e\x41\x63quireRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x16\n\x06holder\x18\x03 \x01(\tR\x06holder\x12\x12\n\x04wait\x18\x04 \x01(\x08R\x04wait\x12<\n\x0cwait_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0bwaitTimeout\x12\x1d\n\nsession_id\x18\x06 \x01(\x03R\tsessionId\x12\x38\n\nlock_delay\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationR\tlockDelay\"\xac\x01\n\x0f\x41\x63quireResponse\x12\x32\n\x05token\x18\x01 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x38\n\nlock_delay\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\tlockDelay\"J\n\x10KeepAliveRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\x12\x1b\n\tlease_ids\x18\x02 \x03(\x03R\x08leaseIds\"\xbf\x01\n\x11KeepAliveResponse\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12(\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.google.rpc.StatusR\x05\x65rror\x12\x38\n\x08renewals\x18\x04 \x03(\x0b\x32\x1c.fencekeeper.v1.LeaseRenewalR\x08renewals\"\x80\x01\n\x0cLeaseRenewal\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12(\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.google.rpc.StatusR\x05\x65rror\")\n\x0cRenewRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\x03R\x07leaseId\"<\n\rRenewResponse\x12+\n\x03ttl\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"D\n\x0eReleaseRequest\x12\x32\n\x05token\x18\x01 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n\x0fReleaseResponse\"-\n\x0f\x44\x65scribeRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"\x9b\x03\n\x10\x44\x65scribeResponse\x12\x12\n\x04held\x18\x01 \x01(\x08R\x04held\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\x12\x32\n\x05token\x18\x03 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n\x03ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x18\n\x07waiters\x18\x05 \x01(\x05R\x07waiters\x12\x14\n\x05\x66\x65nce\x18\x06 \x01(\x03R\x05\x66\x65nce\x12\x1f\n\x0blast_issued\x18\x07 \x01(\x03R\nlastIssued\x12)\n\x10holder_principal\x18\x08 \x01(\tR\x0fholderPrincipal\x12\x38\n\nlock_delay\x18\t \x01(\x0b\x32\x19.google.protobuf.DurationR\tlockDelay\x12\x44\n\x10lock_delay_until\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0elockDelayUntil\",\n\x0eObserveRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"\xb8\x02\n\x0fObserveResponse\x12\x12\n\x04held\x18\x01 \x01(\x08R\x04held\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\x12\x32\n\x05token\x18\x03 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12\x1a\n\x08revision\x18\x04 \x01(\x03R\x08revision\x12)\n\x10holder_principal\x18\x05 \x01(\tR\x0fholderPrincipal\x12\x38\n\nlock_delay\x18\x06 \x01(\x0b\x32\x19.google.protobuf.DurationR\tlockDelay\x12\x44\n\x10lock_delay_until\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0elockDelayUntil\"Y\n\x12OpenSessionRequest\x12+\n\x03ttl\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x16\n\x06holder\x18\x02 \x01(\tR\x06holder\"a\n\x13OpenSessionResponse\x12\x1d\n\nsession_id\x18\x01 \x01(\x03R\tsessionId\x12+\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"4\n\x13\x43loseSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\x03R\tsessionId\"\x16\n\x14\x43loseSessionResponse\"\x16\n\x14ListTokenKeysRequest\"E\n\x15ListTokenKeysResponse\x12,\n\x04keys\x18\x01 \x03(\x0b\x32\x18.fencekeeper.v1.TokenKeyR\x04keys\"^\n\x08TokenKey\x12\x15\n\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1c\n\talgorithm\x18\x02 \x01(\tR\talgorithm\x12\x1d\n\npublic_key\x18\x03 \x01(\x0cR\tpublicKey2\xf0\x05\n\x0cLeaseService\x12J\n\x07\x41\x63quire\x12\x1e.fencekeeper.v1.AcquireRequest\x1a\x1f.fencekeeper.v1.AcquireResponse\x12T\n\tKeepAlive\x12 .fencekeeper.v1.KeepAliveRequest\x1a!.fencekeeper.v1.KeepAliveResponse(\x01\x30\x01\x12\x44\n\x05Renew\x12\x1c.fencekeeper.v1.RenewRequest\x1a\x1d.fencekeeper.v1.RenewResponse\x12J\n\x07Release\x12\x1e.fencekeeper.v1.ReleaseRequest\x1a\x1f.fencekeeper.v1.ReleaseResponse\x12M\n\x08\x44\x65scribe\x12\x1f.fencekeeper.v1.DescribeRequest\x1a .fencekeeper.v1.DescribeResponse\x12L\n\x07Observe\x12\x1e.fencekeeper.v1.ObserveRequest\x1a\x1f.fencekeeper.v1.ObserveResponse0\x01\x12V\n\x0bOpenSession\x12\".fencekeeper.v1.OpenSessionRequest\x1a#.fencekeeper.v1.OpenSessionResponse\x12Y\n\x0c\x43loseSession\x12#.fencekeeper.v1.CloseSessionRequest\x1a$.fencekeeper.v1.CloseSessionResponse\x12\\\n\rListTokenKeys\x12$.fencekeeper.v1.ListTokenKeysRequest\x1a%.fencekeeper.v1.ListTokenKeysResponseBi\n\x11io.fencekeeper.v1B\nLeaseProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,46 +36,46 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'fencekeeper.v1.lease_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\021io.fencekeeper.v1B\nLeaseProtoP\001ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1'
-  _globals['_ACQUIREREQUEST']._serialized_start=132
-  _globals['_ACQUIREREQUEST']._serialized_end=358
-  _globals['_ACQUIRERESPONSE']._serialized_start=360
-  _globals['_ACQUIRERESPONSE']._serialized_end=474
-  _globals['_KEEPALIVEREQUEST']._serialized_start=476
-  _globals['_KEEPALIVEREQUEST']._serialized_end=550
-  _globals['_KEEPALIVERESPONSE']._serialized_start=553
-  _globals['_KEEPALIVERESPONSE']._serialized_end=744
-  _globals['_LEASERENEWAL']._serialized_start=747
-  _globals['_LEASERENEWAL']._serialized_end=875
-  _globals['_RENEWREQUEST']._serialized_start=877
-  _globals['_RENEWREQUEST']._serialized_end=918
-  _globals['_RENEWRESPONSE']._serialized_start=920
-  _globals['_RENEWRESPONSE']._serialized_end=980
-  _globals['_RELEASEREQUEST']._serialized_start=982
-  _globals['_RELEASEREQUEST']._serialized_end=1050
-  _globals['_RELEASERESPONSE']._serialized_start=1052
-  _globals['_RELEASERESPONSE']._serialized_end=1069
-  _globals['_DESCRIBEREQUEST']._serialized_start=1071
-  _globals['_DESCRIBEREQUEST']._serialized_end=1116
-  _globals['_DESCRIBERESPONSE']._serialized_start=1119
-  _globals['_DESCRIBERESPONSE']._serialized_end=1402
-  _globals['_OBSERVEREQUEST']._serialized_start=1404
-  _globals['_OBSERVEREQUEST']._serialized_end=1448
-  _globals['_OBSERVERESPONSE']._serialized_start=1451
-  _globals['_OBSERVERESPONSE']._serialized_end=1635
-  _globals['_OPENSESSIONREQUEST']._serialized_start=1637
-  _globals['_OPENSESSIONREQUEST']._serialized_end=1726
-  _globals['_OPENSESSIONRESPONSE']._serialized_start=1728
-  _globals['_OPENSESSIONRESPONSE']._serialized_end=1825
-  _globals['_CLOSESESSIONREQUEST']._serialized_start=1827
-  _globals['_CLOSESESSIONREQUEST']._serialized_end=1879
-  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1881
-  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1903
-  _globals['_LISTTOKENKEYSREQUEST']._serialized_start=1905
-  _globals['_LISTTOKENKEYSREQUEST']._serialized_end=1927
-  _globals['_LISTTOKENKEYSRESPONSE']._serialized_start=1929
-  _globals['_LISTTOKENKEYSRESPONSE']._serialized_end=1998
-  _globals['_TOKENKEY']._serialized_start=2000
-  _globals['_TOKENKEY']._serialized_end=2094
-  _globals['_LEASESERVICE']._serialized_start=2097
-  _globals['_LEASESERVICE']._serialized_end=2849
+  _globals['_ACQUIREREQUEST']._serialized_start=165
+  _globals['_ACQUIREREQUEST']._serialized_end=449
+  _globals['_ACQUIRERESPONSE']._serialized_start=452
+  _globals['_ACQUIRERESPONSE']._serialized_end=624
+  _globals['_KEEPALIVEREQUEST']._serialized_start=626
+  _globals['_KEEPALIVEREQUEST']._serialized_end=700
+  _globals['_KEEPALIVERESPONSE']._serialized_start=703
+  _globals['_KEEPALIVERESPONSE']._serialized_end=894
+  _globals['_LEASERENEWAL']._serialized_start=897
+  _globals['_LEASERENEWAL']._serialized_end=1025
+  _globals['_RENEWREQUEST']._serialized_start=1027
+  _globals['_RENEWREQUEST']._serialized_end=1068
+  _globals['_RENEWRESPONSE']._serialized_start=1070
+  _globals['_RENEWRESPONSE']._serialized_end=1130
+  _globals['_RELEASEREQUEST']._serialized_start=1132
+  _globals['_RELEASEREQUEST']._serialized_end=1200
+  _globals['_RELEASERESPONSE']._serialized_start=1202
+  _globals['_RELEASERESPONSE']._serialized_end=1219
+  _globals['_DESCRIBEREQUEST']._serialized_start=1221
+  _globals['_DESCRIBEREQUEST']._serialized_end=1266
+  _globals['_DESCRIBERESPONSE']._serialized_start=1269
+  _globals['_DESCRIBERESPONSE']._serialized_end=1680
+  _globals['_OBSERVEREQUEST']._serialized_start=1682
+  _globals['_OBSERVEREQUEST']._serialized_end=1726
+  _globals['_OBSERVERESPONSE']._serialized_start=1729
+  _globals['_OBSERVERESPONSE']._serialized_end=2041
+  _globals['_OPENSESSIONREQUEST']._serialized_start=2043
+  _globals['_OPENSESSIONREQUEST']._serialized_end=2132
+  _globals['_OPENSESSIONRESPONSE']._serialized_start=2134
+  _globals['_OPENSESSIONRESPONSE']._serialized_end=2231
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=2233
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=2285
+  _globals['_CLOSESESSIONRESPONSE']._serialized_start=2287
+  _globals['_CLOSESESSIONRESPONSE']._serialized_end=2309
+  _globals['_LISTTOKENKEYSREQUEST']._serialized_start=2311
+  _globals['_LISTTOKENKEYSREQUEST']._serialized_end=2333
+  _globals['_LISTTOKENKEYSRESPONSE']._serialized_start=2335
+  _globals['_LISTTOKENKEYSRESPONSE']._serialized_end=2404
+  _globals['_TOKENKEY']._serialized_start=2406
+  _globals['_TOKENKEY']._serialized_end=2500
+  _globals['_LEASESERVICE']._serialized_start=2503
+  _globals['_LEASESERVICE']._serialized_end=3255
 # @@protoc_insertion_point(module_scope)

@@ -2,6 +2,7 @@ import datetime
 
 from fencekeeper.v1 import token_pb2 as _token_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.rpc import status_pb2 as _status_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -12,28 +13,32 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AcquireRequest(_message.Message):
-    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout", "session_id")
+    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout", "session_id", "lock_delay")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     WAIT_FIELD_NUMBER: _ClassVar[int]
     WAIT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_FIELD_NUMBER: _ClassVar[int]
     resource: str
     ttl: _duration_pb2.Duration
     holder: str
     wait: bool
     wait_timeout: _duration_pb2.Duration
     session_id: int
-    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[int] = ...) -> None: ...
+    lock_delay: _duration_pb2.Duration
+    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[int] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class AcquireResponse(_message.Message):
-    __slots__ = ("token", "ttl")
+    __slots__ = ("token", "ttl", "lock_delay")
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_FIELD_NUMBER: _ClassVar[int]
     token: _token_pb2.FencingToken
     ttl: _duration_pb2.Duration
-    def __init__(self, token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    lock_delay: _duration_pb2.Duration
+    def __init__(self, token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class KeepAliveRequest(_message.Message):
     __slots__ = ("lease_id", "lease_ids")
@@ -94,7 +99,7 @@ class DescribeRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal")
+    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal", "lock_delay", "lock_delay_until")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -103,6 +108,8 @@ class DescribeResponse(_message.Message):
     FENCE_FIELD_NUMBER: _ClassVar[int]
     LAST_ISSUED_FIELD_NUMBER: _ClassVar[int]
     HOLDER_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_UNTIL_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
@@ -111,7 +118,9 @@ class DescribeResponse(_message.Message):
     fence: int
     last_issued: int
     holder_principal: str
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ...) -> None: ...
+    lock_delay: _duration_pb2.Duration
+    lock_delay_until: _timestamp_pb2.Timestamp
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ObserveRequest(_message.Message):
     __slots__ = ("resource",)
@@ -120,18 +129,22 @@ class ObserveRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ...) -> None: ...
 
 class ObserveResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "revision", "holder_principal")
+    __slots__ = ("held", "holder", "token", "revision", "holder_principal", "lock_delay", "lock_delay_until")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     HOLDER_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_UNTIL_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
     revision: int
     holder_principal: str
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ..., holder_principal: _Optional[str] = ...) -> None: ...
+    lock_delay: _duration_pb2.Duration
+    lock_delay_until: _timestamp_pb2.Timestamp
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ("ttl", "holder")

@@ -101,7 +101,9 @@ class LeaseServiceServicer:
     def Acquire(self, request, context):
         """Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
         FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
-        the caller cancels. A waiter that gives up leaves nothing behind.
+        the caller cancels. A waiter that gives up leaves nothing behind. While the resource is in a
+        lock-delay (AcquireRequest.lock_delay), nobody is granted it: fail fast answers ABORTED, reason
+        LOCK_DELAY, and waiters are granted in order once the delay ends.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -269,6 +269,74 @@ private static final long serialVersionUID = 0L;
     return sessionId_;
   }
 
+  public static final int LOCK_DELAY_FIELD_NUMBER = 7;
+  private com.google.protobuf.Duration lockDelay_;
+  /**
+   * <pre>
+   * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+   * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+   * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+   * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+   * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+   * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+   * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+   * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+   * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+   * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+   * lease of its own for a lock-delay.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+   * @return Whether the lockDelay field is set.
+   */
+  @java.lang.Override
+  public boolean hasLockDelay() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+   * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+   * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+   * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+   * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+   * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+   * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+   * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+   * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+   * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+   * lease of its own for a lock-delay.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+   * @return The lockDelay.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Duration getLockDelay() {
+    return lockDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+  }
+  /**
+   * <pre>
+   * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+   * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+   * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+   * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+   * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+   * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+   * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+   * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+   * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+   * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+   * lease of its own for a lock-delay.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder() {
+    return lockDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -301,6 +369,9 @@ private static final long serialVersionUID = 0L;
     if (sessionId_ != 0L) {
       output.writeInt64(6, sessionId_);
     }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      output.writeMessage(7, getLockDelay());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -326,6 +397,10 @@ private static final long serialVersionUID = 0L;
     if (sessionId_ != 0L) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt64Size(6, sessionId_);
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(7, getLockDelay());
     }
     return size;
   }
@@ -369,6 +444,11 @@ private static final long serialVersionUID = 0L;
     }
     if (getSessionId()
         != other.getSessionId()) return false;
+    if (hasLockDelay() != other.hasLockDelay()) return false;
+    if (hasLockDelay()) {
+      if (!getLockDelay()
+          .equals(other.getLockDelay())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -398,6 +478,10 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + SESSION_ID_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
         getSessionId());
+    if (hasLockDelay()) {
+      hash = (37 * hash) + LOCK_DELAY_FIELD_NUMBER;
+      hash = (53 * hash) + getLockDelay().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -534,6 +618,7 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetTtlFieldBuilder();
         internalGetWaitTimeoutFieldBuilder();
+        internalGetLockDelayFieldBuilder();
       }
     }
     @java.lang.Override
@@ -554,6 +639,11 @@ private static final long serialVersionUID = 0L;
         waitTimeoutBuilder_ = null;
       }
       sessionId_ = 0L;
+      lockDelay_ = null;
+      if (lockDelayBuilder_ != null) {
+        lockDelayBuilder_.dispose();
+        lockDelayBuilder_ = null;
+      }
       return this;
     }
 
@@ -612,6 +702,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.sessionId_ = sessionId_;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.lockDelay_ = lockDelayBuilder_ == null
+            ? lockDelay_
+            : lockDelayBuilder_.build();
+        to_bitField0_ |= 0x00000004;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -648,6 +744,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getSessionId() != 0L) {
         setSessionId(other.getSessionId());
+      }
+      if (other.hasLockDelay()) {
+        mergeLockDelay(other.getLockDelay());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -707,6 +806,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 48
+            case 58: {
+              input.readMessage(
+                  internalGetLockDelayFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 58
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1345,6 +1451,251 @@ private static final long serialVersionUID = 0L;
       sessionId_ = 0L;
       onChanged();
       return this;
+    }
+
+    private com.google.protobuf.Duration lockDelay_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> lockDelayBuilder_;
+    /**
+     * <pre>
+     * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+     * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+     * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+     * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+     * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+     * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+     * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+     * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+     * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+     * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+     * lease of its own for a lock-delay.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+     * @return Whether the lockDelay field is set.
+     */
+    public boolean hasLockDelay() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+     * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+     * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+     * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+     * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+     * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+     * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+     * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+     * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+     * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+     * lease of its own for a lock-delay.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+     * @return The lockDelay.
+     */
+    public com.google.protobuf.Duration getLockDelay() {
+      if (lockDelayBuilder_ == null) {
+        return lockDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+      } else {
+        return lockDelayBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+     * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+     * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+     * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+     * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+     * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+     * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+     * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+     * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+     * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+     * lease of its own for a lock-delay.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+     */
+    public Builder setLockDelay(com.google.protobuf.Duration value) {
+      if (lockDelayBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        lockDelay_ = value;
+      } else {
+        lockDelayBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+     * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+     * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+     * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+     * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+     * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+     * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+     * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+     * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+     * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+     * lease of its own for a lock-delay.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+     */
+    public Builder setLockDelay(
+        com.google.protobuf.Duration.Builder builderForValue) {
+      if (lockDelayBuilder_ == null) {
+        lockDelay_ = builderForValue.build();
+      } else {
+        lockDelayBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+     * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+     * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+     * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+     * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+     * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+     * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+     * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+     * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+     * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+     * lease of its own for a lock-delay.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+     */
+    public Builder mergeLockDelay(com.google.protobuf.Duration value) {
+      if (lockDelayBuilder_ == null) {
+        if (((bitField0_ & 0x00000040) != 0) &&
+          lockDelay_ != null &&
+          lockDelay_ != com.google.protobuf.Duration.getDefaultInstance()) {
+          getLockDelayBuilder().mergeFrom(value);
+        } else {
+          lockDelay_ = value;
+        }
+      } else {
+        lockDelayBuilder_.mergeFrom(value);
+      }
+      if (lockDelay_ != null) {
+        bitField0_ |= 0x00000040;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+     * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+     * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+     * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+     * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+     * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+     * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+     * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+     * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+     * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+     * lease of its own for a lock-delay.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+     */
+    public Builder clearLockDelay() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      lockDelay_ = null;
+      if (lockDelayBuilder_ != null) {
+        lockDelayBuilder_.dispose();
+        lockDelayBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+     * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+     * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+     * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+     * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+     * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+     * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+     * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+     * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+     * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+     * lease of its own for a lock-delay.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+     */
+    public com.google.protobuf.Duration.Builder getLockDelayBuilder() {
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return internalGetLockDelayFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+     * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+     * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+     * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+     * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+     * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+     * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+     * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+     * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+     * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+     * lease of its own for a lock-delay.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+     */
+    public com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder() {
+      if (lockDelayBuilder_ != null) {
+        return lockDelayBuilder_.getMessageOrBuilder();
+      } else {
+        return lockDelay_ == null ?
+            com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+      }
+    }
+    /**
+     * <pre>
+     * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+     * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+     * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+     * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+     * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+     * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+     * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+     * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+     * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+     * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+     * lease of its own for a lock-delay.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> 
+        internalGetLockDelayFieldBuilder() {
+      if (lockDelayBuilder_ == null) {
+        lockDelayBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder>(
+                getLockDelay(),
+                getParentForChildren(),
+                isClean());
+        lockDelay_ = null;
+      }
+      return lockDelayBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.AcquireRequest)

@@ -137,4 +137,61 @@ public interface AcquireRequestOrBuilder extends
    * @return The sessionId.
    */
   long getSessionId();
+
+  /**
+   * <pre>
+   * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+   * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+   * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+   * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+   * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+   * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+   * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+   * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+   * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+   * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+   * lease of its own for a lock-delay.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+   * @return Whether the lockDelay field is set.
+   */
+  boolean hasLockDelay();
+  /**
+   * <pre>
+   * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+   * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+   * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+   * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+   * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+   * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+   * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+   * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+   * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+   * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+   * lease of its own for a lock-delay.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+   * @return The lockDelay.
+   */
+  com.google.protobuf.Duration getLockDelay();
+  /**
+   * <pre>
+   * Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
+   * acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
+   * long afterwards, so that what the lost holder sent before it noticed its loss has time to land or
+   * fail before the next holder starts. Ending the acquisition on purpose (Release) ends it without a
+   * delay; a Release that comes after the expiry is answered NOT_FOUND and leaves the delay in force.
+   * etcd keeps the delay (a key on a second lease, renewed with this one), so it survives the server.
+   * Whole seconds, rounded up; unset or zero: no delay. Negative, or above the server's maximum
+   * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
+   * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
+   * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
+   * lease of its own for a lock-delay.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
+   */
+  com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder();
 }

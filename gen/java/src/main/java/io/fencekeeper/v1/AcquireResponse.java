@@ -129,6 +129,44 @@ private static final long serialVersionUID = 0L;
     return ttl_ == null ? com.google.protobuf.Duration.getDefaultInstance() : ttl_;
   }
 
+  public static final int LOCK_DELAY_FIELD_NUMBER = 3;
+  private com.google.protobuf.Duration lockDelay_;
+  /**
+   * <pre>
+   * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+   * @return Whether the lockDelay field is set.
+   */
+  @java.lang.Override
+  public boolean hasLockDelay() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+   * @return The lockDelay.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Duration getLockDelay() {
+    return lockDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+  }
+  /**
+   * <pre>
+   * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder() {
+    return lockDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -149,6 +187,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       output.writeMessage(2, getTtl());
     }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      output.writeMessage(3, getLockDelay());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -160,6 +201,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(2, getTtl());
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(3, getLockDelay());
     }
     return size;
   }
@@ -195,6 +240,11 @@ private static final long serialVersionUID = 0L;
       if (!getTtl()
           .equals(other.getTtl())) return false;
     }
+    if (hasLockDelay() != other.hasLockDelay()) return false;
+    if (hasLockDelay()) {
+      if (!getLockDelay()
+          .equals(other.getLockDelay())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -213,6 +263,10 @@ private static final long serialVersionUID = 0L;
     if (hasTtl()) {
       hash = (37 * hash) + TTL_FIELD_NUMBER;
       hash = (53 * hash) + getTtl().hashCode();
+    }
+    if (hasLockDelay()) {
+      hash = (37 * hash) + LOCK_DELAY_FIELD_NUMBER;
+      hash = (53 * hash) + getLockDelay().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -350,6 +404,7 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetTokenFieldBuilder();
         internalGetTtlFieldBuilder();
+        internalGetLockDelayFieldBuilder();
       }
     }
     @java.lang.Override
@@ -365,6 +420,11 @@ private static final long serialVersionUID = 0L;
       if (ttlBuilder_ != null) {
         ttlBuilder_.dispose();
         ttlBuilder_ = null;
+      }
+      lockDelay_ = null;
+      if (lockDelayBuilder_ != null) {
+        lockDelayBuilder_.dispose();
+        lockDelayBuilder_ = null;
       }
       return this;
     }
@@ -412,6 +472,12 @@ private static final long serialVersionUID = 0L;
             : ttlBuilder_.build();
         to_bitField0_ |= 0x00000002;
       }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.lockDelay_ = lockDelayBuilder_ == null
+            ? lockDelay_
+            : lockDelayBuilder_.build();
+        to_bitField0_ |= 0x00000004;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -432,6 +498,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasTtl()) {
         mergeTtl(other.getTtl());
+      }
+      if (other.hasLockDelay()) {
+        mergeLockDelay(other.getLockDelay());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -471,6 +540,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 26: {
+              input.readMessage(
+                  internalGetLockDelayFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 26
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -796,6 +872,161 @@ private static final long serialVersionUID = 0L;
         ttl_ = null;
       }
       return ttlBuilder_;
+    }
+
+    private com.google.protobuf.Duration lockDelay_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> lockDelayBuilder_;
+    /**
+     * <pre>
+     * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+     * @return Whether the lockDelay field is set.
+     */
+    public boolean hasLockDelay() {
+      return ((bitField0_ & 0x00000004) != 0);
+    }
+    /**
+     * <pre>
+     * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+     * @return The lockDelay.
+     */
+    public com.google.protobuf.Duration getLockDelay() {
+      if (lockDelayBuilder_ == null) {
+        return lockDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+      } else {
+        return lockDelayBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+     */
+    public Builder setLockDelay(com.google.protobuf.Duration value) {
+      if (lockDelayBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        lockDelay_ = value;
+      } else {
+        lockDelayBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+     */
+    public Builder setLockDelay(
+        com.google.protobuf.Duration.Builder builderForValue) {
+      if (lockDelayBuilder_ == null) {
+        lockDelay_ = builderForValue.build();
+      } else {
+        lockDelayBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+     */
+    public Builder mergeLockDelay(com.google.protobuf.Duration value) {
+      if (lockDelayBuilder_ == null) {
+        if (((bitField0_ & 0x00000004) != 0) &&
+          lockDelay_ != null &&
+          lockDelay_ != com.google.protobuf.Duration.getDefaultInstance()) {
+          getLockDelayBuilder().mergeFrom(value);
+        } else {
+          lockDelay_ = value;
+        }
+      } else {
+        lockDelayBuilder_.mergeFrom(value);
+      }
+      if (lockDelay_ != null) {
+        bitField0_ |= 0x00000004;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+     */
+    public Builder clearLockDelay() {
+      bitField0_ = (bitField0_ & ~0x00000004);
+      lockDelay_ = null;
+      if (lockDelayBuilder_ != null) {
+        lockDelayBuilder_.dispose();
+        lockDelayBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+     */
+    public com.google.protobuf.Duration.Builder getLockDelayBuilder() {
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return internalGetLockDelayFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+     */
+    public com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder() {
+      if (lockDelayBuilder_ != null) {
+        return lockDelayBuilder_.getMessageOrBuilder();
+      } else {
+        return lockDelay_ == null ?
+            com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+      }
+    }
+    /**
+     * <pre>
+     * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> 
+        internalGetLockDelayFieldBuilder() {
+      if (lockDelayBuilder_ == null) {
+        lockDelayBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder>(
+                getLockDelay(),
+                getParentForChildren(),
+                isClean());
+        lockDelay_ = null;
+      }
+      return lockDelayBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.AcquireResponse)

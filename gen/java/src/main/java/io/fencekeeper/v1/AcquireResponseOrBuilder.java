@@ -63,4 +63,31 @@ public interface AcquireResponseOrBuilder extends
    * <code>.google.protobuf.Duration ttl = 2 [json_name = "ttl"];</code>
    */
   com.google.protobuf.DurationOrBuilder getTtlOrBuilder();
+
+  /**
+   * <pre>
+   * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+   * @return Whether the lockDelay field is set.
+   */
+  boolean hasLockDelay();
+  /**
+   * <pre>
+   * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+   * @return The lockDelay.
+   */
+  com.google.protobuf.Duration getLockDelay();
+  /**
+   * <pre>
+   * The lock-delay granted (AcquireRequest.lock_delay rounded up to whole seconds); unset without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 3 [json_name = "lockDelay"];</code>
+   */
+  com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder();
 }

@@ -291,6 +291,94 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int LOCK_DELAY_FIELD_NUMBER = 9;
+  private com.google.protobuf.Duration lockDelay_;
+  /**
+   * <pre>
+   * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+   * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+   * @return Whether the lockDelay field is set.
+   */
+  @java.lang.Override
+  public boolean hasLockDelay() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+   * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+   * @return The lockDelay.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Duration getLockDelay() {
+    return lockDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+  }
+  /**
+   * <pre>
+   * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+   * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder() {
+    return lockDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+  }
+
+  public static final int LOCK_DELAY_UNTIL_FIELD_NUMBER = 10;
+  private com.google.protobuf.Timestamp lockDelayUntil_;
+  /**
+   * <pre>
+   * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+   * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+   * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+   * is the delay being served. Waiters are granted in order once it ends.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+   * @return Whether the lockDelayUntil field is set.
+   */
+  @java.lang.Override
+  public boolean hasLockDelayUntil() {
+    return ((bitField0_ & 0x00000008) != 0);
+  }
+  /**
+   * <pre>
+   * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+   * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+   * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+   * is the delay being served. Waiters are granted in order once it ends.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+   * @return The lockDelayUntil.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getLockDelayUntil() {
+    return lockDelayUntil_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : lockDelayUntil_;
+  }
+  /**
+   * <pre>
+   * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+   * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+   * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+   * is the delay being served. Waiters are granted in order once it ends.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getLockDelayUntilOrBuilder() {
+    return lockDelayUntil_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : lockDelayUntil_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -329,6 +417,12 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(holderPrincipal_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 8, holderPrincipal_);
     }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      output.writeMessage(9, getLockDelay());
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      output.writeMessage(10, getLockDelayUntil());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -362,6 +456,14 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(holderPrincipal_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(8, holderPrincipal_);
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(9, getLockDelay());
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(10, getLockDelayUntil());
     }
     return size;
   }
@@ -409,6 +511,16 @@ private static final long serialVersionUID = 0L;
         != other.getLastIssued()) return false;
     if (!getHolderPrincipal()
         .equals(other.getHolderPrincipal())) return false;
+    if (hasLockDelay() != other.hasLockDelay()) return false;
+    if (hasLockDelay()) {
+      if (!getLockDelay()
+          .equals(other.getLockDelay())) return false;
+    }
+    if (hasLockDelayUntil() != other.hasLockDelayUntil()) return false;
+    if (hasLockDelayUntil()) {
+      if (!getLockDelayUntil()
+          .equals(other.getLockDelayUntil())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -443,6 +555,14 @@ private static final long serialVersionUID = 0L;
         getLastIssued());
     hash = (37 * hash) + HOLDER_PRINCIPAL_FIELD_NUMBER;
     hash = (53 * hash) + getHolderPrincipal().hashCode();
+    if (hasLockDelay()) {
+      hash = (37 * hash) + LOCK_DELAY_FIELD_NUMBER;
+      hash = (53 * hash) + getLockDelay().hashCode();
+    }
+    if (hasLockDelayUntil()) {
+      hash = (37 * hash) + LOCK_DELAY_UNTIL_FIELD_NUMBER;
+      hash = (53 * hash) + getLockDelayUntil().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -579,6 +699,8 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetTokenFieldBuilder();
         internalGetTtlFieldBuilder();
+        internalGetLockDelayFieldBuilder();
+        internalGetLockDelayUntilFieldBuilder();
       }
     }
     @java.lang.Override
@@ -601,6 +723,16 @@ private static final long serialVersionUID = 0L;
       fence_ = 0L;
       lastIssued_ = 0L;
       holderPrincipal_ = "";
+      lockDelay_ = null;
+      if (lockDelayBuilder_ != null) {
+        lockDelayBuilder_.dispose();
+        lockDelayBuilder_ = null;
+      }
+      lockDelayUntil_ = null;
+      if (lockDelayUntilBuilder_ != null) {
+        lockDelayUntilBuilder_.dispose();
+        lockDelayUntilBuilder_ = null;
+      }
       return this;
     }
 
@@ -665,6 +797,18 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000080) != 0)) {
         result.holderPrincipal_ = holderPrincipal_;
       }
+      if (((from_bitField0_ & 0x00000100) != 0)) {
+        result.lockDelay_ = lockDelayBuilder_ == null
+            ? lockDelay_
+            : lockDelayBuilder_.build();
+        to_bitField0_ |= 0x00000004;
+      }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.lockDelayUntil_ = lockDelayUntilBuilder_ == null
+            ? lockDelayUntil_
+            : lockDelayUntilBuilder_.build();
+        to_bitField0_ |= 0x00000008;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -707,6 +851,12 @@ private static final long serialVersionUID = 0L;
         holderPrincipal_ = other.holderPrincipal_;
         bitField0_ |= 0x00000080;
         onChanged();
+      }
+      if (other.hasLockDelay()) {
+        mergeLockDelay(other.getLockDelay());
+      }
+      if (other.hasLockDelayUntil()) {
+        mergeLockDelayUntil(other.getLockDelayUntil());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -776,6 +926,20 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000080;
               break;
             } // case 66
+            case 74: {
+              input.readMessage(
+                  internalGetLockDelayFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000100;
+              break;
+            } // case 74
+            case 82: {
+              input.readMessage(
+                  internalGetLockDelayUntilFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 82
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1476,6 +1640,352 @@ private static final long serialVersionUID = 0L;
       bitField0_ |= 0x00000080;
       onChanged();
       return this;
+    }
+
+    private com.google.protobuf.Duration lockDelay_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> lockDelayBuilder_;
+    /**
+     * <pre>
+     * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+     * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+     * @return Whether the lockDelay field is set.
+     */
+    public boolean hasLockDelay() {
+      return ((bitField0_ & 0x00000100) != 0);
+    }
+    /**
+     * <pre>
+     * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+     * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+     * @return The lockDelay.
+     */
+    public com.google.protobuf.Duration getLockDelay() {
+      if (lockDelayBuilder_ == null) {
+        return lockDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+      } else {
+        return lockDelayBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+     * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+     */
+    public Builder setLockDelay(com.google.protobuf.Duration value) {
+      if (lockDelayBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        lockDelay_ = value;
+      } else {
+        lockDelayBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+     * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+     */
+    public Builder setLockDelay(
+        com.google.protobuf.Duration.Builder builderForValue) {
+      if (lockDelayBuilder_ == null) {
+        lockDelay_ = builderForValue.build();
+      } else {
+        lockDelayBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+     * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+     */
+    public Builder mergeLockDelay(com.google.protobuf.Duration value) {
+      if (lockDelayBuilder_ == null) {
+        if (((bitField0_ & 0x00000100) != 0) &&
+          lockDelay_ != null &&
+          lockDelay_ != com.google.protobuf.Duration.getDefaultInstance()) {
+          getLockDelayBuilder().mergeFrom(value);
+        } else {
+          lockDelay_ = value;
+        }
+      } else {
+        lockDelayBuilder_.mergeFrom(value);
+      }
+      if (lockDelay_ != null) {
+        bitField0_ |= 0x00000100;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+     * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+     */
+    public Builder clearLockDelay() {
+      bitField0_ = (bitField0_ & ~0x00000100);
+      lockDelay_ = null;
+      if (lockDelayBuilder_ != null) {
+        lockDelayBuilder_.dispose();
+        lockDelayBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+     * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+     */
+    public com.google.protobuf.Duration.Builder getLockDelayBuilder() {
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return internalGetLockDelayFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+     * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+     */
+    public com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder() {
+      if (lockDelayBuilder_ != null) {
+        return lockDelayBuilder_.getMessageOrBuilder();
+      } else {
+        return lockDelay_ == null ?
+            com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
+      }
+    }
+    /**
+     * <pre>
+     * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+     * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> 
+        internalGetLockDelayFieldBuilder() {
+      if (lockDelayBuilder_ == null) {
+        lockDelayBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder>(
+                getLockDelay(),
+                getParentForChildren(),
+                isClean());
+        lockDelay_ = null;
+      }
+      return lockDelayBuilder_;
+    }
+
+    private com.google.protobuf.Timestamp lockDelayUntil_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> lockDelayUntilBuilder_;
+    /**
+     * <pre>
+     * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+     * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+     * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+     * is the delay being served. Waiters are granted in order once it ends.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+     * @return Whether the lockDelayUntil field is set.
+     */
+    public boolean hasLockDelayUntil() {
+      return ((bitField0_ & 0x00000200) != 0);
+    }
+    /**
+     * <pre>
+     * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+     * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+     * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+     * is the delay being served. Waiters are granted in order once it ends.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+     * @return The lockDelayUntil.
+     */
+    public com.google.protobuf.Timestamp getLockDelayUntil() {
+      if (lockDelayUntilBuilder_ == null) {
+        return lockDelayUntil_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : lockDelayUntil_;
+      } else {
+        return lockDelayUntilBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+     * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+     * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+     * is the delay being served. Waiters are granted in order once it ends.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+     */
+    public Builder setLockDelayUntil(com.google.protobuf.Timestamp value) {
+      if (lockDelayUntilBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        lockDelayUntil_ = value;
+      } else {
+        lockDelayUntilBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+     * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+     * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+     * is the delay being served. Waiters are granted in order once it ends.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+     */
+    public Builder setLockDelayUntil(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (lockDelayUntilBuilder_ == null) {
+        lockDelayUntil_ = builderForValue.build();
+      } else {
+        lockDelayUntilBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+     * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+     * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+     * is the delay being served. Waiters are granted in order once it ends.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+     */
+    public Builder mergeLockDelayUntil(com.google.protobuf.Timestamp value) {
+      if (lockDelayUntilBuilder_ == null) {
+        if (((bitField0_ & 0x00000200) != 0) &&
+          lockDelayUntil_ != null &&
+          lockDelayUntil_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getLockDelayUntilBuilder().mergeFrom(value);
+        } else {
+          lockDelayUntil_ = value;
+        }
+      } else {
+        lockDelayUntilBuilder_.mergeFrom(value);
+      }
+      if (lockDelayUntil_ != null) {
+        bitField0_ |= 0x00000200;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+     * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+     * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+     * is the delay being served. Waiters are granted in order once it ends.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+     */
+    public Builder clearLockDelayUntil() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      lockDelayUntil_ = null;
+      if (lockDelayUntilBuilder_ != null) {
+        lockDelayUntilBuilder_.dispose();
+        lockDelayUntilBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+     * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+     * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+     * is the delay being served. Waiters are granted in order once it ends.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getLockDelayUntilBuilder() {
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return internalGetLockDelayUntilFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+     * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+     * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+     * is the delay being served. Waiters are granted in order once it ends.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getLockDelayUntilOrBuilder() {
+      if (lockDelayUntilBuilder_ != null) {
+        return lockDelayUntilBuilder_.getMessageOrBuilder();
+      } else {
+        return lockDelayUntil_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : lockDelayUntil_;
+      }
+    }
+    /**
+     * <pre>
+     * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+     * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+     * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+     * is the delay being served. Waiters are granted in order once it ends.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetLockDelayUntilFieldBuilder() {
+      if (lockDelayUntilBuilder_ == null) {
+        lockDelayUntilBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getLockDelayUntil(),
+                getParentForChildren(),
+                isClean());
+        lockDelayUntil_ = null;
+      }
+      return lockDelayUntilBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.DescribeResponse)

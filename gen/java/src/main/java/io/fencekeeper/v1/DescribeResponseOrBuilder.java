@@ -149,4 +149,70 @@ public interface DescribeResponseOrBuilder extends
    */
   com.google.protobuf.ByteString
       getHolderPrincipalBytes();
+
+  /**
+   * <pre>
+   * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+   * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+   * @return Whether the lockDelay field is set.
+   */
+  boolean hasLockDelay();
+  /**
+   * <pre>
+   * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+   * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+   * @return The lockDelay.
+   */
+  com.google.protobuf.Duration getLockDelay();
+  /**
+   * <pre>
+   * The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
+   * resource if the holder's lease expires. Unset when the resource is not held, or held without one.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 9 [json_name = "lockDelay"];</code>
+   */
+  com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder();
+
+  /**
+   * <pre>
+   * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+   * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+   * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+   * is the delay being served. Waiters are granted in order once it ends.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+   * @return Whether the lockDelayUntil field is set.
+   */
+  boolean hasLockDelayUntil();
+  /**
+   * <pre>
+   * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+   * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+   * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+   * is the delay being served. Waiters are granted in order once it ends.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+   * @return The lockDelayUntil.
+   */
+  com.google.protobuf.Timestamp getLockDelayUntil();
+  /**
+   * <pre>
+   * Set while the resource is in a lock-delay: its last holder's lease expired, and nobody is granted
+   * it before about this time. etcd ends the delay, to within about a second of this estimate (the
+   * server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
+   * is the delay being served. Waiters are granted in order once it ends.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getLockDelayUntilOrBuilder();
 }

@@ -147,6 +147,17 @@ public enum ErrorReason
    * <code>TOKEN_SIGNATURE_INVALID = 13;</code>
    */
   TOKEN_SIGNATURE_INVALID(13),
+  /**
+   * <pre>
+   * ABORTED, from Acquire with wait unset: the resource is in a lock-delay (AcquireRequest.lock_delay):
+   * the lease of its last holder expired, and nobody is granted it before the delay ends. Acquire
+   * again after that time, or with wait set to be granted when it ends. Metadata: "resource",
+   * "lock_delay_until" (RFC 3339, UTC), "generation" (of the holder whose lease expired).
+   * </pre>
+   *
+   * <code>LOCK_DELAY = 14;</code>
+   */
+  LOCK_DELAY(14),
   UNRECOGNIZED(-1),
   ;
 
@@ -289,6 +300,17 @@ public enum ErrorReason
    * <code>TOKEN_SIGNATURE_INVALID = 13;</code>
    */
   public static final int TOKEN_SIGNATURE_INVALID_VALUE = 13;
+  /**
+   * <pre>
+   * ABORTED, from Acquire with wait unset: the resource is in a lock-delay (AcquireRequest.lock_delay):
+   * the lease of its last holder expired, and nobody is granted it before the delay ends. Acquire
+   * again after that time, or with wait set to be granted when it ends. Metadata: "resource",
+   * "lock_delay_until" (RFC 3339, UTC), "generation" (of the holder whose lease expired).
+   * </pre>
+   *
+   * <code>LOCK_DELAY = 14;</code>
+   */
+  public static final int LOCK_DELAY_VALUE = 14;
 
 
   public final int getNumber() {
@@ -329,6 +351,7 @@ public enum ErrorReason
       case 11: return PERMISSION_DENIED;
       case 12: return NOT_HOLDER;
       case 13: return TOKEN_SIGNATURE_INVALID;
+      case 14: return LOCK_DELAY;
       default: return null;
     }
   }

@@ -137,85 +137,96 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     java.lang.String[] descriptorData = {
       "\n\032fencekeeper/v1/lease.proto\022\016fencekeepe" +
       "r.v1\032\032fencekeeper/v1/token.proto\032\036google" +
-      "/protobuf/duration.proto\032\027google/rpc/sta" +
-      "tus.proto\"\342\001\n\016AcquireRequest\022\032\n\010resource" +
-      "\030\001 \001(\tR\010resource\022+\n\003ttl\030\002 \001(\0132\031.google.p" +
-      "rotobuf.DurationR\003ttl\022\026\n\006holder\030\003 \001(\tR\006h" +
-      "older\022\022\n\004wait\030\004 \001(\010R\004wait\022<\n\014wait_timeou" +
-      "t\030\005 \001(\0132\031.google.protobuf.DurationR\013wait" +
-      "Timeout\022\035\n\nsession_id\030\006 \001(\003R\tsessionId\"r" +
-      "\n\017AcquireResponse\0222\n\005token\030\001 \001(\0132\034.fence" +
-      "keeper.v1.FencingTokenR\005token\022+\n\003ttl\030\002 \001" +
-      "(\0132\031.google.protobuf.DurationR\003ttl\"J\n\020Ke" +
-      "epAliveRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseI" +
-      "d\022\033\n\tlease_ids\030\002 \003(\003R\010leaseIds\"\277\001\n\021KeepA" +
-      "liveResponse\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022" +
-      "+\n\003ttl\030\002 \001(\0132\031.google.protobuf.DurationR" +
-      "\003ttl\022(\n\005error\030\003 \001(\0132\022.google.rpc.StatusR" +
-      "\005error\0228\n\010renewals\030\004 \003(\0132\034.fencekeeper.v" +
-      "1.LeaseRenewalR\010renewals\"\200\001\n\014LeaseRenewa" +
-      "l\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(" +
-      "\0132\031.google.protobuf.DurationR\003ttl\022(\n\005err" +
-      "or\030\003 \001(\0132\022.google.rpc.StatusR\005error\")\n\014R" +
-      "enewRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\"<" +
-      "\n\rRenewResponse\022+\n\003ttl\030\001 \001(\0132\031.google.pr" +
-      "otobuf.DurationR\003ttl\"D\n\016ReleaseRequest\0222" +
-      "\n\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTo" +
-      "kenR\005token\"\021\n\017ReleaseResponse\"-\n\017Describ" +
-      "eRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"\233\002\n" +
-      "\020DescribeResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n" +
-      "\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.f" +
-      "encekeeper.v1.FencingTokenR\005token\022+\n\003ttl" +
-      "\030\004 \001(\0132\031.google.protobuf.DurationR\003ttl\022\030" +
-      "\n\007waiters\030\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R" +
-      "\005fence\022\037\n\013last_issued\030\007 \001(\003R\nlastIssued\022" +
-      ")\n\020holder_principal\030\010 \001(\tR\017holderPrincip" +
-      "al\",\n\016ObserveRequest\022\032\n\010resource\030\001 \001(\tR\010" +
-      "resource\"\270\001\n\017ObserveResponse\022\022\n\004held\030\001 \001" +
-      "(\010R\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005toke" +
-      "n\030\003 \001(\0132\034.fencekeeper.v1.FencingTokenR\005t" +
-      "oken\022\032\n\010revision\030\004 \001(\003R\010revision\022)\n\020hold" +
-      "er_principal\030\005 \001(\tR\017holderPrincipal\"Y\n\022O" +
-      "penSessionRequest\022+\n\003ttl\030\001 \001(\0132\031.google." +
-      "protobuf.DurationR\003ttl\022\026\n\006holder\030\002 \001(\tR\006" +
-      "holder\"a\n\023OpenSessionResponse\022\035\n\nsession" +
-      "_id\030\001 \001(\003R\tsessionId\022+\n\003ttl\030\002 \001(\0132\031.goog" +
-      "le.protobuf.DurationR\003ttl\"4\n\023CloseSessio" +
-      "nRequest\022\035\n\nsession_id\030\001 \001(\003R\tsessionId\"" +
-      "\026\n\024CloseSessionResponse\"\026\n\024ListTokenKeys" +
-      "Request\"E\n\025ListTokenKeysResponse\022,\n\004keys" +
-      "\030\001 \003(\0132\030.fencekeeper.v1.TokenKeyR\004keys\"^" +
-      "\n\010TokenKey\022\025\n\006key_id\030\001 \001(\tR\005keyId\022\034\n\talg" +
-      "orithm\030\002 \001(\tR\talgorithm\022\035\n\npublic_key\030\003 " +
-      "\001(\014R\tpublicKey2\360\005\n\014LeaseService\022J\n\007Acqui" +
-      "re\022\036.fencekeeper.v1.AcquireRequest\032\037.fen" +
-      "cekeeper.v1.AcquireResponse\022T\n\tKeepAlive" +
-      "\022 .fencekeeper.v1.KeepAliveRequest\032!.fen" +
-      "cekeeper.v1.KeepAliveResponse(\0010\001\022D\n\005Ren" +
-      "ew\022\034.fencekeeper.v1.RenewRequest\032\035.fence" +
-      "keeper.v1.RenewResponse\022J\n\007Release\022\036.fen" +
-      "cekeeper.v1.ReleaseRequest\032\037.fencekeeper" +
-      ".v1.ReleaseResponse\022M\n\010Describe\022\037.fencek" +
-      "eeper.v1.DescribeRequest\032 .fencekeeper.v" +
-      "1.DescribeResponse\022L\n\007Observe\022\036.fencekee" +
-      "per.v1.ObserveRequest\032\037.fencekeeper.v1.O" +
-      "bserveResponse0\001\022V\n\013OpenSession\022\".fencek" +
-      "eeper.v1.OpenSessionRequest\032#.fencekeepe" +
-      "r.v1.OpenSessionResponse\022Y\n\014CloseSession" +
-      "\022#.fencekeeper.v1.CloseSessionRequest\032$." +
-      "fencekeeper.v1.CloseSessionResponse\022\\\n\rL" +
-      "istTokenKeys\022$.fencekeeper.v1.ListTokenK" +
-      "eysRequest\032%.fencekeeper.v1.ListTokenKey" +
-      "sResponseBi\n\021io.fencekeeper.v1B\nLeasePro" +
-      "toP\001ZFgithub.com/fencekeeper/fencekeeper" +
-      "/gen/go/fencekeeper/v1;fencekeeperv1b\006pr" +
-      "oto3"
+      "/protobuf/duration.proto\032\037google/protobu" +
+      "f/timestamp.proto\032\027google/rpc/status.pro" +
+      "to\"\234\002\n\016AcquireRequest\022\032\n\010resource\030\001 \001(\tR" +
+      "\010resource\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf" +
+      ".DurationR\003ttl\022\026\n\006holder\030\003 \001(\tR\006holder\022\022" +
+      "\n\004wait\030\004 \001(\010R\004wait\022<\n\014wait_timeout\030\005 \001(\013" +
+      "2\031.google.protobuf.DurationR\013waitTimeout" +
+      "\022\035\n\nsession_id\030\006 \001(\003R\tsessionId\0228\n\nlock_" +
+      "delay\030\007 \001(\0132\031.google.protobuf.DurationR\t" +
+      "lockDelay\"\254\001\n\017AcquireResponse\0222\n\005token\030\001" +
+      " \001(\0132\034.fencekeeper.v1.FencingTokenR\005toke" +
+      "n\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf.Duratio" +
+      "nR\003ttl\0228\n\nlock_delay\030\003 \001(\0132\031.google.prot" +
+      "obuf.DurationR\tlockDelay\"J\n\020KeepAliveReq" +
+      "uest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022\033\n\tlease" +
+      "_ids\030\002 \003(\003R\010leaseIds\"\277\001\n\021KeepAliveRespon" +
+      "se\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001" +
+      "(\0132\031.google.protobuf.DurationR\003ttl\022(\n\005er" +
+      "ror\030\003 \001(\0132\022.google.rpc.StatusR\005error\0228\n\010" +
+      "renewals\030\004 \003(\0132\034.fencekeeper.v1.LeaseRen" +
+      "ewalR\010renewals\"\200\001\n\014LeaseRenewal\022\031\n\010lease" +
+      "_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(\0132\031.google" +
+      ".protobuf.DurationR\003ttl\022(\n\005error\030\003 \001(\0132\022" +
+      ".google.rpc.StatusR\005error\")\n\014RenewReques" +
+      "t\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\"<\n\rRenewRes" +
+      "ponse\022+\n\003ttl\030\001 \001(\0132\031.google.protobuf.Dur" +
+      "ationR\003ttl\"D\n\016ReleaseRequest\0222\n\005token\030\001 " +
+      "\001(\0132\034.fencekeeper.v1.FencingTokenR\005token" +
+      "\"\021\n\017ReleaseResponse\"-\n\017DescribeRequest\022\032" +
+      "\n\010resource\030\001 \001(\tR\010resource\"\233\003\n\020DescribeR" +
+      "esponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006holder\030\002 " +
+      "\001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fencekeeper" +
+      ".v1.FencingTokenR\005token\022+\n\003ttl\030\004 \001(\0132\031.g" +
+      "oogle.protobuf.DurationR\003ttl\022\030\n\007waiters\030" +
+      "\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R\005fence\022\037\n\013" +
+      "last_issued\030\007 \001(\003R\nlastIssued\022)\n\020holder_" +
+      "principal\030\010 \001(\tR\017holderPrincipal\0228\n\nlock" +
+      "_delay\030\t \001(\0132\031.google.protobuf.DurationR" +
+      "\tlockDelay\022D\n\020lock_delay_until\030\n \001(\0132\032.g" +
+      "oogle.protobuf.TimestampR\016lockDelayUntil" +
+      "\",\n\016ObserveRequest\022\032\n\010resource\030\001 \001(\tR\010re" +
+      "source\"\270\002\n\017ObserveResponse\022\022\n\004held\030\001 \001(\010" +
+      "R\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005token\030" +
+      "\003 \001(\0132\034.fencekeeper.v1.FencingTokenR\005tok" +
+      "en\022\032\n\010revision\030\004 \001(\003R\010revision\022)\n\020holder" +
+      "_principal\030\005 \001(\tR\017holderPrincipal\0228\n\nloc" +
+      "k_delay\030\006 \001(\0132\031.google.protobuf.Duration" +
+      "R\tlockDelay\022D\n\020lock_delay_until\030\007 \001(\0132\032." +
+      "google.protobuf.TimestampR\016lockDelayUnti" +
+      "l\"Y\n\022OpenSessionRequest\022+\n\003ttl\030\001 \001(\0132\031.g" +
+      "oogle.protobuf.DurationR\003ttl\022\026\n\006holder\030\002" +
+      " \001(\tR\006holder\"a\n\023OpenSessionResponse\022\035\n\ns" +
+      "ession_id\030\001 \001(\003R\tsessionId\022+\n\003ttl\030\002 \001(\0132" +
+      "\031.google.protobuf.DurationR\003ttl\"4\n\023Close" +
+      "SessionRequest\022\035\n\nsession_id\030\001 \001(\003R\tsess" +
+      "ionId\"\026\n\024CloseSessionResponse\"\026\n\024ListTok" +
+      "enKeysRequest\"E\n\025ListTokenKeysResponse\022," +
+      "\n\004keys\030\001 \003(\0132\030.fencekeeper.v1.TokenKeyR\004" +
+      "keys\"^\n\010TokenKey\022\025\n\006key_id\030\001 \001(\tR\005keyId\022" +
+      "\034\n\talgorithm\030\002 \001(\tR\talgorithm\022\035\n\npublic_" +
+      "key\030\003 \001(\014R\tpublicKey2\360\005\n\014LeaseService\022J\n" +
+      "\007Acquire\022\036.fencekeeper.v1.AcquireRequest" +
+      "\032\037.fencekeeper.v1.AcquireResponse\022T\n\tKee" +
+      "pAlive\022 .fencekeeper.v1.KeepAliveRequest" +
+      "\032!.fencekeeper.v1.KeepAliveResponse(\0010\001\022" +
+      "D\n\005Renew\022\034.fencekeeper.v1.RenewRequest\032\035" +
+      ".fencekeeper.v1.RenewResponse\022J\n\007Release" +
+      "\022\036.fencekeeper.v1.ReleaseRequest\032\037.fence" +
+      "keeper.v1.ReleaseResponse\022M\n\010Describe\022\037." +
+      "fencekeeper.v1.DescribeRequest\032 .fenceke" +
+      "eper.v1.DescribeResponse\022L\n\007Observe\022\036.fe" +
+      "ncekeeper.v1.ObserveRequest\032\037.fencekeepe" +
+      "r.v1.ObserveResponse0\001\022V\n\013OpenSession\022\"." +
+      "fencekeeper.v1.OpenSessionRequest\032#.fenc" +
+      "ekeeper.v1.OpenSessionResponse\022Y\n\014CloseS" +
+      "ession\022#.fencekeeper.v1.CloseSessionRequ" +
+      "est\032$.fencekeeper.v1.CloseSessionRespons" +
+      "e\022\\\n\rListTokenKeys\022$.fencekeeper.v1.List" +
+      "TokenKeysRequest\032%.fencekeeper.v1.ListTo" +
+      "kenKeysResponseBi\n\021io.fencekeeper.v1B\nLe" +
+      "aseProtoP\001ZFgithub.com/fencekeeper/fence" +
+      "keeper/gen/go/fencekeeper/v1;fencekeeper" +
+      "v1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
         new com.google.protobuf.Descriptors.FileDescriptor[] {
           io.fencekeeper.v1.TokenProto.getDescriptor(),
           com.google.protobuf.DurationProto.getDescriptor(),
+          com.google.protobuf.TimestampProto.getDescriptor(),
           com.google.rpc.StatusProto.getDescriptor(),
         });
     internal_static_fencekeeper_v1_AcquireRequest_descriptor =
@@ -223,13 +234,13 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_AcquireRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_AcquireRequest_descriptor,
-        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", });
+        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", "LockDelay", });
     internal_static_fencekeeper_v1_AcquireResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_fencekeeper_v1_AcquireResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_AcquireResponse_descriptor,
-        new java.lang.String[] { "Token", "Ttl", });
+        new java.lang.String[] { "Token", "Ttl", "LockDelay", });
     internal_static_fencekeeper_v1_KeepAliveRequest_descriptor =
       getDescriptor().getMessageType(2);
     internal_static_fencekeeper_v1_KeepAliveRequest_fieldAccessorTable = new
@@ -283,7 +294,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "LockDelay", "LockDelayUntil", });
     internal_static_fencekeeper_v1_ObserveRequest_descriptor =
       getDescriptor().getMessageType(11);
     internal_static_fencekeeper_v1_ObserveRequest_fieldAccessorTable = new
@@ -295,7 +306,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_ObserveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", "LockDelay", "LockDelayUntil", });
     internal_static_fencekeeper_v1_OpenSessionRequest_descriptor =
       getDescriptor().getMessageType(13);
     internal_static_fencekeeper_v1_OpenSessionRequest_fieldAccessorTable = new
@@ -341,6 +352,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     descriptor.resolveAllFeaturesImmutable();
     io.fencekeeper.v1.TokenProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();
+    com.google.protobuf.TimestampProto.getDescriptor();
     com.google.rpc.StatusProto.getDescriptor();
   }
 

@@ -374,7 +374,9 @@ public final class LeaseServiceGrpc {
      * <pre>
      * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
      * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
-     * the caller cancels. A waiter that gives up leaves nothing behind.
+     * the caller cancels. A waiter that gives up leaves nothing behind. While the resource is in a
+     * lock-delay (AcquireRequest.lock_delay), nobody is granted it: fail fast answers ABORTED, reason
+     * LOCK_DELAY, and waiters are granted in order once the delay ends.
      * </pre>
      */
     default void acquire(io.fencekeeper.v1.AcquireRequest request,
@@ -518,7 +520,9 @@ public final class LeaseServiceGrpc {
      * <pre>
      * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
      * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
-     * the caller cancels. A waiter that gives up leaves nothing behind.
+     * the caller cancels. A waiter that gives up leaves nothing behind. While the resource is in a
+     * lock-delay (AcquireRequest.lock_delay), nobody is granted it: fail fast answers ABORTED, reason
+     * LOCK_DELAY, and waiters are granted in order once the delay ends.
      * </pre>
      */
     public void acquire(io.fencekeeper.v1.AcquireRequest request,
@@ -652,7 +656,9 @@ public final class LeaseServiceGrpc {
      * <pre>
      * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
      * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
-     * the caller cancels. A waiter that gives up leaves nothing behind.
+     * the caller cancels. A waiter that gives up leaves nothing behind. While the resource is in a
+     * lock-delay (AcquireRequest.lock_delay), nobody is granted it: fail fast answers ABORTED, reason
+     * LOCK_DELAY, and waiters are granted in order once the delay ends.
      * </pre>
      */
     public io.fencekeeper.v1.AcquireResponse acquire(io.fencekeeper.v1.AcquireRequest request) throws io.grpc.StatusException {
@@ -781,7 +787,9 @@ public final class LeaseServiceGrpc {
      * <pre>
      * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
      * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
-     * the caller cancels. A waiter that gives up leaves nothing behind.
+     * the caller cancels. A waiter that gives up leaves nothing behind. While the resource is in a
+     * lock-delay (AcquireRequest.lock_delay), nobody is granted it: fail fast answers ABORTED, reason
+     * LOCK_DELAY, and waiters are granted in order once the delay ends.
      * </pre>
      */
     public io.fencekeeper.v1.AcquireResponse acquire(io.fencekeeper.v1.AcquireRequest request) {
@@ -896,7 +904,9 @@ public final class LeaseServiceGrpc {
      * <pre>
      * Acquire a resource. Either fails fast (ABORTED, reason RESOURCE_HELD) when it is held, or waits in
      * FIFO order until it is granted, the call's deadline or wait_timeout passes (DEADLINE_EXCEEDED), or
-     * the caller cancels. A waiter that gives up leaves nothing behind.
+     * the caller cancels. A waiter that gives up leaves nothing behind. While the resource is in a
+     * lock-delay (AcquireRequest.lock_delay), nobody is granted it: fail fast answers ABORTED, reason
+     * LOCK_DELAY, and waiters are granted in order once the delay ends.
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.AcquireResponse> acquire(

@@ -96,4 +96,70 @@ public interface ObserveResponseOrBuilder extends
    */
   com.google.protobuf.ByteString
       getHolderPrincipalBytes();
+
+  /**
+   * <pre>
+   * The lock-delay, as DescribeResponse.lock_delay: the new holder's, when held; the one being served,
+   * when lock_delay_until is set.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 6 [json_name = "lockDelay"];</code>
+   * @return Whether the lockDelay field is set.
+   */
+  boolean hasLockDelay();
+  /**
+   * <pre>
+   * The lock-delay, as DescribeResponse.lock_delay: the new holder's, when held; the one being served,
+   * when lock_delay_until is set.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 6 [json_name = "lockDelay"];</code>
+   * @return The lockDelay.
+   */
+  com.google.protobuf.Duration getLockDelay();
+  /**
+   * <pre>
+   * The lock-delay, as DescribeResponse.lock_delay: the new holder's, when held; the one being served,
+   * when lock_delay_until is set.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lock_delay = 6 [json_name = "lockDelay"];</code>
+   */
+  com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder();
+
+  /**
+   * <pre>
+   * Set when the resource has entered a lock-delay (its holder's lease expired, see
+   * AcquireRequest.lock_delay): nobody is granted it before about this time, as
+   * DescribeResponse.lock_delay_until. The next message is the next holder once the delay ends (or
+   * held false, without lock_delay_until, when nobody waits).
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp lock_delay_until = 7 [json_name = "lockDelayUntil"];</code>
+   * @return Whether the lockDelayUntil field is set.
+   */
+  boolean hasLockDelayUntil();
+  /**
+   * <pre>
+   * Set when the resource has entered a lock-delay (its holder's lease expired, see
+   * AcquireRequest.lock_delay): nobody is granted it before about this time, as
+   * DescribeResponse.lock_delay_until. The next message is the next holder once the delay ends (or
+   * held false, without lock_delay_until, when nobody waits).
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp lock_delay_until = 7 [json_name = "lockDelayUntil"];</code>
+   * @return The lockDelayUntil.
+   */
+  com.google.protobuf.Timestamp getLockDelayUntil();
+  /**
+   * <pre>
+   * Set when the resource has entered a lock-delay (its holder's lease expired, see
+   * AcquireRequest.lock_delay): nobody is granted it before about this time, as
+   * DescribeResponse.lock_delay_until. The next message is the next holder once the delay ends (or
+   * held false, without lock_delay_until, when nobody waits).
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp lock_delay_until = 7 [json_name = "lockDelayUntil"];</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getLockDelayUntilOrBuilder();
 }

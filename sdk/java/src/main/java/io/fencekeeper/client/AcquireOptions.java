@@ -6,20 +6,28 @@ import java.util.Objects;
 /**
  * How to acquire: the lease's TTL (etcd grants whole seconds, at least 2 s; default 10 s), whether to
  * wait in line when the resource is held (no: fail with ResourceHeldException; forever; or at most
- * waitLimit, then DeadlineExceededException), and the holder label (null: the client's).
+ * waitLimit, then DeadlineExceededException), the holder label (null: the client's), and the lock-delay
+ * (zero: none; see docs/lock-delay.md: if the lease expires rather than being released, nobody is granted
+ * the resource for that long; such a lease is always one of its own, also with sessions).
  * <pre>{@code AcquireOptions.ttl(Duration.ofSeconds(5)).waitAtMost(Duration.ofSeconds(30))}</pre>
  */
-public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder) {
+public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay) {
   public static final Duration DEFAULT_TTL = Duration.ofSeconds(10);
 
   public AcquireOptions {
     Objects.requireNonNull(ttl, "ttl");
+    Objects.requireNonNull(lockDelay, "lockDelay");
     if (waitLimit != null && (!waits || waitLimit.isNegative())) throw new IllegalArgumentException("waitLimit needs waits, and must not be negative");
   }
 
-  /** TTL 10 s, no waiting, the client's holder label. */
+  /** Without a lock-delay, as before it existed. */
+  public AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder) {
+    this(ttl, waits, waitLimit, holder, Duration.ZERO);
+  }
+
+  /** TTL 10 s, no waiting, the client's holder label, no lock-delay. */
   public static AcquireOptions defaults() {
-    return new AcquireOptions(DEFAULT_TTL, false, null, null);
+    return new AcquireOptions(DEFAULT_TTL, false, null, null, Duration.ZERO);
   }
 
   public static AcquireOptions ttl(Duration ttl) {
@@ -27,25 +35,30 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
   }
 
   public AcquireOptions withTtl(Duration ttl) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay);
   }
 
   /** Fail fast with ResourceHeldException when the resource is held (the default). */
   public AcquireOptions noWait() {
-    return new AcquireOptions(ttl, false, null, holder);
+    return new AcquireOptions(ttl, false, null, holder, lockDelay);
   }
 
   /** Wait in line until granted, or until the acquire is canceled (its future, or an interrupt). */
   public AcquireOptions waitForever() {
-    return new AcquireOptions(ttl, true, null, holder);
+    return new AcquireOptions(ttl, true, null, holder, lockDelay);
   }
 
   /** Wait in line at most this long, then fail with DeadlineExceededException. */
   public AcquireOptions waitAtMost(Duration limit) {
-    return new AcquireOptions(ttl, true, limit, holder);
+    return new AcquireOptions(ttl, true, limit, holder, lockDelay);
   }
 
   public AcquireOptions withHolder(String holder) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay);
+  }
+
+  /** The lock-delay (whole seconds, rounded up by the server; zero: none). */
+  public AcquireOptions withLockDelay(Duration lockDelay) {
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay);
   }
 }

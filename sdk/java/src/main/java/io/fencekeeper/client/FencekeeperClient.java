@@ -346,7 +346,8 @@ public final class FencekeeperClient implements AutoCloseable {
 
   private Lease acquireIn(String resource, AcquireOptions o, Context.CancellableContext context) {
     if (closed) throw closedError();
-    if (sessions != null) {
+    // A lock-delay is for an acquisition of its own: on a session, acquisitions end with the session.
+    if (sessions != null && o.lockDelay().isZero()) {
       Lease lease = acquireOnSession(resource, o, context);
       if (lease != null) return lease;
     }
@@ -369,6 +370,7 @@ public final class FencekeeperClient implements AutoCloseable {
   /** An acquisition on an etcd lease of its own. */
   private Lease acquireOwn(String resource, AcquireOptions o, Context.CancellableContext context) {
     AcquireRequest.Builder req = AcquireRequest.newBuilder().setResource(resource).setTtl(proto(o.ttl()));
+    if (!o.lockDelay().isZero()) req.setLockDelay(proto(o.lockDelay()));
     Stamp sentAt = Stamp.now();
     AcquireResponse res = acquireCall(req, o, o.waitLimit());
     if (!res.hasTtl()) {

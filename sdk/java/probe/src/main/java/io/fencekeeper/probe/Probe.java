@@ -33,7 +33,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *     step checks what sessions promise (Sessions.java)
  * fk-sdk-probe semantics --server URL --resource PREFIX
  *     the library's own promises (Semantics.java), on resources named PREFIX-...; output as scenario's
- * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N] [--sessions true]
+ * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N] [--sessions true] [--lock-delay-ms N]
  *     acquires R (on a session with --sessions true) and holds it, printing one JSON line per event with
  *     its wall-clock time "at" (ms): granted (token, valid_until), renewed (sent_at, confirmed_at,
  *     valid_until), session-opened (session_id), session-renewed (as renewed), stream-opened,
@@ -51,7 +51,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  */
 public final class Probe {
-  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions");
+  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms");
 
   private Probe() {}
 
@@ -93,7 +93,8 @@ public final class Probe {
         .sessions(sessions(flags))
         .onEvent(Probe::report)
         .build();
-    Lease lease = client.acquire(resource, AcquireOptions.ttl(ttl).waitForever());
+    Duration lockDelay = Duration.ofMillis(Long.parseLong(flags.getOrDefault("lock-delay-ms", "0")));
+    Lease lease = client.acquire(resource, AcquireOptions.ttl(ttl).waitForever().withLockDelay(lockDelay));
     AtomicLong lastSeenHeldAt = new AtomicLong(System.currentTimeMillis());
     say("granted", "token", token(lease.token()), "ttl_ms", lease.ttl().toMillis(), "valid_until", ms(lease.validUntil()));
     lease.addLossListener(e -> say("lost", "why", e.why().name(), "valid_until", ms(e.validUntil()), "lost_at", ms(e.lostAt()),
@@ -227,7 +228,7 @@ public final class Probe {
 
   private static void usage() {
     System.err.println("usage: fk-sdk-probe scenario|semantics|hold --server URL[,URL] --resource R [--ttl-ms N] [--holder H] [--write-every-ms N]"
-        + " [--sessions true] [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]");
+        + " [--sessions true] [--lock-delay-ms N] [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]");
     System.exit(2);
   }
 }
