@@ -73,6 +73,10 @@ const (
 	// tokens (authentication on). Send tokens back exactly as Acquire returned them.
 	// Metadata: "resource", "key_id".
 	ErrorReason_TOKEN_SIGNATURE_INVALID ErrorReason = 13
+	// INVALID_ARGUMENT: a write (Put, Delete, Txn) carries a shared token (FencingToken.mode
+	// ACQUIRE_MODE_SHARED). Shared holders may read; only an exclusive acquisition's token writes.
+	// Metadata: "resource", "generation".
+	ErrorReason_SHARED_TOKEN ErrorReason = 14
 )
 
 // Enum value maps for ErrorReason.
@@ -92,6 +96,7 @@ var (
 		11: "PERMISSION_DENIED",
 		12: "NOT_HOLDER",
 		13: "TOKEN_SIGNATURE_INVALID",
+		14: "SHARED_TOKEN",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -108,6 +113,7 @@ var (
 		"PERMISSION_DENIED":        11,
 		"NOT_HOLDER":               12,
 		"TOKEN_SIGNATURE_INVALID":  13,
+		"SHARED_TOKEN":             14,
 	}
 )
 
@@ -142,7 +148,7 @@ var File_fencekeeper_v1_errors_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xcc\x02\n" +
+	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xde\x02\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSTALE_TOKEN\x10\x01\x12\x12\n" +
@@ -159,7 +165,8 @@ const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\x11PERMISSION_DENIED\x10\v\x12\x0e\n" +
 	"\n" +
 	"NOT_HOLDER\x10\f\x12\x1b\n" +
-	"\x17TOKEN_SIGNATURE_INVALID\x10\rBj\n" +
+	"\x17TOKEN_SIGNATURE_INVALID\x10\r\x12\x10\n" +
+	"\fSHARED_TOKEN\x10\x0eBj\n" +
 	"\x11io.fencekeeper.v1B\vErrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
 var (

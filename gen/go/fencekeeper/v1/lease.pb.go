@@ -45,8 +45,15 @@ type AcquireRequest struct {
 	// ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
 	// session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
 	// ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-	// such an acquisition waits, the server does not renew the session: its KeepAlive does.
-	SessionId     int64 `protobuf:"varint,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+	// holding or waiting for a resource in one mode cannot acquire it in the other either.
+	SessionId int64 `protobuf:"varint,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+	// is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+	// shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+	// acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+	// ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+	Mode          AcquireMode `protobuf:"varint,7,opt,name=mode,proto3,enum=fencekeeper.v1.AcquireMode" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -121,6 +128,13 @@ func (x *AcquireRequest) GetSessionId() int64 {
 		return x.SessionId
 	}
 	return 0
+}
+
+func (x *AcquireRequest) GetMode() AcquireMode {
+	if x != nil {
+		return x.Mode
+	}
+	return AcquireMode_ACQUIRE_MODE_UNSPECIFIED
 }
 
 // The response of LeaseService.Acquire.
@@ -604,15 +618,17 @@ func (x *DescribeRequest) GetResource() string {
 // The response of LeaseService.Describe.
 type DescribeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Whether the resource is held now. When false, holder, token and ttl are unset.
+	// Whether the resource is held now, exclusively or by shared holders. holder, token, ttl and
+	// holder_principal describe an exclusive holder: they are unset when nobody holds the resource and
+	// when its holders are shared (holders lists them).
 	Held bool `protobuf:"varint,1,opt,name=held,proto3" json:"held,omitempty"`
-	// The holder label given by the current holder at Acquire.
+	// The holder label given by the current exclusive holder at Acquire.
 	Holder string `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
-	// The current holder's token.
+	// The current exclusive holder's token.
 	Token *FencingToken `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
-	// The TTL left on the current holder's lease, as etcd reports it.
+	// The TTL left on the current exclusive holder's lease, as etcd reports it.
 	Ttl *durationpb.Duration `protobuf:"bytes,4,opt,name=ttl,proto3" json:"ttl,omitempty"`
-	// How many acquisitions are waiting in line behind the holder.
+	// How many acquisitions are waiting in line behind the holders, exclusive and shared.
 	Waiters int32 `protobuf:"varint,5,opt,name=waiters,proto3" json:"waiters,omitempty"`
 	// The resource's fence: the greatest generation the fenced store has accepted (0 if none).
 	Fence int64 `protobuf:"varint,6,opt,name=fence,proto3" json:"fence,omitempty"`
@@ -623,8 +639,11 @@ type DescribeResponse struct {
 	// principal (or an admin of the resource) may renew, release or write under the holder's token:
 	// knowing the token gives nobody else anything.
 	HolderPrincipal string `protobuf:"bytes,8,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Every current holder: the exclusive one alone (the same as holder, token, ttl and
+	// holder_principal), or every shared holder, oldest generation first. Empty when not held.
+	Holders       []*Holder `protobuf:"bytes,9,rep,name=holders,proto3" json:"holders,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -713,6 +732,86 @@ func (x *DescribeResponse) GetHolderPrincipal() string {
 	return ""
 }
 
+func (x *DescribeResponse) GetHolders() []*Holder {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+// One holder of a resource: an exclusive holder, or one of its shared holders.
+type Holder struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The holder label given at Acquire.
+	Holder string `protobuf:"bytes,1,opt,name=holder,proto3" json:"holder,omitempty"`
+	// The holder's token; its mode says whether the holder is exclusive or shared.
+	Token *FencingToken `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+	Ttl *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// The authenticated identity that acquired it, as DescribeResponse.holder_principal.
+	HolderPrincipal string `protobuf:"bytes,4,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Holder) Reset() {
+	*x = Holder{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Holder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Holder) ProtoMessage() {}
+
+func (x *Holder) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Holder.ProtoReflect.Descriptor instead.
+func (*Holder) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Holder) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Holder) GetToken() *FencingToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *Holder) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *Holder) GetHolderPrincipal() string {
+	if x != nil {
+		return x.HolderPrincipal
+	}
+	return ""
+}
+
 // The request of LeaseService.Observe.
 type ObserveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -724,7 +823,7 @@ type ObserveRequest struct {
 
 func (x *ObserveRequest) Reset() {
 	*x = ObserveRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +835,7 @@ func (x *ObserveRequest) String() string {
 func (*ObserveRequest) ProtoMessage() {}
 
 func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +848,7 @@ func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveRequest.ProtoReflect.Descriptor instead.
 func (*ObserveRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{11}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ObserveRequest) GetResource() string {
@@ -760,26 +859,34 @@ func (x *ObserveRequest) GetResource() string {
 }
 
 // One ownership change of the observed resource. The first message of the stream gives the state at
-// the moment the stream started; each later one is a change of holder.
+// the moment the stream started; each later one is a change of holder: a new exclusive holder, shared
+// holders joining or leaving, or the resource free (reported only once nobody holds it and nobody
+// waits for it: a handover to the next in line is reported when the next holder is there).
 type ObserveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Whether the resource is held after this change.
+	// Whether the resource is held after this change, exclusively or by shared holders.
 	Held bool `protobuf:"varint,1,opt,name=held,proto3" json:"held,omitempty"`
-	// The holder label of the new holder, when held.
+	// The holder label of the new exclusive holder; unset when the holders are shared.
 	Holder string `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
-	// The token of the new holder, when held.
+	// The token of the new exclusive holder; unset when the holders are shared.
 	Token *FencingToken `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
 	// The etcd revision at which this state took effect. Strictly increasing along the stream.
 	Revision int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
-	// The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+	// The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
 	HolderPrincipal string `protobuf:"bytes,5,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Every holder after this change, as DescribeResponse.holders (without ttl).
+	Holders []*Holder `protobuf:"bytes,6,rep,name=holders,proto3" json:"holders,omitempty"`
+	// The shared holders that joined since the previous message, oldest generation first.
+	Joined []*Holder `protobuf:"bytes,7,rep,name=joined,proto3" json:"joined,omitempty"`
+	// The shared holders that left since the previous message (released, or their lease ended).
+	Left          []*Holder `protobuf:"bytes,8,rep,name=left,proto3" json:"left,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ObserveResponse) Reset() {
 	*x = ObserveResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +898,7 @@ func (x *ObserveResponse) String() string {
 func (*ObserveResponse) ProtoMessage() {}
 
 func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +911,7 @@ func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveResponse.ProtoReflect.Descriptor instead.
 func (*ObserveResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{12}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ObserveResponse) GetHeld() bool {
@@ -842,6 +949,27 @@ func (x *ObserveResponse) GetHolderPrincipal() string {
 	return ""
 }
 
+func (x *ObserveResponse) GetHolders() []*Holder {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+func (x *ObserveResponse) GetJoined() []*Holder {
+	if x != nil {
+		return x.Joined
+	}
+	return nil
+}
+
+func (x *ObserveResponse) GetLeft() []*Holder {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
 // The request of LeaseService.OpenSession.
 type OpenSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -855,7 +983,7 @@ type OpenSessionRequest struct {
 
 func (x *OpenSessionRequest) Reset() {
 	*x = OpenSessionRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +995,7 @@ func (x *OpenSessionRequest) String() string {
 func (*OpenSessionRequest) ProtoMessage() {}
 
 func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +1008,7 @@ func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
 func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{13}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OpenSessionRequest) GetTtl() *durationpb.Duration {
@@ -910,7 +1038,7 @@ type OpenSessionResponse struct {
 
 func (x *OpenSessionResponse) Reset() {
 	*x = OpenSessionResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1050,7 @@ func (x *OpenSessionResponse) String() string {
 func (*OpenSessionResponse) ProtoMessage() {}
 
 func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1063,7 @@ func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionResponse.ProtoReflect.Descriptor instead.
 func (*OpenSessionResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{14}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OpenSessionResponse) GetSessionId() int64 {
@@ -963,7 +1091,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1103,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1116,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{15}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CloseSessionRequest) GetSessionId() int64 {
@@ -1007,7 +1135,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1147,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1160,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{16}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{17}
 }
 
 // The request of LeaseService.ListTokenKeys.
@@ -1044,7 +1172,7 @@ type ListTokenKeysRequest struct {
 
 func (x *ListTokenKeysRequest) Reset() {
 	*x = ListTokenKeysRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1056,7 +1184,7 @@ func (x *ListTokenKeysRequest) String() string {
 func (*ListTokenKeysRequest) ProtoMessage() {}
 
 func (x *ListTokenKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1069,7 +1197,7 @@ func (x *ListTokenKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokenKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListTokenKeysRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{17}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{18}
 }
 
 // The response of LeaseService.ListTokenKeys.
@@ -1083,7 +1211,7 @@ type ListTokenKeysResponse struct {
 
 func (x *ListTokenKeysResponse) Reset() {
 	*x = ListTokenKeysResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1223,7 @@ func (x *ListTokenKeysResponse) String() string {
 func (*ListTokenKeysResponse) ProtoMessage() {}
 
 func (x *ListTokenKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1236,7 @@ func (x *ListTokenKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokenKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListTokenKeysResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{18}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListTokenKeysResponse) GetKeys() []*TokenKey {
@@ -1133,7 +1261,7 @@ type TokenKey struct {
 
 func (x *TokenKey) Reset() {
 	*x = TokenKey{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1273,7 @@ func (x *TokenKey) String() string {
 func (*TokenKey) ProtoMessage() {}
 
 func (x *TokenKey) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1286,7 @@ func (x *TokenKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenKey.ProtoReflect.Descriptor instead.
 func (*TokenKey) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{19}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TokenKey) GetKeyId() string {
@@ -1186,7 +1314,7 @@ var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x17google/rpc/status.proto\"\xe2\x01\n" +
+	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x17google/rpc/status.proto\"\x93\x02\n" +
 	"\x0eAcquireRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
@@ -1194,7 +1322,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x04wait\x18\x04 \x01(\bR\x04wait\x12<\n" +
 	"\fwait_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vwaitTimeout\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x06 \x01(\x03R\tsessionId\"r\n" +
+	"session_id\x18\x06 \x01(\x03R\tsessionId\x12/\n" +
+	"\x04mode\x18\a \x01(\x0e2\x1b.fencekeeper.v1.AcquireModeR\x04mode\"r\n" +
 	"\x0fAcquireResponse\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"J\n" +
@@ -1218,7 +1347,7 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n" +
 	"\x0fReleaseResponse\"-\n" +
 	"\x0fDescribeRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\x9b\x02\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xcd\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1228,15 +1357,24 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05fence\x18\x06 \x01(\x03R\x05fence\x12\x1f\n" +
 	"\vlast_issued\x18\a \x01(\x03R\n" +
 	"lastIssued\x12)\n" +
-	"\x10holder_principal\x18\b \x01(\tR\x0fholderPrincipal\",\n" +
+	"\x10holder_principal\x18\b \x01(\tR\x0fholderPrincipal\x120\n" +
+	"\aholders\x18\t \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\"\xac\x01\n" +
+	"\x06Holder\x12\x16\n" +
+	"\x06holder\x18\x01 \x01(\tR\x06holder\x122\n" +
+	"\x05token\x18\x02 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
+	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12)\n" +
+	"\x10holder_principal\x18\x04 \x01(\tR\x0fholderPrincipal\",\n" +
 	"\x0eObserveRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xb8\x01\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xc6\x02\n" +
 	"\x0fObserveResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
 	"\x05token\x18\x03 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\x03R\brevision\x12)\n" +
-	"\x10holder_principal\x18\x05 \x01(\tR\x0fholderPrincipal\"Y\n" +
+	"\x10holder_principal\x18\x05 \x01(\tR\x0fholderPrincipal\x120\n" +
+	"\aholders\x18\x06 \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\x12.\n" +
+	"\x06joined\x18\a \x03(\v2\x16.fencekeeper.v1.HolderR\x06joined\x12*\n" +
+	"\x04left\x18\b \x03(\v2\x16.fencekeeper.v1.HolderR\x04left\"Y\n" +
 	"\x12OpenSessionRequest\x12+\n" +
 	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\"a\n" +
@@ -1281,7 +1419,7 @@ func file_fencekeeper_v1_lease_proto_rawDescGZIP() []byte {
 	return file_fencekeeper_v1_lease_proto_rawDescData
 }
 
-var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*AcquireRequest)(nil),        // 0: fencekeeper.v1.AcquireRequest
 	(*AcquireResponse)(nil),       // 1: fencekeeper.v1.AcquireResponse
@@ -1294,60 +1432,69 @@ var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*ReleaseResponse)(nil),       // 8: fencekeeper.v1.ReleaseResponse
 	(*DescribeRequest)(nil),       // 9: fencekeeper.v1.DescribeRequest
 	(*DescribeResponse)(nil),      // 10: fencekeeper.v1.DescribeResponse
-	(*ObserveRequest)(nil),        // 11: fencekeeper.v1.ObserveRequest
-	(*ObserveResponse)(nil),       // 12: fencekeeper.v1.ObserveResponse
-	(*OpenSessionRequest)(nil),    // 13: fencekeeper.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),   // 14: fencekeeper.v1.OpenSessionResponse
-	(*CloseSessionRequest)(nil),   // 15: fencekeeper.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),  // 16: fencekeeper.v1.CloseSessionResponse
-	(*ListTokenKeysRequest)(nil),  // 17: fencekeeper.v1.ListTokenKeysRequest
-	(*ListTokenKeysResponse)(nil), // 18: fencekeeper.v1.ListTokenKeysResponse
-	(*TokenKey)(nil),              // 19: fencekeeper.v1.TokenKey
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
-	(*FencingToken)(nil),          // 21: fencekeeper.v1.FencingToken
-	(*status.Status)(nil),         // 22: google.rpc.Status
+	(*Holder)(nil),                // 11: fencekeeper.v1.Holder
+	(*ObserveRequest)(nil),        // 12: fencekeeper.v1.ObserveRequest
+	(*ObserveResponse)(nil),       // 13: fencekeeper.v1.ObserveResponse
+	(*OpenSessionRequest)(nil),    // 14: fencekeeper.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),   // 15: fencekeeper.v1.OpenSessionResponse
+	(*CloseSessionRequest)(nil),   // 16: fencekeeper.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),  // 17: fencekeeper.v1.CloseSessionResponse
+	(*ListTokenKeysRequest)(nil),  // 18: fencekeeper.v1.ListTokenKeysRequest
+	(*ListTokenKeysResponse)(nil), // 19: fencekeeper.v1.ListTokenKeysResponse
+	(*TokenKey)(nil),              // 20: fencekeeper.v1.TokenKey
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
+	(AcquireMode)(0),              // 22: fencekeeper.v1.AcquireMode
+	(*FencingToken)(nil),          // 23: fencekeeper.v1.FencingToken
+	(*status.Status)(nil),         // 24: google.rpc.Status
 }
 var file_fencekeeper_v1_lease_proto_depIdxs = []int32{
-	20, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
-	20, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
-	21, // 2: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
-	20, // 3: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	20, // 4: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
-	22, // 5: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
-	4,  // 6: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
-	20, // 7: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
-	22, // 8: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
-	20, // 9: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
-	21, // 10: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
-	21, // 11: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
-	20, // 12: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
-	21, // 13: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
-	20, // 14: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
-	20, // 15: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
-	19, // 16: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
-	0,  // 17: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
-	2,  // 18: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
-	5,  // 19: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
-	7,  // 20: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
-	9,  // 21: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
-	11, // 22: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
-	13, // 23: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
-	15, // 24: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
-	17, // 25: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
-	1,  // 26: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
-	3,  // 27: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
-	6,  // 28: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
-	8,  // 29: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
-	10, // 30: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
-	12, // 31: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
-	14, // 32: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
-	16, // 33: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
-	18, // 34: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
-	26, // [26:35] is the sub-list for method output_type
-	17, // [17:26] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	21, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
+	21, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
+	22, // 2: fencekeeper.v1.AcquireRequest.mode:type_name -> fencekeeper.v1.AcquireMode
+	23, // 3: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
+	21, // 4: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	21, // 5: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
+	24, // 6: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
+	4,  // 7: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
+	21, // 8: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
+	24, // 9: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
+	21, // 10: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
+	23, // 11: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
+	23, // 12: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
+	21, // 13: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
+	11, // 14: fencekeeper.v1.DescribeResponse.holders:type_name -> fencekeeper.v1.Holder
+	23, // 15: fencekeeper.v1.Holder.token:type_name -> fencekeeper.v1.FencingToken
+	21, // 16: fencekeeper.v1.Holder.ttl:type_name -> google.protobuf.Duration
+	23, // 17: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
+	11, // 18: fencekeeper.v1.ObserveResponse.holders:type_name -> fencekeeper.v1.Holder
+	11, // 19: fencekeeper.v1.ObserveResponse.joined:type_name -> fencekeeper.v1.Holder
+	11, // 20: fencekeeper.v1.ObserveResponse.left:type_name -> fencekeeper.v1.Holder
+	21, // 21: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	21, // 22: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
+	20, // 23: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
+	0,  // 24: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
+	2,  // 25: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
+	5,  // 26: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
+	7,  // 27: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
+	9,  // 28: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
+	12, // 29: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
+	14, // 30: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
+	16, // 31: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
+	18, // 32: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
+	1,  // 33: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
+	3,  // 34: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
+	6,  // 35: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
+	8,  // 36: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
+	10, // 37: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
+	13, // 38: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
+	15, // 39: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
+	17, // 40: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
+	19, // 41: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
+	33, // [33:42] is the sub-list for method output_type
+	24, // [24:33] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_fencekeeper_v1_lease_proto_init() }
@@ -1362,7 +1509,7 @@ func file_fencekeeper_v1_lease_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fencekeeper_v1_lease_proto_rawDesc), len(file_fencekeeper_v1_lease_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

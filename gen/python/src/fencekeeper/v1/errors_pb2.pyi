@@ -20,6 +20,7 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PERMISSION_DENIED: _ClassVar[ErrorReason]
     NOT_HOLDER: _ClassVar[ErrorReason]
     TOKEN_SIGNATURE_INVALID: _ClassVar[ErrorReason]
+    SHARED_TOKEN: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 STALE_TOKEN: ErrorReason
 LEASE_NOT_HELD: ErrorReason
@@ -34,3 +35,4 @@ UNAUTHENTICATED: ErrorReason
 PERMISSION_DENIED: ErrorReason
 NOT_HOLDER: ErrorReason
 TOKEN_SIGNATURE_INVALID: ErrorReason
+SHARED_TOKEN: ErrorReason

@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   private AcquireRequest() {
     resource_ = "";
     holder_ = "";
+    mode_ = 0;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -258,7 +259,8 @@ private static final long serialVersionUID = 0L;
    * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
    * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
    * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-   * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+   * such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+   * holding or waiting for a resource in one mode cannot acquire it in the other either.
    * </pre>
    *
    * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
@@ -267,6 +269,40 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public long getSessionId() {
     return sessionId_;
+  }
+
+  public static final int MODE_FIELD_NUMBER = 7;
+  private int mode_ = 0;
+  /**
+   * <pre>
+   * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+   * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+   * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+   * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+   * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+   * </pre>
+   *
+   * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+   * @return The enum numeric value on the wire for mode.
+   */
+  @java.lang.Override public int getModeValue() {
+    return mode_;
+  }
+  /**
+   * <pre>
+   * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+   * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+   * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+   * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+   * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+   * </pre>
+   *
+   * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+   * @return The mode.
+   */
+  @java.lang.Override public io.fencekeeper.v1.AcquireMode getMode() {
+    io.fencekeeper.v1.AcquireMode result = io.fencekeeper.v1.AcquireMode.forNumber(mode_);
+    return result == null ? io.fencekeeper.v1.AcquireMode.UNRECOGNIZED : result;
   }
 
   private byte memoizedIsInitialized = -1;
@@ -301,6 +337,9 @@ private static final long serialVersionUID = 0L;
     if (sessionId_ != 0L) {
       output.writeInt64(6, sessionId_);
     }
+    if (mode_ != io.fencekeeper.v1.AcquireMode.ACQUIRE_MODE_UNSPECIFIED.getNumber()) {
+      output.writeEnum(7, mode_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -326,6 +365,10 @@ private static final long serialVersionUID = 0L;
     if (sessionId_ != 0L) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt64Size(6, sessionId_);
+    }
+    if (mode_ != io.fencekeeper.v1.AcquireMode.ACQUIRE_MODE_UNSPECIFIED.getNumber()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeEnumSize(7, mode_);
     }
     return size;
   }
@@ -369,6 +412,7 @@ private static final long serialVersionUID = 0L;
     }
     if (getSessionId()
         != other.getSessionId()) return false;
+    if (mode_ != other.mode_) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -398,6 +442,8 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + SESSION_ID_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
         getSessionId());
+    hash = (37 * hash) + MODE_FIELD_NUMBER;
+    hash = (53 * hash) + mode_;
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -554,6 +600,7 @@ private static final long serialVersionUID = 0L;
         waitTimeoutBuilder_ = null;
       }
       sessionId_ = 0L;
+      mode_ = 0;
       return this;
     }
 
@@ -612,6 +659,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.sessionId_ = sessionId_;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.mode_ = mode_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -648,6 +698,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getSessionId() != 0L) {
         setSessionId(other.getSessionId());
+      }
+      if (other.mode_ != 0) {
+        setModeValue(other.getModeValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -707,6 +760,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 48
+            case 56: {
+              mode_ = input.readEnum();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 56
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1298,7 +1356,8 @@ private static final long serialVersionUID = 0L;
      * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
      * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
      * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-     * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+     * such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+     * holding or waiting for a resource in one mode cannot acquire it in the other either.
      * </pre>
      *
      * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
@@ -1314,7 +1373,8 @@ private static final long serialVersionUID = 0L;
      * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
      * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
      * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-     * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+     * such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+     * holding or waiting for a resource in one mode cannot acquire it in the other either.
      * </pre>
      *
      * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
@@ -1334,7 +1394,8 @@ private static final long serialVersionUID = 0L;
      * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
      * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
      * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-     * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+     * such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+     * holding or waiting for a resource in one mode cannot acquire it in the other either.
      * </pre>
      *
      * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
@@ -1343,6 +1404,98 @@ private static final long serialVersionUID = 0L;
     public Builder clearSessionId() {
       bitField0_ = (bitField0_ & ~0x00000020);
       sessionId_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private int mode_ = 0;
+    /**
+     * <pre>
+     * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+     * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+     * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+     * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+     * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+     * @return The enum numeric value on the wire for mode.
+     */
+    @java.lang.Override public int getModeValue() {
+      return mode_;
+    }
+    /**
+     * <pre>
+     * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+     * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+     * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+     * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+     * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+     * @param value The enum numeric value on the wire for mode to set.
+     * @return This builder for chaining.
+     */
+    public Builder setModeValue(int value) {
+      mode_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+     * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+     * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+     * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+     * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+     * @return The mode.
+     */
+    @java.lang.Override
+    public io.fencekeeper.v1.AcquireMode getMode() {
+      io.fencekeeper.v1.AcquireMode result = io.fencekeeper.v1.AcquireMode.forNumber(mode_);
+      return result == null ? io.fencekeeper.v1.AcquireMode.UNRECOGNIZED : result;
+    }
+    /**
+     * <pre>
+     * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+     * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+     * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+     * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+     * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+     * @param value The mode to set.
+     * @throws IllegalArgumentException if UNRECOGNIZED is provided.
+     * @return This builder for chaining.
+     */
+    public Builder setMode(io.fencekeeper.v1.AcquireMode value) {
+      java.util.Objects.requireNonNull(value);
+      bitField0_ |= 0x00000040;
+      mode_ = value.getNumber();
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+     * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+     * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+     * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+     * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMode() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      mode_ = 0;
       onChanged();
       return this;
     }

@@ -147,6 +147,16 @@ public enum ErrorReason
    * <code>TOKEN_SIGNATURE_INVALID = 13;</code>
    */
   TOKEN_SIGNATURE_INVALID(13),
+  /**
+   * <pre>
+   * INVALID_ARGUMENT: a write (Put, Delete, Txn) carries a shared token (FencingToken.mode
+   * ACQUIRE_MODE_SHARED). Shared holders may read; only an exclusive acquisition's token writes.
+   * Metadata: "resource", "generation".
+   * </pre>
+   *
+   * <code>SHARED_TOKEN = 14;</code>
+   */
+  SHARED_TOKEN(14),
   UNRECOGNIZED(-1),
   ;
 
@@ -289,6 +299,16 @@ public enum ErrorReason
    * <code>TOKEN_SIGNATURE_INVALID = 13;</code>
    */
   public static final int TOKEN_SIGNATURE_INVALID_VALUE = 13;
+  /**
+   * <pre>
+   * INVALID_ARGUMENT: a write (Put, Delete, Txn) carries a shared token (FencingToken.mode
+   * ACQUIRE_MODE_SHARED). Shared holders may read; only an exclusive acquisition's token writes.
+   * Metadata: "resource", "generation".
+   * </pre>
+   *
+   * <code>SHARED_TOKEN = 14;</code>
+   */
+  public static final int SHARED_TOKEN_VALUE = 14;
 
 
   public final int getNumber() {
@@ -329,6 +349,7 @@ public enum ErrorReason
       case 11: return PERMISSION_DENIED;
       case 12: return NOT_HOLDER;
       case 13: return TOKEN_SIGNATURE_INVALID;
+      case 14: return SHARED_TOKEN;
       default: return null;
     }
   }

@@ -82,6 +82,11 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_Holder_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_Holder_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_fencekeeper_v1_ObserveRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -138,78 +143,88 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "\n\032fencekeeper/v1/lease.proto\022\016fencekeepe" +
       "r.v1\032\032fencekeeper/v1/token.proto\032\036google" +
       "/protobuf/duration.proto\032\027google/rpc/sta" +
-      "tus.proto\"\342\001\n\016AcquireRequest\022\032\n\010resource" +
+      "tus.proto\"\223\002\n\016AcquireRequest\022\032\n\010resource" +
       "\030\001 \001(\tR\010resource\022+\n\003ttl\030\002 \001(\0132\031.google.p" +
       "rotobuf.DurationR\003ttl\022\026\n\006holder\030\003 \001(\tR\006h" +
       "older\022\022\n\004wait\030\004 \001(\010R\004wait\022<\n\014wait_timeou" +
       "t\030\005 \001(\0132\031.google.protobuf.DurationR\013wait" +
-      "Timeout\022\035\n\nsession_id\030\006 \001(\003R\tsessionId\"r" +
-      "\n\017AcquireResponse\0222\n\005token\030\001 \001(\0132\034.fence" +
-      "keeper.v1.FencingTokenR\005token\022+\n\003ttl\030\002 \001" +
-      "(\0132\031.google.protobuf.DurationR\003ttl\"J\n\020Ke" +
-      "epAliveRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseI" +
-      "d\022\033\n\tlease_ids\030\002 \003(\003R\010leaseIds\"\277\001\n\021KeepA" +
-      "liveResponse\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022" +
-      "+\n\003ttl\030\002 \001(\0132\031.google.protobuf.DurationR" +
-      "\003ttl\022(\n\005error\030\003 \001(\0132\022.google.rpc.StatusR" +
-      "\005error\0228\n\010renewals\030\004 \003(\0132\034.fencekeeper.v" +
-      "1.LeaseRenewalR\010renewals\"\200\001\n\014LeaseRenewa" +
-      "l\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(" +
-      "\0132\031.google.protobuf.DurationR\003ttl\022(\n\005err" +
-      "or\030\003 \001(\0132\022.google.rpc.StatusR\005error\")\n\014R" +
-      "enewRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\"<" +
-      "\n\rRenewResponse\022+\n\003ttl\030\001 \001(\0132\031.google.pr" +
-      "otobuf.DurationR\003ttl\"D\n\016ReleaseRequest\0222" +
-      "\n\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTo" +
-      "kenR\005token\"\021\n\017ReleaseResponse\"-\n\017Describ" +
-      "eRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"\233\002\n" +
-      "\020DescribeResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n" +
-      "\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.f" +
-      "encekeeper.v1.FencingTokenR\005token\022+\n\003ttl" +
-      "\030\004 \001(\0132\031.google.protobuf.DurationR\003ttl\022\030" +
-      "\n\007waiters\030\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R" +
-      "\005fence\022\037\n\013last_issued\030\007 \001(\003R\nlastIssued\022" +
-      ")\n\020holder_principal\030\010 \001(\tR\017holderPrincip" +
-      "al\",\n\016ObserveRequest\022\032\n\010resource\030\001 \001(\tR\010" +
-      "resource\"\270\001\n\017ObserveResponse\022\022\n\004held\030\001 \001" +
-      "(\010R\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005toke" +
-      "n\030\003 \001(\0132\034.fencekeeper.v1.FencingTokenR\005t" +
-      "oken\022\032\n\010revision\030\004 \001(\003R\010revision\022)\n\020hold" +
-      "er_principal\030\005 \001(\tR\017holderPrincipal\"Y\n\022O" +
-      "penSessionRequest\022+\n\003ttl\030\001 \001(\0132\031.google." +
-      "protobuf.DurationR\003ttl\022\026\n\006holder\030\002 \001(\tR\006" +
-      "holder\"a\n\023OpenSessionResponse\022\035\n\nsession" +
-      "_id\030\001 \001(\003R\tsessionId\022+\n\003ttl\030\002 \001(\0132\031.goog" +
-      "le.protobuf.DurationR\003ttl\"4\n\023CloseSessio" +
-      "nRequest\022\035\n\nsession_id\030\001 \001(\003R\tsessionId\"" +
-      "\026\n\024CloseSessionResponse\"\026\n\024ListTokenKeys" +
-      "Request\"E\n\025ListTokenKeysResponse\022,\n\004keys" +
-      "\030\001 \003(\0132\030.fencekeeper.v1.TokenKeyR\004keys\"^" +
-      "\n\010TokenKey\022\025\n\006key_id\030\001 \001(\tR\005keyId\022\034\n\talg" +
-      "orithm\030\002 \001(\tR\talgorithm\022\035\n\npublic_key\030\003 " +
-      "\001(\014R\tpublicKey2\360\005\n\014LeaseService\022J\n\007Acqui" +
-      "re\022\036.fencekeeper.v1.AcquireRequest\032\037.fen" +
-      "cekeeper.v1.AcquireResponse\022T\n\tKeepAlive" +
-      "\022 .fencekeeper.v1.KeepAliveRequest\032!.fen" +
-      "cekeeper.v1.KeepAliveResponse(\0010\001\022D\n\005Ren" +
-      "ew\022\034.fencekeeper.v1.RenewRequest\032\035.fence" +
-      "keeper.v1.RenewResponse\022J\n\007Release\022\036.fen" +
-      "cekeeper.v1.ReleaseRequest\032\037.fencekeeper" +
-      ".v1.ReleaseResponse\022M\n\010Describe\022\037.fencek" +
-      "eeper.v1.DescribeRequest\032 .fencekeeper.v" +
-      "1.DescribeResponse\022L\n\007Observe\022\036.fencekee" +
-      "per.v1.ObserveRequest\032\037.fencekeeper.v1.O" +
-      "bserveResponse0\001\022V\n\013OpenSession\022\".fencek" +
-      "eeper.v1.OpenSessionRequest\032#.fencekeepe" +
-      "r.v1.OpenSessionResponse\022Y\n\014CloseSession" +
-      "\022#.fencekeeper.v1.CloseSessionRequest\032$." +
-      "fencekeeper.v1.CloseSessionResponse\022\\\n\rL" +
-      "istTokenKeys\022$.fencekeeper.v1.ListTokenK" +
-      "eysRequest\032%.fencekeeper.v1.ListTokenKey" +
-      "sResponseBi\n\021io.fencekeeper.v1B\nLeasePro" +
-      "toP\001ZFgithub.com/fencekeeper/fencekeeper" +
-      "/gen/go/fencekeeper/v1;fencekeeperv1b\006pr" +
-      "oto3"
+      "Timeout\022\035\n\nsession_id\030\006 \001(\003R\tsessionId\022/" +
+      "\n\004mode\030\007 \001(\0162\033.fencekeeper.v1.AcquireMod" +
+      "eR\004mode\"r\n\017AcquireResponse\0222\n\005token\030\001 \001(" +
+      "\0132\034.fencekeeper.v1.FencingTokenR\005token\022+" +
+      "\n\003ttl\030\002 \001(\0132\031.google.protobuf.DurationR\003" +
+      "ttl\"J\n\020KeepAliveRequest\022\031\n\010lease_id\030\001 \001(" +
+      "\003R\007leaseId\022\033\n\tlease_ids\030\002 \003(\003R\010leaseIds\"" +
+      "\277\001\n\021KeepAliveResponse\022\031\n\010lease_id\030\001 \001(\003R" +
+      "\007leaseId\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf." +
+      "DurationR\003ttl\022(\n\005error\030\003 \001(\0132\022.google.rp" +
+      "c.StatusR\005error\0228\n\010renewals\030\004 \003(\0132\034.fenc" +
+      "ekeeper.v1.LeaseRenewalR\010renewals\"\200\001\n\014Le" +
+      "aseRenewal\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+\n" +
+      "\003ttl\030\002 \001(\0132\031.google.protobuf.DurationR\003t" +
+      "tl\022(\n\005error\030\003 \001(\0132\022.google.rpc.StatusR\005e" +
+      "rror\")\n\014RenewRequest\022\031\n\010lease_id\030\001 \001(\003R\007" +
+      "leaseId\"<\n\rRenewResponse\022+\n\003ttl\030\001 \001(\0132\031." +
+      "google.protobuf.DurationR\003ttl\"D\n\016Release" +
+      "Request\0222\n\005token\030\001 \001(\0132\034.fencekeeper.v1." +
+      "FencingTokenR\005token\"\021\n\017ReleaseResponse\"-" +
+      "\n\017DescribeRequest\022\032\n\010resource\030\001 \001(\tR\010res" +
+      "ource\"\315\002\n\020DescribeResponse\022\022\n\004held\030\001 \001(\010" +
+      "R\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005token\030" +
+      "\003 \001(\0132\034.fencekeeper.v1.FencingTokenR\005tok" +
+      "en\022+\n\003ttl\030\004 \001(\0132\031.google.protobuf.Durati" +
+      "onR\003ttl\022\030\n\007waiters\030\005 \001(\005R\007waiters\022\024\n\005fen" +
+      "ce\030\006 \001(\003R\005fence\022\037\n\013last_issued\030\007 \001(\003R\nla" +
+      "stIssued\022)\n\020holder_principal\030\010 \001(\tR\017hold" +
+      "erPrincipal\0220\n\007holders\030\t \003(\0132\026.fencekeep" +
+      "er.v1.HolderR\007holders\"\254\001\n\006Holder\022\026\n\006hold" +
+      "er\030\001 \001(\tR\006holder\0222\n\005token\030\002 \001(\0132\034.fencek" +
+      "eeper.v1.FencingTokenR\005token\022+\n\003ttl\030\003 \001(" +
+      "\0132\031.google.protobuf.DurationR\003ttl\022)\n\020hol" +
+      "der_principal\030\004 \001(\tR\017holderPrincipal\",\n\016" +
+      "ObserveRequest\022\032\n\010resource\030\001 \001(\tR\010resour" +
+      "ce\"\306\002\n\017ObserveResponse\022\022\n\004held\030\001 \001(\010R\004he" +
+      "ld\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(" +
+      "\0132\034.fencekeeper.v1.FencingTokenR\005token\022\032" +
+      "\n\010revision\030\004 \001(\003R\010revision\022)\n\020holder_pri" +
+      "ncipal\030\005 \001(\tR\017holderPrincipal\0220\n\007holders" +
+      "\030\006 \003(\0132\026.fencekeeper.v1.HolderR\007holders\022" +
+      ".\n\006joined\030\007 \003(\0132\026.fencekeeper.v1.HolderR" +
+      "\006joined\022*\n\004left\030\010 \003(\0132\026.fencekeeper.v1.H" +
+      "olderR\004left\"Y\n\022OpenSessionRequest\022+\n\003ttl" +
+      "\030\001 \001(\0132\031.google.protobuf.DurationR\003ttl\022\026" +
+      "\n\006holder\030\002 \001(\tR\006holder\"a\n\023OpenSessionRes" +
+      "ponse\022\035\n\nsession_id\030\001 \001(\003R\tsessionId\022+\n\003" +
+      "ttl\030\002 \001(\0132\031.google.protobuf.DurationR\003tt" +
+      "l\"4\n\023CloseSessionRequest\022\035\n\nsession_id\030\001" +
+      " \001(\003R\tsessionId\"\026\n\024CloseSessionResponse\"" +
+      "\026\n\024ListTokenKeysRequest\"E\n\025ListTokenKeys" +
+      "Response\022,\n\004keys\030\001 \003(\0132\030.fencekeeper.v1." +
+      "TokenKeyR\004keys\"^\n\010TokenKey\022\025\n\006key_id\030\001 \001" +
+      "(\tR\005keyId\022\034\n\talgorithm\030\002 \001(\tR\talgorithm\022" +
+      "\035\n\npublic_key\030\003 \001(\014R\tpublicKey2\360\005\n\014Lease" +
+      "Service\022J\n\007Acquire\022\036.fencekeeper.v1.Acqu" +
+      "ireRequest\032\037.fencekeeper.v1.AcquireRespo" +
+      "nse\022T\n\tKeepAlive\022 .fencekeeper.v1.KeepAl" +
+      "iveRequest\032!.fencekeeper.v1.KeepAliveRes" +
+      "ponse(\0010\001\022D\n\005Renew\022\034.fencekeeper.v1.Rene" +
+      "wRequest\032\035.fencekeeper.v1.RenewResponse\022" +
+      "J\n\007Release\022\036.fencekeeper.v1.ReleaseReque" +
+      "st\032\037.fencekeeper.v1.ReleaseResponse\022M\n\010D" +
+      "escribe\022\037.fencekeeper.v1.DescribeRequest" +
+      "\032 .fencekeeper.v1.DescribeResponse\022L\n\007Ob" +
+      "serve\022\036.fencekeeper.v1.ObserveRequest\032\037." +
+      "fencekeeper.v1.ObserveResponse0\001\022V\n\013Open" +
+      "Session\022\".fencekeeper.v1.OpenSessionRequ" +
+      "est\032#.fencekeeper.v1.OpenSessionResponse" +
+      "\022Y\n\014CloseSession\022#.fencekeeper.v1.CloseS" +
+      "essionRequest\032$.fencekeeper.v1.CloseSess" +
+      "ionResponse\022\\\n\rListTokenKeys\022$.fencekeep" +
+      "er.v1.ListTokenKeysRequest\032%.fencekeeper" +
+      ".v1.ListTokenKeysResponseBi\n\021io.fencekee" +
+      "per.v1B\nLeaseProtoP\001ZFgithub.com/fenceke" +
+      "eper/fencekeeper/gen/go/fencekeeper/v1;f" +
+      "encekeeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -223,7 +238,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_AcquireRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_AcquireRequest_descriptor,
-        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", });
+        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", "Mode", });
     internal_static_fencekeeper_v1_AcquireResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_fencekeeper_v1_AcquireResponse_fieldAccessorTable = new
@@ -283,57 +298,63 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", });
-    internal_static_fencekeeper_v1_ObserveRequest_descriptor =
+        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "Holders", });
+    internal_static_fencekeeper_v1_Holder_descriptor =
       getDescriptor().getMessageType(11);
+    internal_static_fencekeeper_v1_Holder_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_Holder_descriptor,
+        new java.lang.String[] { "Holder", "Token", "Ttl", "HolderPrincipal", });
+    internal_static_fencekeeper_v1_ObserveRequest_descriptor =
+      getDescriptor().getMessageType(12);
     internal_static_fencekeeper_v1_ObserveRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveRequest_descriptor,
         new java.lang.String[] { "Resource", });
     internal_static_fencekeeper_v1_ObserveResponse_descriptor =
-      getDescriptor().getMessageType(12);
+      getDescriptor().getMessageType(13);
     internal_static_fencekeeper_v1_ObserveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", "Holders", "Joined", "Left", });
     internal_static_fencekeeper_v1_OpenSessionRequest_descriptor =
-      getDescriptor().getMessageType(13);
+      getDescriptor().getMessageType(14);
     internal_static_fencekeeper_v1_OpenSessionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_OpenSessionRequest_descriptor,
         new java.lang.String[] { "Ttl", "Holder", });
     internal_static_fencekeeper_v1_OpenSessionResponse_descriptor =
-      getDescriptor().getMessageType(14);
+      getDescriptor().getMessageType(15);
     internal_static_fencekeeper_v1_OpenSessionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_OpenSessionResponse_descriptor,
         new java.lang.String[] { "SessionId", "Ttl", });
     internal_static_fencekeeper_v1_CloseSessionRequest_descriptor =
-      getDescriptor().getMessageType(15);
+      getDescriptor().getMessageType(16);
     internal_static_fencekeeper_v1_CloseSessionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_CloseSessionRequest_descriptor,
         new java.lang.String[] { "SessionId", });
     internal_static_fencekeeper_v1_CloseSessionResponse_descriptor =
-      getDescriptor().getMessageType(16);
+      getDescriptor().getMessageType(17);
     internal_static_fencekeeper_v1_CloseSessionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_CloseSessionResponse_descriptor,
         new java.lang.String[] { });
     internal_static_fencekeeper_v1_ListTokenKeysRequest_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(18);
     internal_static_fencekeeper_v1_ListTokenKeysRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ListTokenKeysRequest_descriptor,
         new java.lang.String[] { });
     internal_static_fencekeeper_v1_ListTokenKeysResponse_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(19);
     internal_static_fencekeeper_v1_ListTokenKeysResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ListTokenKeysResponse_descriptor,
         new java.lang.String[] { "Keys", });
     internal_static_fencekeeper_v1_TokenKey_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(20);
     internal_static_fencekeeper_v1_TokenKey_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_TokenKey_descriptor,
