@@ -8,7 +8,8 @@ import { checkResource } from "../domain/validate.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import { ALGORITHM } from "../tokens/signer.js";
 import { LeaseService, type AcquireRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { durationMs, seconds, tokenFromProto, tokenToProto } from "./convert.js";
+import type { HolderState } from "../lease/observe.js";
+import { acquireModeFromProto, durationMs, seconds, tokenFromProto, tokenToProto } from "./convert.js";
 import { streaming, unary, type CallContext } from "./errors.js";
 import { keepAlive } from "./keepalive.js";
 
@@ -28,6 +29,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         waitUntil: limits.length ? Date.now() + Math.min(...limits) : undefined,
         sessionId: req.sessionId,
         principal: access.owner(ctx),
+        mode: acquireModeFromProto(req.mode),
       },
       ctx.signal,
     );
@@ -80,6 +82,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         holderPrincipal: d.holderPrincipal ?? "",
         token: d.token ? tokenToProto(d.token) : undefined,
         ttl: d.ttlSeconds !== undefined ? seconds(d.ttlSeconds) : undefined,
+        holders: d.holders.map(holderToProto),
         waiters: d.waiters,
         fence: d.fence,
         lastIssued: d.lastIssued,
@@ -98,6 +101,9 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
             holderPrincipal: o.holderPrincipal ?? "",
             token: o.token ? tokenToProto(o.token) : undefined,
             revision: o.revision,
+            holders: o.holders.map(holderToProto),
+            joined: o.joined.map(holderToProto),
+            left: o.left.map(holderToProto),
           };
         }
       } finally {
@@ -118,5 +124,14 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
     listTokenKeys: unary(async () => ({
       keys: (await coordinator.tokenKeys()).map((k) => ({ keyId: k.keyId, algorithm: ALGORITHM, publicKey: k.raw })),
     })),
+  };
+}
+
+function holderToProto(h: HolderState) {
+  return {
+    holder: h.holder,
+    holderPrincipal: h.holderPrincipal ?? "",
+    token: tokenToProto(h.token),
+    ttl: h.ttlSeconds !== undefined ? seconds(h.ttlSeconds) : undefined,
   };
 }

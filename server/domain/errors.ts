@@ -16,7 +16,8 @@ export type Reason =
   | "UNAUTHENTICATED"
   | "PERMISSION_DENIED"
   | "NOT_HOLDER"
-  | "TOKEN_SIGNATURE_INVALID";
+  | "TOKEN_SIGNATURE_INVALID"
+  | "SHARED_TOKEN";
 
 export type Kind =
   | "invalid_argument"
