@@ -19,6 +19,8 @@ import type { TokenKey } from "./verify-token.js";
 import { Servers, type Credentials, type Connection } from "./servers.js";
 import { Store, type FenceModeName } from "./store.js";
 import { tokenFromProto, tokenToProto, type Token } from "./token.js";
+import { AcquireMode } from "../gen/ts/fencekeeper/v1/token_pb.js";
+import type { Holder as ProtoHolder } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:50051";
 /**
@@ -62,23 +64,46 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Overrides ClientOptions.holder. */
   holder?: string;
+  /**
+   * A shared acquisition (docs/shared-leases.md): held beside other shared ones, while no exclusive one
+   * holds or waits. Its token reads; the fenced store refuses its writes. Default false: exclusive.
+   */
+  shared?: boolean;
+}
+
+/** One holder of a resource: its token's shared says whether it is exclusive or shared. */
+export interface Holder {
+  holder: string;
+  token: Token;
+  /** Describe only: the TTL left on its lease, as etcd reports it (whole seconds), in ms. */
+  ttlMs?: number;
 }
 
 export interface Description {
+  /** Held exclusively, or by shared holders. */
   held: boolean;
+  /** The exclusive holder's label, token and TTL; unset when the holders are shared. */
   holder?: string;
   token?: Token;
   /** The TTL left on the holder's lease, as etcd reports it (whole seconds), in ms. */
   ttlMs?: number;
+  /** Every holder: the exclusive one, or the shared ones, oldest first. */
+  holders: Holder[];
   waiters: number;
   fence: bigint;
   lastIssued: bigint;
 }
 
 export interface Ownership {
+  /** Held exclusively, or by shared holders. */
   held: boolean;
+  /** The exclusive holder's label and token; unset when the holders are shared. */
   holder?: string;
   token?: Token;
+  /** Every holder after this change, and the shared holders that joined and left since the previous one. */
+  holders: Holder[];
+  joined: Holder[];
+  left: Holder[];
   /** The etcd revision at which this state took effect. */
   revision: bigint;
 }
@@ -162,7 +187,7 @@ export class FencekeeperClient {
     const res = await this.#calls.run(
       (c) =>
         c.lease.acquire(
-          { resource, ttl: toDuration(ttlMs), holder: o.holder ?? this.#holder, wait, waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined },
+          { resource, ttl: toDuration(ttlMs), holder: o.holder ?? this.#holder, wait, waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined, mode: modeOf(o) },
           { signal: o.signal, timeoutMs },
         ),
       false,
@@ -199,7 +224,14 @@ export class FencekeeperClient {
         res = await this.#calls.run(
           (c) =>
             c.lease.acquire(
-              { resource, holder: o.holder ?? this.#holder, wait, waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined, sessionId: session.leaseId },
+              {
+                resource,
+                holder: o.holder ?? this.#holder,
+                wait,
+                waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
+                sessionId: session.leaseId,
+                mode: modeOf(o),
+              },
               { signal: o.signal, timeoutMs },
             ),
           false,
@@ -297,9 +329,10 @@ export class FencekeeperClient {
     const d = await this.#calls.run((c) => c.lease.describe({ resource }, { signal: o.signal, timeoutMs: this.#calls.timeoutMs }), true);
     return {
       held: d.held,
-      holder: d.held ? d.holder : undefined,
+      holder: d.token ? d.holder : undefined,
       token: d.token && tokenFromProto(d.token),
       ttlMs: d.ttl && toMs(d.ttl),
+      holders: d.holders.map(holderFromProto),
       waiters: d.waiters,
       fence: d.fence,
       lastIssued: d.lastIssued,
@@ -310,7 +343,15 @@ export class FencekeeperClient {
   async *observe(resource: string, o: { signal?: AbortSignal } = {}): AsyncGenerator<Ownership> {
     try {
       for await (const x of this.#servers.connection("calls").lease.observe({ resource }, { signal: o.signal, timeoutMs: 0 })) {
-        yield { held: x.held, holder: x.held ? x.holder : undefined, token: x.token && tokenFromProto(x.token), revision: x.revision };
+        yield {
+          held: x.held,
+          holder: x.token ? x.holder : undefined,
+          token: x.token && tokenFromProto(x.token),
+          holders: x.holders.map(holderFromProto),
+          joined: x.joined.map(holderFromProto),
+          left: x.left.map(holderFromProto),
+          revision: x.revision,
+        };
       }
     } catch (err) {
       if (o.signal?.aborted) return;
@@ -375,4 +416,12 @@ export class FencekeeperClient {
       }
     }
   }
+}
+
+function modeOf(o: AcquireOptions): AcquireMode {
+  return o.shared ? AcquireMode.SHARED : AcquireMode.UNSPECIFIED;
+}
+
+function holderFromProto(h: ProtoHolder): Holder {
+  return { holder: h.holder, token: tokenFromProto(h.token!), ...(h.ttl ? { ttlMs: toMs(h.ttl) } : {}) };
 }

@@ -11,6 +11,7 @@ interface Options {
   ttl: number;
   wait?: true | string;
   holder?: string;
+  shared?: boolean;
   verbose?: boolean;
 }
 
@@ -23,6 +24,7 @@ export function acquireCommand(): Command {
     )
     .option("--wait [duration]", "wait in line while the resource is held (at most <duration>, if given)")
     .option("--holder <label>", "who holds it, as Describe and Observe show (default: host:pid)")
+    .option("--shared", "hold it shared, beside other shared holders (a reader): its token cannot write to the fenced store")
     .option("--verbose", "also print every confirmed renewal")
     .action(
       action(async (ctx, resource: string, o: Options) => {
@@ -35,7 +37,7 @@ export function acquireCommand(): Command {
             ctx.out.result({ event: "renewed", sentAt, confirmedAt, validUntil }, () => `renewed: valid until ${validUntil.toISOString()}`);
           },
         });
-        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, signal: stop }).catch((err) => {
+        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, shared: o.shared, signal: stop }).catch((err) => {
           if (stop.aborted) return undefined;
           throw err;
         });
@@ -43,7 +45,8 @@ export function acquireCommand(): Command {
         const { token, ttlMs, validUntil } = lease;
         ctx.out.result(
           { event: "acquired", token: tokenToJson(token), tokenText: formatToken(token), ttlMs, validUntil },
-          () => `acquired "${resource}": token ${formatToken(token)} (generation ${token.generation}, ttl ${ttlMs / 1000} s); Ctrl-C releases it`,
+          () =>
+            `acquired "${resource}"${token.shared ? " shared" : ""}: token ${formatToken(token)} (generation ${token.generation}, ttl ${ttlMs / 1000} s); Ctrl-C releases it`,
         );
         const signal = lease.signal;
         if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));

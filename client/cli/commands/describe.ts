@@ -17,14 +17,18 @@ export function describeCommand(): Command {
             holder: d.holder,
             token: d.token && tokenToJson(d.token),
             ttlMs: d.ttlMs,
+            holders: d.holders.map((h) => ({ holder: h.holder, token: tokenToJson(h.token), ttlMs: h.ttlMs })),
             waiters: d.waiters,
             fence: d.fence,
             lastIssued: d.lastIssued,
           },
           () => {
+            const shared = d.holders.map((h) => `  "${h.holder}" with token ${formatToken(h.token)} (${(h.ttlMs ?? 0) / 1000} s left)`);
             const who = d.held && d.token
               ? `"${resource}" is held by "${d.holder}" with token ${formatToken(d.token)} (${(d.ttlMs ?? 0) / 1000} s left, ${d.waiters} waiting)`
-              : `"${resource}" is free`;
+              : d.held
+                ? `"${resource}" is held shared by ${d.holders.length} (${d.waiters} waiting):\n${shared.join("\n")}`
+                : `"${resource}" is free`;
             return `${who}\nfence ${d.fence}, last issued ${d.lastIssued}`;
           },
         );
