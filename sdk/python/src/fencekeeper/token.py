@@ -22,10 +22,12 @@ class Token:
     key_id: str = ""
     """The id of the server key that signed it (docs/verifying-tokens.md)."""
     signature: bytes = b""
+    shared: bool = False
+    """True on a shared acquisition's token: the fenced store refuses its writes. Signed."""
 
     @staticmethod
     def from_proto(t: token_pb2.FencingToken) -> Token:
-        return Token(t.resource, t.generation, t.lease_id, t.principal, t.key_id, t.signature)
+        return Token(t.resource, t.generation, t.lease_id, t.principal, t.key_id, t.signature, t.mode == token_pb2.ACQUIRE_MODE_SHARED)
 
     def to_proto(self) -> token_pb2.FencingToken:
         return token_pb2.FencingToken(
@@ -35,6 +37,7 @@ class Token:
             principal=self.principal,
             key_id=self.key_id,
             signature=self.signature,
+            mode=token_pb2.ACQUIRE_MODE_SHARED if self.shared else token_pb2.ACQUIRE_MODE_UNSPECIFIED,
         )
 
     def to_json(self) -> dict[str, str]:
