@@ -8,6 +8,7 @@ import { AcquireMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/toke
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AcquireRequestSchema, ObserveResponse } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencekeeperClient, InvalidArgumentError, ResourceHeldError, parseToken, tokenToJson, verifyToken } from "../../client/index.js";
+import { delta, writeCounts } from "../harness/batching.js";
 import { useServer, uniqueResource, sleep, eventually, failure } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
@@ -224,6 +225,25 @@ describe("shared leases", () => {
     await s.lease.release({ token: a.token });
     expect((await s.lease.describe({ resource })).held).to.equal(false);
     expect((await failure(s.lease.renew({ leaseId: a.token!.leaseId }))).code).to.equal(Code.NotFound);
+  });
+
+  it("costs the exclusive path nothing more: one etcd write request for an uncontended Acquire, one for each handover", async () => {
+    const resource = uniqueResource("exclusive-cost");
+    let before = await writeCounts(s.server);
+    const a = await acquire({ resource, ttl: ttl(10), holder: "A" });
+    expect(delta(await writeCounts(s.server), before).requests).to.equal(1);
+    const waiter = acquire({ resource, ttl: ttl(10), holder: "B", wait: true });
+    await eventually(async () => (await s.lease.describe({ resource })).waiters === 1, "B waits");
+    before = await writeCounts(s.server);
+    await s.lease.release({ token: a.token });
+    await waiter;
+    // The release, and the waiter's grant.
+    expect(delta(await writeCounts(s.server), before).requests).to.equal(2);
+    // A shared Acquire costs the same when nothing is in its way.
+    const other = uniqueResource("shared-cost");
+    before = await writeCounts(s.server);
+    await shared(other, "reader");
+    expect(delta(await writeCounts(s.server), before).requests).to.equal(1);
   });
 
   describe("on sessions", () => {
