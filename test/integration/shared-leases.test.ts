@@ -7,7 +7,7 @@ import { ErrorInfoSchema } from "../../common/error-info.js";
 import { AcquireMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AcquireRequestSchema, ObserveResponse } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { FencekeeperClient, InvalidArgumentError, ResourceHeldError, parseToken, tokenToJson, verifyToken } from "../../client/index.js";
+import { FencekeeperClient, InvalidArgumentError, ResourceHeldError, fencedUpdate, parseToken, tokenToJson, verifyToken } from "../../client/index.js";
 import { delta, writeCounts } from "../harness/batching.js";
 import { useServer, uniqueResource, sleep, eventually, failure } from "../harness/suite.js";
 
@@ -308,6 +308,12 @@ describe("shared leases", () => {
       const err = await a.put("k", "v").catch((e) => e);
       expect(err).to.be.instanceOf(InvalidArgumentError);
       expect(err.reason).to.equal("SHARED_TOKEN");
+      // The PostgreSQL helpers refuse it too, before any SQL.
+      const queries: string[] = [];
+      const db = { query: async (sql: string) => (queries.push(sql), { rowCount: 0, rows: [] }) };
+      const pg = await fencedUpdate(db, { table: "t", id: 1, token: a.token, set: { v: 1 } }).catch((e) => e);
+      expect(pg).to.be.instanceOf(RangeError);
+      expect(queries).to.deep.equal([]);
       const d = await fk.describe(resource);
       expect(d.held).to.equal(true);
       expect(d.token).to.equal(undefined);
