@@ -129,18 +129,19 @@ describe("shared leases", () => {
       for await (const o of s.lease.observe({ resource }, { signal: stop.signal })) seen.push(o);
     })().catch(() => undefined);
     await eventually(() => seen.length === 1, "Observe's first message");
+    // The long one first, so that the short one expires after both joined however slow the machine.
+    const b = await acquire({ resource, ttl: ttl(8), holder: "long", mode: SHARED });
     const a = await acquire({ resource, ttl: ttl(2), holder: "short", mode: SHARED });
-    const b = await acquire({ resource, ttl: ttl(5), holder: "long", mode: SHARED });
     const writer = acquire({ resource, ttl: ttl(10), holder: "writer", wait: true });
     await eventually(async () => (await s.lease.describe({ resource })).holders.length === 1, "the short holder expired", 15_000);
     expect((await s.lease.describe({ resource })).holders[0].holder).to.equal("long");
     expect(await pending(writer, 200)).to.equal(true);
     const w = await writer;
-    expect(w.token!.generation > b.token!.generation).to.equal(true);
+    expect(w.token!.generation > a.token!.generation).to.equal(true);
     await eventually(() => seen.some((o) => o.holder === "writer"), "Observe reports the writer", 15_000);
     stop.abort();
     await watching;
-    // Observe: free, a joins, b joins, a leaves (b stays), then the writer (b left with that handover).
+    // Observe: free, long joins, short joins, short leaves (long stays), then the writer (long left with that handover).
     const steps = seen.map((o) => ({
       holders: o.holders.map((h) => h.holder),
       joined: o.joined.map((h) => h.holder),
@@ -148,12 +149,12 @@ describe("shared leases", () => {
     }));
     expect(steps).to.deep.equal([
       { holders: [], joined: [], left: [] },
-      { holders: ["short"], joined: ["short"], left: [] },
-      { holders: ["short", "long"], joined: ["long"], left: [] },
+      { holders: ["long"], joined: ["long"], left: [] },
+      { holders: ["long", "short"], joined: ["short"], left: [] },
       { holders: ["long"], joined: [], left: ["short"] },
       { holders: ["writer"], joined: [], left: ["long"] },
     ]);
-    expect(seen[1].joined[0].token!.generation).to.equal(a.token!.generation);
+    expect(seen[2].joined[0].token!.generation).to.equal(a.token!.generation);
     expect(seen.map((o) => o.held)).to.deep.equal([false, true, true, true, true]);
   });
 
@@ -216,7 +217,7 @@ describe("shared leases", () => {
 
   it("Renew keeps a shared holding, and Release gives up exactly its generation", async () => {
     const resource = uniqueResource("renew-release");
-    const a = await acquire({ resource, ttl: ttl(3), holder: "reader", mode: SHARED });
+    const a = await acquire({ resource, ttl: ttl(4), holder: "reader", mode: SHARED });
     for (let i = 0; i < 3; i++) {
       await sleep(1000);
       await s.lease.renew({ leaseId: a.token!.leaseId });
