@@ -40,9 +40,20 @@ export class GoHolder {
   private stderr = "";
   private exited = false;
 
-  constructor(servers: string[], resource: string, ttlMs: number, o: { sessions?: boolean } = {}) {
+  constructor(servers: string[], resource: string, ttlMs: number, o: { sessions?: boolean; shared?: boolean; holder?: string } = {}) {
     assertProbeBuilt();
-    const args = ["hold", "--server", servers.join(","), "--resource", resource, "--ttl", `${ttlMs}ms`, ...(o.sessions ? ["--sessions"] : [])];
+    const args = [
+      "hold",
+      "--server",
+      servers.join(","),
+      "--resource",
+      resource,
+      "--ttl",
+      `${ttlMs}ms`,
+      ...(o.sessions ? ["--sessions"] : []),
+      ...(o.shared ? ["--shared"] : []),
+      ...(o.holder ? ["--holder", o.holder] : []),
+    ];
     this.process = spawn(PROBE, args, {
       cwd: ROOT,
       stdio: ["pipe", "pipe", "pipe"],

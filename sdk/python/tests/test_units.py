@@ -132,6 +132,8 @@ class TokenTest(unittest.TestCase):
         self.assertEqual(t.to_json()["generation"], str(2**62))
         self.assertEqual(t.to_json()["signature"], "AQI=")
         self.assertEqual(str(t), f"orders:{2**62}:7587869301759668014")
+        self.assertNotIn("shared", t.to_json())
+        self.assertIs(fencekeeper.Token("orders", 1, 2, shared=True).to_json()["shared"], True)
 
 
 if __name__ == "__main__":

@@ -160,11 +160,15 @@ class Client:
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(fn, *args))
 
-    async def acquire(self, resource: str, *, ttl: float = DEFAULT_TTL, wait: bool | float = False, holder: str | None = None) -> Lease:
+    async def acquire(
+        self, resource: str, *, ttl: float = DEFAULT_TTL, wait: bool | float = False, holder: str | None = None, shared: bool = False
+    ) -> Lease:
         """As fencekeeper.Client.acquire(); cancelling the awaiting task cancels it."""
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
-        acquiring = loop.run_in_executor(self._threads, functools.partial(self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder))
+        acquiring = loop.run_in_executor(
+            self._threads, functools.partial(self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, shared=shared)
+        )
         try:
             core = await asyncio.shield(acquiring)
         except asyncio.CancelledError:

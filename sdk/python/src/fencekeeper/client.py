@@ -28,7 +28,7 @@ from fencekeeper.errors import CanceledError, FencekeeperError, LeaseNotFoundErr
 from fencekeeper.lease import Lease, LeaseContext
 from fencekeeper.store import FenceModeName, Store
 from fencekeeper.token import Token
-from fencekeeper.v1 import lease_pb2
+from fencekeeper.v1 import lease_pb2, token_pb2
 
 DEFAULT_URL = "http://127.0.0.1:50051"
 DEFAULT_TTL = 10.0
@@ -152,19 +152,23 @@ class Client:
         wait: bool | float = False,
         cancel: threading.Event | None = None,
         holder: str | None = None,
+        shared: bool = False,
     ) -> Lease:
         """Acquires resource and keeps its lease alive until it is released or lost.
 
         ttl: seconds (etcd grants whole seconds, at least 2). wait: False fails with ResourceHeldError when
         the resource is held; True waits in line; a number waits at most that many seconds (TimeoutError).
-        Setting cancel cancels a waiting acquire (CanceledError) and, once granted, ends the lease."""
+        Setting cancel cancels a waiting acquire (CanceledError) and, once granted, ends the lease.
+        shared: a shared acquisition (docs/shared-leases.md), held beside other shared ones while no
+        exclusive one holds or waits; its token's shared is True and the fenced store refuses its writes."""
+        mode = token_pb2.ACQUIRE_MODE_SHARED if shared else token_pb2.ACQUIRE_MODE_UNSPECIFIED
         if self._sessions is not None:
-            lease = self._acquire_on_session(resource, ttl, wait, cancel, holder)
+            lease = self._acquire_on_session(resource, ttl, wait, cancel, holder, mode)
             if lease is not None:
                 return lease
-        return self._acquire_own(resource, ttl, wait, cancel, holder)
+        return self._acquire_own(resource, ttl, wait, cancel, holder, mode)
 
-    def _acquire_own(self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None) -> Lease:
+    def _acquire_own(self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int) -> Lease:
         """An acquisition on an etcd lease of its own."""
         if self._closed:
             raise CanceledError("the client is closed", grpc.StatusCode.CANCELLED)
@@ -175,6 +179,7 @@ class Client:
             holder=holder or self._holder,
             wait=wait is not False,
             wait_timeout=_duration(wait_for) if wait_for is not None else None,
+            mode=mode,
         )
         sent_at = now()
         res = self._acquire_call(req, wait, wait_for, cancel)
@@ -197,7 +202,9 @@ class Client:
         keeper.start()
         return lease
 
-    def _acquire_on_session(self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None) -> Lease | None:
+    def _acquire_on_session(
+        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int
+    ) -> Lease | None:
         """An acquisition on the client's session of that TTL (opened if there is none, or if it was lost).
         None when the session already holds or waits for the resource (ALREADY_ACQUIRED): a session takes a
         resource once at a time, so that acquisition goes on a lease of its own, as without sessions."""
@@ -212,6 +219,7 @@ class Client:
                 wait=wait is not False,
                 wait_timeout=_duration(wait_for) if wait_for is not None else None,
                 session_id=session.lease_id,
+                mode=mode,
             )
             try:
                 res = self._acquire_call(req, wait, wait_for, cancel)

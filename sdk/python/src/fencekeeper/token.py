@@ -40,9 +40,10 @@ class Token:
             mode=token_pb2.ACQUIRE_MODE_SHARED if self.shared else token_pb2.ACQUIRE_MODE_UNSPECIFIED,
         )
 
-    def to_json(self) -> dict[str, str]:
-        """The whole token as JSON-ready fields: 64-bit numbers as decimal strings, the signature in base64."""
-        return {
+    def to_json(self) -> dict[str, str | bool]:
+        """The whole token as JSON-ready fields: 64-bit numbers as decimal strings, the signature in base64;
+        "shared": true on a shared token only."""
+        fields: dict[str, str | bool] = {
             "resource": self.resource,
             "generation": str(self.generation),
             "lease_id": str(self.lease_id),
@@ -50,6 +51,9 @@ class Token:
             "key_id": self.key_id,
             "signature": base64.b64encode(self.signature).decode(),
         }
+        if self.shared:
+            fields["shared"] = True
+        return fields
 
     def __str__(self) -> str:
         return f"{self.resource}:{self.generation}:{self.lease_id}"
