@@ -6,10 +6,12 @@ import java.util.Objects;
 /**
  * How to acquire: the lease's TTL (etcd grants whole seconds, at least 2 s; default 10 s), whether to
  * wait in line when the resource is held (no: fail with ResourceHeldException; forever; or at most
- * waitLimit, then DeadlineExceededException), and the holder label (null: the client's).
+ * waitLimit, then DeadlineExceededException), the holder label (null: the client's), and whether the
+ * acquisition is shared (docs/shared-leases.md: held beside other shared ones while no exclusive one holds
+ * or waits; its token's mode is ACQUIRE_MODE_SHARED and the fenced store refuses its writes).
  * <pre>{@code AcquireOptions.ttl(Duration.ofSeconds(5)).waitAtMost(Duration.ofSeconds(30))}</pre>
  */
-public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder) {
+public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, boolean shared) {
   public static final Duration DEFAULT_TTL = Duration.ofSeconds(10);
 
   public AcquireOptions {
@@ -17,9 +19,14 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
     if (waitLimit != null && (!waits || waitLimit.isNegative())) throw new IllegalArgumentException("waitLimit needs waits, and must not be negative");
   }
 
-  /** TTL 10 s, no waiting, the client's holder label. */
+  /** Exclusive, as before shared acquisitions existed. */
+  public AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder) {
+    this(ttl, waits, waitLimit, holder, false);
+  }
+
+  /** TTL 10 s, no waiting, the client's holder label, exclusive. */
   public static AcquireOptions defaults() {
-    return new AcquireOptions(DEFAULT_TTL, false, null, null);
+    return new AcquireOptions(DEFAULT_TTL, false, null, null, false);
   }
 
   public static AcquireOptions ttl(Duration ttl) {
@@ -27,25 +34,30 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
   }
 
   public AcquireOptions withTtl(Duration ttl) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, shared);
   }
 
   /** Fail fast with ResourceHeldException when the resource is held (the default). */
   public AcquireOptions noWait() {
-    return new AcquireOptions(ttl, false, null, holder);
+    return new AcquireOptions(ttl, false, null, holder, shared);
   }
 
   /** Wait in line until granted, or until the acquire is canceled (its future, or an interrupt). */
   public AcquireOptions waitForever() {
-    return new AcquireOptions(ttl, true, null, holder);
+    return new AcquireOptions(ttl, true, null, holder, shared);
   }
 
   /** Wait in line at most this long, then fail with DeadlineExceededException. */
   public AcquireOptions waitAtMost(Duration limit) {
-    return new AcquireOptions(ttl, true, limit, holder);
+    return new AcquireOptions(ttl, true, limit, holder, shared);
   }
 
   public AcquireOptions withHolder(String holder) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, shared);
+  }
+
+  /** A shared acquisition (true) or an exclusive one (false, the default). */
+  public AcquireOptions withShared(boolean shared) {
+    return new AcquireOptions(ttl, waits, waitLimit, holder, shared);
   }
 }
