@@ -20,6 +20,8 @@ import type { TokenKey } from "./verify-token.js";
 import { Servers, type Credentials, type Connection } from "./servers.js";
 import { Store, type FenceModeName } from "./store.js";
 import { tokenFromProto, tokenToProto, type Token } from "./token.js";
+import { AcquireMode } from "../gen/ts/fencekeeper/v1/token_pb.js";
+import type { Holder as ProtoHolder } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:50051";
 /**
@@ -69,14 +71,31 @@ export interface AcquireOptions {
    * own, also with ClientOptions.sessions. See docs/lock-delay.md.
    */
   lockDelay?: number;
+  /**
+   * A shared acquisition (docs/shared-leases.md): held beside other shared ones, while no exclusive one
+   * holds or waits. Its token reads; the fenced store refuses its writes. Default false: exclusive.
+   */
+  shared?: boolean;
+}
+
+/** One holder of a resource: its token's shared says whether it is exclusive or shared. */
+export interface Holder {
+  holder: string;
+  token: Token;
+  /** Describe only: the TTL left on its lease, as etcd reports it (whole seconds), in ms. */
+  ttlMs?: number;
 }
 
 export interface Description {
+  /** Held exclusively, or by shared holders. */
   held: boolean;
+  /** The exclusive holder's label, token and TTL; unset when the holders are shared. */
   holder?: string;
   token?: Token;
   /** The TTL left on the holder's lease, as etcd reports it (whole seconds), in ms. */
   ttlMs?: number;
+  /** Every holder: the exclusive one, or the shared ones, oldest first. */
+  holders: Holder[];
   waiters: number;
   fence: bigint;
   lastIssued: bigint;
@@ -87,9 +106,15 @@ export interface Description {
 }
 
 export interface Ownership {
+  /** Held exclusively, or by shared holders. */
   held: boolean;
+  /** The exclusive holder's label and token; unset when the holders are shared. */
   holder?: string;
   token?: Token;
+  /** Every holder after this change, and the shared holders that joined and left since the previous one. */
+  holders: Holder[];
+  joined: Holder[];
+  left: Holder[];
   /** The etcd revision at which this state took effect. */
   revision: bigint;
   /** As Description.lockDelay: the new holder's lock-delay in ms, or the one being served. */
@@ -185,6 +210,7 @@ export class FencekeeperClient {
             wait,
             waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
             lockDelay: o.lockDelay ? toDuration(o.lockDelay) : undefined,
+            mode: modeOf(o),
           },
           { signal: o.signal, timeoutMs },
         ),
@@ -222,7 +248,14 @@ export class FencekeeperClient {
         res = await this.#calls.run(
           (c) =>
             c.lease.acquire(
-              { resource, holder: o.holder ?? this.#holder, wait, waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined, sessionId: session.leaseId },
+              {
+                resource,
+                holder: o.holder ?? this.#holder,
+                wait,
+                waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
+                sessionId: session.leaseId,
+                mode: modeOf(o),
+              },
               { signal: o.signal, timeoutMs },
             ),
           false,
@@ -320,9 +353,10 @@ export class FencekeeperClient {
     const d = await this.#calls.run((c) => c.lease.describe({ resource }, { signal: o.signal, timeoutMs: this.#calls.timeoutMs }), true);
     return {
       held: d.held,
-      holder: d.held ? d.holder : undefined,
+      holder: d.token ? d.holder : undefined,
       token: d.token && tokenFromProto(d.token),
       ttlMs: d.ttl && toMs(d.ttl),
+      holders: d.holders.map(holderFromProto),
       waiters: d.waiters,
       fence: d.fence,
       lastIssued: d.lastIssued,
@@ -334,7 +368,16 @@ export class FencekeeperClient {
   async *observe(resource: string, o: { signal?: AbortSignal } = {}): AsyncGenerator<Ownership> {
     try {
       for await (const x of this.#servers.connection("calls").lease.observe({ resource }, { signal: o.signal, timeoutMs: 0 })) {
-        yield { held: x.held, holder: x.held ? x.holder : undefined, token: x.token && tokenFromProto(x.token), revision: x.revision, ...lockDelayOf(x) };
+        yield {
+          held: x.held,
+          holder: x.token ? x.holder : undefined,
+          token: x.token && tokenFromProto(x.token),
+          holders: x.holders.map(holderFromProto),
+          joined: x.joined.map(holderFromProto),
+          left: x.left.map(holderFromProto),
+          revision: x.revision,
+          ...lockDelayOf(x),
+        };
       }
     } catch (err) {
       if (o.signal?.aborted) return;
@@ -407,4 +450,12 @@ function lockDelayOf(x: { lockDelay?: Duration; lockDelayUntil?: Timestamp }): {
     ...(x.lockDelay ? { lockDelay: toMs(x.lockDelay) } : {}),
     ...(x.lockDelayUntil ? { lockDelayUntil: timestampDate(x.lockDelayUntil) } : {}),
   };
+}
+
+function modeOf(o: AcquireOptions): AcquireMode {
+  return o.shared ? AcquireMode.SHARED : AcquireMode.UNSPECIFIED;
+}
+
+function holderFromProto(h: ProtoHolder): Holder {
+  return { holder: h.holder, token: tokenFromProto(h.token!), ...(h.ttl ? { ttlMs: toMs(h.ttl) } : {}) };
 }

@@ -1,6 +1,6 @@
 // The fencekeeper TypeScript SDK.
 export { FencekeeperClient, DEFAULT_URL, DEFAULT_TTL_MS } from "./client.js";
-export type { ClientOptions, AcquireOptions, Description, Ownership } from "./client.js";
+export type { ClientOptions, AcquireOptions, Description, Holder, Ownership } from "./client.js";
 export { Lease } from "./lease.js";
 export type { Store, Commit, Entry, GetResult, ListOptions, ReadOptions, TxnOp, Value, WriteOptions, FenceModeName } from "./store.js";
 export { formatToken, parseToken, tokenToJson, type Token, type TokenJson } from "./token.js";

@@ -161,6 +161,10 @@ function explain(
 }
 
 function checkToken(w: FencedTarget): FencedOutcome | undefined {
+  // As the fenced store does: a shared holder shares the resource, so its generation must not move a fence.
+  if (w.token.shared) {
+    throw new RangeError(`a shared token (generation ${w.token.generation} of "${w.token.resource}") cannot write: fenced writes need an exclusive acquisition's token`);
+  }
   if (!w.keys) return undefined;
   const v = verifyToken(w.token, w.keys);
   return v.ok ? undefined : { status: "unverified", reason: v.reason };

@@ -2,7 +2,7 @@
 // people and shells, and JSON (numbers as strings, the signature in base64) for scripts. The JSON form
 // is the whole token; the short form leaves out who it was issued to and its signature, so a server
 // with authentication on, which takes signed tokens only, refuses a token parsed from it.
-import type { FencingToken } from "../gen/ts/fencekeeper/v1/token_pb.js";
+import { AcquireMode, type FencingToken } from "../gen/ts/fencekeeper/v1/token_pb.js";
 
 export interface Token {
   /** The resource this token is for. */
@@ -16,10 +16,13 @@ export interface Token {
   /** The id of the server key that signed it, and the signature (docs/verifying-tokens.md). */
   readonly keyId?: string;
   readonly signature?: Uint8Array;
+  /** True on a shared acquisition's token (docs/shared-leases.md): it reads, and the fenced store refuses its writes. */
+  readonly shared?: boolean;
 }
 
 export function tokenFromProto(t: FencingToken): Token {
-  return { resource: t.resource, generation: t.generation, leaseId: t.leaseId, principal: t.principal, keyId: t.keyId, signature: t.signature };
+  const token = { resource: t.resource, generation: t.generation, leaseId: t.leaseId, principal: t.principal, keyId: t.keyId, signature: t.signature };
+  return t.mode === AcquireMode.SHARED ? { ...token, shared: true } : token;
 }
 
 export function tokenToProto(t: Token) {
@@ -30,6 +33,8 @@ export function tokenToProto(t: Token) {
     principal: t.principal ?? "",
     keyId: t.keyId ?? "",
     signature: t.signature ?? new Uint8Array(),
+    // Signed: a shared token sent without its mode would not verify.
+    mode: t.shared ? AcquireMode.SHARED : AcquireMode.UNSPECIFIED,
   };
 }
 
@@ -46,6 +51,8 @@ export interface TokenJson {
   keyId?: string;
   /** base64 */
   signature?: string;
+  /** Present (true) on a shared token only. */
+  shared?: boolean;
 }
 
 /** The token as a JSON-ready object, numbers as decimal strings, the signature in base64 (fields it lacks are left out). */
@@ -54,6 +61,7 @@ export function tokenToJson(t: Token): TokenJson {
   if (t.principal) json.principal = t.principal;
   if (t.keyId) json.keyId = t.keyId;
   if (t.signature?.length) json.signature = Buffer.from(t.signature).toString("base64");
+  if (t.shared) json.shared = true;
   return json;
 }
 
@@ -76,6 +84,7 @@ export function parseToken(text: string): Token {
     for (const [name, v] of [["principal", o.principal], ["keyId", keyId], ["signature", o.signature]] as const) {
       if (v !== undefined && typeof v !== "string") throw new RangeError(`a JSON token's "${name}" is a string, got ${s}`);
     }
+    if (o.shared !== undefined && typeof o.shared !== "boolean") throw new RangeError(`a JSON token's "shared" is true or false, got ${s}`);
     return {
       resource: o.resource,
       generation: BigInt(generation as string),
@@ -83,6 +92,7 @@ export function parseToken(text: string): Token {
       ...(o.principal !== undefined ? { principal: o.principal as string } : {}),
       ...(keyId !== undefined ? { keyId: keyId as string } : {}),
       ...(o.signature !== undefined ? { signature: new Uint8Array(Buffer.from(o.signature as string, "base64")) } : {}),
+      ...(o.shared === true ? { shared: true } : {}),
     };
   }
   const m = /^(.+):(\d+):(\d+)$/s.exec(s);

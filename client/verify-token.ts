@@ -13,9 +13,12 @@ export interface TokenKey {
 
 export type Verification = { ok: true } | { ok: false; reason: "not signed" | "unknown key id" | "bad signature" };
 
-/** The bytes a token's signature covers: each field's length (4 bytes, big-endian), then its UTF-8 bytes. */
+/**
+ * The bytes a token's signature covers: each field's length (4 bytes, big-endian), then its UTF-8 bytes;
+ * a shared token has one field more, its mode's number ("2"), so that it never verifies as an exclusive one.
+ */
 export function canonicalToken(t: Token): Buffer {
-  const fields = ["fencekeeper-token-v1", t.resource, t.generation.toString(), t.leaseId.toString(), t.principal ?? "", t.keyId ?? ""];
+  const fields = ["fencekeeper-token-v1", t.resource, t.generation.toString(), t.leaseId.toString(), t.principal ?? "", t.keyId ?? "", ...(t.shared ? ["2"] : [])];
   return Buffer.concat(
     fields.flatMap((f) => {
       const bytes = Buffer.from(f, "utf8");

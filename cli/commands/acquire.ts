@@ -11,6 +11,7 @@ interface Options {
   wait?: true | string;
   holder?: string;
   lockDelay?: number;
+  shared?: boolean;
   verbose?: boolean;
 }
 
@@ -26,6 +27,7 @@ export function acquireCommand(): Command {
     .addOption(
       new Option("--lock-delay <duration>", "if the lease expires (it is not released), nobody is granted the resource for this long (e.g. 10s); whole seconds").argParser(duration),
     )
+    .option("--shared", "hold it shared, beside other shared holders (a reader): its token cannot write to the fenced store")
     .option("--verbose", "also print every confirmed renewal")
     .action(
       action(async (ctx, resource: string, o: Options) => {
@@ -38,7 +40,7 @@ export function acquireCommand(): Command {
             ctx.out.result({ event: "renewed", sentAt, confirmedAt, validUntil }, () => `renewed: valid until ${validUntil.toISOString()}`);
           },
         });
-        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, lockDelay: o.lockDelay, signal: stop }).catch((err) => {
+        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, lockDelay: o.lockDelay, shared: o.shared, signal: stop }).catch((err) => {
           if (stop.aborted) return undefined;
           throw err;
         });
@@ -46,7 +48,8 @@ export function acquireCommand(): Command {
         const { token, ttlMs, validUntil } = lease;
         ctx.out.result(
           { event: "acquired", token: tokenToJson(token), tokenText: formatToken(token), ttlMs, validUntil },
-          () => `acquired "${resource}": token ${formatToken(token)} (generation ${token.generation}, ttl ${ttlMs / 1000} s); Ctrl-C releases it`,
+          () =>
+            `acquired "${resource}"${token.shared ? " shared" : ""}: token ${formatToken(token)} (generation ${token.generation}, ttl ${ttlMs / 1000} s); Ctrl-C releases it`,
         );
         const signal = lease.signal;
         if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));

@@ -17,6 +17,7 @@ export function describeCommand(): Command {
             holder: d.holder,
             token: d.token && tokenToJson(d.token),
             ttlMs: d.ttlMs,
+            holders: d.holders.map((h) => ({ holder: h.holder, token: tokenToJson(h.token), ttlMs: h.ttlMs })),
             waiters: d.waiters,
             fence: d.fence,
             lastIssued: d.lastIssued,
@@ -25,11 +26,14 @@ export function describeCommand(): Command {
           },
           () => {
             const delay = d.lockDelay !== undefined ? `, lock-delay ${d.lockDelay / 1000} s` : "";
+            const shared = d.holders.map((h) => `  "${h.holder}" with token ${formatToken(h.token)} (${(h.ttlMs ?? 0) / 1000} s left)`);
             const who = d.held && d.token
               ? `"${resource}" is held by "${d.holder}" with token ${formatToken(d.token)} (${(d.ttlMs ?? 0) / 1000} s left, ${d.waiters} waiting${delay})`
-              : d.lockDelayUntil
-                ? `"${resource}" is in a lock-delay until about ${d.lockDelayUntil.toISOString()}: its holder's lease expired (${d.waiters} waiting)`
-                : `"${resource}" is free`;
+              : d.held
+                ? `"${resource}" is held shared by ${d.holders.length} (${d.waiters} waiting):\n${shared.join("\n")}`
+                : d.lockDelayUntil
+                  ? `"${resource}" is in a lock-delay until about ${d.lockDelayUntil.toISOString()}: its holder's lease expired (${d.waiters} waiting)`
+                  : `"${resource}" is free`;
             return `${who}\nfence ${d.fence}, last issued ${d.lastIssued}`;
           },
         );

@@ -28,6 +28,17 @@ type AcquireOptions struct {
 	// afterwards (docs/lock-delay.md); whole seconds, rounded up. Zero: none. Such a lease is always one
 	// of its own, also with Options.Sessions.
 	LockDelay time.Duration
+	// Shared takes a shared acquisition (docs/shared-leases.md): held beside other shared ones while no
+	// exclusive acquisition holds or waits. Its token's Shared is true, and the fenced store refuses its
+	// writes (reason SHARED_TOKEN). Default false: exclusive.
+	Shared bool
+}
+
+func (o AcquireOptions) mode() fencekeeperv1.AcquireMode {
+	if o.Shared {
+		return fencekeeperv1.AcquireMode_ACQUIRE_MODE_SHARED
+	}
+	return fencekeeperv1.AcquireMode_ACQUIRE_MODE_UNSPECIFIED
 }
 
 // opening is a session being opened, or open: the acquisitions that ask at the same time wait for one.
@@ -89,7 +100,7 @@ func canceled(ctx context.Context, resource string) error {
 
 // acquireOwn is an acquisition on an etcd lease of its own.
 func (c *Client) acquireOwn(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
-	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(o.TTL), Holder: o.Holder, Wait: o.Wait}
+	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(o.TTL), Holder: o.Holder, Wait: o.Wait, Mode: o.mode()}
 	if o.LockDelay != 0 {
 		req.LockDelay = durationpb.New(o.LockDelay)
 	}
@@ -136,7 +147,7 @@ func (c *Client) acquireOnSession(ctx context.Context, resource string, o Acquir
 		if o.Wait && waitTimeout > 0 {
 			waitTimeout = max(time.Millisecond, waitTimeout-time.Since(startedAt))
 		}
-		res, err := c.acquire(ctx, &fencekeeperv1.AcquireRequest{Resource: resource, Holder: o.Holder, Wait: o.Wait, SessionId: session.id}, waitTimeout)
+		res, err := c.acquire(ctx, &fencekeeperv1.AcquireRequest{Resource: resource, Holder: o.Holder, Wait: o.Wait, SessionId: session.id, Mode: o.mode()}, waitTimeout)
 		var se *StatusError
 		var notFound *LeaseNotFoundError
 		switch {

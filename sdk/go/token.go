@@ -17,14 +17,22 @@ type Token struct {
 	Principal string
 	KeyID     string
 	Signature []byte
+	// Shared is true on a shared acquisition's token (AcquireMode SHARED): the fenced store refuses its
+	// writes. Signed: a shared token verifies only with it set.
+	Shared bool
 }
 
 func (t Token) String() string { return fmt.Sprintf("%s:%d:%d", t.Resource, t.Generation, t.LeaseID) }
 
 func tokenFromProto(t *fencekeeperv1.FencingToken) Token {
-	return Token{Resource: t.GetResource(), Generation: t.GetGeneration(), LeaseID: t.GetLeaseId(), Principal: t.GetPrincipal(), KeyID: t.GetKeyId(), Signature: t.GetSignature()}
+	return Token{Resource: t.GetResource(), Generation: t.GetGeneration(), LeaseID: t.GetLeaseId(), Principal: t.GetPrincipal(), KeyID: t.GetKeyId(), Signature: t.GetSignature(),
+		Shared: t.GetMode() == fencekeeperv1.AcquireMode_ACQUIRE_MODE_SHARED}
 }
 
 func (t Token) proto() *fencekeeperv1.FencingToken {
-	return &fencekeeperv1.FencingToken{Resource: t.Resource, Generation: t.Generation, LeaseId: t.LeaseID, Principal: t.Principal, KeyId: t.KeyID, Signature: t.Signature}
+	p := &fencekeeperv1.FencingToken{Resource: t.Resource, Generation: t.Generation, LeaseId: t.LeaseID, Principal: t.Principal, KeyId: t.KeyID, Signature: t.Signature}
+	if t.Shared {
+		p.Mode = fencekeeperv1.AcquireMode_ACQUIRE_MODE_SHARED
+	}
+	return p
 }

@@ -58,10 +58,15 @@ func VerifyToken(token Token, keys map[string]ed25519.PublicKey) error {
 }
 
 // canonicalToken is what the signature covers: for each field, its length in bytes (4 bytes, big
-// endian) and its UTF-8 bytes, so that no field can run into the next.
+// endian) and its UTF-8 bytes, so that no field can run into the next. A shared token has one field
+// more, its mode's number ("2"), so that it never verifies as an exclusive one.
 func canonicalToken(t Token) []byte {
 	var out []byte
-	for _, f := range []string{"fencekeeper-token-v1", t.Resource, strconv.FormatInt(t.Generation, 10), strconv.FormatInt(t.LeaseID, 10), t.Principal, t.KeyID} {
+	fields := []string{"fencekeeper-token-v1", t.Resource, strconv.FormatInt(t.Generation, 10), strconv.FormatInt(t.LeaseID, 10), t.Principal, t.KeyID}
+	if t.Shared {
+		fields = append(fields, "2")
+	}
+	for _, f := range fields {
 		out = binary.BigEndian.AppendUint32(out, uint32(len(f)))
 		out = append(out, f...)
 	}

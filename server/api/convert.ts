@@ -2,11 +2,15 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate, type Duration } from "@bufbuild/protobuf/wkt";
 import { invalid } from "../domain/errors.js";
-import type { FenceMode, Token } from "../domain/token.js";
-import { FenceMode as ProtoFenceMode, type FencingToken, type FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import type { AcquireMode, FenceMode, Token } from "../domain/token.js";
+import { AcquireMode as ProtoAcquireMode, FenceMode as ProtoFenceMode, type FencingToken, type FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 
-export function tokenFromProto(t: FencingToken | undefined): Token | undefined {
-  return t ? { resource: t.resource, generation: t.generation, leaseId: t.leaseId, principal: t.principal, keyId: t.keyId, signature: t.signature } : undefined;
+/** field: where the token is in the request, for the message of a mode that is not an AcquireMode. */
+export function tokenFromProto(t: FencingToken | undefined, field = "token"): Token | undefined {
+  if (!t) return undefined;
+  const token = { resource: t.resource, generation: t.generation, leaseId: t.leaseId, principal: t.principal, keyId: t.keyId, signature: t.signature };
+  const mode = acquireModeFromProto(t.mode, `${field}.mode`);
+  return mode === "shared" ? { ...token, mode } : token;
 }
 
 export function tokenToProto(t: Token): MessageInitShape<typeof FencingTokenSchema> {
@@ -17,7 +21,21 @@ export function tokenToProto(t: Token): MessageInitShape<typeof FencingTokenSche
     principal: t.principal ?? "",
     keyId: t.keyId ?? "",
     signature: t.signature ?? new Uint8Array(),
+    // Unset on an exclusive token, as before shared tokens existed.
+    mode: t.mode === "shared" ? ProtoAcquireMode.SHARED : ProtoAcquireMode.UNSPECIFIED,
   };
+}
+
+export function acquireModeFromProto(mode: ProtoAcquireMode, field = "mode"): AcquireMode {
+  switch (mode) {
+    case ProtoAcquireMode.UNSPECIFIED:
+    case ProtoAcquireMode.EXCLUSIVE:
+      return "exclusive";
+    case ProtoAcquireMode.SHARED:
+      return "shared";
+    default:
+      throw invalid(`${field} ${mode} is not an AcquireMode; use ACQUIRE_MODE_EXCLUSIVE (1) or ACQUIRE_MODE_SHARED (2)`);
+  }
 }
 
 /** A Duration in milliseconds; undefined when unset. */

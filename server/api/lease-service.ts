@@ -8,7 +8,8 @@ import { checkResource } from "../domain/validate.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import { ALGORITHM } from "../tokens/signer.js";
 import { LeaseService, type AcquireRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { durationMs, lockDelayToProto, seconds, tokenFromProto, tokenToProto } from "./convert.js";
+import type { HolderState } from "../lease/observe.js";
+import { acquireModeFromProto, durationMs, lockDelayToProto, seconds, tokenFromProto, tokenToProto } from "./convert.js";
 import { streaming, unary, type CallContext } from "./errors.js";
 import { keepAlive } from "./keepalive.js";
 
@@ -29,6 +30,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         sessionId: req.sessionId,
         principal: access.owner(ctx),
         lockDelayMs: durationMs(req.lockDelay, "lock_delay"),
+        mode: acquireModeFromProto(req.mode),
       },
       ctx.signal,
     );
@@ -85,6 +87,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         holderPrincipal: d.holderPrincipal ?? "",
         token: d.token ? tokenToProto(d.token) : undefined,
         ttl: d.ttlSeconds !== undefined ? seconds(d.ttlSeconds) : undefined,
+        holders: d.holders.map(holderToProto),
         waiters: d.waiters,
         fence: d.fence,
         lastIssued: d.lastIssued,
@@ -105,6 +108,9 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
             token: o.token ? tokenToProto(o.token) : undefined,
             revision: o.revision,
             ...lockDelayToProto(o),
+            holders: o.holders.map(holderToProto),
+            joined: o.joined.map(holderToProto),
+            left: o.left.map(holderToProto),
           };
         }
       } finally {
@@ -125,5 +131,14 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
     listTokenKeys: unary(async () => ({
       keys: (await coordinator.tokenKeys()).map((k) => ({ keyId: k.keyId, algorithm: ALGORITHM, publicKey: k.raw })),
     })),
+  };
+}
+
+function holderToProto(h: HolderState) {
+  return {
+    holder: h.holder,
+    holderPrincipal: h.holderPrincipal ?? "",
+    token: tokenToProto(h.token),
+    ttl: h.ttlSeconds !== undefined ? seconds(h.ttlSeconds) : undefined,
   };
 }

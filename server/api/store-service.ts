@@ -14,7 +14,7 @@ function mutation(resource: string, m: ProtoMutation | undefined, ops: StoreOp[]
   return {
     principal: access.ownerUnlessAdmin(ctx, resource),
     resource,
-    token: tokenFromProto(m?.token),
+    token: tokenFromProto(m?.token, "mutation.token"),
     mode: fenceModeFromProto(m?.mode ?? 0),
     idempotencyKey: m?.idempotencyKey ?? "",
     ops,

@@ -17,7 +17,8 @@ export type Reason =
   | "PERMISSION_DENIED"
   | "NOT_HOLDER"
   | "TOKEN_SIGNATURE_INVALID"
-  | "LOCK_DELAY";
+  | "LOCK_DELAY"
+  | "SHARED_TOKEN";
 
 export type Kind =
   | "invalid_argument"

@@ -14,6 +14,13 @@
 //                                       granted R. Its value is encodeLockDelay's; its create revision is
 //                                       the holder's generation. It sorts between the owner key and the
 //                                       line, so that Observe's one watch sees it.
+//   P r/R/q/s/<lease id><nonce>         a shared acquisition waiting in line (shared.ts). Inside the line,
+//                                       so that whatever reads the whole line sees it; after every
+//                                       exclusive waiter's key ([q/, q/s/) holds those alone: lease ids
+//                                       are hex digits, which sort before "s")
+//   P r/R/s/<lease id, 16 hex digits>   a shared holder, attached to its lease (a lease holds a resource
+//                                       once at most, so its id names the holding). Its create revision is
+//                                       the generation, as the owner key's is for the exclusive holder
 //   P r/R/issued                        rewritten by every grant, so its mod revision is the greatest
 //                                       generation issued (its value is not read)
 //   P r/R/fence                         the greatest generation accepted by the store, 20 decimal digits
@@ -54,6 +61,24 @@ export class KeyLayout {
 
   queueKey(resource: string, leaseId: bigint): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}q/${hex16(leaseId)}`);
+  }
+
+  /** The shared acquisitions waiting in line: a part of the line, after every exclusive waiter. */
+  sharedQueuePrefix(resource: string): Buffer {
+    return Buffer.from(`${this.resourceRoot(resource)}q/s/`);
+  }
+
+  sharedQueueKey(resource: string, leaseId: bigint): Buffer {
+    return Buffer.from(`${this.resourceRoot(resource)}q/s/${hex16(leaseId)}`);
+  }
+
+  /** The shared holders of a resource. */
+  sharedPrefix(resource: string): Buffer {
+    return Buffer.from(`${this.resourceRoot(resource)}s/`);
+  }
+
+  sharedKey(resource: string, leaseId: bigint): Buffer {
+    return Buffer.from(`${this.resourceRoot(resource)}s/${hex16(leaseId)}`);
   }
 
   ownerKey(resource: string): Buffer {
@@ -209,10 +234,15 @@ export function fenceCompares(keys: KeyLayout, token: { resource: string; genera
   return compares;
 }
 
-/** The token's generation holds its resource: the owner key is the one its grant created, on its lease. */
-export function holds(keys: KeyLayout, token: { resource: string; generation: bigint; leaseId: bigint }): ICompare[] {
-  const ownerKey = keys.ownerKey(token.resource);
-  return [cmp.createdAt(ownerKey, token.generation), cmp.leaseIs(ownerKey, token.leaseId)];
+/** The key a token's grant created: the owner key, or a shared token's holder key. */
+export function holderKeyOf(keys: KeyLayout, token: { resource: string; leaseId: bigint; mode?: "exclusive" | "shared" }): Buffer {
+  return token.mode === "shared" ? keys.sharedKey(token.resource, token.leaseId) : keys.ownerKey(token.resource);
+}
+
+/** The token's generation holds its resource: the key its grant created is still there, on its lease. */
+export function holds(keys: KeyLayout, token: { resource: string; generation: bigint; leaseId: bigint; mode?: "exclusive" | "shared" }): ICompare[] {
+  const holderKey = holderKeyOf(keys, token);
+  return [cmp.createdAt(holderKey, token.generation), cmp.leaseIs(holderKey, token.leaseId)];
 }
 
 /** Whether an owner key as read is the token's: the same test as holds(), on what was read. */

@@ -15,7 +15,10 @@ export const cmp = {
   valueLess: (key: Buffer, value: Buffer): ICompare => ({ key, target: "Value", result: "Less", value }),
   /** No key in [key, rangeEnd) exists (etcd compares every key of a range; an empty range passes). */
   rangeEmpty: (key: Buffer, rangeEnd: Buffer): ICompare => ({ key, range_end: rangeEnd, target: "Create", result: "Equal", create_revision: "0" }),
-  /** Every key in [key, rangeEnd) was created at rev or later. */
+  /**
+   * Every key in [key, rangeEnd) was created at rev or later. An empty range fails it: etcd then judges
+   * a missing key, whose create revision is 0 (use it on a range that holds the caller's own key).
+   */
   rangeCreatedFrom: (key: Buffer, rangeEnd: Buffer, rev: bigint): ICompare => ({
     key,
     range_end: rangeEnd,

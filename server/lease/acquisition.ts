@@ -8,6 +8,8 @@
 // ahead of it: the waiter before it, or the owner key when it is first in line. Each handover costs the
 // next waiter one watch event and one transaction, never a read of the whole line.
 //
+// An acquisition is exclusive or shared; shared.ts says whom each mode waits for, and what it checks.
+//
 // A waiter's place in line is on a lease that this call keeps alive while it waits: the acquisition's
 // own lease, or, on a session, a place lease of its own (the session is renewed by its client only, and
 // a place held on it would outlive a call that died with its server).
@@ -15,21 +17,22 @@
 // No grant happens during a lock-delay (lock-delay.ts): a grant also checks that no lock-delay key
 // exists, and the first in line waits for its deletion as for the owner key's.
 import { randomBytes } from "node:crypto";
-import type { IKeyValue, IRangeResponse } from "etcd3";
+import type { IRangeResponse } from "etcd3";
 import { DomainError, leaseNotFound, notHolder } from "../domain/errors.js";
 import { inLine, type DomainEvents } from "../domain/events.js";
 import type { Limits } from "../domain/limits.js";
-import type { Token } from "../domain/token.js";
+import type { AcquireMode, Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, ttlSeconds } from "../domain/validate.js";
-import type { Committer, Outcome } from "../etcd/committer.js";
-import { decodeBinding, decodeOwner, encodeGeneration, encodeHolder, encodeOwner, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
+import type { Committer } from "../etcd/committer.js";
+import { decodeBinding, encodeGeneration, encodeHolder, encodeOwner, prefixEnd, type KeyLayout } from "../etcd/keys.js";
 import type { Leases } from "../etcd/leases.js";
 import { cmp, op } from "../etcd/ops.js";
-import { prefixRange, type Reader, type Watch } from "../etcd/reader.js";
+import type { Reader, Watch } from "../etcd/reader.js";
 import { eventually } from "../etcd/retry.js";
 import { bindOps, checkLeaseCap } from "./bindings.js";
-import { grantWithDelay, inLockDelay, lockDelaySeconds, lockDelayWrites, noLockDelay } from "./lock-delay.js";
+import { grantWithDelay, inLockDelay, lockDelaySeconds, lockDelayWrites } from "./lock-delay.js";
 import { atTime } from "./long-timeout.js";
+import { lineRules, type LineRules } from "./shared.js";
 
 export interface AcquireParams {
   resource: string;
@@ -44,6 +47,8 @@ export interface AcquireParams {
   principal?: string;
   /** If the acquisition's lease expires, nobody is granted the resource for this long (lock-delay.ts). */
   lockDelayMs?: number;
+  /** Undefined: exclusive. */
+  mode?: AcquireMode;
 }
 
 export interface Grant {
@@ -77,7 +82,7 @@ export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSig
     if (p.ttlMs !== undefined) throw new DomainError("invalid_argument", "ttl must be unset with session_id: an acquisition on a session lasts as long as the session");
   }
   const ttl = onSession ? 0 : ttlSeconds(p.ttlMs, d.limits);
-  const delay = lockDelaySeconds(p.lockDelayMs, d.limits, onSession);
+  const delay = lockDelaySeconds(p.lockDelayMs, d.limits, onSession, p.mode === "shared");
   // A session's owner never changes while it lives, so reading it once before acquiring on it is exact.
   if (onSession && p.principal !== undefined) await checkSessionOwner(d, p.sessionId!, p.principal);
   if (!onSession && p.principal !== undefined) await checkLeaseCap(d, p.principal, d.limits.maxLeasesPerCaller);
@@ -89,10 +94,10 @@ class Acquisition {
   private readonly keys: KeyLayout;
   /** Distinguishes this attempt's keys from any other's, on the same lease or session too. */
   private readonly nonce = randomBytes(8).toString("hex");
-  private readonly ownerValue: Buffer;
-  private readonly ownerKey: Buffer;
-  private readonly lockDelayKey: Buffer;
-  private readonly linePrefix: Buffer;
+  private readonly rules: LineRules;
+  /** The key a grant creates (the owner key, or a shared holder's), and its value. */
+  private readonly holderKey: Buffer;
+  private readonly holderValue: Buffer;
   private readonly lineKey: Buffer;
   private readonly sessionKey?: Buffer;
   /** The lease of the place in line, once this acquisition waits. */
@@ -110,11 +115,7 @@ class Acquisition {
     private readonly delay: number,
   ) {
     this.keys = d.keys;
-    this.ownerKey = d.keys.ownerKey(p.resource);
-    this.lockDelayKey = d.keys.lockDelayKey(p.resource);
-    this.linePrefix = d.keys.queuePrefix(p.resource);
-    this.lineKey = Buffer.concat([d.keys.queueKey(p.resource, lease.id), Buffer.from(this.nonce)]);
-    this.ownerValue = encodeOwner({ holder: p.holder, nonce: this.nonce, principal: p.principal });
+  /** The writes of a grant: the holder key, the generation marked issued, a fence if there is none, its lock-delay key if any. */
     if (onSession) this.sessionKey = d.keys.sessionKey(lease.id);
   }
 
@@ -126,7 +127,7 @@ class Acquisition {
         generation = await inLine(this.d.events, this.p.resource, () => this.waitInLine());
         waited = true;
       }
-      const token: Token = { resource: this.p.resource, generation, leaseId: this.lease.id };
+      const token: Token = { resource: this.p.resource, generation, leaseId: this.lease.id, ...(this.rules.mode === "shared" ? { mode: "shared" as const } : {}) };
       if (this.onSession) {
         if (this.place) this.d.leases.revokeEventually(this.place.id);
         return { token, waited };
@@ -155,59 +156,51 @@ class Acquisition {
     if (!this.onSession) steps.push(leases.revokeEventually(this.lease.id));
     if (this.place) steps.push(leases.revokeEventually(this.place.id));
     if (this.onSession && this.maybeGranted) {
-      // On a session, only the owner key is this attempt's: its value carries the nonce.
-      const compare = [cmp.valueIs(this.ownerKey, this.ownerValue)];
-      steps.push(eventually(() => this.d.committer.commit("release", { compare, success: [op.del(this.ownerKey)], failure: [] })));
+      // On a session, only the holder key is this attempt's: its value carries the nonce.
+      const compare = [cmp.valueIs(this.holderKey, this.holderValue)];
+      steps.push(eventually(() => this.d.committer.commit("release", { compare, success: [op.del(this.holderKey)], failure: [] })));
     }
     await Promise.all(steps);
   }
 
-  /** The writes of a grant: the owner key, the generation marked issued, a fence if there is none, its lock-delay key if any. */
+  /** The writes of a grant: the holder key, the generation marked issued, a fence if there is none. */
   private grantWrites() {
     const fenceKey = this.keys.fenceKey(this.p.resource);
     return [
-      op.put(this.ownerKey, this.ownerValue, this.lease.id),
+      op.put(this.holderKey, this.holderValue, this.lease.id),
       op.put(this.keys.issuedKey(this.p.resource), Buffer.alloc(0)),
       op.txn({ compare: [cmp.createdAt(fenceKey, 0n)], success: [op.put(fenceKey, encodeGeneration(0n))], failure: [] }),
       ...lockDelayWrites(this.keys, this.p.resource, this.lease.id, this.delay),
     ];
   }
 
-  /** The key a waiter first in line waits to see deleted: the owner key, or else a lock-delay key. */
-  private aheadOfLine(owner: IKeyValue | undefined, lockDelay: IKeyValue | undefined): Buffer | undefined {
-    return owner ? this.ownerKey : lockDelay ? this.lockDelayKey : undefined;
-  }
-
   /**
-   * Takes the resource if nobody holds or waits for it: the generation. Otherwise fails, or, with wait,
-   * joins the line (in the same transaction when the place can go on the acquisition's own lease).
+   * Takes the resource if nobody it must wait for holds or waits: the generation. Otherwise fails, or,
+   * with wait, joins the line (in the same transaction when the place can go on the acquisition's own
+   * lease).
    */
   private async tryFirst(): Promise<bigint | undefined> {
-    const { p } = this;
-    const sessionChecks = this.sessionKey ? [cmp.exists(this.sessionKey)] : [];
+    const { p, rules } = this;
+    // On a session, the grant must also find the session holding and waiting for nothing of the resource:
+    // a shared grant does not otherwise look at shared holders or shared waiters.
+    const sessionChecks = this.sessionKey ? [cmp.exists(this.sessionKey), ...this.sessionFree()] : [];
     const joinNow = p.wait && !this.onSession;
-    const reads = [op.get(this.ownerKey), op.get(this.lockDelayKey), ...(this.sessionKey ? [op.get(this.sessionKey), op.range(this.sessionPlaces({ count_only: true }))] : [])];
+      compare: [...rules.free(), ...sessionChecks],
     // A lease of its own is bound to the caller by the first transaction that puts a key on it.
     const bind = p.principal !== undefined && !this.onSession ? bindOps(this.keys, this.lease.id, p.principal) : [];
     this.maybeGranted = true;
     const res = await this.d.committer.commit("acquire", {
-      compare: [cmp.rangeEmpty(this.linePrefix, prefixEnd(this.linePrefix)), cmp.createdAt(this.ownerKey, 0n), noLockDelay(this.keys, p.resource), ...sessionChecks],
+      compare: [...rules.free(), ...sessionChecks],
       success: [...this.grantWrites(), ...bind],
-      failure: joinNow ? [op.range(this.lastInLine()), ...reads, op.put(this.lineKey, encodeHolder(p), this.lease.id), ...bind] : reads,
+      failure: joinNow ? [...reads, op.put(this.lineKey, encodeHolder(p), this.lease.id), ...bind] : reads,
     });
     if (res.succeeded) return res.revision;
     this.maybeGranted = false;
 
-    const ranges = res.responses.map((r) => r.response_range);
-    const predecessor = joinNow ? ranges.shift()!.kvs[0] : undefined;
-    const owner = ranges[0].kvs[0];
-    const lockDelay = ranges[1].kvs[0];
-    if (this.sessionKey) this.checkSession(ranges[2].kvs[0], owner, ranges[3]);
-    if (!p.wait) throw !owner && lockDelay ? await inLockDelay(this.d.leases, p.resource, lockDelay) : held(p.resource, owner && decodeOwner(owner));
-    if (joinNow) {
-      this.joined = { revision: res.revision, ahead: predecessor?.key ?? this.aheadOfLine(owner, lockDelay) };
-      return undefined;
-    }
+    const ranges = res.responses.slice(0, reads.length).map((r) => r.response_range);
+    if (this.sessionKey) this.checkSession(ranges.slice(aheadReads.length));
+    if (!p.wait) throw rules.held(ranges);
+    if (joinNow) this.joined = { revision: res.revision, ahead: rules.ahead(ranges).key };
     return undefined;
   }
 
@@ -222,31 +215,27 @@ class Acquisition {
     let seenAt = myRev;
     for (;;) {
       if (ahead) await this.waitForDeletion(ahead, seenAt);
-      this.maybeGranted = true;
-      const res = await this.d.committer.commit("acquire", {
-        compare: [
-          cmp.createdAt(this.lineKey, myRev),
-          cmp.rangeCreatedFrom(this.linePrefix, prefixEnd(this.linePrefix), myRev),
-          cmp.createdAt(this.ownerKey, 0n),
-          noLockDelay(this.keys, this.p.resource),
-          ...(this.sessionKey ? [cmp.exists(this.sessionKey)] : []),
-        ],
-        success: [op.del(this.lineKey), ...this.grantWrites()],
-        failure: [
-          op.range(this.lastInLine(myRev)),
-          op.get(this.lineKey),
-          op.get(this.ownerKey),
-          op.get(this.lockDelayKey),
-          ...(this.sessionKey ? [op.get(this.sessionKey)] : []),
-        ],
-      });
-      if (res.succeeded) return res.revision;
-      this.maybeGranted = false;
-      const [before, mine, owner, lockDelay, session] = res.responses.map((r) => r.response_range.kvs[0]);
+      const aheadReads = this.rules.aheadReads(myRev);
+      const reads = [...aheadReads, op.get(this.lineKey), ...(this.sessionKey ? [op.get(this.sessionKey)] : [])];
+      let look: { revision: bigint; ranges: IRangeResponse[] };
+      if (this.rules.grantable(ahead)) {
+        this.maybeGranted = true;
+        const res = await this.d.committer.commit("acquire", {
+          compare: [cmp.createdAt(this.lineKey, myRev), ...this.rules.firstInLine(myRev), ...(this.sessionKey ? [cmp.exists(this.sessionKey)] : [])],
+          success: [op.del(this.lineKey), ...this.grantWrites()],
+          failure: reads,
+        });
+        if (res.succeeded) return res.revision;
+        this.maybeGranted = false;
+        look = { revision: res.revision, ranges: res.responses.map((r) => r.response_range) };
+      } else {
+        look = await this.d.reader.snapshot("acquire", reads.map((r) => r.request_range!));
+      }
+      const [mine, session] = look.ranges.slice(aheadReads.length).map((r) => r.kvs[0]);
       if (this.sessionKey && !session) throw sessionGone(this.lease.id);
       if (!mine) throw placeLost(this.p.resource, this.place?.id ?? this.lease.id);
-      ahead = before?.key ?? this.aheadOfLine(owner, lockDelay);
-      seenAt = res.revision;
+      ahead = this.rules.ahead(look.ranges).key;
+      seenAt = look.revision;
     }
   }
 
@@ -254,54 +243,56 @@ class Acquisition {
   private async joinOnSession(): Promise<void> {
     this.place = await this.d.leases.grant(PLACE_TTL_SECONDS);
     const res = await this.d.committer.commit("acquire", {
-      compare: [cmp.exists(this.sessionKey!), cmp.rangeEmpty(...this.sessionPlaceRange())],
-      success: [op.range(this.lastInLine()), op.get(this.ownerKey), op.get(this.lockDelayKey), op.put(this.lineKey, encodeHolder(this.p), this.place.id)],
-      failure: [op.get(this.sessionKey!), op.get(this.ownerKey), op.range(this.sessionPlaces({ count_only: true }))],
+      compare: [cmp.exists(this.sessionKey!), ...this.sessionFree()],
+      success: [...this.rules.aheadReads(), op.put(this.lineKey, encodeHolder(this.p), this.place.id)],
+      failure: this.sessionReads(),
     });
     if (!res.succeeded) {
-      const [session, owner, places] = res.responses.map((r) => r.response_range);
-      this.checkSession(session.kvs[0], owner.kvs[0], places);
+      this.checkSession(res.responses.map((r) => r.response_range));
       throw new Error(`joining the line of "${this.p.resource}" failed without a cause`);
     }
-    const [predecessor, owner, lockDelay] = res.responses.map((r) => r.response_range?.kvs[0]);
-    this.joined = { revision: res.revision, ahead: predecessor?.key ?? this.aheadOfLine(owner, lockDelay) };
+    this.joined = { revision: res.revision, ahead: this.rules.ahead(res.responses.map((r) => r.response_range)).key };
   }
 
-  /** Refuses an acquisition on a session that is gone, or that holds or waits for the resource already. */
-  private checkSession(session: IKeyValue | undefined, owner: IKeyValue | undefined, places: IRangeResponse): void {
+  /** What checkSession() judges, read in the transaction that found the resource taken. */
+  private sessionReads() {
+    if (!this.sessionKey) return [];
+    return [
+      op.get(this.sessionKey),
+      op.get(this.keys.ownerKey(this.p.resource)),
+      op.get(this.sharedHolding()),
+      ...this.sessionPlaceRanges().map(([key, range_end]) => op.range({ key, range_end, count_only: true })),
+    ];
+  }
+
+  /** Refuses an acquisition on a session that is gone, or that holds or waits for the resource already, in either mode. */
+  private checkSession([session, owner, shared, ...places]: IRangeResponse[]): void {
     const id = this.lease.id;
-    if (!session) throw sessionGone(id);
-    const holds = owner !== undefined && BigInt(owner.lease) === id;
-    if (holds || Number(places.count) > 0) {
+    if (!session.kvs[0]) throw sessionGone(id);
+    const holding = owner.kvs[0] && BigInt(owner.kvs[0].lease) === id ? owner.kvs[0] : shared.kvs[0];
+    if (holding || places.some((r) => Number(r.count) > 0)) {
       throw new DomainError(
         "already_exists",
-        `session ${id} already ${holds ? "holds" : "waits for"} "${this.p.resource}"; release that acquisition first, or use another session`,
+        `session ${id} already ${holding ? "holds" : "waits for"} "${this.p.resource}"; release that acquisition first, or use another session`,
         "ALREADY_ACQUIRED",
-        { resource: this.p.resource, session_id: String(id), ...(holds ? { generation: String(owner!.create_revision) } : {}) },
+        { resource: this.p.resource, session_id: String(id), ...(holding ? { generation: String(holding.create_revision) } : {}) },
       );
     }
   }
 
-  /** The places of this acquisition's session in the line (by key name: a session's places start with its id). */
-  private sessionPlaceRange(): [Buffer, Buffer] {
-    const prefix = this.keys.queueKey(this.p.resource, this.lease.id);
-    return [prefix, prefixEnd(prefix)];
+  /** The session neither holds the resource shared nor waits for it (checkSession() judges the exclusive holding). */
+  private sessionFree() {
+    return [cmp.createdAt(this.sharedHolding(), 0n), ...this.sessionPlaceRanges().map(([key, end]) => cmp.rangeEmpty(key, end))];
   }
 
-  private sessionPlaces(extra: { count_only?: boolean } = {}) {
-    const [key, range_end] = this.sessionPlaceRange();
-    return { key, range_end, ...extra };
+  /** The key of a shared holding of the resource on this acquisition's session (keys are named by lease). */
+  private sharedHolding(): Buffer {
+    return this.keys.sharedKey(this.p.resource, this.lease.id);
   }
 
-  /** The newest key in line (created before maxRevision, if given): the one a newcomer waits behind. */
-  private lastInLine(before?: bigint) {
-    return prefixRange(this.linePrefix, {
-      sort_order: "Descend",
-      sort_target: "Create",
-      limit: 1,
-      keys_only: true,
-      ...(before !== undefined ? { max_create_revision: (before - 1n).toString() } : {}),
-    });
+  /** The places of this acquisition's session in the line, exclusive and shared (by key name: they start with its id). */
+  private sessionPlaceRanges(): [Buffer, Buffer][] {
+    return [this.keys.queueKey(this.p.resource, this.lease.id), this.keys.sharedQueueKey(this.p.resource, this.lease.id)].map((prefix) => [prefix, prefixEnd(prefix)]);
   }
 
   /**
@@ -359,25 +350,6 @@ async function checkSessionOwner(d: AcquireDeps, sessionId: bigint, principal: s
   const owner = decodeBinding(found.kvs[0]);
   if (owner === undefined) throw sessionGone(sessionId);
   if (owner !== principal) throw notHolder(`session ${sessionId}`, owner, principal, { lease_id: String(sessionId) });
-}
-
-function held(resource: string, owner: Owner | undefined): DomainError {
-  if (!owner) {
-    return new DomainError(
-      "aborted",
-      `"${resource}" is being handed over to the next in line; acquire with wait set to queue for it`,
-      "RESOURCE_HELD",
-      { resource },
-    );
-  }
-  return new DomainError(
-    "aborted",
-    `"${resource}" is held by ${owner.holder ? `"${owner.holder}"` : "another holder"} (generation ${owner.generation}); ` +
-      "acquire with wait set to queue for it",
-    "RESOURCE_HELD",
-    { resource, holder: owner.holder, generation: String(owner.generation), lease_id: String(owner.leaseId), ...(owner.principal ? { holder_principal: owner.principal } : {}) },
-    { resource, generation: owner.generation, leaseId: owner.leaseId },
-  );
 }
 
 const placeLost = (resource: string, leaseId: bigint) =>

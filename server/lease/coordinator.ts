@@ -4,7 +4,7 @@ import { DomainError, leaseNotFound } from "../domain/errors.js";
 import { kindOf, refusalOf, type RenewalVia } from "../domain/events.js";
 import type { Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../domain/validate.js";
-import { decodeGeneration, decodeOwner, encodeHolder, holds, lastIssuedOf } from "../etcd/keys.js";
+import { decodeGeneration, decodeOwner, encodeHolder, holderKeyOf, holds, lastIssuedOf } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
 import { prefixRange } from "../etcd/reader.js";
 import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acquisition.js";
@@ -12,17 +12,22 @@ import type { TokenChecks } from "../tokens/checks.js";
 import type { TokenSigner } from "../tokens/signer.js";
 import { bindOps, checkBound, checkLeaseCap, StreamBindings } from "./bindings.js";
 import { lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
-import { observe, type Ownership } from "./observe.js";
+import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
+import { decodeShared, sharedHolders } from "./shared.js";
 
-export type { AcquireParams, Grant, Ownership };
+export type { AcquireParams, Grant, HolderState, Ownership };
 
 export interface Description extends LockDelayState {
+  /** Held exclusively, or by shared holders. */
   held: boolean;
+  /** The exclusive holder's label, principal, token and TTL; unset when the holders are shared. */
   holder?: string;
   /** The principal that acquired it, with authentication on. */
   holderPrincipal?: string;
   token?: Token;
   ttlSeconds?: number;
+  /** Every holder: the exclusive one, or the shared ones, oldest first. */
+  holders: HolderState[];
   waiters: number;
   fence: bigint;
   lastIssued: bigint;
@@ -105,12 +110,11 @@ export class LeaseCoordinator {
   async release(token: Token | undefined, principal?: string): Promise<void> {
     const t = checkToken(token, "token");
     const { keys, committer, leases } = this.d;
-    const ownerKey = keys.ownerKey(t.resource);
     await this.tokens.check(t, principal, "token");
     const res = await committer.commit("release", {
       compare: holds(keys, t),
       // A release ends the acquisition without its lock-delay: the lock-delay key goes with the owner key.
-      success: [op.del(ownerKey), op.get(keys.sessionKey(t.leaseId)), ...releaseWrites(keys, t)],
+      success: [op.del(holderKeyOf(keys, t)), op.get(keys.sessionKey(t.leaseId)), ...(t.mode === "shared" ? [] : releaseWrites(keys, t))],
       failure: [],
     });
     if (!res.succeeded) {
@@ -137,36 +141,49 @@ export class LeaseCoordinator {
       prefixRange(keys.queuePrefix(resource), { count_only: true }),
       { key: keys.fenceKey(resource) },
       { key: keys.issuedKey(resource) },
+      sharedHolders(keys, resource),
       { key: keys.lockDelayKey(resource) },
     ]);
-    const [owner, line, fence, issued, lockDelay] = snap.ranges;
+    const [owner, line, fence, issued, shared, lockDelay] = snap.ranges;
+    const exclusive = owner.kvs[0] ? decodeOwner(owner.kvs[0]) : undefined;
+    const owners = exclusive ? [{ o: exclusive, mode: "exclusive" as const }] : decodeShared(shared.kvs).map((o) => ({ o, mode: "shared" as const }));
+    // Each holder's token as Acquire gave it, signature included: with authentication on, it is of no
+    // use to anyone but its principal, and without, anyone may write anyway.
+    const holders = await Promise.all(
+      owners.map(async ({ o, mode }) => {
+        const [holder, ttl] = await Promise.all([this.signed(holderState(resource, o, mode)), leases.timeToLive(o.leaseId)]);
+        return { ...holder, ttlSeconds: Math.max(0, ttl) };
+      }),
+    );
     const description: Description = {
-      held: owner.kvs.length > 0,
+      held: holders.length > 0,
+      holders,
       waiters: Number(line.count),
       fence: decodeGeneration(fence.kvs[0]?.value),
       lastIssued: lastIssuedOf(issued.kvs[0]),
       ...(await lockDelayState(leases, lockDelay.kvs[0], owner.kvs.length > 0)),
     };
-    if (owner.kvs[0]) {
-      const o = decodeOwner(owner.kvs[0]);
-      description.holder = o.holder;
-      if (o.principal) description.holderPrincipal = o.principal;
-      // The holder's token as Acquire gave it, signature included: with authentication on, it is of no
-      // use to anyone but its principal, and without, anyone may write anyway.
-      const [token, ttl] = await Promise.all([
-        this.d.signer.sign({ resource, generation: o.generation, leaseId: o.leaseId, principal: o.principal }),
-        leases.timeToLive(o.leaseId),
-      ]);
-      description.token = token;
-      description.ttlSeconds = Math.max(0, ttl);
+    if (exclusive) {
+      const h = holders[0];
+      description.holder = h.holder;
+      if (h.holderPrincipal) description.holderPrincipal = h.holderPrincipal;
+      description.token = h.token;
+      description.ttlSeconds = h.ttlSeconds;
     }
     return description;
   }
 
+  /** A holder with its token signed, for its principal. */
+  private async signed(h: HolderState): Promise<HolderState> {
+    return { ...h, token: await this.d.signer.sign({ ...h.token, principal: h.holderPrincipal ?? "" }) };
+  }
+
   /** Ownership changes, each holder's token signed as Describe signs it. */
   async *observe(resource: string, signal: AbortSignal): AsyncGenerator<Ownership> {
+    const sign = (hs: HolderState[]) => Promise.all(hs.map((h) => this.signed(h)));
     for await (const o of observe(this.d, resource, signal)) {
-      yield o.token ? { ...o, token: await this.d.signer.sign({ ...o.token, principal: o.holderPrincipal ?? "" }) } : o;
+      const [holders, joined, left] = await Promise.all([sign(o.holders), sign(o.joined), sign(o.left)]);
+      yield { ...o, holders, joined, left, ...(o.token ? { token: holders[0].token } : {}) };
     }
   }
 

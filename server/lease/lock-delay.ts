@@ -27,13 +27,18 @@ import { cmp, op } from "../etcd/ops.js";
 const ID_DRAWS = 5;
 
 /** The delay an Acquire asks for, in whole seconds, rounded up (0: none). */
-export function lockDelaySeconds(requestedMs: number | undefined, limits: Limits, onSession: boolean): number {
+export function lockDelaySeconds(requestedMs: number | undefined, limits: Limits, onSession: boolean, shared = false): number {
   if (requestedMs === undefined || requestedMs === 0) return 0;
   const allowed = `allowed: 0s (none) to ${limits.maxLockDelaySeconds}s, the server's maximum (--max-lock-delay)`;
   if (requestedMs < 0) throw invalid(`lock_delay ${requestedMs / 1000}s is negative; ${allowed}`);
   if (requestedMs > limits.maxLockDelaySeconds * 1000) throw invalid(`lock_delay ${requestedMs / 1000}s is above the maximum; ${allowed}`);
   if (onSession) {
     throw invalid("lock_delay must be unset with session_id: acquisitions on a session end with the session; acquire on a lease of its own for a lock-delay");
+  }
+  if (shared) {
+    throw invalid(
+      "lock_delay must be unset with mode ACQUIRE_MODE_SHARED: a lock-delay keeps writers out after a lost exclusive holder, and shared holders do not write",
+    );
   }
   return Math.ceil(requestedMs / 1000);
 }

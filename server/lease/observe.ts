@@ -1,10 +1,12 @@
-// Observe: the holder of a resource now, then each change of holder.
+// Observe: the holders of a resource now, then each change of holders.
 //
-// It watches the owner key and the line together. When the owner key goes while acquisitions wait in
-// line, the first of them is about to be granted: that is a handover, reported once the next owner key
-// is there. The resource is reported free only when nobody holds it and nobody waits. A lock-delay
-// (lock-delay.ts) is reported when it starts, the holder's expiry, whether or not anyone waits: its
-// key sorts between the owner key and the line, in the same watch.
+// It watches the owner key, the lock-delay key, the line and the shared holders together (they sort in
+// this order, "owner" < "owner-delay" < "q/" < "s/", with nothing else of the resource between). When
+// the owner key goes while acquisitions wait in line, the first of them is about to be granted: that is a
+// handover, reported once the next holder is there; so is the last shared holder leaving while an
+// exclusive acquisition waits. Shared holders joining and leaving are reported as they happen. A
+// lock-delay (lock-delay.ts) is reported when it starts, at the holder's expiry, whether or not anyone
+// waits. The resource is reported free only when nobody holds it, no lock-delay runs, and nobody waits.
 import type { IKeyValue } from "etcd3";
 import { checkResource } from "../domain/validate.js";
 import type { Token } from "../domain/token.js";
@@ -12,13 +14,30 @@ import { decodeOwner, prefixEnd, type Owner } from "../etcd/keys.js";
 import { prefixRange } from "../etcd/reader.js";
 import type { AcquireDeps } from "./acquisition.js";
 import { lockDelayState, type LockDelayState } from "./lock-delay.js";
+import { sharedHolders } from "./shared.js";
 
-export interface Ownership extends LockDelayState {
-  held: boolean;
-  holder?: string;
+/** One holder, exclusive or shared: its token's mode says which. */
+export interface HolderState {
+  holder: string;
   /** The principal that acquired it, with authentication on. */
   holderPrincipal?: string;
+  token: Token;
+  /** Describe only: the TTL left on its lease. */
+  ttlSeconds?: number;
+}
+
+export interface Ownership extends LockDelayState {
+  /** Held exclusively, or by shared holders. */
+  held: boolean;
+  /** The exclusive holder's label, principal and token; unset when the holders are shared. */
+  holder?: string;
+  holderPrincipal?: string;
   token?: Token;
+  /** Every holder after this change: the exclusive one, or the shared ones, oldest first. */
+  holders: HolderState[];
+  /** Shared holders that joined, and that left, since the previous report. */
+  joined: HolderState[];
+  left: HolderState[];
   /** The etcd revision at which this state took effect. */
   revision: bigint;
 }
@@ -28,34 +47,57 @@ export async function* observe(d: AcquireDeps, resource: string, signal: AbortSi
   const { keys, reader } = d;
   const ownerKey = keys.ownerKey(resource);
   const linePrefix = keys.queuePrefix(resource);
+  const sharedPrefix = keys.sharedPrefix(resource);
   const lockDelayKey = keys.lockDelayKey(resource);
-  const start = await reader.snapshot("observe", [{ key: ownerKey }, prefixRange(linePrefix, { count_only: true }), { key: lockDelayKey }]);
+  const start = await reader.snapshot("observe", [
+    { key: ownerKey },
+    prefixRange(linePrefix, { count_only: true }),
+    sharedHolders(keys, resource),
+    { key: lockDelayKey },
+  ]);
   let owner = start.ranges[0].kvs[0] ? decodeOwner(start.ranges[0].kvs[0]) : undefined;
   let waiting = Number(start.ranges[1].count);
-  let lockDelay: IKeyValue | undefined = start.ranges[2].kvs[0];
+  /** The shared holders by key, in the order they joined (their generations'). */
+  const shared = new Map<string, Owner>(start.ranges[2].kvs.map((kv) => [kv.key.toString("hex"), decodeOwner(kv)]));
+  let lockDelay: IKeyValue | undefined = start.ranges[3].kvs[0];
+  let joined: Owner[] = [];
+  let left: Owner[] = [];
+  const report = async (revision: bigint): Promise<Ownership> => ({
+    ...ownership(resource, owner, shared, joined, left, revision),
+    ...(await lockDelayState(d.leases, lockDelay, owner !== undefined)),
+  });
   // A resource passing to the next in line is reported free at the start, as it was before anyone waited.
-  let reported = stateOf(owner, lockDelay, 0);
-  const report = async (revision: bigint) => ({ ...ownership(resource, owner, revision), ...(await lockDelayState(d.leases, lockDelay, owner !== undefined)) });
+  let reported = stateOf(owner, shared, lockDelay, 0);
   yield await report(start.revision);
 
-  // The owner key sorts just before the line ("owner" < "owner-delay" < "q/"), and nothing else of the
-  // resource between.
-  const watch = await reader.watch("observe", { key: ownerKey, rangeEnd: prefixEnd(linePrefix), fromRevision: start.revision + 1n }, signal);
+  const watch = await reader.watch("observe", { key: ownerKey, rangeEnd: prefixEnd(sharedPrefix), fromRevision: start.revision + 1n }, signal);
   try {
     for await (const res of watch) {
-      // One transaction can both take a waiter out of the line and make it the owner: judge the state
+      // One transaction can both take a waiter out of the line and make it a holder: judge the state
       // after all the events of one revision.
       const events = res.events;
       for (let i = 0; i < events.length; i++) {
         const ev = events[i];
-        if (ev.kv.key.equals(ownerKey)) owner = ev.type === "Put" ? decodeOwner(ev.kv) : undefined;
-        else if (ev.kv.key.equals(lockDelayKey)) lockDelay = ev.type === "Put" ? ev.kv : undefined;
-        else waiting += ev.type === "Put" ? (ev.kv.version === "1" ? 1 : 0) : -1;
+        const key = ev.kv.key;
+        if (key.equals(ownerKey)) owner = ev.type === "Put" ? decodeOwner(ev.kv) : undefined;
+        else if (key.equals(lockDelayKey)) lockDelay = ev.type === "Put" ? ev.kv : undefined;
+        else if (key.subarray(0, sharedPrefix.length).equals(sharedPrefix)) {
+          const id = key.toString("hex");
+          if (ev.type === "Put" && ev.kv.version === "1") {
+            const h = decodeOwner(ev.kv);
+            shared.set(id, h);
+            joined.push(h);
+          } else if (ev.type === "Delete" && shared.has(id)) {
+            left.push(shared.get(id)!);
+            shared.delete(id);
+          }
+        } else waiting += ev.type === "Put" ? (ev.kv.version === "1" ? 1 : 0) : -1;
         if (events[i + 1]?.kv.mod_revision === ev.kv.mod_revision) continue;
-        const state = stateOf(owner, lockDelay, waiting);
-        if (state !== undefined && state !== reported) {
+        const state = stateOf(owner, shared, lockDelay, waiting);
+        if (state !== undefined && (state !== reported || joined.length > 0 || left.length > 0)) {
           reported = state;
           yield await report(BigInt(ev.kv.mod_revision));
+          [joined, left] = [[], []];
         }
       }
     }
@@ -64,15 +106,32 @@ export async function* observe(d: AcquireDeps, resource: string, signal: AbortSi
   }
 }
 
-/** What is reported: a holder's generation, a lock-delay, or a free resource; undefined during a handover. */
-function stateOf(owner: Owner | undefined, lockDelay: IKeyValue | undefined, waiting: number): string | undefined {
+/**
+ * What is reported: an exclusive holder's generation, shared holders, a lock-delay, or a free resource;
+ * undefined during a handover (nobody holds it and somebody waits).
+ */
+function stateOf(owner: Owner | undefined, shared: Map<string, Owner>, lockDelay: IKeyValue | undefined, waiting: number): string | undefined {
   if (owner) return `held ${owner.generation}`;
+  if (shared.size > 0) return "shared";
   if (lockDelay) return `lock-delay ${lockDelay.create_revision}`;
   return waiting === 0 ? "free" : undefined;
 }
 
-function ownership(resource: string, owner: Owner | undefined, revision: bigint): Ownership {
-  return owner
-    ? { held: true, holder: owner.holder, holderPrincipal: owner.principal, token: { resource, generation: owner.generation, leaseId: owner.leaseId }, revision }
-    : { held: false, revision };
+function ownership(resource: string, owner: Owner | undefined, shared: Map<string, Owner>, joined: Owner[], left: Owner[], revision: bigint): Ownership {
+  const exclusive = owner ? holderState(resource, owner, "exclusive") : undefined;
+  const sharedNow = owner ? [] : [...shared.values()].sort((a, b) => (a.generation < b.generation ? -1 : 1));
+  return {
+    held: exclusive !== undefined || sharedNow.length > 0,
+    ...(exclusive ? { holder: exclusive.holder, holderPrincipal: owner!.principal, token: exclusive.token } : {}),
+    holders: exclusive ? [exclusive] : sharedNow.map((h) => holderState(resource, h, "shared")),
+    joined: joined.map((h) => holderState(resource, h, "shared")),
+    left: left.map((h) => holderState(resource, h, "shared")),
+    revision,
+  };
+}
+
+/** A holder as Describe and Observe show it (its token unsigned: the coordinator signs it). */
+export function holderState(resource: string, o: Owner, mode: "exclusive" | "shared"): HolderState {
+  const token: Token = { resource, generation: o.generation, leaseId: o.leaseId, ...(mode === "shared" ? { mode } : {}) };
+  return { holder: o.holder, ...(o.principal ? { holderPrincipal: o.principal } : {}), token };
 }

@@ -172,6 +172,17 @@ export class FencedStore {
     if (token.resource !== m.resource) {
       throw invalid(`mutation.token is for resource "${token.resource}" but the request writes "${m.resource}"; use the token of the resource you write`);
     }
+    // Told by the token alone (its mode is signed): a shared holder shares the resource with others, so
+    // a write of its would not be fenced against theirs.
+    if (token.mode === "shared") {
+      throw new DomainError(
+        "invalid_argument",
+        `mutation.token is a shared token (generation ${token.generation} of "${token.resource}"): shared holders may read, ` +
+          "but writes need the token of an exclusive acquisition; acquire without shared mode to write",
+        "SHARED_TOKEN",
+        { resource: token.resource, generation: String(token.generation) },
+      );
+    }
     checkIdempotencyKey(m.idempotencyKey);
     if (m.ops.length === 0) throw invalid(`${what} has no operations; give at least one put or delete`);
     if (m.ops.length > this.d.limits.maxTxnOps) {

@@ -83,6 +83,20 @@ describe("cli: the fencekeeper command", () => {
     expect((await fk.describe(resource)).held).to.equal(false);
   });
 
+  it("acquire --shared holds beside another shared holder; describe lists both; Ctrl-C releases each", async () => {
+    const resource = uniqueResource("cli-shared");
+    const children = ["r1", "r2"].map((holder) => start([...server(), "--json", "acquire", resource, "--shared", "--holder", holder]));
+    const acquired = await Promise.all(children.map(firstLine));
+    expect(acquired.map((a) => a.token.shared)).to.deep.equal([true, true]);
+    const d = await run([...server(), "--json", "describe", resource]);
+    expect(d.json[0].held).to.equal(true);
+    expect(d.json[0].holders.map((h: { holder: string }) => h.holder).sort()).to.deep.equal(["r1", "r2"]);
+    for (const child of children) child.kill("SIGINT");
+    const ends = await Promise.all(children.map((c) => finish(c)));
+    expect(ends.map((r) => r.code)).to.deep.equal([0, 0]);
+    expect((await fk.describe(resource)).held).to.equal(false);
+  });
+
   it("acquire exits 3 with a one-line message when its lease is lost (the process paused past its TTL)", async () => {
     const resource = uniqueResource("cli-lost");
     const child = start([...server(), "--json", "acquire", resource, "--ttl", "2s"]);

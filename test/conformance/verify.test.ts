@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
-import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import { AcquireMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { failure, useServer, uniqueResource } from "../harness/suite.js";
 import { call, CLIENTS, type Client, type TokenJson } from "./typescript/run-clients.js";
 
@@ -42,6 +42,8 @@ function tampered(t: TokenJson): [what: string, token: TokenJson, reason: string
     ["a key_id the keys do not list", { ...t, key_id: t.key_id === "0123456789abcdef" ? "fedcba9876543210" : "0123456789abcdef" }, "unknown key id"],
     ["no signature", { ...t, signature: "" }, "not signed"],
     ["no signature nor key_id", { ...t, key_id: "", signature: "" }, "not signed"],
+    // The mode is signed (shared: "2"): a shared token passed off as exclusive, or the other way round.
+    [t.mode ? "the mode removed" : "the mode set to shared", { ...t, mode: t.mode ? undefined : "2" }, "bad signature"],
   ];
 }
 
@@ -106,6 +108,13 @@ describe("verifying a token offline, in every language", function () {
       });
     }
 
+    for (const client of CLIENTS) {
+      it(`${client.title}: accepts a shared token as signed (its mode's number a seventh field), refuses every change`, async () => {
+        const shared = { ...fields, mode: "2", signature: sign(null, Buffer.concat([canonical, Buffer.from("00000001", "hex"), Buffer.from("2")]), signer.privateKey).toString("base64") };
+        expect(await mismatches(client, shared, keysFile)).to.deep.equal([]);
+      });
+    }
+
     it("every language refuses a token signed by a key other than the one its key_id names", async () => {
       // Signed by `other`, but naming `signer`: a forger who knows a listed key id but not its private key.
       const forged = { ...fields, signature: sign(null, canonical, other.privateKey).toString("base64") };
@@ -154,6 +163,22 @@ describe("verifying a token offline, in every language", function () {
         expect(await mismatches(client, token, keysFile)).to.deep.equal([]);
       });
     }
+
+    it("every language accepts a shared token as issued, and refuses it without its mode", async () => {
+      const t = (await s.lease.acquire({ resource: uniqueResource("verify-shared"), ttl: { seconds: 30n }, holder: "verify", mode: AcquireMode.SHARED })).token!;
+      const shared: TokenJson = {
+        resource: t.resource,
+        generation: String(t.generation),
+        lease_id: String(t.leaseId),
+        principal: t.principal,
+        key_id: t.keyId,
+        signature: Buffer.from(t.signature).toString("base64"),
+        mode: String(t.mode),
+      };
+      expect(shared.mode).to.equal("2");
+      const answers = await Promise.all(CLIENTS.flatMap((c) => [verify(c, shared, keysFile), verify(c, { ...shared, mode: undefined }, keysFile)]));
+      expect(answers).to.deep.equal(CLIENTS.flatMap(() => [{ ok: true }, { ok: false, reason: "bad signature" }]));
+    });
 
     it("the server's store agrees: it takes the token as issued, and refuses it altered (TOKEN_SIGNATURE_INVALID)", async () => {
       const put = (t: Partial<FencingToken>, value: string) =>

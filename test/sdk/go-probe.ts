@@ -40,13 +40,20 @@ export class GoHolder {
   private stderr = "";
   private exited = false;
 
-  constructor(servers: string[], resource: string, ttlMs: number, o: { sessions?: boolean; lockDelayMs?: number } = {}) {
+  constructor(servers: string[], resource: string, ttlMs: number, o: { sessions?: boolean; shared?: boolean; holder?: string; lockDelayMs?: number } = {}) {
     assertProbeBuilt();
     const args = [
       "hold",
-      ...["--server", servers.join(","), "--resource", resource, "--ttl", `${ttlMs}ms`],
+      "--server",
+      servers.join(","),
+      "--resource",
+      resource,
+      "--ttl",
+      `${ttlMs}ms`,
       ...(o.sessions ? ["--sessions"] : []),
+      ...(o.shared ? ["--shared"] : []),
       ...(o.lockDelayMs ? ["--lock-delay", `${o.lockDelayMs}ms`] : []),
+      ...(o.holder ? ["--holder", o.holder] : []),
     ];
     this.process = spawn(PROBE, args, {
       cwd: ROOT,

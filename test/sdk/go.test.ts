@@ -83,6 +83,21 @@ describe("Go client library (sdk/go)", function () {
     expect(after.lockDelayUntil).to.equal(undefined);
   });
 
+  it("two Go holders acquire shared and co-hold; their writes are refused SHARED_TOKEN", async () => {
+    const resource = uniqueResource("go-sdk-shared");
+    const holders = ["go-r1", "go-r2"].map((name) => new GoHolder([server.url], resource, 5000, { shared: true, holder: name }));
+    try {
+      const granted = await Promise.all(holders.map((h) => h.next("granted", 15_000)));
+      expect(granted.map((g) => g.token.shared)).to.deep.equal([true, true]);
+      const d = await clientsFor(server.url).lease.describe({ resource });
+      expect(d.holders.map((h) => h.holder).sort()).to.deep.equal(["go-r1", "go-r2"]);
+      const write = await holders[0].send("write greeting hello", "write");
+      expect(write).to.include({ ok: false, reason: "SHARED_TOKEN", code: "InvalidArgument", sent: true });
+    } finally {
+      await Promise.all(holders.map((h) => h.kill()));
+    }
+  });
+
   for (const sessions of [false, true]) {
     const on = sessions ? "on a session" : "on a lease of its own";
     it(`a holder paused past its TTL (${on}): its loss signal fires before its next write is sent, and a forced write is refused STALE_TOKEN`, async () => {

@@ -44,12 +44,13 @@ export class JavaHolder {
   private readonly waiters = new Set<() => void>();
   private readonly exited: Promise<void>;
 
-  constructor(o: { servers: string[]; resource: string; ttlMs: number; writeEveryMs?: number; sessions?: boolean; lockDelayMs?: number }) {
+  constructor(o: { servers: string[]; resource: string; ttlMs: number; writeEveryMs?: number; sessions?: boolean; lockDelayMs?: number; shared?: boolean }) {
     assertProbeBuilt();
     const args = ["-jar", JAR, "hold", "--server", o.servers.join(","), "--resource", o.resource, "--ttl-ms", String(o.ttlMs)];
     if (o.writeEveryMs) args.push("--write-every-ms", String(o.writeEveryMs));
     if (o.sessions) args.push("--sessions", "true");
     if (o.lockDelayMs) args.push("--lock-delay-ms", String(o.lockDelayMs));
+    if (o.shared) args.push("--shared", "true");
     this.process = spawn("java", args, { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
     this.exited = new Promise((resolve) => this.process.once("exit", () => resolve()));
     createInterface({ input: this.process.stdout! }).on("line", (l) => {

@@ -67,6 +67,20 @@ describe("sdk/java: the Java client library against real servers", function () {
     }
   });
 
+  it("two Java holders acquire shared and co-hold; their writes are refused SHARED_TOKEN", async () => {
+    const resource = uniqueResource("java-sdk-shared");
+    const holders = [0, 1].map(() => new JavaHolder({ servers: [s.server.url], resource, ttlMs: 5000, shared: true }));
+    try {
+      const granted = await Promise.all(holders.map((h) => h.next("granted", 30_000)));
+      expect(granted.map((g) => g.token.shared)).to.deep.equal([true, true]);
+      expect((await s.lease.describe({ resource })).holders).to.have.length(2);
+      const put = await holders[0].command("put k v", "put");
+      expect(put).to.include({ ok: false, code: "INVALID_ARGUMENT", reason: "SHARED_TOKEN" });
+    } finally {
+      await Promise.all(holders.map((h) => h.kill()));
+    }
+  });
+
   it("keeps its own promises: release, fail fast, wait at most, cancel by future or interrupt, withLease, fenced writes", async () => {
     const r = await runChecks("semantics", s.server.url, uniqueResource("java-sdk-semantics"));
     expect(r.code, `a check failed:\n${r.output}`).to.equal(0);

@@ -51,9 +51,9 @@ export class HoldProbe {
   private readonly exited: Promise<void>;
   private stderr = "";
 
-  constructor(servers: string[], resource: string, o: { ttlSeconds: number; asyncio?: boolean; lockDelaySeconds?: number }) {
+  constructor(servers: string[], resource: string, o: { ttlSeconds: number; asyncio?: boolean; shared?: boolean; lockDelaySeconds?: number }) {
     assertInstalled();
-    const args = [PROBE, "hold", "--server", servers.join(","), "--resource", resource, "--ttl", String(o.ttlSeconds)];
+    const args = [PROBE, "hold", "--server", servers.join(","), "--resource", resource, "--ttl", String(o.ttlSeconds), ...(o.shared ? ["--shared"] : [])];
     if (o.lockDelaySeconds) args.push("--lock-delay", String(o.lockDelaySeconds));
     this.process = spawn(PYTHON, o.asyncio ? [...args, "--asyncio"] : args, { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] });
     this.exited = new Promise((resolve) => this.process.once("exit", () => resolve()));

@@ -92,6 +92,21 @@ describe("sdk/python: the Python library against real servers", function () {
     }
   });
 
+  it("two Python holders acquire shared and co-hold; their writes are refused SHARED_TOKEN", async () => {
+    const resource = uniqueResource("py-sdk-shared");
+    const holders = [false, true].map((asyncio) => new HoldProbe([server.url], resource, { ttlSeconds: 5, shared: true, asyncio }));
+    try {
+      const granted = await Promise.all(holders.map((h) => h.next("granted", 15_000)));
+      expect(granted.map((g) => g.token.shared)).to.deep.equal([true, true]);
+      expect((await clientsFor(server.url).lease.describe({ resource })).holders).to.have.length(2);
+      holders[0].send("write k v");
+      const write = await holders[0].next("write", 15_000);
+      expect(write).to.include({ sent: true, ok: false, reason: "SHARED_TOKEN", code: "INVALID_ARGUMENT" });
+    } finally {
+      await Promise.all(holders.map((h) => h.kill()));
+    }
+  });
+
   it("a holder paused past its TTL sees the loss before its next write is sent; a forced write is refused STALE_TOKEN", async () => {
     const resource = uniqueResource("py-sdk-paused");
     probe = new HoldProbe([server.url], resource, { ttlSeconds: ttl / 1000 });

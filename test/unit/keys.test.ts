@@ -44,6 +44,29 @@ describe("etcd key layout", () => {
     }
   });
 
+  it("puts shared waiters in the line after every exclusive waiter, and shared holders after the line, for Observe's one range", () => {
+    const inRange = (k: Buffer, start: Buffer, end: Buffer) => Buffer.compare(k, start) >= 0 && Buffer.compare(k, end) < 0;
+    const line = keys.queuePrefix("r");
+    const sharedLine = keys.sharedQueuePrefix("r");
+    for (const lease of [1n, 0xabcdefn, 2n ** 63n - 1n]) {
+      const nonce = Buffer.from("ffffffffffffffff");
+      const exclusive = Buffer.concat([keys.queueKey("r", lease), nonce]);
+      const shared = Buffer.concat([keys.sharedQueueKey("r", lease), nonce]);
+      // Exclusive waiters are [q/, q/s/); shared ones inside the line, after them.
+      expect(inRange(exclusive, line, sharedLine)).to.equal(true);
+      expect(inRange(shared, line, prefixEnd(line))).to.equal(true);
+      expect(inRange(shared, line, sharedLine)).to.equal(false);
+      // A session's exclusive places do not take in its shared ones.
+      expect(inRange(shared, keys.queueKey("r", lease), prefixEnd(keys.queueKey("r", lease)))).to.equal(false);
+      // Observe watches [owner, end of s/): the owner, the whole line and the shared holders, no other key of the resource.
+      const holder = keys.sharedKey("r", lease);
+      for (const k of [exclusive, shared, holder]) expect(inRange(k, keys.ownerKey("r"), prefixEnd(keys.sharedPrefix("r")))).to.equal(true);
+    }
+    for (const k of [keys.issuedKey("r"), keys.fenceKey("r"), keys.dataKey("r", "zzz")]) {
+      expect(inRange(k, keys.ownerKey("r"), prefixEnd(keys.sharedPrefix("r")))).to.equal(false);
+    }
+  });
+
   it("maps store keys to etcd keys and back", () => {
     const k = keys.dataKey("res", "dir/ключ");
     expect(keys.storeKey("res", k)).to.equal("dir/ключ");

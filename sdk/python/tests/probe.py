@@ -3,7 +3,7 @@
   probe.py scenario --server URL --resource R [--sessions] [credentials]
       the conformance scenario (test/conformance/SCENARIO.md) through the library; "ok ..." per step,
       exit 0, or "FAIL ..." on stderr and exit 1.
-  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--lock-delay SECONDS] [--asyncio] [credentials]
+  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--lock-delay SECONDS] [--asyncio] [--shared] [credentials]
       acquires R and keeps it, printing one JSON line per event, times in ms since the epoch:
         {"event": "granted", "token": {...}, "valid_until": ms, "at": ms}
         {"event": "renewed" | "stream-opened" | "stream-failed", ...}     (the client's events)
@@ -81,7 +81,7 @@ def lost_fields(error: fencekeeper.LeaseLostError) -> dict[str, Any]:
 
 def hold(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) -> int:
     client = fencekeeper.Client(args.server, credentials=credentials, holder="python-sdk-probe", on_event=client_event)
-    lease = client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay)
+    lease = client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared)
     out("granted", token=lease.token.to_json(), valid_until=ms(lease.valid_until))
 
     # Printed by a loss listener, which runs on the thread that finds the loss, right after the event is
@@ -104,7 +104,7 @@ def hold(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) 
 
 async def hold_async(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) -> int:
     client = fencekeeper.aio.Client(args.server, credentials=credentials, holder="python-sdk-probe-aio", on_event=client_event)
-    lease = await client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay)
+    lease = await client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared)
     out("granted", token=lease.token.to_json(), valid_until=ms(lease.valid_until))
 
     async def watch() -> None:
@@ -146,6 +146,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--asyncio", action="store_true")
     parser.add_argument("--sessions", action="store_true", help="acquire on sessions (Client(sessions=True))")
     parser.add_argument("--lock-delay", type=float, default=0, help="hold: the lock-delay, seconds (acquire(lock_delay=...))")
+    parser.add_argument("--shared", action="store_true", help="hold: a shared acquisition (acquire(shared=True))")
     parser.add_argument("--bearer", default="")
     parser.add_argument("--tls-ca", default="")
     parser.add_argument("--tls-cert", default="")

@@ -109,6 +109,20 @@ class VerifyTest(unittest.TestCase):
     def test_the_canonical_encoding(self) -> None:
         encoded = fencekeeper.canonical_token(fencekeeper.Token("r", 2, 3))
         self.assertEqual(encoded, b"\x00\x00\x00\x14fencekeeper-token-v1" + b"\x00\x00\x00\x01r\x00\x00\x00\x012\x00\x00\x00\x013" + b"\x00\x00\x00\x00" * 2)
+        # A shared token's mode is signed too: one field more, its number.
+        self.assertEqual(fencekeeper.canonical_token(fencekeeper.Token("r", 2, 3, shared=True)), encoded + b"\x00\x00\x00\x012")
+
+    def test_a_shared_token_does_not_verify_as_an_exclusive_one(self) -> None:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+        key = Ed25519PrivateKey.generate()
+        keys = {"k1": key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)}
+        unsigned = fencekeeper.Token("orders", 42, 7, "alice", "k1", shared=True)
+        token = fencekeeper.Token("orders", 42, 7, "alice", "k1", key.sign(fencekeeper.canonical_token(unsigned)), shared=True)
+        self.assertIsNone(fencekeeper.verify_token(token, keys))
+        self.assertEqual(fencekeeper.verify_token(fencekeeper.Token("orders", 42, 7, "alice", "k1", token.signature), keys), "bad signature")
+        self.assertEqual(fencekeeper.Token.from_proto(token.to_proto()), token)
 
 
 class TokenTest(unittest.TestCase):
@@ -118,6 +132,8 @@ class TokenTest(unittest.TestCase):
         self.assertEqual(t.to_json()["generation"], str(2**62))
         self.assertEqual(t.to_json()["signature"], "AQI=")
         self.assertEqual(str(t), f"orders:{2**62}:7587869301759668014")
+        self.assertNotIn("shared", t.to_json())
+        self.assertIs(fencekeeper.Token("orders", 1, 2, shared=True).to_json()["shared"], True)
 
 
 if __name__ == "__main__":

@@ -157,6 +157,8 @@ type tokenJSON struct {
 	Principal  string `json:"principal"`
 	KeyID      string `json:"key_id"`
 	Signature  []byte `json:"signature"`
+	// Mode is the AcquireMode's number; absent: 0 (exclusive).
+	Mode int32 `json:"mode,string,omitempty"`
 }
 
 // keyJSON is one key of ListTokenKeys, the public key in base64.
@@ -182,7 +184,8 @@ func verifyFiles(tokenFile, keysFile string) error {
 			keys[k.KeyID] = ed25519.PublicKey(k.PublicKey)
 		}
 	}
-	token := &fencekeeperv1.FencingToken{Resource: t.Resource, Generation: t.Generation, LeaseId: t.LeaseID, Principal: t.Principal, KeyId: t.KeyID, Signature: t.Signature}
+	token := &fencekeeperv1.FencingToken{Resource: t.Resource, Generation: t.Generation, LeaseId: t.LeaseID, Principal: t.Principal, KeyId: t.KeyID, Signature: t.Signature,
+		Mode: fencekeeperv1.AcquireMode(t.Mode)}
 	result := map[string]any{"ok": true}
 	if err := VerifyToken(token, keys); err != nil {
 		result = map[string]any{"ok": false, "reason": err.Error()}

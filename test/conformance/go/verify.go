@@ -39,7 +39,8 @@ func VerifyToken(token *fencekeeperv1.FencingToken, keys map[string]ed25519.Publ
 }
 
 // canonicalToken is what the signature covers: for each field, its length in bytes (4 bytes, big
-// endian) and its UTF-8 bytes, so that no field can run into the next.
+// endian) and its UTF-8 bytes, so that no field can run into the next; then, for a mode other than
+// unset (0) and exclusive (1), the mode's number ("2": shared).
 func canonicalToken(t *fencekeeperv1.FencingToken) []byte {
 	fields := []string{
 		"fencekeeper-token-v1",
@@ -48,6 +49,9 @@ func canonicalToken(t *fencekeeperv1.FencingToken) []byte {
 		strconv.FormatInt(t.GetLeaseId(), 10),
 		t.GetPrincipal(),
 		t.GetKeyId(),
+	}
+	if mode := int32(t.GetMode()); mode != 0 && mode != 1 {
+		fields = append(fields, strconv.FormatInt(int64(mode), 10))
 	}
 	var out []byte
 	for _, f := range fields {

@@ -111,6 +111,7 @@ def verify_files(token_file: str, keys_file: str) -> dict:
         principal=t.get("principal", ""),
         key_id=t.get("key_id", ""),
         signature=base64.b64decode(t.get("signature", "")),
+        mode=int(t.get("mode", "0")),
     )
     keys = {
         k["key_id"]: base64.b64decode(k["public_key"]) for k in listed if k.get("algorithm", "Ed25519") == "Ed25519"

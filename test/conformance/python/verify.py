@@ -36,4 +36,6 @@ def canonical_token(t: token_pb2.FencingToken) -> bytes:
     """What the signature covers: for each field, its length in bytes (4 bytes, big endian) and its UTF-8
     bytes, so that no field can run into the next."""
     fields = ("fencekeeper-token-v1", t.resource, str(t.generation), str(t.lease_id), t.principal, t.key_id)
+    if t.mode not in (0, 1):  # a shared token (2): its mode is signed too
+        fields += (str(t.mode),)
     return b"".join(struct.pack(">I", len(b)) + b for b in (f.encode("utf-8") for f in fields))

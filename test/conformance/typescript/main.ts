@@ -103,6 +103,7 @@ function verifyFiles(tokenFile: string, keysFile: string) {
       principal: t.principal ?? "",
       keyId: t.key_id ?? "",
       signature: Buffer.from(t.signature ?? "", "base64"),
+      mode: Number(t.mode ?? "0"),
     },
     keys,
   );

@@ -101,6 +101,8 @@ export interface TokenJson {
   key_id: string;
   /** Base64. */
   signature: string;
+  /** The AcquireMode's number, decimal; absent: 0 (exclusive). */
+  mode?: string;
 }
 
 /** The token flags of put and release: the token passed whole. */

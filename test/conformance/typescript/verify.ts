@@ -11,7 +11,7 @@ export type Verification =
   // keys again (ListTokenKeys), still unknown: not ours; "bad signature": altered, or signed by someone else.
   | { ok: false; reason: "not signed" | "unknown key id" | "bad signature" };
 
-type SignedFields = Pick<FencingToken, "resource" | "generation" | "leaseId" | "principal" | "keyId" | "signature">;
+type SignedFields = Pick<FencingToken, "resource" | "generation" | "leaseId" | "principal" | "keyId" | "signature" | "mode">;
 
 /** The X.509 SubjectPublicKeyInfo header of an Ed25519 key (RFC 8410); the raw 32 bytes follow it. */
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
@@ -31,10 +31,12 @@ export function verifyToken(token: SignedFields, keys: ReadonlyMap<string, Uint8
 
 /**
  * What the signature covers: for each field, its length in bytes (4 bytes, big endian) and its UTF-8
- * bytes, so that no field can run into the next.
+ * bytes, so that no field can run into the next; then, for a mode other than unset (0) and exclusive
+ * (1), the mode's number ("2": shared).
  */
 export function canonicalToken(t: SignedFields): Buffer {
   const fields = ["fencekeeper-token-v1", t.resource, t.generation.toString(), t.leaseId.toString(), t.principal, t.keyId];
+  if (t.mode !== 0 && t.mode !== 1) fields.push(String(t.mode));
   return Buffer.concat(
     fields.flatMap((f) => {
       const bytes = Buffer.from(f, "utf8");

@@ -21,6 +21,64 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Whether an acquisition excludes every other holder, or shares the resource with other shared ones
+// (a readers-writer lock: shared holders are the readers).
+type AcquireMode int32
+
+const (
+	// Not set: ACQUIRE_MODE_EXCLUSIVE.
+	AcquireMode_ACQUIRE_MODE_UNSPECIFIED AcquireMode = 0
+	// The only holder of the resource: granted when nobody holds it, in the order of the line. The only
+	// mode whose token writes to the fenced store.
+	AcquireMode_ACQUIRE_MODE_EXCLUSIVE AcquireMode = 1
+	// One of any number of shared holders: granted while no exclusive acquisition holds the resource or
+	// waits for it. A shared acquisition that arrives while an exclusive one waits queues behind that
+	// one, so that a stream of shared acquisitions never starves an exclusive one. Every shared
+	// acquisition still gets a generation of its own, but its token does not write to the fenced store.
+	AcquireMode_ACQUIRE_MODE_SHARED AcquireMode = 2
+)
+
+// Enum value maps for AcquireMode.
+var (
+	AcquireMode_name = map[int32]string{
+		0: "ACQUIRE_MODE_UNSPECIFIED",
+		1: "ACQUIRE_MODE_EXCLUSIVE",
+		2: "ACQUIRE_MODE_SHARED",
+	}
+	AcquireMode_value = map[string]int32{
+		"ACQUIRE_MODE_UNSPECIFIED": 0,
+		"ACQUIRE_MODE_EXCLUSIVE":   1,
+		"ACQUIRE_MODE_SHARED":      2,
+	}
+)
+
+func (x AcquireMode) Enum() *AcquireMode {
+	p := new(AcquireMode)
+	*p = x
+	return p
+}
+
+func (x AcquireMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AcquireMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_fencekeeper_v1_token_proto_enumTypes[0].Descriptor()
+}
+
+func (AcquireMode) Type() protoreflect.EnumType {
+	return &file_fencekeeper_v1_token_proto_enumTypes[0]
+}
+
+func (x AcquireMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AcquireMode.Descriptor instead.
+func (AcquireMode) EnumDescriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_token_proto_rawDescGZIP(), []int{0}
+}
+
 // How the fenced store judges the token of a mutation.
 type FenceMode int32
 
@@ -63,11 +121,11 @@ func (x FenceMode) String() string {
 }
 
 func (FenceMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_fencekeeper_v1_token_proto_enumTypes[0].Descriptor()
+	return file_fencekeeper_v1_token_proto_enumTypes[1].Descriptor()
 }
 
 func (FenceMode) Type() protoreflect.EnumType {
-	return &file_fencekeeper_v1_token_proto_enumTypes[0]
+	return &file_fencekeeper_v1_token_proto_enumTypes[1]
 }
 
 func (x FenceMode) Number() protoreflect.EnumNumber {
@@ -76,7 +134,7 @@ func (x FenceMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FenceMode.Descriptor instead.
 func (FenceMode) EnumDescriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_token_proto_rawDescGZIP(), []int{0}
+	return file_fencekeeper_v1_token_proto_rawDescGZIP(), []int{1}
 }
 
 // A fencing token: proof of one generation of ownership of one resource.
@@ -107,11 +165,20 @@ type FencingToken struct {
 	// An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
 	// concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
 	// decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
-	// length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
-	// fencekeeper issued exactly this generation of this resource to this principal: a resource outside
-	// fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
-	// verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
-	Signature     []byte `protobuf:"bytes,6,opt,name=signature,proto3" json:"signature,omitempty"`
+	// length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes; when mode is
+	// neither ACQUIRE_MODE_UNSPECIFIED nor ACQUIRE_MODE_EXCLUSIVE, one more string follows, encoded the
+	// same way: mode's number in decimal ("2" for ACQUIRE_MODE_SHARED). An exclusive token's encoding is
+	// thus the same as before shared acquisitions existed, and a verifier that does not know mode refuses
+	// a shared token rather than taking it for an exclusive one. It proves that fencekeeper issued exactly
+	// this generation of this resource to this principal, in this mode: a resource outside fencekeeper
+	// can check it offline, and the fenced store refuses a token whose signature does not verify
+	// (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+	Signature []byte `protobuf:"bytes,6,opt,name=signature,proto3" json:"signature,omitempty"`
+	// How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+	// every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+	// the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+	// read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+	Mode          AcquireMode `protobuf:"varint,7,opt,name=mode,proto3,enum=fencekeeper.v1.AcquireMode" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -188,11 +255,18 @@ func (x *FencingToken) GetSignature() []byte {
 	return nil
 }
 
+func (x *FencingToken) GetMode() AcquireMode {
+	if x != nil {
+		return x.Mode
+	}
+	return AcquireMode_ACQUIRE_MODE_UNSPECIFIED
+}
+
 var File_fencekeeper_v1_token_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_token_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/token.proto\x12\x0efencekeeper.v1\"\xb8\x01\n" +
+	"\x1afencekeeper/v1/token.proto\x12\x0efencekeeper.v1\"\xe9\x01\n" +
 	"\fFencingToken\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1e\n" +
 	"\n" +
@@ -201,7 +275,12 @@ const file_fencekeeper_v1_token_proto_rawDesc = "" +
 	"\blease_id\x18\x03 \x01(\x03R\aleaseId\x12\x1c\n" +
 	"\tprincipal\x18\x04 \x01(\tR\tprincipal\x12\x15\n" +
 	"\x06key_id\x18\x05 \x01(\tR\x05keyId\x12\x1c\n" +
-	"\tsignature\x18\x06 \x01(\fR\tsignature*R\n" +
+	"\tsignature\x18\x06 \x01(\fR\tsignature\x12/\n" +
+	"\x04mode\x18\a \x01(\x0e2\x1b.fencekeeper.v1.AcquireModeR\x04mode*`\n" +
+	"\vAcquireMode\x12\x1c\n" +
+	"\x18ACQUIRE_MODE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16ACQUIRE_MODE_EXCLUSIVE\x10\x01\x12\x17\n" +
+	"\x13ACQUIRE_MODE_SHARED\x10\x02*R\n" +
 	"\tFenceMode\x12\x1a\n" +
 	"\x16FENCE_MODE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10FENCE_MODE_ORDER\x10\x01\x12\x13\n" +
@@ -221,18 +300,20 @@ func file_fencekeeper_v1_token_proto_rawDescGZIP() []byte {
 	return file_fencekeeper_v1_token_proto_rawDescData
 }
 
-var file_fencekeeper_v1_token_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_fencekeeper_v1_token_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_fencekeeper_v1_token_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
 var file_fencekeeper_v1_token_proto_goTypes = []any{
-	(FenceMode)(0),       // 0: fencekeeper.v1.FenceMode
-	(*FencingToken)(nil), // 1: fencekeeper.v1.FencingToken
+	(AcquireMode)(0),     // 0: fencekeeper.v1.AcquireMode
+	(FenceMode)(0),       // 1: fencekeeper.v1.FenceMode
+	(*FencingToken)(nil), // 2: fencekeeper.v1.FencingToken
 }
 var file_fencekeeper_v1_token_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0, // 0: fencekeeper.v1.FencingToken.mode:type_name -> fencekeeper.v1.AcquireMode
+	1, // [1:1] is the sub-list for method output_type
+	1, // [1:1] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_fencekeeper_v1_token_proto_init() }
@@ -245,7 +326,7 @@ func file_fencekeeper_v1_token_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fencekeeper_v1_token_proto_rawDesc), len(file_fencekeeper_v1_token_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   1,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/token.proto.
  */
 export const file_fencekeeper_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS90b2tlbi5wcm90bxIOZmVuY2VrZWVwZXIudjEifAoMRmVuY2luZ1Rva2VuEhAKCHJlc291cmNlGAEgASgJEhIKCmdlbmVyYXRpb24YAiABKAMSEAoIbGVhc2VfaWQYAyABKAMSEQoJcHJpbmNpcGFsGAQgASgJEg4KBmtleV9pZBgFIAEoCRIRCglzaWduYXR1cmUYBiABKAwqUgoJRmVuY2VNb2RlEhoKFkZFTkNFX01PREVfVU5TUEVDSUZJRUQQABIUChBGRU5DRV9NT0RFX09SREVSEAESEwoPRkVOQ0VfTU9ERV9MSVZFEAJCaQoRaW8uZmVuY2VrZWVwZXIudjFCClRva2VuUHJvdG9QAVpGZ2l0aHViLmNvbS9mZW5jZWtlZXBlci9mZW5jZWtlZXBlci9nZW4vZ28vZmVuY2VrZWVwZXIvdjE7ZmVuY2VrZWVwZXJ2MWIGcHJvdG8z");
+  fileDesc("ChpmZW5jZWtlZXBlci92MS90b2tlbi5wcm90bxIOZmVuY2VrZWVwZXIudjEipwEKDEZlbmNpbmdUb2tlbhIQCghyZXNvdXJjZRgBIAEoCRISCgpnZW5lcmF0aW9uGAIgASgDEhAKCGxlYXNlX2lkGAMgASgDEhEKCXByaW5jaXBhbBgEIAEoCRIOCgZrZXlfaWQYBSABKAkSEQoJc2lnbmF0dXJlGAYgASgMEikKBG1vZGUYByABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZSpgCgtBY3F1aXJlTW9kZRIcChhBQ1FVSVJFX01PREVfVU5TUEVDSUZJRUQQABIaChZBQ1FVSVJFX01PREVfRVhDTFVTSVZFEAESFwoTQUNRVUlSRV9NT0RFX1NIQVJFRBACKlIKCUZlbmNlTW9kZRIaChZGRU5DRV9NT0RFX1VOU1BFQ0lGSUVEEAASFAoQRkVOQ0VfTU9ERV9PUkRFUhABEhMKD0ZFTkNFX01PREVfTElWRRACQmkKEWlvLmZlbmNla2VlcGVyLnYxQgpUb2tlblByb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw");
 
 /**
  * A fencing token: proof of one generation of ownership of one resource.
@@ -69,14 +69,28 @@ export type FencingToken = Message<"fencekeeper.v1.FencingToken"> & {
    * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
    * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
    * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
-   * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
-   * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
-   * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
-   * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+   * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes; when mode is
+   * neither ACQUIRE_MODE_UNSPECIFIED nor ACQUIRE_MODE_EXCLUSIVE, one more string follows, encoded the
+   * same way: mode's number in decimal ("2" for ACQUIRE_MODE_SHARED). An exclusive token's encoding is
+   * thus the same as before shared acquisitions existed, and a verifier that does not know mode refuses
+   * a shared token rather than taking it for an exclusive one. It proves that fencekeeper issued exactly
+   * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
+   * can check it offline, and the fenced store refuses a token whose signature does not verify
+   * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
    *
    * @generated from field: bytes signature = 6;
    */
   signature: Uint8Array;
+
+  /**
+   * How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+   * every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+   * the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+   * read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+   *
+   * @generated from field: fencekeeper.v1.AcquireMode mode = 7;
+   */
+  mode: AcquireMode;
 };
 
 /**
@@ -85,6 +99,45 @@ export type FencingToken = Message<"fencekeeper.v1.FencingToken"> & {
  */
 export const FencingTokenSchema: GenMessage<FencingToken> = /*@__PURE__*/
   messageDesc(file_fencekeeper_v1_token, 0);
+
+/**
+ * Whether an acquisition excludes every other holder, or shares the resource with other shared ones
+ * (a readers-writer lock: shared holders are the readers).
+ *
+ * @generated from enum fencekeeper.v1.AcquireMode
+ */
+export enum AcquireMode {
+  /**
+   * Not set: ACQUIRE_MODE_EXCLUSIVE.
+   *
+   * @generated from enum value: ACQUIRE_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The only holder of the resource: granted when nobody holds it, in the order of the line. The only
+   * mode whose token writes to the fenced store.
+   *
+   * @generated from enum value: ACQUIRE_MODE_EXCLUSIVE = 1;
+   */
+  EXCLUSIVE = 1,
+
+  /**
+   * One of any number of shared holders: granted while no exclusive acquisition holds the resource or
+   * waits for it. A shared acquisition that arrives while an exclusive one waits queues behind that
+   * one, so that a stream of shared acquisitions never starves an exclusive one. Every shared
+   * acquisition still gets a generation of its own, but its token does not write to the fenced store.
+   *
+   * @generated from enum value: ACQUIRE_MODE_SHARED = 2;
+   */
+  SHARED = 2,
+}
+
+/**
+ * Describes the enum fencekeeper.v1.AcquireMode.
+ */
+export const AcquireModeSchema: GenEnum<AcquireMode> = /*@__PURE__*/
+  enumDesc(file_fencekeeper_v1_token, 0);
 
 /**
  * How the fenced store judges the token of a mutation.
@@ -123,5 +176,5 @@ export enum FenceMode {
  * Describes the enum fencekeeper.v1.FenceMode.
  */
 export const FenceModeSchema: GenEnum<FenceMode> = /*@__PURE__*/
-  enumDesc(file_fencekeeper_v1_token, 0);
+  enumDesc(file_fencekeeper_v1_token, 1);
 

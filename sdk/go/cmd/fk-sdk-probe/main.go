@@ -2,8 +2,8 @@
 //
 //	fk-sdk-probe scenario --server URLS --resource R
 //	    the conformance scenario of test/conformance/SCENARIO.md, through the library
-//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--lock-delay 3s]
-//	    acquires R (on a session with --sessions) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
+//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--shared] [--lock-delay 3s]
+//	    acquires R (on a session with --sessions, shared with --shared) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
 //	    stream-failed, ...), then runs the commands it reads on stdin, one a line:
 //	      write K V   a write through the lease (checked first: a lost lease sends nothing)
 //	      force K V   a write with the lease's token through the store, whatever the lease's state
@@ -46,6 +46,7 @@ func main() {
 	holder := flags.String("holder", "go-probe", "the holder label")
 	sessions := flags.Bool("sessions", false, "hold: acquire on a session (Options.Sessions)")
 	lockDelay := flags.Duration("lock-delay", 0, "hold: the lock-delay (AcquireOptions.LockDelay)")
+	shared := flags.Bool("shared", false, "hold: a shared acquisition (AcquireOptions.Shared)")
 	bearer := flags.String("bearer", "", "a JWT, sent as authorization: Bearer")
 	ca := flags.String("tls-ca", "", "PEM CA of the server's certificate")
 	cert := flags.String("tls-cert", "", "PEM client certificate")
@@ -66,7 +67,7 @@ func main() {
 			os.Exit(1)
 		}
 	case "hold":
-		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, LockDelay: *lockDelay}); err != nil {
+		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -116,7 +117,7 @@ func ms(t time.Time) float64 { return float64(t.UnixMicro()) / 1000 }
 func itoa(n int64) string    { return strconv.FormatInt(n, 10) }
 
 func tokenJSON(t fencekeeper.Token) map[string]any {
-	return map[string]any{"resource": t.Resource, "generation": itoa(t.Generation), "lease_id": itoa(t.LeaseID)}
+	return map[string]any{"resource": t.Resource, "generation": itoa(t.Generation), "lease_id": itoa(t.LeaseID), "shared": t.Shared}
 }
 
 // outcome describes a write's result: ok with the fence, or the error's kind, code and reason.

@@ -161,12 +161,21 @@ class Client:
         return await asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(fn, *args))
 
     async def acquire(
-        self, resource: str, *, ttl: float = DEFAULT_TTL, wait: bool | float = False, holder: str | None = None, lock_delay: float = 0
+        self,
+        resource: str,
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: bool | float = False,
+        holder: str | None = None,
+        lock_delay: float = 0,
+        shared: bool = False,
     ) -> Lease:
         """As fencekeeper.Client.acquire(); cancelling the awaiting task cancels it."""
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
-        acquire = functools.partial(self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay)
+        acquire = functools.partial(
+            self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared
+        )
         acquiring = loop.run_in_executor(self._threads, acquire)
         try:
             core = await asyncio.shield(acquiring)

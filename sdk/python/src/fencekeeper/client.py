@@ -28,7 +28,7 @@ from fencekeeper.errors import CanceledError, FencekeeperError, LeaseNotFoundErr
 from fencekeeper.lease import Lease, LeaseContext
 from fencekeeper.store import FenceModeName, Store
 from fencekeeper.token import Token
-from fencekeeper.v1 import lease_pb2
+from fencekeeper.v1 import lease_pb2, token_pb2
 
 DEFAULT_URL = "http://127.0.0.1:50051"
 DEFAULT_TTL = 10.0
@@ -153,6 +153,7 @@ class Client:
         cancel: threading.Event | None = None,
         holder: str | None = None,
         lock_delay: float = 0,
+        shared: bool = False,
     ) -> Lease:
         """Acquires resource and keeps its lease alive until it is released or lost.
 
@@ -160,15 +161,18 @@ class Client:
         the resource is held; True waits in line; a number waits at most that many seconds (TimeoutError).
         Setting cancel cancels a waiting acquire (CanceledError) and, once granted, ends the lease.
         lock_delay: seconds (whole, rounded up; 0: none) during which nobody is granted the resource if this
-        lease expires rather than being released (docs/lock-delay.md); such a lease is always one of its own."""
+        lease expires rather than being released (docs/lock-delay.md); such a lease is always one of its own.
+        shared: a shared acquisition (docs/shared-leases.md), held beside other shared ones while no
+        exclusive one holds or waits; its token's shared is True and the fenced store refuses its writes."""
+        mode = token_pb2.ACQUIRE_MODE_SHARED if shared else token_pb2.ACQUIRE_MODE_UNSPECIFIED
         if self._sessions is not None and not lock_delay:
-            lease = self._acquire_on_session(resource, ttl, wait, cancel, holder)
+            lease = self._acquire_on_session(resource, ttl, wait, cancel, holder, mode)
             if lease is not None:
                 return lease
-        return self._acquire_own(resource, ttl, wait, cancel, holder, lock_delay)
+        return self._acquire_own(resource, ttl, wait, cancel, holder, mode, lock_delay)
 
     def _acquire_own(
-        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, lock_delay: float = 0
+        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int, lock_delay: float = 0
     ) -> Lease:
         """An acquisition on an etcd lease of its own."""
         if self._closed:
@@ -181,6 +185,7 @@ class Client:
             wait=wait is not False,
             wait_timeout=_duration(wait_for) if wait_for is not None else None,
             lock_delay=_duration(lock_delay) if lock_delay else None,
+            mode=mode,
         )
         sent_at = now()
         res = self._acquire_call(req, wait, wait_for, cancel)
@@ -203,7 +208,9 @@ class Client:
         keeper.start()
         return lease
 
-    def _acquire_on_session(self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None) -> Lease | None:
+    def _acquire_on_session(
+        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int
+    ) -> Lease | None:
         """An acquisition on the client's session of that TTL (opened if there is none, or if it was lost).
         None when the session already holds or waits for the resource (ALREADY_ACQUIRED): a session takes a
         resource once at a time, so that acquisition goes on a lease of its own, as without sessions."""
@@ -218,6 +225,7 @@ class Client:
                 wait=wait is not False,
                 wait_timeout=_duration(wait_for) if wait_for is not None else None,
                 session_id=session.lease_id,
+                mode=mode,
             )
             try:
                 res = self._acquire_call(req, wait, wait_for, cancel)

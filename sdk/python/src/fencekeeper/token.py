@@ -22,10 +22,12 @@ class Token:
     key_id: str = ""
     """The id of the server key that signed it (docs/verifying-tokens.md)."""
     signature: bytes = b""
+    shared: bool = False
+    """True on a shared acquisition's token: the fenced store refuses its writes. Signed."""
 
     @staticmethod
     def from_proto(t: token_pb2.FencingToken) -> Token:
-        return Token(t.resource, t.generation, t.lease_id, t.principal, t.key_id, t.signature)
+        return Token(t.resource, t.generation, t.lease_id, t.principal, t.key_id, t.signature, t.mode == token_pb2.ACQUIRE_MODE_SHARED)
 
     def to_proto(self) -> token_pb2.FencingToken:
         return token_pb2.FencingToken(
@@ -35,11 +37,13 @@ class Token:
             principal=self.principal,
             key_id=self.key_id,
             signature=self.signature,
+            mode=token_pb2.ACQUIRE_MODE_SHARED if self.shared else token_pb2.ACQUIRE_MODE_UNSPECIFIED,
         )
 
-    def to_json(self) -> dict[str, str]:
-        """The whole token as JSON-ready fields: 64-bit numbers as decimal strings, the signature in base64."""
-        return {
+    def to_json(self) -> dict[str, str | bool]:
+        """The whole token as JSON-ready fields: 64-bit numbers as decimal strings, the signature in base64;
+        "shared": true on a shared token only."""
+        fields: dict[str, str | bool] = {
             "resource": self.resource,
             "generation": str(self.generation),
             "lease_id": str(self.lease_id),
@@ -47,6 +51,9 @@ class Token:
             "key_id": self.key_id,
             "signature": base64.b64encode(self.signature).decode(),
         }
+        if self.shared:
+            fields["shared"] = True
+        return fields
 
     def __str__(self) -> str:
         return f"{self.resource}:{self.generation}:{self.lease_id}"

@@ -16,8 +16,9 @@ Refusal = Literal["not signed", "unknown key id", "bad signature"]
 
 def canonical_token(t: Token) -> bytes:
     """What the signature covers: for each field, its length in bytes (4 bytes, big endian) and its UTF-8
-    bytes, so that no field can run into the next."""
-    fields = ("fencekeeper-token-v1", t.resource, str(t.generation), str(t.lease_id), t.principal, t.key_id)
+    bytes, so that no field can run into the next. A shared token has one field more, its mode's number
+    ("2"), so that it never verifies as an exclusive one."""
+    fields = ("fencekeeper-token-v1", t.resource, str(t.generation), str(t.lease_id), t.principal, t.key_id) + (("2",) if t.shared else ())
     return b"".join(struct.pack(">I", len(b)) + b for b in (f.encode("utf-8") for f in fields))
 
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x66\x65ncekeeper/v1/token.proto\x12\x0e\x66\x65ncekeeper.v1\"\xb8\x01\n\x0c\x46\x65ncingToken\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x1e\n\ngeneration\x18\x02 \x01(\x03R\ngeneration\x12\x19\n\x08lease_id\x18\x03 \x01(\x03R\x07leaseId\x12\x1c\n\tprincipal\x18\x04 \x01(\tR\tprincipal\x12\x15\n\x06key_id\x18\x05 \x01(\tR\x05keyId\x12\x1c\n\tsignature\x18\x06 \x01(\x0cR\tsignature*R\n\tFenceMode\x12\x1a\n\x16\x46\x45NCE_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x46\x45NCE_MODE_ORDER\x10\x01\x12\x13\n\x0f\x46\x45NCE_MODE_LIVE\x10\x02\x42i\n\x11io.fencekeeper.v1B\nTokenProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x66\x65ncekeeper/v1/token.proto\x12\x0e\x66\x65ncekeeper.v1\"\xe9\x01\n\x0c\x46\x65ncingToken\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x1e\n\ngeneration\x18\x02 \x01(\x03R\ngeneration\x12\x19\n\x08lease_id\x18\x03 \x01(\x03R\x07leaseId\x12\x1c\n\tprincipal\x18\x04 \x01(\tR\tprincipal\x12\x15\n\x06key_id\x18\x05 \x01(\tR\x05keyId\x12\x1c\n\tsignature\x18\x06 \x01(\x0cR\tsignature\x12/\n\x04mode\x18\x07 \x01(\x0e\x32\x1b.fencekeeper.v1.AcquireModeR\x04mode*`\n\x0b\x41\x63quireMode\x12\x1c\n\x18\x41\x43QUIRE_MODE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x41\x43QUIRE_MODE_EXCLUSIVE\x10\x01\x12\x17\n\x13\x41\x43QUIRE_MODE_SHARED\x10\x02*R\n\tFenceMode\x12\x1a\n\x16\x46\x45NCE_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x46\x45NCE_MODE_ORDER\x10\x01\x12\x13\n\x0f\x46\x45NCE_MODE_LIVE\x10\x02\x42i\n\x11io.fencekeeper.v1B\nTokenProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,8 +32,10 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'fencekeeper.v1.token_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\021io.fencekeeper.v1B\nTokenProtoP\001ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1'
-  _globals['_FENCEMODE']._serialized_start=233
-  _globals['_FENCEMODE']._serialized_end=315
+  _globals['_ACQUIREMODE']._serialized_start=282
+  _globals['_ACQUIREMODE']._serialized_end=378
+  _globals['_FENCEMODE']._serialized_start=380
+  _globals['_FENCEMODE']._serialized_end=462
   _globals['_FENCINGTOKEN']._serialized_start=47
-  _globals['_FENCINGTOKEN']._serialized_end=231
+  _globals['_FENCINGTOKEN']._serialized_end=280
 # @@protoc_insertion_point(module_scope)

@@ -144,7 +144,7 @@ public enum FenceMode
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return io.fencekeeper.v1.TokenProto.getDescriptor().getEnumType(0);
+    return io.fencekeeper.v1.TokenProto.getDescriptor().getEnumType(1);
   }
 
   private static final FenceMode[] VALUES = values();

@@ -44,6 +44,7 @@ private static final long serialVersionUID = 0L;
     principal_ = "";
     keyId_ = "";
     signature_ = com.google.protobuf.ByteString.EMPTY;
+    mode_ = 0;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -248,10 +249,14 @@ private static final long serialVersionUID = 0L;
    * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
    * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
    * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
-   * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
-   * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
-   * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
-   * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+   * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes; when mode is
+   * neither ACQUIRE_MODE_UNSPECIFIED nor ACQUIRE_MODE_EXCLUSIVE, one more string follows, encoded the
+   * same way: mode's number in decimal ("2" for ACQUIRE_MODE_SHARED). An exclusive token's encoding is
+   * thus the same as before shared acquisitions existed, and a verifier that does not know mode refuses
+   * a shared token rather than taking it for an exclusive one. It proves that fencekeeper issued exactly
+   * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
+   * can check it offline, and the fenced store refuses a token whose signature does not verify
+   * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
    * </pre>
    *
    * <code>bytes signature = 6 [json_name = "signature"];</code>
@@ -260,6 +265,38 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public com.google.protobuf.ByteString getSignature() {
     return signature_;
+  }
+
+  public static final int MODE_FIELD_NUMBER = 7;
+  private int mode_ = 0;
+  /**
+   * <pre>
+   * How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+   * every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+   * the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+   * read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+   * </pre>
+   *
+   * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+   * @return The enum numeric value on the wire for mode.
+   */
+  @java.lang.Override public int getModeValue() {
+    return mode_;
+  }
+  /**
+   * <pre>
+   * How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+   * every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+   * the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+   * read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+   * </pre>
+   *
+   * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+   * @return The mode.
+   */
+  @java.lang.Override public io.fencekeeper.v1.AcquireMode getMode() {
+    io.fencekeeper.v1.AcquireMode result = io.fencekeeper.v1.AcquireMode.forNumber(mode_);
+    return result == null ? io.fencekeeper.v1.AcquireMode.UNRECOGNIZED : result;
   }
 
   private byte memoizedIsInitialized = -1;
@@ -294,6 +331,9 @@ private static final long serialVersionUID = 0L;
     if (!signature_.isEmpty()) {
       output.writeBytes(6, signature_);
     }
+    if (mode_ != io.fencekeeper.v1.AcquireMode.ACQUIRE_MODE_UNSPECIFIED.getNumber()) {
+      output.writeEnum(7, mode_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -318,6 +358,10 @@ private static final long serialVersionUID = 0L;
     if (!signature_.isEmpty()) {
       size += com.google.protobuf.CodedOutputStream
         .computeBytesSize(6, signature_);
+    }
+    if (mode_ != io.fencekeeper.v1.AcquireMode.ACQUIRE_MODE_UNSPECIFIED.getNumber()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeEnumSize(7, mode_);
     }
     return size;
   }
@@ -355,6 +399,7 @@ private static final long serialVersionUID = 0L;
         .equals(other.getKeyId())) return false;
     if (!getSignature()
         .equals(other.getSignature())) return false;
+    if (mode_ != other.mode_) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -380,6 +425,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getKeyId().hashCode();
     hash = (37 * hash) + SIGNATURE_FIELD_NUMBER;
     hash = (53 * hash) + getSignature().hashCode();
+    hash = (37 * hash) + MODE_FIELD_NUMBER;
+    hash = (53 * hash) + mode_;
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -529,6 +576,7 @@ private static final long serialVersionUID = 0L;
       principal_ = "";
       keyId_ = "";
       signature_ = com.google.protobuf.ByteString.EMPTY;
+      mode_ = 0;
       return this;
     }
 
@@ -580,6 +628,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.signature_ = signature_;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.mode_ = mode_;
+      }
     }
 
     @java.lang.Override
@@ -617,6 +668,9 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getSignature().isEmpty()) {
         setSignature(other.getSignature());
+      }
+      if (other.mode_ != 0) {
+        setModeValue(other.getModeValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -672,6 +726,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 50
+            case 56: {
+              mode_ = input.readEnum();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 56
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1075,10 +1134,14 @@ private static final long serialVersionUID = 0L;
      * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
      * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
      * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
-     * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
-     * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
-     * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
-     * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+     * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes; when mode is
+     * neither ACQUIRE_MODE_UNSPECIFIED nor ACQUIRE_MODE_EXCLUSIVE, one more string follows, encoded the
+     * same way: mode's number in decimal ("2" for ACQUIRE_MODE_SHARED). An exclusive token's encoding is
+     * thus the same as before shared acquisitions existed, and a verifier that does not know mode refuses
+     * a shared token rather than taking it for an exclusive one. It proves that fencekeeper issued exactly
+     * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
+     * can check it offline, and the fenced store refuses a token whose signature does not verify
+     * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
      * </pre>
      *
      * <code>bytes signature = 6 [json_name = "signature"];</code>
@@ -1093,10 +1156,14 @@ private static final long serialVersionUID = 0L;
      * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
      * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
      * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
-     * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
-     * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
-     * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
-     * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+     * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes; when mode is
+     * neither ACQUIRE_MODE_UNSPECIFIED nor ACQUIRE_MODE_EXCLUSIVE, one more string follows, encoded the
+     * same way: mode's number in decimal ("2" for ACQUIRE_MODE_SHARED). An exclusive token's encoding is
+     * thus the same as before shared acquisitions existed, and a verifier that does not know mode refuses
+     * a shared token rather than taking it for an exclusive one. It proves that fencekeeper issued exactly
+     * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
+     * can check it offline, and the fenced store refuses a token whose signature does not verify
+     * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
      * </pre>
      *
      * <code>bytes signature = 6 [json_name = "signature"];</code>
@@ -1115,10 +1182,14 @@ private static final long serialVersionUID = 0L;
      * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
      * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
      * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
-     * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
-     * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
-     * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
-     * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+     * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes; when mode is
+     * neither ACQUIRE_MODE_UNSPECIFIED nor ACQUIRE_MODE_EXCLUSIVE, one more string follows, encoded the
+     * same way: mode's number in decimal ("2" for ACQUIRE_MODE_SHARED). An exclusive token's encoding is
+     * thus the same as before shared acquisitions existed, and a verifier that does not know mode refuses
+     * a shared token rather than taking it for an exclusive one. It proves that fencekeeper issued exactly
+     * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
+     * can check it offline, and the fenced store refuses a token whose signature does not verify
+     * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
      * </pre>
      *
      * <code>bytes signature = 6 [json_name = "signature"];</code>
@@ -1127,6 +1198,93 @@ private static final long serialVersionUID = 0L;
     public Builder clearSignature() {
       bitField0_ = (bitField0_ & ~0x00000020);
       signature_ = getDefaultInstance().getSignature();
+      onChanged();
+      return this;
+    }
+
+    private int mode_ = 0;
+    /**
+     * <pre>
+     * How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+     * every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+     * the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+     * read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+     * @return The enum numeric value on the wire for mode.
+     */
+    @java.lang.Override public int getModeValue() {
+      return mode_;
+    }
+    /**
+     * <pre>
+     * How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+     * every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+     * the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+     * read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+     * @param value The enum numeric value on the wire for mode to set.
+     * @return This builder for chaining.
+     */
+    public Builder setModeValue(int value) {
+      mode_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+     * every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+     * the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+     * read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+     * @return The mode.
+     */
+    @java.lang.Override
+    public io.fencekeeper.v1.AcquireMode getMode() {
+      io.fencekeeper.v1.AcquireMode result = io.fencekeeper.v1.AcquireMode.forNumber(mode_);
+      return result == null ? io.fencekeeper.v1.AcquireMode.UNRECOGNIZED : result;
+    }
+    /**
+     * <pre>
+     * How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+     * every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+     * the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+     * read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+     * @param value The mode to set.
+     * @throws IllegalArgumentException if UNRECOGNIZED is provided.
+     * @return This builder for chaining.
+     */
+    public Builder setMode(io.fencekeeper.v1.AcquireMode value) {
+      java.util.Objects.requireNonNull(value);
+      bitField0_ |= 0x00000040;
+      mode_ = value.getNumber();
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+     * every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+     * the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+     * read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMode() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      mode_ = 0;
       onChanged();
       return this;
     }

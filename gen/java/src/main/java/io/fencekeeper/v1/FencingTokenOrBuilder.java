@@ -101,14 +101,43 @@ public interface FencingTokenOrBuilder extends
    * An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
    * concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
    * decimal (no leading zeros, "-" for a negative number), principal and key_id, in this order, of its
-   * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes. It proves that
-   * fencekeeper issued exactly this generation of this resource to this principal: a resource outside
-   * fencekeeper can check it offline, and the fenced store refuses a token whose signature does not
-   * verify (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+   * length in bytes as a 4-byte big-endian unsigned integer followed by its UTF-8 bytes; when mode is
+   * neither ACQUIRE_MODE_UNSPECIFIED nor ACQUIRE_MODE_EXCLUSIVE, one more string follows, encoded the
+   * same way: mode's number in decimal ("2" for ACQUIRE_MODE_SHARED). An exclusive token's encoding is
+   * thus the same as before shared acquisitions existed, and a verifier that does not know mode refuses
+   * a shared token rather than taking it for an exclusive one. It proves that fencekeeper issued exactly
+   * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
+   * can check it offline, and the fenced store refuses a token whose signature does not verify
+   * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
    * </pre>
    *
    * <code>bytes signature = 6 [json_name = "signature"];</code>
    * @return The signature.
    */
   com.google.protobuf.ByteString getSignature();
+
+  /**
+   * <pre>
+   * How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+   * every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+   * the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+   * read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+   * </pre>
+   *
+   * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+   * @return The enum numeric value on the wire for mode.
+   */
+  int getModeValue();
+  /**
+   * <pre>
+   * How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
+   * every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which
+   * the fenced store refuses for writes (INVALID_ARGUMENT, reason SHARED_TOKEN): a shared holder may
+   * read, and release or renew its lease, but only an exclusive holder writes. Signed (see signature).
+   * </pre>
+   *
+   * <code>.fencekeeper.v1.AcquireMode mode = 7 [json_name = "mode"];</code>
+   * @return The mode.
+   */
+  io.fencekeeper.v1.AcquireMode getMode();
 }

@@ -41,16 +41,20 @@ public final class TokenProto extends com.google.protobuf.GeneratedFile {
   static {
     java.lang.String[] descriptorData = {
       "\n\032fencekeeper/v1/token.proto\022\016fencekeepe" +
-      "r.v1\"\270\001\n\014FencingToken\022\032\n\010resource\030\001 \001(\tR" +
+      "r.v1\"\351\001\n\014FencingToken\022\032\n\010resource\030\001 \001(\tR" +
       "\010resource\022\036\n\ngeneration\030\002 \001(\003R\ngeneratio" +
       "n\022\031\n\010lease_id\030\003 \001(\003R\007leaseId\022\034\n\tprincipa" +
       "l\030\004 \001(\tR\tprincipal\022\025\n\006key_id\030\005 \001(\tR\005keyI" +
-      "d\022\034\n\tsignature\030\006 \001(\014R\tsignature*R\n\tFence" +
-      "Mode\022\032\n\026FENCE_MODE_UNSPECIFIED\020\000\022\024\n\020FENC" +
-      "E_MODE_ORDER\020\001\022\023\n\017FENCE_MODE_LIVE\020\002Bi\n\021i" +
-      "o.fencekeeper.v1B\nTokenProtoP\001ZFgithub.c" +
-      "om/fencekeeper/fencekeeper/gen/go/fencek" +
-      "eeper/v1;fencekeeperv1b\006proto3"
+      "d\022\034\n\tsignature\030\006 \001(\014R\tsignature\022/\n\004mode\030" +
+      "\007 \001(\0162\033.fencekeeper.v1.AcquireModeR\004mode" +
+      "*`\n\013AcquireMode\022\034\n\030ACQUIRE_MODE_UNSPECIF" +
+      "IED\020\000\022\032\n\026ACQUIRE_MODE_EXCLUSIVE\020\001\022\027\n\023ACQ" +
+      "UIRE_MODE_SHARED\020\002*R\n\tFenceMode\022\032\n\026FENCE" +
+      "_MODE_UNSPECIFIED\020\000\022\024\n\020FENCE_MODE_ORDER\020" +
+      "\001\022\023\n\017FENCE_MODE_LIVE\020\002Bi\n\021io.fencekeeper" +
+      ".v1B\nTokenProtoP\001ZFgithub.com/fencekeepe" +
+      "r/fencekeeper/gen/go/fencekeeper/v1;fenc" +
+      "ekeeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -61,7 +65,7 @@ public final class TokenProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_FencingToken_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_FencingToken_descriptor,
-        new java.lang.String[] { "Resource", "Generation", "LeaseId", "Principal", "KeyId", "Signature", });
+        new java.lang.String[] { "Resource", "Generation", "LeaseId", "Principal", "KeyId", "Signature", "Mode", });
     descriptor.resolveAllFeaturesImmutable();
   }
 

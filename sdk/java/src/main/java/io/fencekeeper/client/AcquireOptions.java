@@ -8,10 +8,12 @@ import java.util.Objects;
  * wait in line when the resource is held (no: fail with ResourceHeldException; forever; or at most
  * waitLimit, then DeadlineExceededException), the holder label (null: the client's), and the lock-delay
  * (zero: none; see docs/lock-delay.md: if the lease expires rather than being released, nobody is granted
- * the resource for that long; such a lease is always one of its own, also with sessions).
+ * the resource for that long; such a lease is always one of its own, also with sessions), and whether the
+ * acquisition is shared (docs/shared-leases.md: held beside other shared ones while no exclusive one holds
+ * or waits; its token's mode is ACQUIRE_MODE_SHARED and the fenced store refuses its writes).
  * <pre>{@code AcquireOptions.ttl(Duration.ofSeconds(5)).waitAtMost(Duration.ofSeconds(30))}</pre>
  */
-public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay) {
+public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay, boolean shared) {
   public static final Duration DEFAULT_TTL = Duration.ofSeconds(10);
 
   public AcquireOptions {
@@ -20,14 +22,14 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
     if (waitLimit != null && (!waits || waitLimit.isNegative())) throw new IllegalArgumentException("waitLimit needs waits, and must not be negative");
   }
 
-  /** Without a lock-delay, as before it existed. */
+  /** Exclusive, without a lock-delay, as before either existed. */
   public AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder) {
-    this(ttl, waits, waitLimit, holder, Duration.ZERO);
+    this(ttl, waits, waitLimit, holder, Duration.ZERO, false);
   }
 
-  /** TTL 10 s, no waiting, the client's holder label, no lock-delay. */
+  /** TTL 10 s, no waiting, the client's holder label, no lock-delay, exclusive. */
   public static AcquireOptions defaults() {
-    return new AcquireOptions(DEFAULT_TTL, false, null, null, Duration.ZERO);
+    return new AcquireOptions(DEFAULT_TTL, false, null, null, Duration.ZERO, false);
   }
 
   public static AcquireOptions ttl(Duration ttl) {
@@ -35,30 +37,35 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
   }
 
   public AcquireOptions withTtl(Duration ttl) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
   }
 
   /** Fail fast with ResourceHeldException when the resource is held (the default). */
   public AcquireOptions noWait() {
-    return new AcquireOptions(ttl, false, null, holder, lockDelay);
+    return new AcquireOptions(ttl, false, null, holder, lockDelay, shared);
   }
 
   /** Wait in line until granted, or until the acquire is canceled (its future, or an interrupt). */
   public AcquireOptions waitForever() {
-    return new AcquireOptions(ttl, true, null, holder, lockDelay);
+    return new AcquireOptions(ttl, true, null, holder, lockDelay, shared);
   }
 
   /** Wait in line at most this long, then fail with DeadlineExceededException. */
   public AcquireOptions waitAtMost(Duration limit) {
-    return new AcquireOptions(ttl, true, limit, holder, lockDelay);
+    return new AcquireOptions(ttl, true, limit, holder, lockDelay, shared);
   }
 
   public AcquireOptions withHolder(String holder) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
   }
 
   /** The lock-delay (whole seconds, rounded up by the server; zero: none). */
   public AcquireOptions withLockDelay(Duration lockDelay) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
+  }
+
+  /** A shared acquisition (true) or an exclusive one (false, the default). */
+  public AcquireOptions withShared(boolean shared) {
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
   }
 }

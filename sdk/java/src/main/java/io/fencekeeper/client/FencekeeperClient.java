@@ -1,5 +1,6 @@
 package io.fencekeeper.client;
 
+import io.fencekeeper.v1.AcquireMode;
 import io.fencekeeper.v1.AcquireRequest;
 import io.fencekeeper.v1.CloseSessionRequest;
 import io.fencekeeper.v1.AcquireResponse;
@@ -356,7 +357,7 @@ public final class FencekeeperClient implements AutoCloseable {
 
   /** Sends one Acquire, waiting at most waitLimit (null: as o says), with a deadline that leaves room for the wait. */
   private AcquireResponse acquireCall(AcquireRequest.Builder req, AcquireOptions o, Duration waitLimit) {
-    req.setHolder(o.holder() != null ? o.holder() : holder).setWait(o.waits());
+    req.setHolder(o.holder() != null ? o.holder() : holder).setWait(o.waits()).setMode(o.shared() ? AcquireMode.ACQUIRE_MODE_SHARED : AcquireMode.ACQUIRE_MODE_UNSPECIFIED);
     // Whole ms: a call's deadline goes out as a grpc-timeout header.
     if (waitLimit != null) req.setWaitTimeout(proto(Duration.ofMillis((waitLimit.toNanos() + 999_999) / 1_000_000)));
     Duration deadline = !o.waits() ? calls.timeout : waitLimit == null ? null : calls.timeout.plus(waitLimit);

@@ -10,7 +10,9 @@ import java.security.PublicKey;
 import java.security.Signature;
 import java.security.SignatureException;
 import java.security.spec.X509EncodedKeySpec;
+import java.util.ArrayList;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -60,13 +62,16 @@ public final class Tokens {
   /**
    * What the signature covers: for each field ("fencekeeper-token-v1", resource, generation and lease id
    * in decimal, principal, key id), its length in bytes (4 bytes, big endian) and its UTF-8 bytes, so
-   * that no field can run into the next.
+   * that no field can run into the next; then, for a mode other than unset and exclusive (a shared
+   * token: "2"), the mode's number, so that a shared token never verifies as an exclusive one.
    */
   public static byte[] canonicalToken(FencingToken t) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    for (String field : new String[] {
+    List<String> fields = new ArrayList<>(List.of(
         "fencekeeper-token-v1", t.getResource(), Long.toString(t.getGeneration()), Long.toString(t.getLeaseId()),
-        t.getPrincipal(), t.getKeyId()}) {
+        t.getPrincipal(), t.getKeyId()));
+    if (t.getModeValue() != 0 && t.getModeValue() != 1) fields.add(Integer.toString(t.getModeValue()));
+    for (String field : fields) {
       byte[] bytes = field.getBytes(StandardCharsets.UTF_8);
       out.writeBytes(ByteBuffer.allocate(4).putInt(bytes.length).array());
       out.writeBytes(bytes);

@@ -9,6 +9,7 @@ import io.fencekeeper.client.Lease;
 import io.fencekeeper.client.LeaseLostException;
 import io.fencekeeper.client.StaleTokenException;
 import io.fencekeeper.client.WriteOptions;
+import io.fencekeeper.v1.AcquireMode;
 import io.fencekeeper.v1.FenceMode;
 import io.fencekeeper.v1.FencingToken;
 import java.io.BufferedReader;
@@ -33,7 +34,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *     step checks what sessions promise (Sessions.java)
  * fk-sdk-probe semantics --server URL --resource PREFIX
  *     the library's own promises (Semantics.java), on resources named PREFIX-...; output as scenario's
- * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N] [--sessions true] [--lock-delay-ms N]
+ * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N] [--sessions true] [--lock-delay-ms N] [--shared true]
  *     acquires R (on a session with --sessions true) and holds it, printing one JSON line per event with
  *     its wall-clock time "at" (ms): granted (token, valid_until), renewed (sent_at, confirmed_at,
  *     valid_until), session-opened (session_id), session-renewed (as renewed), stream-opened,
@@ -51,7 +52,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  */
 public final class Probe {
-  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms");
+  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared");
 
   private Probe() {}
 
@@ -94,7 +95,7 @@ public final class Probe {
         .onEvent(Probe::report)
         .build();
     Duration lockDelay = Duration.ofMillis(Long.parseLong(flags.getOrDefault("lock-delay-ms", "0")));
-    Lease lease = client.acquire(resource, AcquireOptions.ttl(ttl).waitForever().withLockDelay(lockDelay));
+    Lease lease = client.acquire(resource, AcquireOptions.ttl(ttl).waitForever().withLockDelay(lockDelay).withShared(Boolean.parseBoolean(flags.getOrDefault("shared", "false"))));
     AtomicLong lastSeenHeldAt = new AtomicLong(System.currentTimeMillis());
     say("granted", "token", token(lease.token()), "ttl_ms", lease.ttl().toMillis(), "valid_until", ms(lease.validUntil()));
     lease.addLossListener(e -> say("lost", "why", e.why().name(), "valid_until", ms(e.validUntil()), "lost_at", ms(e.lostAt()),
@@ -211,6 +212,7 @@ public final class Probe {
     json.put("resource", t.getResource());
     json.put("generation", Long.toString(t.getGeneration()));
     json.put("lease_id", Long.toString(t.getLeaseId()));
+    json.put("shared", t.getMode() == AcquireMode.ACQUIRE_MODE_SHARED);
     return json;
   }
 

@@ -160,6 +160,7 @@ public final class Main {
         .setPrincipal(field(t, "principal", ""))
         .setKeyId(field(t, "key_id", ""))
         .setSignature(ByteString.copyFrom(Base64.getDecoder().decode(field(t, "signature", ""))))
+        .setModeValue(Integer.parseInt(field(t, "mode", "0")))
         .build();
     Map<String, byte[]> keys = new HashMap<>();
     for (Object listed : (List<?>) Json.parse(Files.readString(keysFile))) {

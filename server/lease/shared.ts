@@ -1,0 +1,196 @@
+// Shared acquisitions beside exclusive ones, as a readers-writer lock (etcd's RWMutex recipe): who an
+// acquisition waits for, in each mode. acquisition.ts runs the line; these rules say what a grant
+// checks, whom a waiter watches, and how a refusal reads.
+//
+// Shared holders are keys of their own (keys.ts: r/R/s/<lease id>), each on its acquisition's lease,
+// its create revision the generation. Shared waiters stand in the same line as exclusive ones, in a
+// part of it of their own (r/R/q/s/...), so that:
+//  - an exclusive acquisition waits for every acquisition ahead of it: the whole line, the owner key,
+//    and every shared holder. It is granted when the line before it is empty and nobody holds;
+//  - a shared acquisition waits for the exclusive acquisitions ahead of it only: the exclusive part of
+//    the line and the owner key. Shared holders never hold it up, but an exclusive waiter does, so that
+//    shared acquisitions arriving one after another never starve an exclusive one.
+// The exclusive rules are those of before shared holders existed, plus one compare in the same
+// transactions (no shared holder) and one read in their failure branch (the newest shared holder, to
+// watch it): an uncontended exclusive Acquire is still one transaction, and each handover one watch
+// event and one transaction. An exclusive waiter behind shared holders watches the newest of them and
+// tries again when it goes: one transaction for each shared holder still there when the one it watched
+// left.
+import type { ICompare, IKeyValue, IRangeResponse, IRequestOp } from "etcd3";
+import { DomainError } from "../domain/errors.js";
+import type { AcquireMode } from "../domain/token.js";
+import { decodeOwner, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
+import { cmp, op } from "../etcd/ops.js";
+import { prefixRange } from "../etcd/reader.js";
+import { noLockDelay } from "./lock-delay.js";
+
+/** Most shared holders a refusal names (it says how many there are in all). */
+const NAMED_HOLDERS = 5;
+
+/** What a waiter needs to know of the state that kept it from being granted. */
+export interface Ahead {
+  /** The key to watch for deletion: the acquisition it waits behind; undefined: none, try again. */
+  key?: Buffer;
+  /** The exclusive holder, if any. */
+  owner?: IKeyValue;
+}
+
+/** The rules of one mode, for one resource. */
+export interface LineRules {
+  mode: AcquireMode;
+  /** The key a grant creates, on the acquisition's lease: its create revision is the generation. */
+  holderKey: Buffer;
+  /** Where the mode's waiters of a lease stand in line; a waiter's key is this and a nonce. */
+  lineKey(leaseId: bigint): Buffer;
+  /** A first-try grant's compares: nobody this acquisition must wait for holds or waits. */
+  free(): ICompare[];
+  /** A waiter's grant's compares (its key created at myRev): nobody it waits for is ahead or holds. */
+  firstInLine(myRev: bigint): ICompare[];
+  /**
+   * Whether a waiter whose last look found `ahead` in its way (now gone) may try its grant, or must look
+   * again first: a shared waiter's grant cannot itself check that no exclusive waiter is ahead of it.
+   */
+  grantable(ahead: Buffer | undefined): boolean;
+  /** Reads of the state that keeps it waiting: those ahead of it (created before `before`, if given). */
+  aheadReads(before?: bigint): IRequestOp[];
+  /** What aheadReads() found. */
+  ahead(ranges: IRangeResponse[]): Ahead;
+  /** The refusal of an Acquire without wait, from aheadReads() (read with no `before`). */
+  held(ranges: IRangeResponse[]): DomainError;
+  /** The lock-delay key aheadReads() found, if a lock-delay is in force (lock-delay.ts). */
+  lockDelay(ranges: IRangeResponse[]): IKeyValue | undefined;
+}
+
+/** The rules of a mode for an acquisition of resource on lease leaseId (its own, or its session). */
+export function lineRules(keys: KeyLayout, resource: string, mode: AcquireMode, leaseId: bigint): LineRules {
+  return mode === "shared" ? sharedRules(keys, resource, leaseId) : exclusiveRules(keys, resource);
+}
+
+// A lock-delay (lock-delay.ts) holds up both modes alike: every grant checks that no lock-delay key
+// exists; aheadReads() read it last, and a waiter with nobody else ahead of it watches it.
+
+
+function exclusiveRules(keys: KeyLayout, resource: string): LineRules {
+  const owner = keys.ownerKey(resource);
+  const line = keys.queuePrefix(resource);
+  const shared = keys.sharedPrefix(resource);
+  const delayKey = keys.lockDelayKey(resource);
+  return {
+    mode: "exclusive",
+    holderKey: owner,
+    lineKey: (leaseId) => keys.queueKey(resource, leaseId),
+    free: () => [cmp.rangeEmpty(line, prefixEnd(line)), cmp.createdAt(owner, 0n), cmp.rangeEmpty(shared, prefixEnd(shared)), noLockDelay(keys, resource)],
+    firstInLine: (myRev) => [
+      cmp.rangeCreatedFrom(line, prefixEnd(line), myRev),
+      cmp.createdAt(owner, 0n),
+      cmp.rangeEmpty(shared, prefixEnd(shared)),
+      noLockDelay(keys, resource),
+    ],
+    grantable: () => true,
+    aheadReads: (before) => [
+      op.range(newest(line, prefixEnd(line), before)),
+      op.get(owner),
+      op.range(newest(shared, prefixEnd(shared), undefined, NAMED_HOLDERS)),
+      op.get(delayKey),
+    ],
+    ahead: ([before, o, holders, delay]) => ({ key: before.kvs[0]?.key ?? (o.kvs[0] ? owner : (holders.kvs[0]?.key ?? delay.kvs[0]?.key)), owner: o.kvs[0] }),
+    lockDelay: (ranges) => ranges[3].kvs[0],
+    held: ([, o, holders]) => {
+      if (o.kvs[0]) return heldBy(resource, decodeOwner(o.kvs[0]));
+      if (holders.kvs.length > 0) return heldShared(resource, holders);
+      return handingOver(resource);
+    },
+  };
+}
+
+function sharedRules(keys: KeyLayout, resource: string, leaseId: bigint): LineRules {
+  const owner = keys.ownerKey(resource);
+  // The exclusive waiters: the line up to its shared part.
+  const [line, lineEnd] = [keys.queuePrefix(resource), keys.sharedQueuePrefix(resource)];
+  const delayKey = keys.lockDelayKey(resource);
+  return {
+    mode: "shared",
+    holderKey: keys.sharedKey(resource, leaseId),
+    lineKey: (leaseId) => keys.sharedQueueKey(resource, leaseId),
+    free: () => [cmp.rangeEmpty(line, lineEnd), cmp.createdAt(owner, 0n), noLockDelay(keys, resource)],
+    // etcd judges a compare of an empty range on a key that does not exist, and a waiter's own key is not
+    // among the exclusive ones: "every exclusive waiter came after me" fails when there are none. So
+    // the grant checks the owner key alone, and the waiter makes sure first that no exclusive waiter is
+    // ahead of it (grantable): once true, that stays true, since a key created later has a greater
+    // revision, and an exclusive waiter behind it, or arriving, waits for it.
+    firstInLine: () => [cmp.createdAt(owner, 0n), noLockDelay(keys, resource)],
+    grantable: (ahead) => ahead === undefined || ahead.equals(owner) || ahead.equals(delayKey),
+    aheadReads: (before) => [op.range(newest(line, lineEnd, before)), op.get(owner), op.get(delayKey)],
+    ahead: ([before, o, delay]) => ({ key: before.kvs[0]?.key ?? (o.kvs[0] ? owner : delay.kvs[0]?.key), owner: o.kvs[0] }),
+    lockDelay: (ranges) => ranges[2].kvs[0],
+    held: ([before, o]) => {
+      if (o.kvs[0]) return heldBy(resource, decodeOwner(o.kvs[0]));
+      if (before.kvs[0]) {
+        return new DomainError(
+          "aborted",
+          `an exclusive acquisition waits for "${resource}", and shared ones queue behind it; acquire with wait set to queue for it`,
+          "RESOURCE_HELD",
+          { resource },
+        );
+      }
+      return handingOver(resource);
+    },
+  };
+}
+
+/** The newest key of [key, end) (created before `before`, if given), or the newest `limit` keys. */
+function newest(key: Buffer, end: Buffer, before?: bigint, limit = 1) {
+  return {
+    key,
+    range_end: end,
+    sort_order: "Descend" as const,
+    sort_target: "Create" as const,
+    limit,
+    ...(limit === 1 ? { keys_only: true } : {}),
+    ...(before !== undefined ? { max_create_revision: (before - 1n).toString() } : {}),
+  };
+}
+
+/** The shared holders of a resource, oldest first, as decoded owners. */
+export function sharedHolders(keys: KeyLayout, resource: string) {
+  return prefixRange(keys.sharedPrefix(resource), { sort_order: "Ascend", sort_target: "Create" });
+}
+
+export function decodeShared(kvs: IKeyValue[]): Owner[] {
+  return kvs.map(decodeOwner);
+}
+
+export function heldBy(resource: string, owner: Owner): DomainError {
+  return new DomainError(
+    "aborted",
+    `"${resource}" is held by ${owner.holder ? `"${owner.holder}"` : "another holder"} (generation ${owner.generation}); ` +
+      "acquire with wait set to queue for it",
+    "RESOURCE_HELD",
+    { resource, holder: owner.holder, generation: String(owner.generation), lease_id: String(owner.leaseId), ...(owner.principal ? { holder_principal: owner.principal } : {}) },
+    { resource, generation: owner.generation, leaseId: owner.leaseId },
+  );
+}
+
+/** An exclusive acquisition refused while shared holders hold: names the newest few, and how many. */
+function heldShared(resource: string, holders: IRangeResponse): DomainError {
+  const count = Number(holders.count);
+  const named = decodeShared(holders.kvs);
+  const labels = named.map((h) => (h.holder ? `"${h.holder}"` : "a holder") + ` (generation ${h.generation})`).join(", ");
+  const more = count > named.length ? ` and ${count - named.length} more` : "";
+  return new DomainError(
+    "aborted",
+    `"${resource}" is held shared by ${count} holder${count === 1 ? "" : "s"}: ${labels}${more}; an exclusive acquisition ` +
+      "waits for all of them: acquire with wait set to queue for it",
+    "RESOURCE_HELD",
+    { resource, shared_holders: String(count), holders: named.map((h) => h.holder).join(","), generations: named.map((h) => String(h.generation)).join(",") },
+  );
+}
+
+function handingOver(resource: string): DomainError {
+  return new DomainError(
+    "aborted",
+    `"${resource}" is being handed over to the next in line; acquire with wait set to queue for it`,
+    "RESOURCE_HELD",
+    { resource },
+  );
+}
