@@ -115,7 +115,10 @@ class Acquisition {
     private readonly delay: number,
   ) {
     this.keys = d.keys;
-  /** The writes of a grant: the holder key, the generation marked issued, a fence if there is none, its lock-delay key if any. */
+    this.rules = lineRules(d.keys, p.resource, p.mode ?? "exclusive", lease.id);
+    this.holderKey = this.rules.holderKey;
+    this.lineKey = Buffer.concat([this.rules.lineKey(lease.id), Buffer.from(this.nonce)]);
+    this.holderValue = encodeOwner({ holder: p.holder, nonce: this.nonce, principal: p.principal });
     if (onSession) this.sessionKey = d.keys.sessionKey(lease.id);
   }
 
@@ -163,7 +166,7 @@ class Acquisition {
     await Promise.all(steps);
   }
 
-  /** The writes of a grant: the holder key, the generation marked issued, a fence if there is none. */
+  /** The writes of a grant: the holder key, the generation marked issued, a fence if there is none, its lock-delay key if any. */
   private grantWrites() {
     const fenceKey = this.keys.fenceKey(this.p.resource);
     return [
@@ -185,7 +188,8 @@ class Acquisition {
     // a shared grant does not otherwise look at shared holders or shared waiters.
     const sessionChecks = this.sessionKey ? [cmp.exists(this.sessionKey), ...this.sessionFree()] : [];
     const joinNow = p.wait && !this.onSession;
-      compare: [...rules.free(), ...sessionChecks],
+    const aheadReads = rules.aheadReads();
+    const reads = [...aheadReads, ...this.sessionReads()];
     // A lease of its own is bound to the caller by the first transaction that puts a key on it.
     const bind = p.principal !== undefined && !this.onSession ? bindOps(this.keys, this.lease.id, p.principal) : [];
     this.maybeGranted = true;
@@ -199,7 +203,11 @@ class Acquisition {
 
     const ranges = res.responses.slice(0, reads.length).map((r) => r.response_range);
     if (this.sessionKey) this.checkSession(ranges.slice(aheadReads.length));
-    if (!p.wait) throw rules.held(ranges);
+    if (!p.wait) {
+      // Nobody holds it, and a lock-delay runs: the refusal says until when.
+      const delay = rules.lockDelay(ranges);
+      throw delay && !rules.ahead(ranges).owner ? await inLockDelay(this.d.leases, p.resource, delay) : rules.held(ranges);
+    }
     if (joinNow) this.joined = { revision: res.revision, ahead: rules.ahead(ranges).key };
     return undefined;
   }

@@ -3,7 +3,7 @@
 // one, a release racing an expiry.
 import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../common/error-info.js";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { AcquireMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AcquireRequestSchema, ObserveResponse } from "../../gen/ts/fencekeeper/v1/lease_pb.js";

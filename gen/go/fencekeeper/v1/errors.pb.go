@@ -78,6 +78,10 @@ const (
 	// again after that time, or with wait set to be granted when it ends. Metadata: "resource",
 	// "lock_delay_until" (RFC 3339, UTC), "generation" (of the holder whose lease expired).
 	ErrorReason_LOCK_DELAY ErrorReason = 14
+	// INVALID_ARGUMENT: a write (Put, Delete, Txn) carries a shared token (FencingToken.mode
+	// ACQUIRE_MODE_SHARED). Shared holders may read; only an exclusive acquisition's token writes.
+	// Metadata: "resource", "generation".
+	ErrorReason_SHARED_TOKEN ErrorReason = 15
 )
 
 // Enum value maps for ErrorReason.
@@ -98,6 +102,7 @@ var (
 		12: "NOT_HOLDER",
 		13: "TOKEN_SIGNATURE_INVALID",
 		14: "LOCK_DELAY",
+		15: "SHARED_TOKEN",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -115,6 +120,7 @@ var (
 		"NOT_HOLDER":               12,
 		"TOKEN_SIGNATURE_INVALID":  13,
 		"LOCK_DELAY":               14,
+		"SHARED_TOKEN":             15,
 	}
 )
 
@@ -149,7 +155,7 @@ var File_fencekeeper_v1_errors_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xdc\x02\n" +
+	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xee\x02\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSTALE_TOKEN\x10\x01\x12\x12\n" +
@@ -168,7 +174,8 @@ const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"NOT_HOLDER\x10\f\x12\x1b\n" +
 	"\x17TOKEN_SIGNATURE_INVALID\x10\r\x12\x0e\n" +
 	"\n" +
-	"LOCK_DELAY\x10\x0eBj\n" +
+	"LOCK_DELAY\x10\x0e\x12\x10\n" +
+	"\fSHARED_TOKEN\x10\x0fBj\n" +
 	"\x11io.fencekeeper.v1B\vErrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
 var (

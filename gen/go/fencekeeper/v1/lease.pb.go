@@ -46,7 +46,8 @@ type AcquireRequest struct {
 	// ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
 	// session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
 	// ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-	// such an acquisition waits, the server does not renew the session: its KeepAlive does.
+	// such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+	// holding or waiting for a resource in one mode cannot acquire it in the other either.
 	SessionId int64 `protobuf:"varint,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Lock-delay, as Chubby and Consul have it, for resources that cannot check fencing tokens: if this
 	// acquisition's lease expires (it was not renewed in time), nobody is granted the resource for this
@@ -59,7 +60,13 @@ type AcquireRequest struct {
 	// must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
 	// does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
 	// lease of its own for a lock-delay.
-	LockDelay     *durationpb.Duration `protobuf:"bytes,7,opt,name=lock_delay,json=lockDelay,proto3" json:"lock_delay,omitempty"`
+	LockDelay *durationpb.Duration `protobuf:"bytes,7,opt,name=lock_delay,json=lockDelay,proto3" json:"lock_delay,omitempty"`
+	// Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+	// is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+	// shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+	// acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+	// ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+	Mode          AcquireMode `protobuf:"varint,8,opt,name=mode,proto3,enum=fencekeeper.v1.AcquireMode" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -141,6 +148,13 @@ func (x *AcquireRequest) GetLockDelay() *durationpb.Duration {
 		return x.LockDelay
 	}
 	return nil
+}
+
+func (x *AcquireRequest) GetMode() AcquireMode {
+	if x != nil {
+		return x.Mode
+	}
+	return AcquireMode_ACQUIRE_MODE_UNSPECIFIED
 }
 
 // The response of LeaseService.Acquire.
@@ -633,15 +647,17 @@ func (x *DescribeRequest) GetResource() string {
 // The response of LeaseService.Describe.
 type DescribeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Whether the resource is held now. When false, holder, token and ttl are unset.
+	// Whether the resource is held now, exclusively or by shared holders. holder, token, ttl and
+	// holder_principal describe an exclusive holder: they are unset when nobody holds the resource and
+	// when its holders are shared (holders lists them).
 	Held bool `protobuf:"varint,1,opt,name=held,proto3" json:"held,omitempty"`
-	// The holder label given by the current holder at Acquire.
+	// The holder label given by the current exclusive holder at Acquire.
 	Holder string `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
-	// The current holder's token.
+	// The current exclusive holder's token.
 	Token *FencingToken `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
-	// The TTL left on the current holder's lease, as etcd reports it.
+	// The TTL left on the current exclusive holder's lease, as etcd reports it.
 	Ttl *durationpb.Duration `protobuf:"bytes,4,opt,name=ttl,proto3" json:"ttl,omitempty"`
-	// How many acquisitions are waiting in line behind the holder.
+	// How many acquisitions are waiting in line behind the holders, exclusive and shared.
 	Waiters int32 `protobuf:"varint,5,opt,name=waiters,proto3" json:"waiters,omitempty"`
 	// The resource's fence: the greatest generation the fenced store has accepted (0 if none).
 	Fence int64 `protobuf:"varint,6,opt,name=fence,proto3" json:"fence,omitempty"`
@@ -660,8 +676,11 @@ type DescribeResponse struct {
 	// server's clock plus the time etcd says the delay has left). held is then false, and lock_delay
 	// is the delay being served. Waiters are granted in order once it ends.
 	LockDelayUntil *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=lock_delay_until,json=lockDelayUntil,proto3" json:"lock_delay_until,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Every current holder: the exclusive one alone (the same as holder, token, ttl and
+	// holder_principal), or every shared holder, oldest generation first. Empty when not held.
+	Holders       []*Holder `protobuf:"bytes,11,rep,name=holders,proto3" json:"holders,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -764,6 +783,86 @@ func (x *DescribeResponse) GetLockDelayUntil() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *DescribeResponse) GetHolders() []*Holder {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+// One holder of a resource: an exclusive holder, or one of its shared holders.
+type Holder struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The holder label given at Acquire.
+	Holder string `protobuf:"bytes,1,opt,name=holder,proto3" json:"holder,omitempty"`
+	// The holder's token; its mode says whether the holder is exclusive or shared.
+	Token *FencingToken `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+	Ttl *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// The authenticated identity that acquired it, as DescribeResponse.holder_principal.
+	HolderPrincipal string `protobuf:"bytes,4,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Holder) Reset() {
+	*x = Holder{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Holder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Holder) ProtoMessage() {}
+
+func (x *Holder) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Holder.ProtoReflect.Descriptor instead.
+func (*Holder) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Holder) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Holder) GetToken() *FencingToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *Holder) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *Holder) GetHolderPrincipal() string {
+	if x != nil {
+		return x.HolderPrincipal
+	}
+	return ""
+}
+
 // The request of LeaseService.Observe.
 type ObserveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -775,7 +874,7 @@ type ObserveRequest struct {
 
 func (x *ObserveRequest) Reset() {
 	*x = ObserveRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +886,7 @@ func (x *ObserveRequest) String() string {
 func (*ObserveRequest) ProtoMessage() {}
 
 func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +899,7 @@ func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveRequest.ProtoReflect.Descriptor instead.
 func (*ObserveRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{11}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ObserveRequest) GetResource() string {
@@ -811,19 +910,21 @@ func (x *ObserveRequest) GetResource() string {
 }
 
 // One ownership change of the observed resource. The first message of the stream gives the state at
-// the moment the stream started; each later one is a change of holder, or the start of a lock-delay
-// (held false, lock_delay_until set), or the resource becoming free.
+// the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
+// holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
+// resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
+// line is reported when the next holder is there).
 type ObserveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Whether the resource is held after this change.
+	// Whether the resource is held after this change, exclusively or by shared holders.
 	Held bool `protobuf:"varint,1,opt,name=held,proto3" json:"held,omitempty"`
-	// The holder label of the new holder, when held.
+	// The holder label of the new exclusive holder; unset when the holders are shared.
 	Holder string `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
-	// The token of the new holder, when held.
+	// The token of the new exclusive holder; unset when the holders are shared.
 	Token *FencingToken `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
 	// The etcd revision at which this state took effect. Strictly increasing along the stream.
 	Revision int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
-	// The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+	// The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
 	HolderPrincipal string `protobuf:"bytes,5,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
 	// The lock-delay, as DescribeResponse.lock_delay: the new holder's, when held; the one being served,
 	// when lock_delay_until is set.
@@ -833,13 +934,19 @@ type ObserveResponse struct {
 	// DescribeResponse.lock_delay_until. The next message is the next holder once the delay ends (or
 	// held false, without lock_delay_until, when nobody waits).
 	LockDelayUntil *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=lock_delay_until,json=lockDelayUntil,proto3" json:"lock_delay_until,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Every holder after this change, as DescribeResponse.holders (without ttl).
+	Holders []*Holder `protobuf:"bytes,8,rep,name=holders,proto3" json:"holders,omitempty"`
+	// The shared holders that joined since the previous message, oldest generation first.
+	Joined []*Holder `protobuf:"bytes,9,rep,name=joined,proto3" json:"joined,omitempty"`
+	// The shared holders that left since the previous message (released, or their lease ended).
+	Left          []*Holder `protobuf:"bytes,10,rep,name=left,proto3" json:"left,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ObserveResponse) Reset() {
 	*x = ObserveResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +958,7 @@ func (x *ObserveResponse) String() string {
 func (*ObserveResponse) ProtoMessage() {}
 
 func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +971,7 @@ func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveResponse.ProtoReflect.Descriptor instead.
 func (*ObserveResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{12}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ObserveResponse) GetHeld() bool {
@@ -916,6 +1023,27 @@ func (x *ObserveResponse) GetLockDelayUntil() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ObserveResponse) GetHolders() []*Holder {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+func (x *ObserveResponse) GetJoined() []*Holder {
+	if x != nil {
+		return x.Joined
+	}
+	return nil
+}
+
+func (x *ObserveResponse) GetLeft() []*Holder {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
 // The request of LeaseService.OpenSession.
 type OpenSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -929,7 +1057,7 @@ type OpenSessionRequest struct {
 
 func (x *OpenSessionRequest) Reset() {
 	*x = OpenSessionRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1069,7 @@ func (x *OpenSessionRequest) String() string {
 func (*OpenSessionRequest) ProtoMessage() {}
 
 func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1082,7 @@ func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
 func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{13}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OpenSessionRequest) GetTtl() *durationpb.Duration {
@@ -984,7 +1112,7 @@ type OpenSessionResponse struct {
 
 func (x *OpenSessionResponse) Reset() {
 	*x = OpenSessionResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1124,7 @@ func (x *OpenSessionResponse) String() string {
 func (*OpenSessionResponse) ProtoMessage() {}
 
 func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1137,7 @@ func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionResponse.ProtoReflect.Descriptor instead.
 func (*OpenSessionResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{14}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OpenSessionResponse) GetSessionId() int64 {
@@ -1037,7 +1165,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1177,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1190,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{15}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CloseSessionRequest) GetSessionId() int64 {
@@ -1081,7 +1209,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1221,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1234,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{16}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{17}
 }
 
 // The request of LeaseService.ListTokenKeys.
@@ -1118,7 +1246,7 @@ type ListTokenKeysRequest struct {
 
 func (x *ListTokenKeysRequest) Reset() {
 	*x = ListTokenKeysRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1258,7 @@ func (x *ListTokenKeysRequest) String() string {
 func (*ListTokenKeysRequest) ProtoMessage() {}
 
 func (x *ListTokenKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1271,7 @@ func (x *ListTokenKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokenKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListTokenKeysRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{17}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{18}
 }
 
 // The response of LeaseService.ListTokenKeys.
@@ -1157,7 +1285,7 @@ type ListTokenKeysResponse struct {
 
 func (x *ListTokenKeysResponse) Reset() {
 	*x = ListTokenKeysResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1297,7 @@ func (x *ListTokenKeysResponse) String() string {
 func (*ListTokenKeysResponse) ProtoMessage() {}
 
 func (x *ListTokenKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1310,7 @@ func (x *ListTokenKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokenKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListTokenKeysResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{18}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListTokenKeysResponse) GetKeys() []*TokenKey {
@@ -1207,7 +1335,7 @@ type TokenKey struct {
 
 func (x *TokenKey) Reset() {
 	*x = TokenKey{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1347,7 @@ func (x *TokenKey) String() string {
 func (*TokenKey) ProtoMessage() {}
 
 func (x *TokenKey) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1360,7 @@ func (x *TokenKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenKey.ProtoReflect.Descriptor instead.
 func (*TokenKey) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{19}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TokenKey) GetKeyId() string {
@@ -1260,7 +1388,7 @@ var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\x9c\x02\n" +
+	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\xcd\x02\n" +
 	"\x0eAcquireRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
@@ -1270,7 +1398,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x06 \x01(\x03R\tsessionId\x128\n" +
 	"\n" +
-	"lock_delay\x18\a \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\"\xac\x01\n" +
+	"lock_delay\x18\a \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\x12/\n" +
+	"\x04mode\x18\b \x01(\x0e2\x1b.fencekeeper.v1.AcquireModeR\x04mode\"\xac\x01\n" +
 	"\x0fAcquireResponse\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x128\n" +
@@ -1296,7 +1425,7 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n" +
 	"\x0fReleaseResponse\"-\n" +
 	"\x0fDescribeRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\x9b\x03\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xcd\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1310,9 +1439,15 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
 	"lock_delay\x18\t \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\x12D\n" +
 	"\x10lock_delay_until\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\x0elockDelayUntil\",\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x0elockDelayUntil\x120\n" +
+	"\aholders\x18\v \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\"\xac\x01\n" +
+	"\x06Holder\x12\x16\n" +
+	"\x06holder\x18\x01 \x01(\tR\x06holder\x122\n" +
+	"\x05token\x18\x02 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
+	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12)\n" +
+	"\x10holder_principal\x18\x04 \x01(\tR\x0fholderPrincipal\",\n" +
 	"\x0eObserveRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xb8\x02\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xc6\x03\n" +
 	"\x0fObserveResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1321,7 +1456,11 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x10holder_principal\x18\x05 \x01(\tR\x0fholderPrincipal\x128\n" +
 	"\n" +
 	"lock_delay\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\x12D\n" +
-	"\x10lock_delay_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0elockDelayUntil\"Y\n" +
+	"\x10lock_delay_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0elockDelayUntil\x120\n" +
+	"\aholders\x18\b \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\x12.\n" +
+	"\x06joined\x18\t \x03(\v2\x16.fencekeeper.v1.HolderR\x06joined\x12*\n" +
+	"\x04left\x18\n" +
+	" \x03(\v2\x16.fencekeeper.v1.HolderR\x04left\"Y\n" +
 	"\x12OpenSessionRequest\x12+\n" +
 	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\"a\n" +
@@ -1366,7 +1505,7 @@ func file_fencekeeper_v1_lease_proto_rawDescGZIP() []byte {
 	return file_fencekeeper_v1_lease_proto_rawDescData
 }
 
-var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*AcquireRequest)(nil),        // 0: fencekeeper.v1.AcquireRequest
 	(*AcquireResponse)(nil),       // 1: fencekeeper.v1.AcquireResponse
@@ -1379,67 +1518,76 @@ var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*ReleaseResponse)(nil),       // 8: fencekeeper.v1.ReleaseResponse
 	(*DescribeRequest)(nil),       // 9: fencekeeper.v1.DescribeRequest
 	(*DescribeResponse)(nil),      // 10: fencekeeper.v1.DescribeResponse
-	(*ObserveRequest)(nil),        // 11: fencekeeper.v1.ObserveRequest
-	(*ObserveResponse)(nil),       // 12: fencekeeper.v1.ObserveResponse
-	(*OpenSessionRequest)(nil),    // 13: fencekeeper.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),   // 14: fencekeeper.v1.OpenSessionResponse
-	(*CloseSessionRequest)(nil),   // 15: fencekeeper.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),  // 16: fencekeeper.v1.CloseSessionResponse
-	(*ListTokenKeysRequest)(nil),  // 17: fencekeeper.v1.ListTokenKeysRequest
-	(*ListTokenKeysResponse)(nil), // 18: fencekeeper.v1.ListTokenKeysResponse
-	(*TokenKey)(nil),              // 19: fencekeeper.v1.TokenKey
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
-	(*FencingToken)(nil),          // 21: fencekeeper.v1.FencingToken
-	(*status.Status)(nil),         // 22: google.rpc.Status
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*Holder)(nil),                // 11: fencekeeper.v1.Holder
+	(*ObserveRequest)(nil),        // 12: fencekeeper.v1.ObserveRequest
+	(*ObserveResponse)(nil),       // 13: fencekeeper.v1.ObserveResponse
+	(*OpenSessionRequest)(nil),    // 14: fencekeeper.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),   // 15: fencekeeper.v1.OpenSessionResponse
+	(*CloseSessionRequest)(nil),   // 16: fencekeeper.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),  // 17: fencekeeper.v1.CloseSessionResponse
+	(*ListTokenKeysRequest)(nil),  // 18: fencekeeper.v1.ListTokenKeysRequest
+	(*ListTokenKeysResponse)(nil), // 19: fencekeeper.v1.ListTokenKeysResponse
+	(*TokenKey)(nil),              // 20: fencekeeper.v1.TokenKey
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
+	(AcquireMode)(0),              // 22: fencekeeper.v1.AcquireMode
+	(*FencingToken)(nil),          // 23: fencekeeper.v1.FencingToken
+	(*status.Status)(nil),         // 24: google.rpc.Status
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
 }
 var file_fencekeeper_v1_lease_proto_depIdxs = []int32{
-	20, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
-	20, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
-	20, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
-	21, // 3: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
-	20, // 4: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	20, // 5: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
-	20, // 6: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
-	22, // 7: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
-	4,  // 8: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
-	20, // 9: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
-	22, // 10: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
-	20, // 11: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
-	21, // 12: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
-	21, // 13: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
-	20, // 14: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
-	20, // 15: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
-	23, // 16: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
-	21, // 17: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
-	20, // 18: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
-	23, // 19: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
-	20, // 20: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
-	20, // 21: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
-	19, // 22: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
-	0,  // 23: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
-	2,  // 24: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
-	5,  // 25: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
-	7,  // 26: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
-	9,  // 27: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
-	11, // 28: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
-	13, // 29: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
-	15, // 30: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
-	17, // 31: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
-	1,  // 32: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
-	3,  // 33: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
-	6,  // 34: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
-	8,  // 35: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
-	10, // 36: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
-	12, // 37: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
-	14, // 38: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
-	16, // 39: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
-	18, // 40: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
-	32, // [32:41] is the sub-list for method output_type
-	23, // [23:32] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	21, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
+	21, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
+	21, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
+	22, // 3: fencekeeper.v1.AcquireRequest.mode:type_name -> fencekeeper.v1.AcquireMode
+	23, // 4: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
+	21, // 5: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	21, // 6: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
+	21, // 7: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
+	24, // 8: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
+	4,  // 9: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
+	21, // 10: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
+	24, // 11: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
+	21, // 12: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
+	23, // 13: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
+	23, // 14: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
+	21, // 15: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
+	21, // 16: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
+	25, // 17: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	11, // 18: fencekeeper.v1.DescribeResponse.holders:type_name -> fencekeeper.v1.Holder
+	23, // 19: fencekeeper.v1.Holder.token:type_name -> fencekeeper.v1.FencingToken
+	21, // 20: fencekeeper.v1.Holder.ttl:type_name -> google.protobuf.Duration
+	23, // 21: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
+	21, // 22: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
+	25, // 23: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	11, // 24: fencekeeper.v1.ObserveResponse.holders:type_name -> fencekeeper.v1.Holder
+	11, // 25: fencekeeper.v1.ObserveResponse.joined:type_name -> fencekeeper.v1.Holder
+	11, // 26: fencekeeper.v1.ObserveResponse.left:type_name -> fencekeeper.v1.Holder
+	21, // 27: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	21, // 28: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
+	20, // 29: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
+	0,  // 30: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
+	2,  // 31: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
+	5,  // 32: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
+	7,  // 33: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
+	9,  // 34: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
+	12, // 35: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
+	14, // 36: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
+	16, // 37: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
+	18, // 38: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
+	1,  // 39: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
+	3,  // 40: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
+	6,  // 41: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
+	8,  // 42: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
+	10, // 43: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
+	13, // 44: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
+	15, // 45: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
+	17, // 46: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
+	19, // 47: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
+	39, // [39:48] is the sub-list for method output_type
+	30, // [30:39] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_fencekeeper_v1_lease_proto_init() }
@@ -1454,7 +1602,7 @@ func file_fencekeeper_v1_lease_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fencekeeper_v1_lease_proto_rawDesc), len(file_fencekeeper_v1_lease_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

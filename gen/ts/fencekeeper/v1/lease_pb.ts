@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { FencingToken } from "./token_pb.js";
+import type { AcquireMode, FencingToken } from "./token_pb.js";
 import { file_fencekeeper_v1_token } from "./token_pb.js";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/lease.proto.
  */
 export const file_fencekeeper_v1_lease: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEi3AEKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIpUBCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi0KCmxvY2tfZGVsYXkYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNwoQS2VlcEFsaXZlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoAxIRCglsZWFzZV9pZHMYAiADKAMioAEKEUtlZXBBbGl2ZVJlc3BvbnNlEhAKCGxlYXNlX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCHJlbmV3YWxzGAQgAygLMhwuZmVuY2VrZWVwZXIudjEuTGVhc2VSZW5ld2FsImsKDExlYXNlUmVuZXdhbBIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cyIgCgxSZW5ld1JlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMiNwoNUmVuZXdSZXNwb25zZRImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPQoOUmVsZWFzZVJlcXVlc3QSKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4iEQoPUmVsZWFzZVJlc3BvbnNlIiMKD0Rlc2NyaWJlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSK5AgoQRGVzY3JpYmVSZXNwb25zZRIMCgRoZWxkGAEgASgIEg4KBmhvbGRlchgCIAEoCRIrCgV0b2tlbhgDIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDwoHd2FpdGVycxgFIAEoBRINCgVmZW5jZRgGIAEoAxITCgtsYXN0X2lzc3VlZBgHIAEoAxIYChBob2xkZXJfcHJpbmNpcGFsGAggASgJEi0KCmxvY2tfZGVsYXkYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoQbG9ja19kZWxheV91bnRpbBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiIgoOT2JzZXJ2ZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAki7QEKD09ic2VydmVSZXNwb25zZRIMCgRoZWxkGAEgASgIEg4KBmhvbGRlchgCIAEoCRIrCgV0b2tlbhgDIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhIQCghyZXZpc2lvbhgEIAEoAxIYChBob2xkZXJfcHJpbmNpcGFsGAUgASgJEi0KCmxvY2tfZGVsYXkYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoQbG9ja19kZWxheV91bnRpbBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTAoST3BlblNlc3Npb25SZXF1ZXN0EiYKA3R0bBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAiABKAkiUQoTT3BlblNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAMiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiFgoUTGlzdFRva2VuS2V5c1JlcXVlc3QiPwoVTGlzdFRva2VuS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC5mZW5jZWtlZXBlci52MS5Ub2tlbktleSJBCghUb2tlbktleRIOCgZrZXlfaWQYASABKAkSEQoJYWxnb3JpdGhtGAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwy8AUKDExlYXNlU2VydmljZRJKCgdBY3F1aXJlEh4uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVzcG9uc2USVAoJS2VlcEFsaXZlEiAuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVxdWVzdBohLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlc3BvbnNlKAEwARJECgVSZW5ldxIcLmZlbmNla2VlcGVyLnYxLlJlbmV3UmVxdWVzdBodLmZlbmNla2VlcGVyLnYxLlJlbmV3UmVzcG9uc2USSgoHUmVsZWFzZRIeLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlc3BvbnNlEk0KCERlc2NyaWJlEh8uZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXF1ZXN0GiAuZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXNwb25zZRJMCgdPYnNlcnZlEh4uZmVuY2VrZWVwZXIudjEuT2JzZXJ2ZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVzcG9uc2UwARJWCgtPcGVuU2Vzc2lvbhIiLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVxdWVzdBojLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVzcG9uc2USWQoMQ2xvc2VTZXNzaW9uEiMuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBokLmZlbmNla2VlcGVyLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlElwKDUxpc3RUb2tlbktleXMSJC5mZW5jZWtlZXBlci52MS5MaXN0VG9rZW5LZXlzUmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXNwb25zZUJpChFpby5mZW5jZWtlZXBlci52MUIKTGVhc2VQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEihwIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZSKVAQoPQWNxdWlyZVJlc3BvbnNlEisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhItCgpsb2NrX2RlbGF5GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjcKEEtlZXBBbGl2ZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMSEQoJbGVhc2VfaWRzGAIgAygDIqABChFLZWVwQWxpdmVSZXNwb25zZRIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cxIuCghyZW5ld2FscxgEIAMoCzIcLmZlbmNla2VlcGVyLnYxLkxlYXNlUmVuZXdhbCJrCgxMZWFzZVJlbmV3YWwSEAoIbGVhc2VfaWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiEKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMiIAoMUmVuZXdSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDIjcKDVJlbmV3UmVzcG9uc2USJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj0KDlJlbGVhc2VSZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuIhEKD1JlbGVhc2VSZXNwb25zZSIjCg9EZXNjcmliZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAki4gIKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCRItCgpsb2NrX2RlbGF5GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCyADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXIihwEKBkhvbGRlchIOCgZob2xkZXIYASABKAkSKwoFdG9rZW4YAiABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhgKEGhvbGRlcl9wcmluY2lwYWwYBCABKAkiIgoOT2JzZXJ2ZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAki5AIKD09ic2VydmVSZXNwb25zZRIMCgRoZWxkGAEgASgIEg4KBmhvbGRlchgCIAEoCRIrCgV0b2tlbhgDIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhIQCghyZXZpc2lvbhgEIAEoAxIYChBob2xkZXJfcHJpbmNpcGFsGAUgASgJEi0KCmxvY2tfZGVsYXkYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoQbG9ja19kZWxheV91bnRpbBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoHaG9sZGVycxgIIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchImCgZqb2luZWQYCSADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISJAoEbGVmdBgKIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlciJMChJPcGVuU2Vzc2lvblJlcXVlc3QSJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg4KBmhvbGRlchgCIAEoCSJRChNPcGVuU2Vzc2lvblJlc3BvbnNlEhIKCnNlc3Npb25faWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIikKE0Nsb3NlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoAyIWChRDbG9zZVNlc3Npb25SZXNwb25zZSIWChRMaXN0VG9rZW5LZXlzUmVxdWVzdCI/ChVMaXN0VG9rZW5LZXlzUmVzcG9uc2USJgoEa2V5cxgBIAMoCzIYLmZlbmNla2VlcGVyLnYxLlRva2VuS2V5IkEKCFRva2VuS2V5Eg4KBmtleV9pZBgBIAEoCRIRCglhbGdvcml0aG0YAiABKAkSEgoKcHVibGljX2tleRgDIAEoDDLwBQoMTGVhc2VTZXJ2aWNlEkoKB0FjcXVpcmUSHi5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXNwb25zZRJUCglLZWVwQWxpdmUSIC5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXF1ZXN0GiEuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVzcG9uc2UoATABEkQKBVJlbmV3EhwuZmVuY2VrZWVwZXIudjEuUmVuZXdSZXF1ZXN0Gh0uZmVuY2VrZWVwZXIudjEuUmVuZXdSZXNwb25zZRJKCgdSZWxlYXNlEh4uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVzcG9uc2USTQoIRGVzY3JpYmUSHy5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlEkwKB09ic2VydmUSHi5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXNwb25zZTABElYKC09wZW5TZXNzaW9uEiIuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXF1ZXN0GiMuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXNwb25zZRJZCgxDbG9zZVNlc3Npb24SIy5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiQuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USXAoNTGlzdFRva2VuS2V5cxIkLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFRva2VuS2V5c1Jlc3BvbnNlQmkKEWlvLmZlbmNla2VlcGVyLnYxQgpMZWFzZVByb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * The request of LeaseService.Acquire.
@@ -69,7 +69,8 @@ export type AcquireRequest = Message<"fencekeeper.v1.AcquireRequest"> & {
    * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
    * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
    * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-   * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+   * such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+   * holding or waiting for a resource in one mode cannot acquire it in the other either.
    *
    * @generated from field: int64 session_id = 6;
    */
@@ -91,6 +92,17 @@ export type AcquireRequest = Message<"fencekeeper.v1.AcquireRequest"> & {
    * @generated from field: google.protobuf.Duration lock_delay = 7;
    */
   lockDelay?: Duration;
+
+  /**
+   * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+   * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+   * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+   * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+   * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+   *
+   * @generated from field: fencekeeper.v1.AcquireMode mode = 8;
+   */
+  mode: AcquireMode;
 };
 
 /**
@@ -356,35 +368,37 @@ export const DescribeRequestSchema: GenMessage<DescribeRequest> = /*@__PURE__*/
  */
 export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
   /**
-   * Whether the resource is held now. When false, holder, token and ttl are unset.
+   * Whether the resource is held now, exclusively or by shared holders. holder, token, ttl and
+   * holder_principal describe an exclusive holder: they are unset when nobody holds the resource and
+   * when its holders are shared (holders lists them).
    *
    * @generated from field: bool held = 1;
    */
   held: boolean;
 
   /**
-   * The holder label given by the current holder at Acquire.
+   * The holder label given by the current exclusive holder at Acquire.
    *
    * @generated from field: string holder = 2;
    */
   holder: string;
 
   /**
-   * The current holder's token.
+   * The current exclusive holder's token.
    *
    * @generated from field: fencekeeper.v1.FencingToken token = 3;
    */
   token?: FencingToken;
 
   /**
-   * The TTL left on the current holder's lease, as etcd reports it.
+   * The TTL left on the current exclusive holder's lease, as etcd reports it.
    *
    * @generated from field: google.protobuf.Duration ttl = 4;
    */
   ttl?: Duration;
 
   /**
-   * How many acquisitions are waiting in line behind the holder.
+   * How many acquisitions are waiting in line behind the holders, exclusive and shared.
    *
    * @generated from field: int32 waiters = 5;
    */
@@ -431,6 +445,14 @@ export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
    * @generated from field: google.protobuf.Timestamp lock_delay_until = 10;
    */
   lockDelayUntil?: Timestamp;
+
+  /**
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   *
+   * @generated from field: repeated fencekeeper.v1.Holder holders = 11;
+   */
+  holders: Holder[];
 };
 
 /**
@@ -439,6 +461,48 @@ export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
  */
 export const DescribeResponseSchema: GenMessage<DescribeResponse> = /*@__PURE__*/
   messageDesc(file_fencekeeper_v1_lease, 10);
+
+/**
+ * One holder of a resource: an exclusive holder, or one of its shared holders.
+ *
+ * @generated from message fencekeeper.v1.Holder
+ */
+export type Holder = Message<"fencekeeper.v1.Holder"> & {
+  /**
+   * The holder label given at Acquire.
+   *
+   * @generated from field: string holder = 1;
+   */
+  holder: string;
+
+  /**
+   * The holder's token; its mode says whether the holder is exclusive or shared.
+   *
+   * @generated from field: fencekeeper.v1.FencingToken token = 2;
+   */
+  token?: FencingToken;
+
+  /**
+   * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 3;
+   */
+  ttl?: Duration;
+
+  /**
+   * The authenticated identity that acquired it, as DescribeResponse.holder_principal.
+   *
+   * @generated from field: string holder_principal = 4;
+   */
+  holderPrincipal: string;
+};
+
+/**
+ * Describes the message fencekeeper.v1.Holder.
+ * Use `create(HolderSchema)` to create a new message.
+ */
+export const HolderSchema: GenMessage<Holder> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 11);
 
 /**
  * The request of LeaseService.Observe.
@@ -459,32 +523,34 @@ export type ObserveRequest = Message<"fencekeeper.v1.ObserveRequest"> & {
  * Use `create(ObserveRequestSchema)` to create a new message.
  */
 export const ObserveRequestSchema: GenMessage<ObserveRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 11);
+  messageDesc(file_fencekeeper_v1_lease, 12);
 
 /**
  * One ownership change of the observed resource. The first message of the stream gives the state at
- * the moment the stream started; each later one is a change of holder, or the start of a lock-delay
- * (held false, lock_delay_until set), or the resource becoming free.
+ * the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
+ * holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
+ * resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
+ * line is reported when the next holder is there).
  *
  * @generated from message fencekeeper.v1.ObserveResponse
  */
 export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
   /**
-   * Whether the resource is held after this change.
+   * Whether the resource is held after this change, exclusively or by shared holders.
    *
    * @generated from field: bool held = 1;
    */
   held: boolean;
 
   /**
-   * The holder label of the new holder, when held.
+   * The holder label of the new exclusive holder; unset when the holders are shared.
    *
    * @generated from field: string holder = 2;
    */
   holder: string;
 
   /**
-   * The token of the new holder, when held.
+   * The token of the new exclusive holder; unset when the holders are shared.
    *
    * @generated from field: fencekeeper.v1.FencingToken token = 3;
    */
@@ -498,7 +564,7 @@ export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
   revision: bigint;
 
   /**
-   * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+   * The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
    *
    * @generated from field: string holder_principal = 5;
    */
@@ -521,6 +587,27 @@ export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
    * @generated from field: google.protobuf.Timestamp lock_delay_until = 7;
    */
   lockDelayUntil?: Timestamp;
+
+  /**
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   *
+   * @generated from field: repeated fencekeeper.v1.Holder holders = 8;
+   */
+  holders: Holder[];
+
+  /**
+   * The shared holders that joined since the previous message, oldest generation first.
+   *
+   * @generated from field: repeated fencekeeper.v1.Holder joined = 9;
+   */
+  joined: Holder[];
+
+  /**
+   * The shared holders that left since the previous message (released, or their lease ended).
+   *
+   * @generated from field: repeated fencekeeper.v1.Holder left = 10;
+   */
+  left: Holder[];
 };
 
 /**
@@ -528,7 +615,7 @@ export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
  * Use `create(ObserveResponseSchema)` to create a new message.
  */
 export const ObserveResponseSchema: GenMessage<ObserveResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 12);
+  messageDesc(file_fencekeeper_v1_lease, 13);
 
 /**
  * The request of LeaseService.OpenSession.
@@ -556,7 +643,7 @@ export type OpenSessionRequest = Message<"fencekeeper.v1.OpenSessionRequest"> & 
  * Use `create(OpenSessionRequestSchema)` to create a new message.
  */
 export const OpenSessionRequestSchema: GenMessage<OpenSessionRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 13);
+  messageDesc(file_fencekeeper_v1_lease, 14);
 
 /**
  * The response of LeaseService.OpenSession.
@@ -584,7 +671,7 @@ export type OpenSessionResponse = Message<"fencekeeper.v1.OpenSessionResponse"> 
  * Use `create(OpenSessionResponseSchema)` to create a new message.
  */
 export const OpenSessionResponseSchema: GenMessage<OpenSessionResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 14);
+  messageDesc(file_fencekeeper_v1_lease, 15);
 
 /**
  * The request of LeaseService.CloseSession.
@@ -605,7 +692,7 @@ export type CloseSessionRequest = Message<"fencekeeper.v1.CloseSessionRequest"> 
  * Use `create(CloseSessionRequestSchema)` to create a new message.
  */
 export const CloseSessionRequestSchema: GenMessage<CloseSessionRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 15);
+  messageDesc(file_fencekeeper_v1_lease, 16);
 
 /**
  * The response of LeaseService.CloseSession.
@@ -620,7 +707,7 @@ export type CloseSessionResponse = Message<"fencekeeper.v1.CloseSessionResponse"
  * Use `create(CloseSessionResponseSchema)` to create a new message.
  */
 export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 16);
+  messageDesc(file_fencekeeper_v1_lease, 17);
 
 /**
  * The request of LeaseService.ListTokenKeys.
@@ -635,7 +722,7 @@ export type ListTokenKeysRequest = Message<"fencekeeper.v1.ListTokenKeysRequest"
  * Use `create(ListTokenKeysRequestSchema)` to create a new message.
  */
 export const ListTokenKeysRequestSchema: GenMessage<ListTokenKeysRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 17);
+  messageDesc(file_fencekeeper_v1_lease, 18);
 
 /**
  * The response of LeaseService.ListTokenKeys.
@@ -656,7 +743,7 @@ export type ListTokenKeysResponse = Message<"fencekeeper.v1.ListTokenKeysRespons
  * Use `create(ListTokenKeysResponseSchema)` to create a new message.
  */
 export const ListTokenKeysResponseSchema: GenMessage<ListTokenKeysResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 18);
+  messageDesc(file_fencekeeper_v1_lease, 19);
 
 /**
  * A public key that verifies FencingToken signatures.
@@ -691,7 +778,7 @@ export type TokenKey = Message<"fencekeeper.v1.TokenKey"> & {
  * Use `create(TokenKeySchema)` to create a new message.
  */
 export const TokenKeySchema: GenMessage<TokenKey> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 19);
+  messageDesc(file_fencekeeper_v1_lease, 20);
 
 /**
  * LeaseService hands out leases on named resources, each with a fencing token.

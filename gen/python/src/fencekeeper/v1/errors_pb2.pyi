@@ -21,6 +21,7 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NOT_HOLDER: _ClassVar[ErrorReason]
     TOKEN_SIGNATURE_INVALID: _ClassVar[ErrorReason]
     LOCK_DELAY: _ClassVar[ErrorReason]
+    SHARED_TOKEN: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 STALE_TOKEN: ErrorReason
 LEASE_NOT_HELD: ErrorReason
@@ -36,3 +37,4 @@ PERMISSION_DENIED: ErrorReason
 NOT_HOLDER: ErrorReason
 TOKEN_SIGNATURE_INVALID: ErrorReason
 LOCK_DELAY: ErrorReason
+SHARED_TOKEN: ErrorReason

@@ -13,7 +13,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AcquireRequest(_message.Message):
-    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout", "session_id", "lock_delay")
+    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout", "session_id", "lock_delay", "mode")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,7 @@ class AcquireRequest(_message.Message):
     WAIT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     LOCK_DELAY_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
     resource: str
     ttl: _duration_pb2.Duration
     holder: str
@@ -28,7 +29,8 @@ class AcquireRequest(_message.Message):
     wait_timeout: _duration_pb2.Duration
     session_id: int
     lock_delay: _duration_pb2.Duration
-    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[int] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    mode: _token_pb2.AcquireMode
+    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[int] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., mode: _Optional[_Union[_token_pb2.AcquireMode, str]] = ...) -> None: ...
 
 class AcquireResponse(_message.Message):
     __slots__ = ("token", "ttl", "lock_delay")
@@ -99,7 +101,7 @@ class DescribeRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal", "lock_delay", "lock_delay_until")
+    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal", "lock_delay", "lock_delay_until", "holders")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +112,7 @@ class DescribeResponse(_message.Message):
     HOLDER_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     LOCK_DELAY_FIELD_NUMBER: _ClassVar[int]
     LOCK_DELAY_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    HOLDERS_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
@@ -120,7 +123,20 @@ class DescribeResponse(_message.Message):
     holder_principal: str
     lock_delay: _duration_pb2.Duration
     lock_delay_until: _timestamp_pb2.Timestamp
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    holders: _containers.RepeatedCompositeFieldContainer[Holder]
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ...) -> None: ...
+
+class Holder(_message.Message):
+    __slots__ = ("holder", "token", "ttl", "holder_principal")
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    holder: str
+    token: _token_pb2.FencingToken
+    ttl: _duration_pb2.Duration
+    holder_principal: str
+    def __init__(self, holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder_principal: _Optional[str] = ...) -> None: ...
 
 class ObserveRequest(_message.Message):
     __slots__ = ("resource",)
@@ -129,7 +145,7 @@ class ObserveRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ...) -> None: ...
 
 class ObserveResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "revision", "holder_principal", "lock_delay", "lock_delay_until")
+    __slots__ = ("held", "holder", "token", "revision", "holder_principal", "lock_delay", "lock_delay_until", "holders", "joined", "left")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +153,9 @@ class ObserveResponse(_message.Message):
     HOLDER_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     LOCK_DELAY_FIELD_NUMBER: _ClassVar[int]
     LOCK_DELAY_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    HOLDERS_FIELD_NUMBER: _ClassVar[int]
+    JOINED_FIELD_NUMBER: _ClassVar[int]
+    LEFT_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
@@ -144,7 +163,10 @@ class ObserveResponse(_message.Message):
     holder_principal: str
     lock_delay: _duration_pb2.Duration
     lock_delay_until: _timestamp_pb2.Timestamp
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    holders: _containers.RepeatedCompositeFieldContainer[Holder]
+    joined: _containers.RepeatedCompositeFieldContainer[Holder]
+    left: _containers.RepeatedCompositeFieldContainer[Holder]
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., joined: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., left: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ("ttl", "holder")

@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   private AcquireRequest() {
     resource_ = "";
     holder_ = "";
+    mode_ = 0;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -258,7 +259,8 @@ private static final long serialVersionUID = 0L;
    * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
    * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
    * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-   * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+   * such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+   * holding or waiting for a resource in one mode cannot acquire it in the other either.
    * </pre>
    *
    * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
@@ -337,6 +339,40 @@ private static final long serialVersionUID = 0L;
     return lockDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lockDelay_;
   }
 
+  public static final int MODE_FIELD_NUMBER = 8;
+  private int mode_ = 0;
+  /**
+   * <pre>
+   * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+   * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+   * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+   * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+   * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+   * </pre>
+   *
+   * <code>.fencekeeper.v1.AcquireMode mode = 8 [json_name = "mode"];</code>
+   * @return The enum numeric value on the wire for mode.
+   */
+  @java.lang.Override public int getModeValue() {
+    return mode_;
+  }
+  /**
+   * <pre>
+   * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+   * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+   * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+   * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+   * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+   * </pre>
+   *
+   * <code>.fencekeeper.v1.AcquireMode mode = 8 [json_name = "mode"];</code>
+   * @return The mode.
+   */
+  @java.lang.Override public io.fencekeeper.v1.AcquireMode getMode() {
+    io.fencekeeper.v1.AcquireMode result = io.fencekeeper.v1.AcquireMode.forNumber(mode_);
+    return result == null ? io.fencekeeper.v1.AcquireMode.UNRECOGNIZED : result;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -372,6 +408,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       output.writeMessage(7, getLockDelay());
     }
+    if (mode_ != io.fencekeeper.v1.AcquireMode.ACQUIRE_MODE_UNSPECIFIED.getNumber()) {
+      output.writeEnum(8, mode_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -401,6 +440,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(7, getLockDelay());
+    }
+    if (mode_ != io.fencekeeper.v1.AcquireMode.ACQUIRE_MODE_UNSPECIFIED.getNumber()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeEnumSize(8, mode_);
     }
     return size;
   }
@@ -449,6 +492,7 @@ private static final long serialVersionUID = 0L;
       if (!getLockDelay()
           .equals(other.getLockDelay())) return false;
     }
+    if (mode_ != other.mode_) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -482,6 +526,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + LOCK_DELAY_FIELD_NUMBER;
       hash = (53 * hash) + getLockDelay().hashCode();
     }
+    hash = (37 * hash) + MODE_FIELD_NUMBER;
+    hash = (53 * hash) + mode_;
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -644,6 +690,7 @@ private static final long serialVersionUID = 0L;
         lockDelayBuilder_.dispose();
         lockDelayBuilder_ = null;
       }
+      mode_ = 0;
       return this;
     }
 
@@ -708,6 +755,9 @@ private static final long serialVersionUID = 0L;
             : lockDelayBuilder_.build();
         to_bitField0_ |= 0x00000004;
       }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.mode_ = mode_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -747,6 +797,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasLockDelay()) {
         mergeLockDelay(other.getLockDelay());
+      }
+      if (other.mode_ != 0) {
+        setModeValue(other.getModeValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -813,6 +866,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000040;
               break;
             } // case 58
+            case 64: {
+              mode_ = input.readEnum();
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 64
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1404,7 +1462,8 @@ private static final long serialVersionUID = 0L;
      * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
      * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
      * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-     * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+     * such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+     * holding or waiting for a resource in one mode cannot acquire it in the other either.
      * </pre>
      *
      * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
@@ -1420,7 +1479,8 @@ private static final long serialVersionUID = 0L;
      * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
      * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
      * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-     * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+     * such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+     * holding or waiting for a resource in one mode cannot acquire it in the other either.
      * </pre>
      *
      * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
@@ -1440,7 +1500,8 @@ private static final long serialVersionUID = 0L;
      * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
      * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
      * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-     * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+     * such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+     * holding or waiting for a resource in one mode cannot acquire it in the other either.
      * </pre>
      *
      * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
@@ -1696,6 +1757,98 @@ private static final long serialVersionUID = 0L;
         lockDelay_ = null;
       }
       return lockDelayBuilder_;
+    }
+
+    private int mode_ = 0;
+    /**
+     * <pre>
+     * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+     * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+     * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+     * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+     * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 8 [json_name = "mode"];</code>
+     * @return The enum numeric value on the wire for mode.
+     */
+    @java.lang.Override public int getModeValue() {
+      return mode_;
+    }
+    /**
+     * <pre>
+     * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+     * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+     * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+     * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+     * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 8 [json_name = "mode"];</code>
+     * @param value The enum numeric value on the wire for mode to set.
+     * @return This builder for chaining.
+     */
+    public Builder setModeValue(int value) {
+      mode_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+     * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+     * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+     * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+     * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 8 [json_name = "mode"];</code>
+     * @return The mode.
+     */
+    @java.lang.Override
+    public io.fencekeeper.v1.AcquireMode getMode() {
+      io.fencekeeper.v1.AcquireMode result = io.fencekeeper.v1.AcquireMode.forNumber(mode_);
+      return result == null ? io.fencekeeper.v1.AcquireMode.UNRECOGNIZED : result;
+    }
+    /**
+     * <pre>
+     * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+     * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+     * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+     * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+     * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 8 [json_name = "mode"];</code>
+     * @param value The mode to set.
+     * @throws IllegalArgumentException if UNRECOGNIZED is provided.
+     * @return This builder for chaining.
+     */
+    public Builder setMode(io.fencekeeper.v1.AcquireMode value) {
+      java.util.Objects.requireNonNull(value);
+      bitField0_ |= 0x00000080;
+      mode_ = value.getNumber();
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+     * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+     * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+     * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+     * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+     * </pre>
+     *
+     * <code>.fencekeeper.v1.AcquireMode mode = 8 [json_name = "mode"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMode() {
+      bitField0_ = (bitField0_ & ~0x00000080);
+      mode_ = 0;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.AcquireRequest)

@@ -130,7 +130,8 @@ public interface AcquireRequestOrBuilder extends
    * ttl must be unset, since the session's TTL applies. The token's lease_id is the session id. One
    * session holds or waits for a resource at most once at a time (ALREADY_EXISTS, reason
    * ALREADY_ACQUIRED, otherwise). NOT_FOUND (reason LEASE_NOT_FOUND) if the session is gone. While
-   * such an acquisition waits, the server does not renew the session: its KeepAlive does.
+   * such an acquisition waits, the server does not renew the session: its KeepAlive does. A session
+   * holding or waiting for a resource in one mode cannot acquire it in the other either.
    * </pre>
    *
    * <code>int64 session_id = 6 [json_name = "sessionId"];</code>
@@ -194,4 +195,31 @@ public interface AcquireRequestOrBuilder extends
    * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
    */
   com.google.protobuf.DurationOrBuilder getLockDelayOrBuilder();
+
+  /**
+   * <pre>
+   * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+   * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+   * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+   * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+   * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+   * </pre>
+   *
+   * <code>.fencekeeper.v1.AcquireMode mode = 8 [json_name = "mode"];</code>
+   * @return The enum numeric value on the wire for mode.
+   */
+  int getModeValue();
+  /**
+   * <pre>
+   * Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
+   * is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the
+   * shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
+   * acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
+   * ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
+   * </pre>
+   *
+   * <code>.fencekeeper.v1.AcquireMode mode = 8 [json_name = "mode"];</code>
+   * @return The mode.
+   */
+  io.fencekeeper.v1.AcquireMode getMode();
 }

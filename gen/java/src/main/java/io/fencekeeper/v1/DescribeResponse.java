@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   private DescribeResponse() {
     holder_ = "";
     holderPrincipal_ = "";
+    holders_ = java.util.Collections.emptyList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -59,7 +60,9 @@ private static final long serialVersionUID = 0L;
   private boolean held_ = false;
   /**
    * <pre>
-   * Whether the resource is held now. When false, holder, token and ttl are unset.
+   * Whether the resource is held now, exclusively or by shared holders. holder, token, ttl and
+   * holder_principal describe an exclusive holder: they are unset when nobody holds the resource and
+   * when its holders are shared (holders lists them).
    * </pre>
    *
    * <code>bool held = 1 [json_name = "held"];</code>
@@ -75,7 +78,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object holder_ = "";
   /**
    * <pre>
-   * The holder label given by the current holder at Acquire.
+   * The holder label given by the current exclusive holder at Acquire.
    * </pre>
    *
    * <code>string holder = 2 [json_name = "holder"];</code>
@@ -96,7 +99,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The holder label given by the current holder at Acquire.
+   * The holder label given by the current exclusive holder at Acquire.
    * </pre>
    *
    * <code>string holder = 2 [json_name = "holder"];</code>
@@ -121,7 +124,7 @@ private static final long serialVersionUID = 0L;
   private io.fencekeeper.v1.FencingToken token_;
   /**
    * <pre>
-   * The current holder's token.
+   * The current exclusive holder's token.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -133,7 +136,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The current holder's token.
+   * The current exclusive holder's token.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -145,7 +148,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The current holder's token.
+   * The current exclusive holder's token.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -159,7 +162,7 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration ttl_;
   /**
    * <pre>
-   * The TTL left on the current holder's lease, as etcd reports it.
+   * The TTL left on the current exclusive holder's lease, as etcd reports it.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -171,7 +174,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The TTL left on the current holder's lease, as etcd reports it.
+   * The TTL left on the current exclusive holder's lease, as etcd reports it.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -183,7 +186,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The TTL left on the current holder's lease, as etcd reports it.
+   * The TTL left on the current exclusive holder's lease, as etcd reports it.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -197,7 +200,7 @@ private static final long serialVersionUID = 0L;
   private int waiters_ = 0;
   /**
    * <pre>
-   * How many acquisitions are waiting in line behind the holder.
+   * How many acquisitions are waiting in line behind the holders, exclusive and shared.
    * </pre>
    *
    * <code>int32 waiters = 5 [json_name = "waiters"];</code>
@@ -379,6 +382,72 @@ private static final long serialVersionUID = 0L;
     return lockDelayUntil_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : lockDelayUntil_;
   }
 
+  public static final int HOLDERS_FIELD_NUMBER = 11;
+  @SuppressWarnings("serial")
+  private java.util.List<io.fencekeeper.v1.Holder> holders_;
+  /**
+   * <pre>
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<io.fencekeeper.v1.Holder> getHoldersList() {
+    return holders_;
+  }
+  /**
+   * <pre>
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+      getHoldersOrBuilderList() {
+    return holders_;
+  }
+  /**
+   * <pre>
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+   */
+  @java.lang.Override
+  public int getHoldersCount() {
+    return holders_.size();
+  }
+  /**
+   * <pre>
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+   */
+  @java.lang.Override
+  public io.fencekeeper.v1.Holder getHolders(int index) {
+    return holders_.get(index);
+  }
+  /**
+   * <pre>
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+   */
+  @java.lang.Override
+  public io.fencekeeper.v1.HolderOrBuilder getHoldersOrBuilder(
+      int index) {
+    return holders_.get(index);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -423,6 +492,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000008) != 0)) {
       output.writeMessage(10, getLockDelayUntil());
     }
+    for (int i = 0; i < holders_.size(); i++) {
+      output.writeMessage(11, holders_.get(i));
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -465,6 +537,15 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(10, getLockDelayUntil());
     }
+
+        {
+          final int count = holders_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(holders_.get(i));
+          }
+          size += 1 * count;
+        }
     return size;
   }
   @java.lang.Override
@@ -521,6 +602,8 @@ private static final long serialVersionUID = 0L;
       if (!getLockDelayUntil()
           .equals(other.getLockDelayUntil())) return false;
     }
+    if (!getHoldersList()
+        .equals(other.getHoldersList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -562,6 +645,10 @@ private static final long serialVersionUID = 0L;
     if (hasLockDelayUntil()) {
       hash = (37 * hash) + LOCK_DELAY_UNTIL_FIELD_NUMBER;
       hash = (53 * hash) + getLockDelayUntil().hashCode();
+    }
+    if (getHoldersCount() > 0) {
+      hash = (37 * hash) + HOLDERS_FIELD_NUMBER;
+      hash = (53 * hash) + getHoldersList().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -701,6 +788,7 @@ private static final long serialVersionUID = 0L;
         internalGetTtlFieldBuilder();
         internalGetLockDelayFieldBuilder();
         internalGetLockDelayUntilFieldBuilder();
+        internalGetHoldersFieldBuilder();
       }
     }
     @java.lang.Override
@@ -733,6 +821,13 @@ private static final long serialVersionUID = 0L;
         lockDelayUntilBuilder_.dispose();
         lockDelayUntilBuilder_ = null;
       }
+      if (holdersBuilder_ == null) {
+        holders_ = java.util.Collections.emptyList();
+      } else {
+        holders_ = null;
+        holdersBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000400);
       return this;
     }
 
@@ -759,9 +854,22 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public io.fencekeeper.v1.DescribeResponse buildPartial() {
       io.fencekeeper.v1.DescribeResponse result = new io.fencekeeper.v1.DescribeResponse(this);
+      buildPartialRepeatedFields(result);
       if (bitField0_ != 0) { buildPartial0(result); }
       onBuilt();
       return result;
+    }
+
+    private void buildPartialRepeatedFields(io.fencekeeper.v1.DescribeResponse result) {
+      if (holdersBuilder_ == null) {
+        if (((bitField0_ & 0x00000400) != 0)) {
+          holders_ = java.util.Collections.unmodifiableList(holders_);
+          bitField0_ = (bitField0_ & ~0x00000400);
+        }
+        result.holders_ = holders_;
+      } else {
+        result.holders_ = holdersBuilder_.build();
+      }
     }
 
     private void buildPartial0(io.fencekeeper.v1.DescribeResponse result) {
@@ -858,6 +966,32 @@ private static final long serialVersionUID = 0L;
       if (other.hasLockDelayUntil()) {
         mergeLockDelayUntil(other.getLockDelayUntil());
       }
+      if (holdersBuilder_ == null) {
+        if (!other.holders_.isEmpty()) {
+          if (holders_.isEmpty()) {
+            holders_ = other.holders_;
+            bitField0_ = (bitField0_ & ~0x00000400);
+          } else {
+            ensureHoldersIsMutable();
+            holders_.addAll(other.holders_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.holders_.isEmpty()) {
+          if (holdersBuilder_.isEmpty()) {
+            holdersBuilder_.dispose();
+            holdersBuilder_ = null;
+            holders_ = other.holders_;
+            bitField0_ = (bitField0_ & ~0x00000400);
+            holdersBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetHoldersFieldBuilder() : null;
+          } else {
+            holdersBuilder_.addAllMessages(other.holders_);
+          }
+        }
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -940,6 +1074,19 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000200;
               break;
             } // case 82
+            case 90: {
+              io.fencekeeper.v1.Holder m =
+                  input.readMessage(
+                      io.fencekeeper.v1.Holder.parser(),
+                      extensionRegistry);
+              if (holdersBuilder_ == null) {
+                ensureHoldersIsMutable();
+                holders_.add(m);
+              } else {
+                holdersBuilder_.addMessage(m);
+              }
+              break;
+            } // case 90
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -960,7 +1107,9 @@ private static final long serialVersionUID = 0L;
     private boolean held_ ;
     /**
      * <pre>
-     * Whether the resource is held now. When false, holder, token and ttl are unset.
+     * Whether the resource is held now, exclusively or by shared holders. holder, token, ttl and
+     * holder_principal describe an exclusive holder: they are unset when nobody holds the resource and
+     * when its holders are shared (holders lists them).
      * </pre>
      *
      * <code>bool held = 1 [json_name = "held"];</code>
@@ -972,7 +1121,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Whether the resource is held now. When false, holder, token and ttl are unset.
+     * Whether the resource is held now, exclusively or by shared holders. holder, token, ttl and
+     * holder_principal describe an exclusive holder: they are unset when nobody holds the resource and
+     * when its holders are shared (holders lists them).
      * </pre>
      *
      * <code>bool held = 1 [json_name = "held"];</code>
@@ -988,7 +1139,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Whether the resource is held now. When false, holder, token and ttl are unset.
+     * Whether the resource is held now, exclusively or by shared holders. holder, token, ttl and
+     * holder_principal describe an exclusive holder: they are unset when nobody holds the resource and
+     * when its holders are shared (holders lists them).
      * </pre>
      *
      * <code>bool held = 1 [json_name = "held"];</code>
@@ -1004,7 +1157,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object holder_ = "";
     /**
      * <pre>
-     * The holder label given by the current holder at Acquire.
+     * The holder label given by the current exclusive holder at Acquire.
      * </pre>
      *
      * <code>string holder = 2 [json_name = "holder"];</code>
@@ -1024,7 +1177,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The holder label given by the current holder at Acquire.
+     * The holder label given by the current exclusive holder at Acquire.
      * </pre>
      *
      * <code>string holder = 2 [json_name = "holder"];</code>
@@ -1045,7 +1198,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The holder label given by the current holder at Acquire.
+     * The holder label given by the current exclusive holder at Acquire.
      * </pre>
      *
      * <code>string holder = 2 [json_name = "holder"];</code>
@@ -1062,7 +1215,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The holder label given by the current holder at Acquire.
+     * The holder label given by the current exclusive holder at Acquire.
      * </pre>
      *
      * <code>string holder = 2 [json_name = "holder"];</code>
@@ -1076,7 +1229,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The holder label given by the current holder at Acquire.
+     * The holder label given by the current exclusive holder at Acquire.
      * </pre>
      *
      * <code>string holder = 2 [json_name = "holder"];</code>
@@ -1098,7 +1251,7 @@ private static final long serialVersionUID = 0L;
         io.fencekeeper.v1.FencingToken, io.fencekeeper.v1.FencingToken.Builder, io.fencekeeper.v1.FencingTokenOrBuilder> tokenBuilder_;
     /**
      * <pre>
-     * The current holder's token.
+     * The current exclusive holder's token.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1109,7 +1262,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The current holder's token.
+     * The current exclusive holder's token.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1124,7 +1277,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The current holder's token.
+     * The current exclusive holder's token.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1142,7 +1295,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The current holder's token.
+     * The current exclusive holder's token.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1160,7 +1313,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The current holder's token.
+     * The current exclusive holder's token.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1185,7 +1338,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The current holder's token.
+     * The current exclusive holder's token.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1202,7 +1355,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The current holder's token.
+     * The current exclusive holder's token.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1214,7 +1367,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The current holder's token.
+     * The current exclusive holder's token.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1229,7 +1382,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The current holder's token.
+     * The current exclusive holder's token.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1253,7 +1406,7 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> ttlBuilder_;
     /**
      * <pre>
-     * The TTL left on the current holder's lease, as etcd reports it.
+     * The TTL left on the current exclusive holder's lease, as etcd reports it.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -1264,7 +1417,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the current holder's lease, as etcd reports it.
+     * The TTL left on the current exclusive holder's lease, as etcd reports it.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -1279,7 +1432,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the current holder's lease, as etcd reports it.
+     * The TTL left on the current exclusive holder's lease, as etcd reports it.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -1297,7 +1450,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the current holder's lease, as etcd reports it.
+     * The TTL left on the current exclusive holder's lease, as etcd reports it.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -1315,7 +1468,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the current holder's lease, as etcd reports it.
+     * The TTL left on the current exclusive holder's lease, as etcd reports it.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -1340,7 +1493,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the current holder's lease, as etcd reports it.
+     * The TTL left on the current exclusive holder's lease, as etcd reports it.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -1357,7 +1510,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the current holder's lease, as etcd reports it.
+     * The TTL left on the current exclusive holder's lease, as etcd reports it.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -1369,7 +1522,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the current holder's lease, as etcd reports it.
+     * The TTL left on the current exclusive holder's lease, as etcd reports it.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -1384,7 +1537,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the current holder's lease, as etcd reports it.
+     * The TTL left on the current exclusive holder's lease, as etcd reports it.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -1406,7 +1559,7 @@ private static final long serialVersionUID = 0L;
     private int waiters_ ;
     /**
      * <pre>
-     * How many acquisitions are waiting in line behind the holder.
+     * How many acquisitions are waiting in line behind the holders, exclusive and shared.
      * </pre>
      *
      * <code>int32 waiters = 5 [json_name = "waiters"];</code>
@@ -1418,7 +1571,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How many acquisitions are waiting in line behind the holder.
+     * How many acquisitions are waiting in line behind the holders, exclusive and shared.
      * </pre>
      *
      * <code>int32 waiters = 5 [json_name = "waiters"];</code>
@@ -1434,7 +1587,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How many acquisitions are waiting in line behind the holder.
+     * How many acquisitions are waiting in line behind the holders, exclusive and shared.
      * </pre>
      *
      * <code>int32 waiters = 5 [json_name = "waiters"];</code>
@@ -1986,6 +2139,330 @@ private static final long serialVersionUID = 0L;
         lockDelayUntil_ = null;
       }
       return lockDelayUntilBuilder_;
+    }
+
+    private java.util.List<io.fencekeeper.v1.Holder> holders_ =
+      java.util.Collections.emptyList();
+    private void ensureHoldersIsMutable() {
+      if (!((bitField0_ & 0x00000400) != 0)) {
+        holders_ = new java.util.ArrayList<io.fencekeeper.v1.Holder>(holders_);
+        bitField0_ |= 0x00000400;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder> holdersBuilder_;
+
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public java.util.List<io.fencekeeper.v1.Holder> getHoldersList() {
+      if (holdersBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(holders_);
+      } else {
+        return holdersBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public int getHoldersCount() {
+      if (holdersBuilder_ == null) {
+        return holders_.size();
+      } else {
+        return holdersBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public io.fencekeeper.v1.Holder getHolders(int index) {
+      if (holdersBuilder_ == null) {
+        return holders_.get(index);
+      } else {
+        return holdersBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public Builder setHolders(
+        int index, io.fencekeeper.v1.Holder value) {
+      if (holdersBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureHoldersIsMutable();
+        holders_.set(index, value);
+        onChanged();
+      } else {
+        holdersBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public Builder setHolders(
+        int index, io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (holdersBuilder_ == null) {
+        ensureHoldersIsMutable();
+        holders_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        holdersBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public Builder addHolders(io.fencekeeper.v1.Holder value) {
+      if (holdersBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureHoldersIsMutable();
+        holders_.add(value);
+        onChanged();
+      } else {
+        holdersBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public Builder addHolders(
+        int index, io.fencekeeper.v1.Holder value) {
+      if (holdersBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureHoldersIsMutable();
+        holders_.add(index, value);
+        onChanged();
+      } else {
+        holdersBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public Builder addHolders(
+        io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (holdersBuilder_ == null) {
+        ensureHoldersIsMutable();
+        holders_.add(builderForValue.build());
+        onChanged();
+      } else {
+        holdersBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public Builder addHolders(
+        int index, io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (holdersBuilder_ == null) {
+        ensureHoldersIsMutable();
+        holders_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        holdersBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public Builder addAllHolders(
+        java.lang.Iterable<? extends io.fencekeeper.v1.Holder> values) {
+      if (holdersBuilder_ == null) {
+        ensureHoldersIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, holders_);
+        onChanged();
+      } else {
+        holdersBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public Builder clearHolders() {
+      if (holdersBuilder_ == null) {
+        holders_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000400);
+        onChanged();
+      } else {
+        holdersBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public Builder removeHolders(int index) {
+      if (holdersBuilder_ == null) {
+        ensureHoldersIsMutable();
+        holders_.remove(index);
+        onChanged();
+      } else {
+        holdersBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder getHoldersBuilder(
+        int index) {
+      return internalGetHoldersFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public io.fencekeeper.v1.HolderOrBuilder getHoldersOrBuilder(
+        int index) {
+      if (holdersBuilder_ == null) {
+        return holders_.get(index);  } else {
+        return holdersBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+         getHoldersOrBuilderList() {
+      if (holdersBuilder_ != null) {
+        return holdersBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(holders_);
+      }
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder addHoldersBuilder() {
+      return internalGetHoldersFieldBuilder().addBuilder(
+          io.fencekeeper.v1.Holder.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder addHoldersBuilder(
+        int index) {
+      return internalGetHoldersFieldBuilder().addBuilder(
+          index, io.fencekeeper.v1.Holder.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+     */
+    public java.util.List<io.fencekeeper.v1.Holder.Builder> 
+         getHoldersBuilderList() {
+      return internalGetHoldersFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder> 
+        internalGetHoldersFieldBuilder() {
+      if (holdersBuilder_ == null) {
+        holdersBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder>(
+                holders_,
+                ((bitField0_ & 0x00000400) != 0),
+                getParentForChildren(),
+                isClean());
+        holders_ = null;
+      }
+      return holdersBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.DescribeResponse)

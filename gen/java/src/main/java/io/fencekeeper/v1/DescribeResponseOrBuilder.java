@@ -12,7 +12,9 @@ public interface DescribeResponseOrBuilder extends
 
   /**
    * <pre>
-   * Whether the resource is held now. When false, holder, token and ttl are unset.
+   * Whether the resource is held now, exclusively or by shared holders. holder, token, ttl and
+   * holder_principal describe an exclusive holder: they are unset when nobody holds the resource and
+   * when its holders are shared (holders lists them).
    * </pre>
    *
    * <code>bool held = 1 [json_name = "held"];</code>
@@ -22,7 +24,7 @@ public interface DescribeResponseOrBuilder extends
 
   /**
    * <pre>
-   * The holder label given by the current holder at Acquire.
+   * The holder label given by the current exclusive holder at Acquire.
    * </pre>
    *
    * <code>string holder = 2 [json_name = "holder"];</code>
@@ -31,7 +33,7 @@ public interface DescribeResponseOrBuilder extends
   java.lang.String getHolder();
   /**
    * <pre>
-   * The holder label given by the current holder at Acquire.
+   * The holder label given by the current exclusive holder at Acquire.
    * </pre>
    *
    * <code>string holder = 2 [json_name = "holder"];</code>
@@ -42,7 +44,7 @@ public interface DescribeResponseOrBuilder extends
 
   /**
    * <pre>
-   * The current holder's token.
+   * The current exclusive holder's token.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -51,7 +53,7 @@ public interface DescribeResponseOrBuilder extends
   boolean hasToken();
   /**
    * <pre>
-   * The current holder's token.
+   * The current exclusive holder's token.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -60,7 +62,7 @@ public interface DescribeResponseOrBuilder extends
   io.fencekeeper.v1.FencingToken getToken();
   /**
    * <pre>
-   * The current holder's token.
+   * The current exclusive holder's token.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -69,7 +71,7 @@ public interface DescribeResponseOrBuilder extends
 
   /**
    * <pre>
-   * The TTL left on the current holder's lease, as etcd reports it.
+   * The TTL left on the current exclusive holder's lease, as etcd reports it.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -78,7 +80,7 @@ public interface DescribeResponseOrBuilder extends
   boolean hasTtl();
   /**
    * <pre>
-   * The TTL left on the current holder's lease, as etcd reports it.
+   * The TTL left on the current exclusive holder's lease, as etcd reports it.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -87,7 +89,7 @@ public interface DescribeResponseOrBuilder extends
   com.google.protobuf.Duration getTtl();
   /**
    * <pre>
-   * The TTL left on the current holder's lease, as etcd reports it.
+   * The TTL left on the current exclusive holder's lease, as etcd reports it.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 4 [json_name = "ttl"];</code>
@@ -96,7 +98,7 @@ public interface DescribeResponseOrBuilder extends
 
   /**
    * <pre>
-   * How many acquisitions are waiting in line behind the holder.
+   * How many acquisitions are waiting in line behind the holders, exclusive and shared.
    * </pre>
    *
    * <code>int32 waiters = 5 [json_name = "waiters"];</code>
@@ -215,4 +217,53 @@ public interface DescribeResponseOrBuilder extends
    * <code>.google.protobuf.Timestamp lock_delay_until = 10 [json_name = "lockDelayUntil"];</code>
    */
   com.google.protobuf.TimestampOrBuilder getLockDelayUntilOrBuilder();
+
+  /**
+   * <pre>
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+   */
+  java.util.List<io.fencekeeper.v1.Holder> 
+      getHoldersList();
+  /**
+   * <pre>
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+   */
+  io.fencekeeper.v1.Holder getHolders(int index);
+  /**
+   * <pre>
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+   */
+  int getHoldersCount();
+  /**
+   * <pre>
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+   */
+  java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+      getHoldersOrBuilderList();
+  /**
+   * <pre>
+   * Every current holder: the exclusive one alone (the same as holder, token, ttl and
+   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
+   */
+  io.fencekeeper.v1.HolderOrBuilder getHoldersOrBuilder(
+      int index);
 }

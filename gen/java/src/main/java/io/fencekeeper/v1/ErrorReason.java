@@ -158,6 +158,16 @@ public enum ErrorReason
    * <code>LOCK_DELAY = 14;</code>
    */
   LOCK_DELAY(14),
+  /**
+   * <pre>
+   * INVALID_ARGUMENT: a write (Put, Delete, Txn) carries a shared token (FencingToken.mode
+   * ACQUIRE_MODE_SHARED). Shared holders may read; only an exclusive acquisition's token writes.
+   * Metadata: "resource", "generation".
+   * </pre>
+   *
+   * <code>SHARED_TOKEN = 15;</code>
+   */
+  SHARED_TOKEN(15),
   UNRECOGNIZED(-1),
   ;
 
@@ -311,6 +321,16 @@ public enum ErrorReason
    * <code>LOCK_DELAY = 14;</code>
    */
   public static final int LOCK_DELAY_VALUE = 14;
+  /**
+   * <pre>
+   * INVALID_ARGUMENT: a write (Put, Delete, Txn) carries a shared token (FencingToken.mode
+   * ACQUIRE_MODE_SHARED). Shared holders may read; only an exclusive acquisition's token writes.
+   * Metadata: "resource", "generation".
+   * </pre>
+   *
+   * <code>SHARED_TOKEN = 15;</code>
+   */
+  public static final int SHARED_TOKEN_VALUE = 15;
 
 
   public final int getNumber() {
@@ -352,6 +372,7 @@ public enum ErrorReason
       case 12: return NOT_HOLDER;
       case 13: return TOKEN_SIGNATURE_INVALID;
       case 14: return LOCK_DELAY;
+      case 15: return SHARED_TOKEN;
       default: return null;
     }
   }

@@ -82,6 +82,11 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_Holder_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_Holder_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_fencekeeper_v1_ObserveRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -139,87 +144,97 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "r.v1\032\032fencekeeper/v1/token.proto\032\036google" +
       "/protobuf/duration.proto\032\037google/protobu" +
       "f/timestamp.proto\032\027google/rpc/status.pro" +
-      "to\"\234\002\n\016AcquireRequest\022\032\n\010resource\030\001 \001(\tR" +
+      "to\"\315\002\n\016AcquireRequest\022\032\n\010resource\030\001 \001(\tR" +
       "\010resource\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf" +
       ".DurationR\003ttl\022\026\n\006holder\030\003 \001(\tR\006holder\022\022" +
       "\n\004wait\030\004 \001(\010R\004wait\022<\n\014wait_timeout\030\005 \001(\013" +
       "2\031.google.protobuf.DurationR\013waitTimeout" +
       "\022\035\n\nsession_id\030\006 \001(\003R\tsessionId\0228\n\nlock_" +
       "delay\030\007 \001(\0132\031.google.protobuf.DurationR\t" +
-      "lockDelay\"\254\001\n\017AcquireResponse\0222\n\005token\030\001" +
-      " \001(\0132\034.fencekeeper.v1.FencingTokenR\005toke" +
-      "n\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf.Duratio" +
-      "nR\003ttl\0228\n\nlock_delay\030\003 \001(\0132\031.google.prot" +
-      "obuf.DurationR\tlockDelay\"J\n\020KeepAliveReq" +
-      "uest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022\033\n\tlease" +
-      "_ids\030\002 \003(\003R\010leaseIds\"\277\001\n\021KeepAliveRespon" +
-      "se\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001" +
-      "(\0132\031.google.protobuf.DurationR\003ttl\022(\n\005er" +
-      "ror\030\003 \001(\0132\022.google.rpc.StatusR\005error\0228\n\010" +
-      "renewals\030\004 \003(\0132\034.fencekeeper.v1.LeaseRen" +
-      "ewalR\010renewals\"\200\001\n\014LeaseRenewal\022\031\n\010lease" +
-      "_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(\0132\031.google" +
-      ".protobuf.DurationR\003ttl\022(\n\005error\030\003 \001(\0132\022" +
-      ".google.rpc.StatusR\005error\")\n\014RenewReques" +
-      "t\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\"<\n\rRenewRes" +
-      "ponse\022+\n\003ttl\030\001 \001(\0132\031.google.protobuf.Dur" +
-      "ationR\003ttl\"D\n\016ReleaseRequest\0222\n\005token\030\001 " +
-      "\001(\0132\034.fencekeeper.v1.FencingTokenR\005token" +
-      "\"\021\n\017ReleaseResponse\"-\n\017DescribeRequest\022\032" +
-      "\n\010resource\030\001 \001(\tR\010resource\"\233\003\n\020DescribeR" +
-      "esponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006holder\030\002 " +
-      "\001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fencekeeper" +
-      ".v1.FencingTokenR\005token\022+\n\003ttl\030\004 \001(\0132\031.g" +
-      "oogle.protobuf.DurationR\003ttl\022\030\n\007waiters\030" +
-      "\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R\005fence\022\037\n\013" +
-      "last_issued\030\007 \001(\003R\nlastIssued\022)\n\020holder_" +
-      "principal\030\010 \001(\tR\017holderPrincipal\0228\n\nlock" +
-      "_delay\030\t \001(\0132\031.google.protobuf.DurationR" +
-      "\tlockDelay\022D\n\020lock_delay_until\030\n \001(\0132\032.g" +
-      "oogle.protobuf.TimestampR\016lockDelayUntil" +
-      "\",\n\016ObserveRequest\022\032\n\010resource\030\001 \001(\tR\010re" +
-      "source\"\270\002\n\017ObserveResponse\022\022\n\004held\030\001 \001(\010" +
-      "R\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005token\030" +
-      "\003 \001(\0132\034.fencekeeper.v1.FencingTokenR\005tok" +
-      "en\022\032\n\010revision\030\004 \001(\003R\010revision\022)\n\020holder" +
-      "_principal\030\005 \001(\tR\017holderPrincipal\0228\n\nloc" +
-      "k_delay\030\006 \001(\0132\031.google.protobuf.Duration" +
-      "R\tlockDelay\022D\n\020lock_delay_until\030\007 \001(\0132\032." +
-      "google.protobuf.TimestampR\016lockDelayUnti" +
-      "l\"Y\n\022OpenSessionRequest\022+\n\003ttl\030\001 \001(\0132\031.g" +
-      "oogle.protobuf.DurationR\003ttl\022\026\n\006holder\030\002" +
-      " \001(\tR\006holder\"a\n\023OpenSessionResponse\022\035\n\ns" +
-      "ession_id\030\001 \001(\003R\tsessionId\022+\n\003ttl\030\002 \001(\0132" +
-      "\031.google.protobuf.DurationR\003ttl\"4\n\023Close" +
-      "SessionRequest\022\035\n\nsession_id\030\001 \001(\003R\tsess" +
-      "ionId\"\026\n\024CloseSessionResponse\"\026\n\024ListTok" +
-      "enKeysRequest\"E\n\025ListTokenKeysResponse\022," +
-      "\n\004keys\030\001 \003(\0132\030.fencekeeper.v1.TokenKeyR\004" +
-      "keys\"^\n\010TokenKey\022\025\n\006key_id\030\001 \001(\tR\005keyId\022" +
-      "\034\n\talgorithm\030\002 \001(\tR\talgorithm\022\035\n\npublic_" +
-      "key\030\003 \001(\014R\tpublicKey2\360\005\n\014LeaseService\022J\n" +
-      "\007Acquire\022\036.fencekeeper.v1.AcquireRequest" +
-      "\032\037.fencekeeper.v1.AcquireResponse\022T\n\tKee" +
-      "pAlive\022 .fencekeeper.v1.KeepAliveRequest" +
-      "\032!.fencekeeper.v1.KeepAliveResponse(\0010\001\022" +
-      "D\n\005Renew\022\034.fencekeeper.v1.RenewRequest\032\035" +
-      ".fencekeeper.v1.RenewResponse\022J\n\007Release" +
-      "\022\036.fencekeeper.v1.ReleaseRequest\032\037.fence" +
-      "keeper.v1.ReleaseResponse\022M\n\010Describe\022\037." +
-      "fencekeeper.v1.DescribeRequest\032 .fenceke" +
-      "eper.v1.DescribeResponse\022L\n\007Observe\022\036.fe" +
-      "ncekeeper.v1.ObserveRequest\032\037.fencekeepe" +
-      "r.v1.ObserveResponse0\001\022V\n\013OpenSession\022\"." +
-      "fencekeeper.v1.OpenSessionRequest\032#.fenc" +
-      "ekeeper.v1.OpenSessionResponse\022Y\n\014CloseS" +
-      "ession\022#.fencekeeper.v1.CloseSessionRequ" +
-      "est\032$.fencekeeper.v1.CloseSessionRespons" +
-      "e\022\\\n\rListTokenKeys\022$.fencekeeper.v1.List" +
-      "TokenKeysRequest\032%.fencekeeper.v1.ListTo" +
-      "kenKeysResponseBi\n\021io.fencekeeper.v1B\nLe" +
-      "aseProtoP\001ZFgithub.com/fencekeeper/fence" +
-      "keeper/gen/go/fencekeeper/v1;fencekeeper" +
-      "v1b\006proto3"
+      "lockDelay\022/\n\004mode\030\010 \001(\0162\033.fencekeeper.v1" +
+      ".AcquireModeR\004mode\"\254\001\n\017AcquireResponse\0222" +
+      "\n\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTo" +
+      "kenR\005token\022+\n\003ttl\030\002 \001(\0132\031.google.protobu" +
+      "f.DurationR\003ttl\0228\n\nlock_delay\030\003 \001(\0132\031.go" +
+      "ogle.protobuf.DurationR\tlockDelay\"J\n\020Kee" +
+      "pAliveRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId" +
+      "\022\033\n\tlease_ids\030\002 \003(\003R\010leaseIds\"\277\001\n\021KeepAl" +
+      "iveResponse\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+" +
+      "\n\003ttl\030\002 \001(\0132\031.google.protobuf.DurationR\003" +
+      "ttl\022(\n\005error\030\003 \001(\0132\022.google.rpc.StatusR\005" +
+      "error\0228\n\010renewals\030\004 \003(\0132\034.fencekeeper.v1" +
+      ".LeaseRenewalR\010renewals\"\200\001\n\014LeaseRenewal" +
+      "\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(\013" +
+      "2\031.google.protobuf.DurationR\003ttl\022(\n\005erro" +
+      "r\030\003 \001(\0132\022.google.rpc.StatusR\005error\")\n\014Re" +
+      "newRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\"<\n" +
+      "\rRenewResponse\022+\n\003ttl\030\001 \001(\0132\031.google.pro" +
+      "tobuf.DurationR\003ttl\"D\n\016ReleaseRequest\0222\n" +
+      "\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTok" +
+      "enR\005token\"\021\n\017ReleaseResponse\"-\n\017Describe" +
+      "Request\022\032\n\010resource\030\001 \001(\tR\010resource\"\315\003\n\020" +
+      "DescribeResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006" +
+      "holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fe" +
+      "ncekeeper.v1.FencingTokenR\005token\022+\n\003ttl\030" +
+      "\004 \001(\0132\031.google.protobuf.DurationR\003ttl\022\030\n" +
+      "\007waiters\030\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R\005" +
+      "fence\022\037\n\013last_issued\030\007 \001(\003R\nlastIssued\022)" +
+      "\n\020holder_principal\030\010 \001(\tR\017holderPrincipa" +
+      "l\0228\n\nlock_delay\030\t \001(\0132\031.google.protobuf." +
+      "DurationR\tlockDelay\022D\n\020lock_delay_until\030" +
+      "\n \001(\0132\032.google.protobuf.TimestampR\016lockD" +
+      "elayUntil\0220\n\007holders\030\013 \003(\0132\026.fencekeeper" +
+      ".v1.HolderR\007holders\"\254\001\n\006Holder\022\026\n\006holder" +
+      "\030\001 \001(\tR\006holder\0222\n\005token\030\002 \001(\0132\034.fencekee" +
+      "per.v1.FencingTokenR\005token\022+\n\003ttl\030\003 \001(\0132" +
+      "\031.google.protobuf.DurationR\003ttl\022)\n\020holde" +
+      "r_principal\030\004 \001(\tR\017holderPrincipal\",\n\016Ob" +
+      "serveRequest\022\032\n\010resource\030\001 \001(\tR\010resource" +
+      "\"\306\003\n\017ObserveResponse\022\022\n\004held\030\001 \001(\010R\004held" +
+      "\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132" +
+      "\034.fencekeeper.v1.FencingTokenR\005token\022\032\n\010" +
+      "revision\030\004 \001(\003R\010revision\022)\n\020holder_princ" +
+      "ipal\030\005 \001(\tR\017holderPrincipal\0228\n\nlock_dela" +
+      "y\030\006 \001(\0132\031.google.protobuf.DurationR\tlock" +
+      "Delay\022D\n\020lock_delay_until\030\007 \001(\0132\032.google" +
+      ".protobuf.TimestampR\016lockDelayUntil\0220\n\007h" +
+      "olders\030\010 \003(\0132\026.fencekeeper.v1.HolderR\007ho" +
+      "lders\022.\n\006joined\030\t \003(\0132\026.fencekeeper.v1.H" +
+      "olderR\006joined\022*\n\004left\030\n \003(\0132\026.fencekeepe" +
+      "r.v1.HolderR\004left\"Y\n\022OpenSessionRequest\022" +
+      "+\n\003ttl\030\001 \001(\0132\031.google.protobuf.DurationR" +
+      "\003ttl\022\026\n\006holder\030\002 \001(\tR\006holder\"a\n\023OpenSess" +
+      "ionResponse\022\035\n\nsession_id\030\001 \001(\003R\tsession" +
+      "Id\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf.Durati" +
+      "onR\003ttl\"4\n\023CloseSessionRequest\022\035\n\nsessio" +
+      "n_id\030\001 \001(\003R\tsessionId\"\026\n\024CloseSessionRes" +
+      "ponse\"\026\n\024ListTokenKeysRequest\"E\n\025ListTok" +
+      "enKeysResponse\022,\n\004keys\030\001 \003(\0132\030.fencekeep" +
+      "er.v1.TokenKeyR\004keys\"^\n\010TokenKey\022\025\n\006key_" +
+      "id\030\001 \001(\tR\005keyId\022\034\n\talgorithm\030\002 \001(\tR\talgo" +
+      "rithm\022\035\n\npublic_key\030\003 \001(\014R\tpublicKey2\360\005\n" +
+      "\014LeaseService\022J\n\007Acquire\022\036.fencekeeper.v" +
+      "1.AcquireRequest\032\037.fencekeeper.v1.Acquir" +
+      "eResponse\022T\n\tKeepAlive\022 .fencekeeper.v1." +
+      "KeepAliveRequest\032!.fencekeeper.v1.KeepAl" +
+      "iveResponse(\0010\001\022D\n\005Renew\022\034.fencekeeper.v" +
+      "1.RenewRequest\032\035.fencekeeper.v1.RenewRes" +
+      "ponse\022J\n\007Release\022\036.fencekeeper.v1.Releas" +
+      "eRequest\032\037.fencekeeper.v1.ReleaseRespons" +
+      "e\022M\n\010Describe\022\037.fencekeeper.v1.DescribeR" +
+      "equest\032 .fencekeeper.v1.DescribeResponse" +
+      "\022L\n\007Observe\022\036.fencekeeper.v1.ObserveRequ" +
+      "est\032\037.fencekeeper.v1.ObserveResponse0\001\022V" +
+      "\n\013OpenSession\022\".fencekeeper.v1.OpenSessi" +
+      "onRequest\032#.fencekeeper.v1.OpenSessionRe" +
+      "sponse\022Y\n\014CloseSession\022#.fencekeeper.v1." +
+      "CloseSessionRequest\032$.fencekeeper.v1.Clo" +
+      "seSessionResponse\022\\\n\rListTokenKeys\022$.fen" +
+      "cekeeper.v1.ListTokenKeysRequest\032%.fence" +
+      "keeper.v1.ListTokenKeysResponseBi\n\021io.fe" +
+      "ncekeeper.v1B\nLeaseProtoP\001ZFgithub.com/f" +
+      "encekeeper/fencekeeper/gen/go/fencekeepe" +
+      "r/v1;fencekeeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -234,7 +249,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_AcquireRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_AcquireRequest_descriptor,
-        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", "LockDelay", });
+        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", "LockDelay", "Mode", });
     internal_static_fencekeeper_v1_AcquireResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_fencekeeper_v1_AcquireResponse_fieldAccessorTable = new
@@ -294,57 +309,63 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "LockDelay", "LockDelayUntil", });
-    internal_static_fencekeeper_v1_ObserveRequest_descriptor =
+        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", });
+    internal_static_fencekeeper_v1_Holder_descriptor =
       getDescriptor().getMessageType(11);
+    internal_static_fencekeeper_v1_Holder_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_Holder_descriptor,
+        new java.lang.String[] { "Holder", "Token", "Ttl", "HolderPrincipal", });
+    internal_static_fencekeeper_v1_ObserveRequest_descriptor =
+      getDescriptor().getMessageType(12);
     internal_static_fencekeeper_v1_ObserveRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveRequest_descriptor,
         new java.lang.String[] { "Resource", });
     internal_static_fencekeeper_v1_ObserveResponse_descriptor =
-      getDescriptor().getMessageType(12);
+      getDescriptor().getMessageType(13);
     internal_static_fencekeeper_v1_ObserveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", "LockDelay", "LockDelayUntil", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "Joined", "Left", });
     internal_static_fencekeeper_v1_OpenSessionRequest_descriptor =
-      getDescriptor().getMessageType(13);
+      getDescriptor().getMessageType(14);
     internal_static_fencekeeper_v1_OpenSessionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_OpenSessionRequest_descriptor,
         new java.lang.String[] { "Ttl", "Holder", });
     internal_static_fencekeeper_v1_OpenSessionResponse_descriptor =
-      getDescriptor().getMessageType(14);
+      getDescriptor().getMessageType(15);
     internal_static_fencekeeper_v1_OpenSessionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_OpenSessionResponse_descriptor,
         new java.lang.String[] { "SessionId", "Ttl", });
     internal_static_fencekeeper_v1_CloseSessionRequest_descriptor =
-      getDescriptor().getMessageType(15);
+      getDescriptor().getMessageType(16);
     internal_static_fencekeeper_v1_CloseSessionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_CloseSessionRequest_descriptor,
         new java.lang.String[] { "SessionId", });
     internal_static_fencekeeper_v1_CloseSessionResponse_descriptor =
-      getDescriptor().getMessageType(16);
+      getDescriptor().getMessageType(17);
     internal_static_fencekeeper_v1_CloseSessionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_CloseSessionResponse_descriptor,
         new java.lang.String[] { });
     internal_static_fencekeeper_v1_ListTokenKeysRequest_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(18);
     internal_static_fencekeeper_v1_ListTokenKeysRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ListTokenKeysRequest_descriptor,
         new java.lang.String[] { });
     internal_static_fencekeeper_v1_ListTokenKeysResponse_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(19);
     internal_static_fencekeeper_v1_ListTokenKeysResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ListTokenKeysResponse_descriptor,
         new java.lang.String[] { "Keys", });
     internal_static_fencekeeper_v1_TokenKey_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(20);
     internal_static_fencekeeper_v1_TokenKey_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_TokenKey_descriptor,

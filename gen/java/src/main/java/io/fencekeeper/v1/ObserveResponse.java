@@ -8,8 +8,10 @@ package io.fencekeeper.v1;
 /**
  * <pre>
  * One ownership change of the observed resource. The first message of the stream gives the state at
- * the moment the stream started; each later one is a change of holder, or the start of a lock-delay
- * (held false, lock_delay_until set), or the resource becoming free.
+ * the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
+ * holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
+ * resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
+ * line is reported when the next holder is there).
  * </pre>
  *
  * Protobuf type {@code fencekeeper.v1.ObserveResponse}
@@ -36,6 +38,9 @@ private static final long serialVersionUID = 0L;
   private ObserveResponse() {
     holder_ = "";
     holderPrincipal_ = "";
+    holders_ = java.util.Collections.emptyList();
+    joined_ = java.util.Collections.emptyList();
+    left_ = java.util.Collections.emptyList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -61,7 +66,7 @@ private static final long serialVersionUID = 0L;
   private boolean held_ = false;
   /**
    * <pre>
-   * Whether the resource is held after this change.
+   * Whether the resource is held after this change, exclusively or by shared holders.
    * </pre>
    *
    * <code>bool held = 1 [json_name = "held"];</code>
@@ -77,7 +82,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object holder_ = "";
   /**
    * <pre>
-   * The holder label of the new holder, when held.
+   * The holder label of the new exclusive holder; unset when the holders are shared.
    * </pre>
    *
    * <code>string holder = 2 [json_name = "holder"];</code>
@@ -98,7 +103,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The holder label of the new holder, when held.
+   * The holder label of the new exclusive holder; unset when the holders are shared.
    * </pre>
    *
    * <code>string holder = 2 [json_name = "holder"];</code>
@@ -123,7 +128,7 @@ private static final long serialVersionUID = 0L;
   private io.fencekeeper.v1.FencingToken token_;
   /**
    * <pre>
-   * The token of the new holder, when held.
+   * The token of the new exclusive holder; unset when the holders are shared.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -135,7 +140,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The token of the new holder, when held.
+   * The token of the new exclusive holder; unset when the holders are shared.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -147,7 +152,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The token of the new holder, when held.
+   * The token of the new exclusive holder; unset when the holders are shared.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -177,7 +182,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object holderPrincipal_ = "";
   /**
    * <pre>
-   * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+   * The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
    * </pre>
    *
    * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
@@ -198,7 +203,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+   * The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
    * </pre>
    *
    * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
@@ -307,6 +312,189 @@ private static final long serialVersionUID = 0L;
     return lockDelayUntil_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : lockDelayUntil_;
   }
 
+  public static final int HOLDERS_FIELD_NUMBER = 8;
+  @SuppressWarnings("serial")
+  private java.util.List<io.fencekeeper.v1.Holder> holders_;
+  /**
+   * <pre>
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<io.fencekeeper.v1.Holder> getHoldersList() {
+    return holders_;
+  }
+  /**
+   * <pre>
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+      getHoldersOrBuilderList() {
+    return holders_;
+  }
+  /**
+   * <pre>
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+   */
+  @java.lang.Override
+  public int getHoldersCount() {
+    return holders_.size();
+  }
+  /**
+   * <pre>
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+   */
+  @java.lang.Override
+  public io.fencekeeper.v1.Holder getHolders(int index) {
+    return holders_.get(index);
+  }
+  /**
+   * <pre>
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+   */
+  @java.lang.Override
+  public io.fencekeeper.v1.HolderOrBuilder getHoldersOrBuilder(
+      int index) {
+    return holders_.get(index);
+  }
+
+  public static final int JOINED_FIELD_NUMBER = 9;
+  @SuppressWarnings("serial")
+  private java.util.List<io.fencekeeper.v1.Holder> joined_;
+  /**
+   * <pre>
+   * The shared holders that joined since the previous message, oldest generation first.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<io.fencekeeper.v1.Holder> getJoinedList() {
+    return joined_;
+  }
+  /**
+   * <pre>
+   * The shared holders that joined since the previous message, oldest generation first.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+      getJoinedOrBuilderList() {
+    return joined_;
+  }
+  /**
+   * <pre>
+   * The shared holders that joined since the previous message, oldest generation first.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+   */
+  @java.lang.Override
+  public int getJoinedCount() {
+    return joined_.size();
+  }
+  /**
+   * <pre>
+   * The shared holders that joined since the previous message, oldest generation first.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+   */
+  @java.lang.Override
+  public io.fencekeeper.v1.Holder getJoined(int index) {
+    return joined_.get(index);
+  }
+  /**
+   * <pre>
+   * The shared holders that joined since the previous message, oldest generation first.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+   */
+  @java.lang.Override
+  public io.fencekeeper.v1.HolderOrBuilder getJoinedOrBuilder(
+      int index) {
+    return joined_.get(index);
+  }
+
+  public static final int LEFT_FIELD_NUMBER = 10;
+  @SuppressWarnings("serial")
+  private java.util.List<io.fencekeeper.v1.Holder> left_;
+  /**
+   * <pre>
+   * The shared holders that left since the previous message (released, or their lease ended).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<io.fencekeeper.v1.Holder> getLeftList() {
+    return left_;
+  }
+  /**
+   * <pre>
+   * The shared holders that left since the previous message (released, or their lease ended).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+      getLeftOrBuilderList() {
+    return left_;
+  }
+  /**
+   * <pre>
+   * The shared holders that left since the previous message (released, or their lease ended).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+   */
+  @java.lang.Override
+  public int getLeftCount() {
+    return left_.size();
+  }
+  /**
+   * <pre>
+   * The shared holders that left since the previous message (released, or their lease ended).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+   */
+  @java.lang.Override
+  public io.fencekeeper.v1.Holder getLeft(int index) {
+    return left_.get(index);
+  }
+  /**
+   * <pre>
+   * The shared holders that left since the previous message (released, or their lease ended).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+   */
+  @java.lang.Override
+  public io.fencekeeper.v1.HolderOrBuilder getLeftOrBuilder(
+      int index) {
+    return left_.get(index);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -342,6 +530,15 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       output.writeMessage(7, getLockDelayUntil());
     }
+    for (int i = 0; i < holders_.size(); i++) {
+      output.writeMessage(8, holders_.get(i));
+    }
+    for (int i = 0; i < joined_.size(); i++) {
+      output.writeMessage(9, joined_.get(i));
+    }
+    for (int i = 0; i < left_.size(); i++) {
+      output.writeMessage(10, left_.get(i));
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -372,6 +569,33 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(7, getLockDelayUntil());
     }
+
+        {
+          final int count = holders_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(holders_.get(i));
+          }
+          size += 1 * count;
+        }
+
+        {
+          final int count = joined_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(joined_.get(i));
+          }
+          size += 1 * count;
+        }
+
+        {
+          final int count = left_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(left_.get(i));
+          }
+          size += 1 * count;
+        }
     return size;
   }
   @java.lang.Override
@@ -419,6 +643,12 @@ private static final long serialVersionUID = 0L;
       if (!getLockDelayUntil()
           .equals(other.getLockDelayUntil())) return false;
     }
+    if (!getHoldersList()
+        .equals(other.getHoldersList())) return false;
+    if (!getJoinedList()
+        .equals(other.getJoinedList())) return false;
+    if (!getLeftList()
+        .equals(other.getLeftList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -451,6 +681,18 @@ private static final long serialVersionUID = 0L;
     if (hasLockDelayUntil()) {
       hash = (37 * hash) + LOCK_DELAY_UNTIL_FIELD_NUMBER;
       hash = (53 * hash) + getLockDelayUntil().hashCode();
+    }
+    if (getHoldersCount() > 0) {
+      hash = (37 * hash) + HOLDERS_FIELD_NUMBER;
+      hash = (53 * hash) + getHoldersList().hashCode();
+    }
+    if (getJoinedCount() > 0) {
+      hash = (37 * hash) + JOINED_FIELD_NUMBER;
+      hash = (53 * hash) + getJoinedList().hashCode();
+    }
+    if (getLeftCount() > 0) {
+      hash = (37 * hash) + LEFT_FIELD_NUMBER;
+      hash = (53 * hash) + getLeftList().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -552,8 +794,10 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * One ownership change of the observed resource. The first message of the stream gives the state at
-   * the moment the stream started; each later one is a change of holder, or the start of a lock-delay
-   * (held false, lock_delay_until set), or the resource becoming free.
+   * the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
+   * holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
+   * resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
+   * line is reported when the next holder is there).
    * </pre>
    *
    * Protobuf type {@code fencekeeper.v1.ObserveResponse}
@@ -591,6 +835,9 @@ private static final long serialVersionUID = 0L;
         internalGetTokenFieldBuilder();
         internalGetLockDelayFieldBuilder();
         internalGetLockDelayUntilFieldBuilder();
+        internalGetHoldersFieldBuilder();
+        internalGetJoinedFieldBuilder();
+        internalGetLeftFieldBuilder();
       }
     }
     @java.lang.Override
@@ -616,6 +863,27 @@ private static final long serialVersionUID = 0L;
         lockDelayUntilBuilder_.dispose();
         lockDelayUntilBuilder_ = null;
       }
+      if (holdersBuilder_ == null) {
+        holders_ = java.util.Collections.emptyList();
+      } else {
+        holders_ = null;
+        holdersBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000080);
+      if (joinedBuilder_ == null) {
+        joined_ = java.util.Collections.emptyList();
+      } else {
+        joined_ = null;
+        joinedBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000100);
+      if (leftBuilder_ == null) {
+        left_ = java.util.Collections.emptyList();
+      } else {
+        left_ = null;
+        leftBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000200);
       return this;
     }
 
@@ -642,9 +910,40 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public io.fencekeeper.v1.ObserveResponse buildPartial() {
       io.fencekeeper.v1.ObserveResponse result = new io.fencekeeper.v1.ObserveResponse(this);
+      buildPartialRepeatedFields(result);
       if (bitField0_ != 0) { buildPartial0(result); }
       onBuilt();
       return result;
+    }
+
+    private void buildPartialRepeatedFields(io.fencekeeper.v1.ObserveResponse result) {
+      if (holdersBuilder_ == null) {
+        if (((bitField0_ & 0x00000080) != 0)) {
+          holders_ = java.util.Collections.unmodifiableList(holders_);
+          bitField0_ = (bitField0_ & ~0x00000080);
+        }
+        result.holders_ = holders_;
+      } else {
+        result.holders_ = holdersBuilder_.build();
+      }
+      if (joinedBuilder_ == null) {
+        if (((bitField0_ & 0x00000100) != 0)) {
+          joined_ = java.util.Collections.unmodifiableList(joined_);
+          bitField0_ = (bitField0_ & ~0x00000100);
+        }
+        result.joined_ = joined_;
+      } else {
+        result.joined_ = joinedBuilder_.build();
+      }
+      if (leftBuilder_ == null) {
+        if (((bitField0_ & 0x00000200) != 0)) {
+          left_ = java.util.Collections.unmodifiableList(left_);
+          bitField0_ = (bitField0_ & ~0x00000200);
+        }
+        result.left_ = left_;
+      } else {
+        result.left_ = leftBuilder_.build();
+      }
     }
 
     private void buildPartial0(io.fencekeeper.v1.ObserveResponse result) {
@@ -720,6 +1019,84 @@ private static final long serialVersionUID = 0L;
       if (other.hasLockDelayUntil()) {
         mergeLockDelayUntil(other.getLockDelayUntil());
       }
+      if (holdersBuilder_ == null) {
+        if (!other.holders_.isEmpty()) {
+          if (holders_.isEmpty()) {
+            holders_ = other.holders_;
+            bitField0_ = (bitField0_ & ~0x00000080);
+          } else {
+            ensureHoldersIsMutable();
+            holders_.addAll(other.holders_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.holders_.isEmpty()) {
+          if (holdersBuilder_.isEmpty()) {
+            holdersBuilder_.dispose();
+            holdersBuilder_ = null;
+            holders_ = other.holders_;
+            bitField0_ = (bitField0_ & ~0x00000080);
+            holdersBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetHoldersFieldBuilder() : null;
+          } else {
+            holdersBuilder_.addAllMessages(other.holders_);
+          }
+        }
+      }
+      if (joinedBuilder_ == null) {
+        if (!other.joined_.isEmpty()) {
+          if (joined_.isEmpty()) {
+            joined_ = other.joined_;
+            bitField0_ = (bitField0_ & ~0x00000100);
+          } else {
+            ensureJoinedIsMutable();
+            joined_.addAll(other.joined_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.joined_.isEmpty()) {
+          if (joinedBuilder_.isEmpty()) {
+            joinedBuilder_.dispose();
+            joinedBuilder_ = null;
+            joined_ = other.joined_;
+            bitField0_ = (bitField0_ & ~0x00000100);
+            joinedBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetJoinedFieldBuilder() : null;
+          } else {
+            joinedBuilder_.addAllMessages(other.joined_);
+          }
+        }
+      }
+      if (leftBuilder_ == null) {
+        if (!other.left_.isEmpty()) {
+          if (left_.isEmpty()) {
+            left_ = other.left_;
+            bitField0_ = (bitField0_ & ~0x00000200);
+          } else {
+            ensureLeftIsMutable();
+            left_.addAll(other.left_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.left_.isEmpty()) {
+          if (leftBuilder_.isEmpty()) {
+            leftBuilder_.dispose();
+            leftBuilder_ = null;
+            left_ = other.left_;
+            bitField0_ = (bitField0_ & ~0x00000200);
+            leftBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetLeftFieldBuilder() : null;
+          } else {
+            leftBuilder_.addAllMessages(other.left_);
+          }
+        }
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -785,6 +1162,45 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000040;
               break;
             } // case 58
+            case 66: {
+              io.fencekeeper.v1.Holder m =
+                  input.readMessage(
+                      io.fencekeeper.v1.Holder.parser(),
+                      extensionRegistry);
+              if (holdersBuilder_ == null) {
+                ensureHoldersIsMutable();
+                holders_.add(m);
+              } else {
+                holdersBuilder_.addMessage(m);
+              }
+              break;
+            } // case 66
+            case 74: {
+              io.fencekeeper.v1.Holder m =
+                  input.readMessage(
+                      io.fencekeeper.v1.Holder.parser(),
+                      extensionRegistry);
+              if (joinedBuilder_ == null) {
+                ensureJoinedIsMutable();
+                joined_.add(m);
+              } else {
+                joinedBuilder_.addMessage(m);
+              }
+              break;
+            } // case 74
+            case 82: {
+              io.fencekeeper.v1.Holder m =
+                  input.readMessage(
+                      io.fencekeeper.v1.Holder.parser(),
+                      extensionRegistry);
+              if (leftBuilder_ == null) {
+                ensureLeftIsMutable();
+                left_.add(m);
+              } else {
+                leftBuilder_.addMessage(m);
+              }
+              break;
+            } // case 82
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -805,7 +1221,7 @@ private static final long serialVersionUID = 0L;
     private boolean held_ ;
     /**
      * <pre>
-     * Whether the resource is held after this change.
+     * Whether the resource is held after this change, exclusively or by shared holders.
      * </pre>
      *
      * <code>bool held = 1 [json_name = "held"];</code>
@@ -817,7 +1233,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Whether the resource is held after this change.
+     * Whether the resource is held after this change, exclusively or by shared holders.
      * </pre>
      *
      * <code>bool held = 1 [json_name = "held"];</code>
@@ -833,7 +1249,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Whether the resource is held after this change.
+     * Whether the resource is held after this change, exclusively or by shared holders.
      * </pre>
      *
      * <code>bool held = 1 [json_name = "held"];</code>
@@ -849,7 +1265,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object holder_ = "";
     /**
      * <pre>
-     * The holder label of the new holder, when held.
+     * The holder label of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>string holder = 2 [json_name = "holder"];</code>
@@ -869,7 +1285,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The holder label of the new holder, when held.
+     * The holder label of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>string holder = 2 [json_name = "holder"];</code>
@@ -890,7 +1306,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The holder label of the new holder, when held.
+     * The holder label of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>string holder = 2 [json_name = "holder"];</code>
@@ -907,7 +1323,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The holder label of the new holder, when held.
+     * The holder label of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>string holder = 2 [json_name = "holder"];</code>
@@ -921,7 +1337,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The holder label of the new holder, when held.
+     * The holder label of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>string holder = 2 [json_name = "holder"];</code>
@@ -943,7 +1359,7 @@ private static final long serialVersionUID = 0L;
         io.fencekeeper.v1.FencingToken, io.fencekeeper.v1.FencingToken.Builder, io.fencekeeper.v1.FencingTokenOrBuilder> tokenBuilder_;
     /**
      * <pre>
-     * The token of the new holder, when held.
+     * The token of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -954,7 +1370,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The token of the new holder, when held.
+     * The token of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -969,7 +1385,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The token of the new holder, when held.
+     * The token of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -987,7 +1403,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The token of the new holder, when held.
+     * The token of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1005,7 +1421,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The token of the new holder, when held.
+     * The token of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1030,7 +1446,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The token of the new holder, when held.
+     * The token of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1047,7 +1463,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The token of the new holder, when held.
+     * The token of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1059,7 +1475,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The token of the new holder, when held.
+     * The token of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1074,7 +1490,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The token of the new holder, when held.
+     * The token of the new exclusive holder; unset when the holders are shared.
      * </pre>
      *
      * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -1140,7 +1556,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object holderPrincipal_ = "";
     /**
      * <pre>
-     * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+     * The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
      * </pre>
      *
      * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
@@ -1160,7 +1576,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+     * The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
      * </pre>
      *
      * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
@@ -1181,7 +1597,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+     * The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
      * </pre>
      *
      * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
@@ -1198,7 +1614,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+     * The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
      * </pre>
      *
      * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
@@ -1212,7 +1628,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+     * The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
      * </pre>
      *
      * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
@@ -1573,6 +1989,924 @@ private static final long serialVersionUID = 0L;
         lockDelayUntil_ = null;
       }
       return lockDelayUntilBuilder_;
+    }
+
+    private java.util.List<io.fencekeeper.v1.Holder> holders_ =
+      java.util.Collections.emptyList();
+    private void ensureHoldersIsMutable() {
+      if (!((bitField0_ & 0x00000080) != 0)) {
+        holders_ = new java.util.ArrayList<io.fencekeeper.v1.Holder>(holders_);
+        bitField0_ |= 0x00000080;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder> holdersBuilder_;
+
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public java.util.List<io.fencekeeper.v1.Holder> getHoldersList() {
+      if (holdersBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(holders_);
+      } else {
+        return holdersBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public int getHoldersCount() {
+      if (holdersBuilder_ == null) {
+        return holders_.size();
+      } else {
+        return holdersBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public io.fencekeeper.v1.Holder getHolders(int index) {
+      if (holdersBuilder_ == null) {
+        return holders_.get(index);
+      } else {
+        return holdersBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public Builder setHolders(
+        int index, io.fencekeeper.v1.Holder value) {
+      if (holdersBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureHoldersIsMutable();
+        holders_.set(index, value);
+        onChanged();
+      } else {
+        holdersBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public Builder setHolders(
+        int index, io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (holdersBuilder_ == null) {
+        ensureHoldersIsMutable();
+        holders_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        holdersBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public Builder addHolders(io.fencekeeper.v1.Holder value) {
+      if (holdersBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureHoldersIsMutable();
+        holders_.add(value);
+        onChanged();
+      } else {
+        holdersBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public Builder addHolders(
+        int index, io.fencekeeper.v1.Holder value) {
+      if (holdersBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureHoldersIsMutable();
+        holders_.add(index, value);
+        onChanged();
+      } else {
+        holdersBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public Builder addHolders(
+        io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (holdersBuilder_ == null) {
+        ensureHoldersIsMutable();
+        holders_.add(builderForValue.build());
+        onChanged();
+      } else {
+        holdersBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public Builder addHolders(
+        int index, io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (holdersBuilder_ == null) {
+        ensureHoldersIsMutable();
+        holders_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        holdersBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public Builder addAllHolders(
+        java.lang.Iterable<? extends io.fencekeeper.v1.Holder> values) {
+      if (holdersBuilder_ == null) {
+        ensureHoldersIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, holders_);
+        onChanged();
+      } else {
+        holdersBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public Builder clearHolders() {
+      if (holdersBuilder_ == null) {
+        holders_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000080);
+        onChanged();
+      } else {
+        holdersBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public Builder removeHolders(int index) {
+      if (holdersBuilder_ == null) {
+        ensureHoldersIsMutable();
+        holders_.remove(index);
+        onChanged();
+      } else {
+        holdersBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder getHoldersBuilder(
+        int index) {
+      return internalGetHoldersFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public io.fencekeeper.v1.HolderOrBuilder getHoldersOrBuilder(
+        int index) {
+      if (holdersBuilder_ == null) {
+        return holders_.get(index);  } else {
+        return holdersBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+         getHoldersOrBuilderList() {
+      if (holdersBuilder_ != null) {
+        return holdersBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(holders_);
+      }
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder addHoldersBuilder() {
+      return internalGetHoldersFieldBuilder().addBuilder(
+          io.fencekeeper.v1.Holder.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder addHoldersBuilder(
+        int index) {
+      return internalGetHoldersFieldBuilder().addBuilder(
+          index, io.fencekeeper.v1.Holder.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Every holder after this change, as DescribeResponse.holders (without ttl).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+     */
+    public java.util.List<io.fencekeeper.v1.Holder.Builder> 
+         getHoldersBuilderList() {
+      return internalGetHoldersFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder> 
+        internalGetHoldersFieldBuilder() {
+      if (holdersBuilder_ == null) {
+        holdersBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder>(
+                holders_,
+                ((bitField0_ & 0x00000080) != 0),
+                getParentForChildren(),
+                isClean());
+        holders_ = null;
+      }
+      return holdersBuilder_;
+    }
+
+    private java.util.List<io.fencekeeper.v1.Holder> joined_ =
+      java.util.Collections.emptyList();
+    private void ensureJoinedIsMutable() {
+      if (!((bitField0_ & 0x00000100) != 0)) {
+        joined_ = new java.util.ArrayList<io.fencekeeper.v1.Holder>(joined_);
+        bitField0_ |= 0x00000100;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder> joinedBuilder_;
+
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public java.util.List<io.fencekeeper.v1.Holder> getJoinedList() {
+      if (joinedBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(joined_);
+      } else {
+        return joinedBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public int getJoinedCount() {
+      if (joinedBuilder_ == null) {
+        return joined_.size();
+      } else {
+        return joinedBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public io.fencekeeper.v1.Holder getJoined(int index) {
+      if (joinedBuilder_ == null) {
+        return joined_.get(index);
+      } else {
+        return joinedBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public Builder setJoined(
+        int index, io.fencekeeper.v1.Holder value) {
+      if (joinedBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureJoinedIsMutable();
+        joined_.set(index, value);
+        onChanged();
+      } else {
+        joinedBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public Builder setJoined(
+        int index, io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (joinedBuilder_ == null) {
+        ensureJoinedIsMutable();
+        joined_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        joinedBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public Builder addJoined(io.fencekeeper.v1.Holder value) {
+      if (joinedBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureJoinedIsMutable();
+        joined_.add(value);
+        onChanged();
+      } else {
+        joinedBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public Builder addJoined(
+        int index, io.fencekeeper.v1.Holder value) {
+      if (joinedBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureJoinedIsMutable();
+        joined_.add(index, value);
+        onChanged();
+      } else {
+        joinedBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public Builder addJoined(
+        io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (joinedBuilder_ == null) {
+        ensureJoinedIsMutable();
+        joined_.add(builderForValue.build());
+        onChanged();
+      } else {
+        joinedBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public Builder addJoined(
+        int index, io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (joinedBuilder_ == null) {
+        ensureJoinedIsMutable();
+        joined_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        joinedBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public Builder addAllJoined(
+        java.lang.Iterable<? extends io.fencekeeper.v1.Holder> values) {
+      if (joinedBuilder_ == null) {
+        ensureJoinedIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, joined_);
+        onChanged();
+      } else {
+        joinedBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public Builder clearJoined() {
+      if (joinedBuilder_ == null) {
+        joined_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000100);
+        onChanged();
+      } else {
+        joinedBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public Builder removeJoined(int index) {
+      if (joinedBuilder_ == null) {
+        ensureJoinedIsMutable();
+        joined_.remove(index);
+        onChanged();
+      } else {
+        joinedBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder getJoinedBuilder(
+        int index) {
+      return internalGetJoinedFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public io.fencekeeper.v1.HolderOrBuilder getJoinedOrBuilder(
+        int index) {
+      if (joinedBuilder_ == null) {
+        return joined_.get(index);  } else {
+        return joinedBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+         getJoinedOrBuilderList() {
+      if (joinedBuilder_ != null) {
+        return joinedBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(joined_);
+      }
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder addJoinedBuilder() {
+      return internalGetJoinedFieldBuilder().addBuilder(
+          io.fencekeeper.v1.Holder.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder addJoinedBuilder(
+        int index) {
+      return internalGetJoinedFieldBuilder().addBuilder(
+          index, io.fencekeeper.v1.Holder.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * The shared holders that joined since the previous message, oldest generation first.
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+     */
+    public java.util.List<io.fencekeeper.v1.Holder.Builder> 
+         getJoinedBuilderList() {
+      return internalGetJoinedFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder> 
+        internalGetJoinedFieldBuilder() {
+      if (joinedBuilder_ == null) {
+        joinedBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder>(
+                joined_,
+                ((bitField0_ & 0x00000100) != 0),
+                getParentForChildren(),
+                isClean());
+        joined_ = null;
+      }
+      return joinedBuilder_;
+    }
+
+    private java.util.List<io.fencekeeper.v1.Holder> left_ =
+      java.util.Collections.emptyList();
+    private void ensureLeftIsMutable() {
+      if (!((bitField0_ & 0x00000200) != 0)) {
+        left_ = new java.util.ArrayList<io.fencekeeper.v1.Holder>(left_);
+        bitField0_ |= 0x00000200;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder> leftBuilder_;
+
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public java.util.List<io.fencekeeper.v1.Holder> getLeftList() {
+      if (leftBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(left_);
+      } else {
+        return leftBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public int getLeftCount() {
+      if (leftBuilder_ == null) {
+        return left_.size();
+      } else {
+        return leftBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public io.fencekeeper.v1.Holder getLeft(int index) {
+      if (leftBuilder_ == null) {
+        return left_.get(index);
+      } else {
+        return leftBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public Builder setLeft(
+        int index, io.fencekeeper.v1.Holder value) {
+      if (leftBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureLeftIsMutable();
+        left_.set(index, value);
+        onChanged();
+      } else {
+        leftBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public Builder setLeft(
+        int index, io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (leftBuilder_ == null) {
+        ensureLeftIsMutable();
+        left_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        leftBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public Builder addLeft(io.fencekeeper.v1.Holder value) {
+      if (leftBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureLeftIsMutable();
+        left_.add(value);
+        onChanged();
+      } else {
+        leftBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public Builder addLeft(
+        int index, io.fencekeeper.v1.Holder value) {
+      if (leftBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureLeftIsMutable();
+        left_.add(index, value);
+        onChanged();
+      } else {
+        leftBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public Builder addLeft(
+        io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (leftBuilder_ == null) {
+        ensureLeftIsMutable();
+        left_.add(builderForValue.build());
+        onChanged();
+      } else {
+        leftBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public Builder addLeft(
+        int index, io.fencekeeper.v1.Holder.Builder builderForValue) {
+      if (leftBuilder_ == null) {
+        ensureLeftIsMutable();
+        left_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        leftBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public Builder addAllLeft(
+        java.lang.Iterable<? extends io.fencekeeper.v1.Holder> values) {
+      if (leftBuilder_ == null) {
+        ensureLeftIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, left_);
+        onChanged();
+      } else {
+        leftBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public Builder clearLeft() {
+      if (leftBuilder_ == null) {
+        left_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000200);
+        onChanged();
+      } else {
+        leftBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public Builder removeLeft(int index) {
+      if (leftBuilder_ == null) {
+        ensureLeftIsMutable();
+        left_.remove(index);
+        onChanged();
+      } else {
+        leftBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder getLeftBuilder(
+        int index) {
+      return internalGetLeftFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public io.fencekeeper.v1.HolderOrBuilder getLeftOrBuilder(
+        int index) {
+      if (leftBuilder_ == null) {
+        return left_.get(index);  } else {
+        return leftBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+         getLeftOrBuilderList() {
+      if (leftBuilder_ != null) {
+        return leftBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(left_);
+      }
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder addLeftBuilder() {
+      return internalGetLeftFieldBuilder().addBuilder(
+          io.fencekeeper.v1.Holder.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public io.fencekeeper.v1.Holder.Builder addLeftBuilder(
+        int index) {
+      return internalGetLeftFieldBuilder().addBuilder(
+          index, io.fencekeeper.v1.Holder.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * The shared holders that left since the previous message (released, or their lease ended).
+     * </pre>
+     *
+     * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+     */
+    public java.util.List<io.fencekeeper.v1.Holder.Builder> 
+         getLeftBuilderList() {
+      return internalGetLeftFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder> 
+        internalGetLeftFieldBuilder() {
+      if (leftBuilder_ == null) {
+        leftBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            io.fencekeeper.v1.Holder, io.fencekeeper.v1.Holder.Builder, io.fencekeeper.v1.HolderOrBuilder>(
+                left_,
+                ((bitField0_ & 0x00000200) != 0),
+                getParentForChildren(),
+                isClean());
+        left_ = null;
+      }
+      return leftBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.ObserveResponse)

@@ -12,7 +12,7 @@ public interface ObserveResponseOrBuilder extends
 
   /**
    * <pre>
-   * Whether the resource is held after this change.
+   * Whether the resource is held after this change, exclusively or by shared holders.
    * </pre>
    *
    * <code>bool held = 1 [json_name = "held"];</code>
@@ -22,7 +22,7 @@ public interface ObserveResponseOrBuilder extends
 
   /**
    * <pre>
-   * The holder label of the new holder, when held.
+   * The holder label of the new exclusive holder; unset when the holders are shared.
    * </pre>
    *
    * <code>string holder = 2 [json_name = "holder"];</code>
@@ -31,7 +31,7 @@ public interface ObserveResponseOrBuilder extends
   java.lang.String getHolder();
   /**
    * <pre>
-   * The holder label of the new holder, when held.
+   * The holder label of the new exclusive holder; unset when the holders are shared.
    * </pre>
    *
    * <code>string holder = 2 [json_name = "holder"];</code>
@@ -42,7 +42,7 @@ public interface ObserveResponseOrBuilder extends
 
   /**
    * <pre>
-   * The token of the new holder, when held.
+   * The token of the new exclusive holder; unset when the holders are shared.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -51,7 +51,7 @@ public interface ObserveResponseOrBuilder extends
   boolean hasToken();
   /**
    * <pre>
-   * The token of the new holder, when held.
+   * The token of the new exclusive holder; unset when the holders are shared.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -60,7 +60,7 @@ public interface ObserveResponseOrBuilder extends
   io.fencekeeper.v1.FencingToken getToken();
   /**
    * <pre>
-   * The token of the new holder, when held.
+   * The token of the new exclusive holder; unset when the holders are shared.
    * </pre>
    *
    * <code>.fencekeeper.v1.FencingToken token = 3 [json_name = "token"];</code>
@@ -79,7 +79,7 @@ public interface ObserveResponseOrBuilder extends
 
   /**
    * <pre>
-   * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+   * The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
    * </pre>
    *
    * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
@@ -88,7 +88,7 @@ public interface ObserveResponseOrBuilder extends
   java.lang.String getHolderPrincipal();
   /**
    * <pre>
-   * The authenticated identity of the new holder, when held, as DescribeResponse.holder_principal.
+   * The authenticated identity of the new exclusive holder, as DescribeResponse.holder_principal.
    * </pre>
    *
    * <code>string holder_principal = 5 [json_name = "holderPrincipal"];</code>
@@ -162,4 +162,136 @@ public interface ObserveResponseOrBuilder extends
    * <code>.google.protobuf.Timestamp lock_delay_until = 7 [json_name = "lockDelayUntil"];</code>
    */
   com.google.protobuf.TimestampOrBuilder getLockDelayUntilOrBuilder();
+
+  /**
+   * <pre>
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+   */
+  java.util.List<io.fencekeeper.v1.Holder> 
+      getHoldersList();
+  /**
+   * <pre>
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+   */
+  io.fencekeeper.v1.Holder getHolders(int index);
+  /**
+   * <pre>
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+   */
+  int getHoldersCount();
+  /**
+   * <pre>
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+   */
+  java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+      getHoldersOrBuilderList();
+  /**
+   * <pre>
+   * Every holder after this change, as DescribeResponse.holders (without ttl).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder holders = 8 [json_name = "holders"];</code>
+   */
+  io.fencekeeper.v1.HolderOrBuilder getHoldersOrBuilder(
+      int index);
+
+  /**
+   * <pre>
+   * The shared holders that joined since the previous message, oldest generation first.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+   */
+  java.util.List<io.fencekeeper.v1.Holder> 
+      getJoinedList();
+  /**
+   * <pre>
+   * The shared holders that joined since the previous message, oldest generation first.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+   */
+  io.fencekeeper.v1.Holder getJoined(int index);
+  /**
+   * <pre>
+   * The shared holders that joined since the previous message, oldest generation first.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+   */
+  int getJoinedCount();
+  /**
+   * <pre>
+   * The shared holders that joined since the previous message, oldest generation first.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+   */
+  java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+      getJoinedOrBuilderList();
+  /**
+   * <pre>
+   * The shared holders that joined since the previous message, oldest generation first.
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder joined = 9 [json_name = "joined"];</code>
+   */
+  io.fencekeeper.v1.HolderOrBuilder getJoinedOrBuilder(
+      int index);
+
+  /**
+   * <pre>
+   * The shared holders that left since the previous message (released, or their lease ended).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+   */
+  java.util.List<io.fencekeeper.v1.Holder> 
+      getLeftList();
+  /**
+   * <pre>
+   * The shared holders that left since the previous message (released, or their lease ended).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+   */
+  io.fencekeeper.v1.Holder getLeft(int index);
+  /**
+   * <pre>
+   * The shared holders that left since the previous message (released, or their lease ended).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+   */
+  int getLeftCount();
+  /**
+   * <pre>
+   * The shared holders that left since the previous message (released, or their lease ended).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+   */
+  java.util.List<? extends io.fencekeeper.v1.HolderOrBuilder> 
+      getLeftOrBuilderList();
+  /**
+   * <pre>
+   * The shared holders that left since the previous message (released, or their lease ended).
+   * </pre>
+   *
+   * <code>repeated .fencekeeper.v1.Holder left = 10 [json_name = "left"];</code>
+   */
+  io.fencekeeper.v1.HolderOrBuilder getLeftOrBuilder(
+      int index);
 }
