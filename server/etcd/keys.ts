@@ -2,18 +2,20 @@
 // state is laid out in etcd, and how ownership is told from it.
 //
 // Under the configured prefix P, each resource R (URI-encoded, so it never contains "/") has:
-//   P r/R/q/<lease id, 16 hex digits>   one key per acquisition in line (holding or waiting), attached
-//                                       to its lease: the acquisition's own, or its session's. The line
-//                                       is ordered by create revision.
-//   P r/R/owner                         the acquisition that holds R, attached to the same lease as its
-//                                       line key, so that both vanish together when the lease ends. Its
-//                                       create revision is the generation: the revision of the grant.
+//   P r/R/owner                         the exclusive holder, attached to its lease (its own, or its
+//                                       session's). Its create revision is the generation: the revision
+//                                       of the grant.
 //   P r/R/owner-delay                   with a lock-delay: the holder's delay, put by its grant on the
 //                                       acquisition's delay lease, which outlives the owner key's lease
 //                                       by the delay (delayLeaseOf below). While it exists nobody is
 //                                       granted R. Its value is encodeLockDelay's; its create revision is
 //                                       the holder's generation. It sorts between the owner key and the
 //                                       line, so that Observe's one watch sees it.
+//   P r/R/q/<lease id, 16 hex digits><nonce>
+//                                       an exclusive acquisition waiting in line, attached to the lease
+//                                       that keeps its place (its own, or on a session a place lease of
+//                                       its own); the line is ordered by create revision, and a grant
+//                                       deletes the waiter's key
 //   P r/R/q/s/<lease id><nonce>         a shared acquisition waiting in line (shared.ts). Inside the line,
 //                                       so that whatever reads the whole line sees it; after every
 //                                       exclusive waiter's key ([q/, q/s/) holds those alone: lease ids
