@@ -201,6 +201,10 @@ function wrap<T>(source: AsyncIterable<T>, call: Call, signal: AbortSignal, watc
   call.interrupt = (status) => {
     call.stopped = status;
     call.controller.abort(status);
+    // The call ends with this status now, whether or not connect reads the stream again (it does not
+    // when its client has gone): the watch is told, and the registry lets go of it, at once.
+    tell(status);
+    untrack();
     rejectWaiting?.(status);
     // The handler finishes in the background; nobody reads what it still sends.
     it?.return?.().catch(() => undefined);

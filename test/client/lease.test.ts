@@ -45,11 +45,13 @@ describe("client: leases", () => {
     expect(lease.held).to.equal(true);
     const renewals = events.filter((e): e is Extract<ClientEvent, { type: "renewed" }> => e.type === "renewed");
     expect(renewals.length).to.be.within(3, 5);
+    // validUntil is counted on the monotonic clock and shown on the wall clock, sentAt read from the wall
+    // clock: the two can move apart by a few milliseconds (rounding, a clock being slewed).
     for (const r of renewals) {
-      expect(r.validUntil.getTime()).to.be.closeTo(r.sentAt.getTime() + 2000 - (100 + 2000 / 100), 2);
+      expect(r.validUntil.getTime()).to.be.closeTo(r.sentAt.getTime() + 2000 - (100 + 2000 / 100), 10);
       expect(r.confirmedAt.getTime()).to.be.at.least(r.sentAt.getTime());
     }
-    expect(lease.validUntil.getTime()).to.be.closeTo(renewals.at(-1)!.validUntil.getTime(), 2);
+    expect(lease.validUntil.getTime()).to.be.closeTo(renewals.at(-1)!.validUntil.getTime(), 10);
     expect(lease.lastConfirmedAt.getTime()).to.equal(renewals.at(-1)!.confirmedAt.getTime());
   });
 
