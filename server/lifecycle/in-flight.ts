@@ -56,7 +56,7 @@ export class InFlightCalls {
   interceptor(observer: CallObserver): Interceptor {
     return (next) => async (req) => {
       const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
-      const watch = observer({ method: req.method, requestId, request: req.stream ? undefined : req.message });
+      const watch = observer({ method: req.method, requestId });
       let res: AnyResponse;
       try {
         res = await this.track(next, req, watch);
@@ -66,7 +66,7 @@ export class InFlightCalls {
         throw err;
       }
       // A stream's end is told by the stream itself (wrap).
-      if (!res.stream) watch?.end(undefined, res.message);
+      if (!res.stream) watch?.end(undefined);
       res.header.set(REQUEST_ID_HEADER, requestId);
       return res;
     };

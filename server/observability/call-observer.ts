@@ -8,15 +8,13 @@ import { Code, type ConnectError } from "@connectrpc/connect";
 export interface CallStart {
   readonly method: DescMethod;
   readonly requestId: string;
-  /** The request message of a unary or server-streaming call. */
-  readonly request?: unknown;
 }
 
 export interface CallWatch {
   /** A message the server sends on a stream. */
   message?(message: unknown): void;
-  /** Called once: error is undefined when the call succeeded; response is a unary call's answer. */
-  end(error: ConnectError | undefined, response?: unknown): void;
+  /** Called once: error is undefined when the call succeeded. */
+  end(error: ConnectError | undefined): void;
 }
 
 /** Told of every call; returns what watches it, or undefined to let it pass. */
@@ -35,8 +33,8 @@ export function allOf(observers: CallObserver[]): CallObserver {
       message: (m) => {
         for (const w of watches) w.message?.(m);
       },
-      end: (error, response) => {
-        for (const w of watches) w.end(error, response);
+      end: (error) => {
+        for (const w of watches) w.end(error);
       },
     };
   };

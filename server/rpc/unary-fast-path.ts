@@ -181,7 +181,7 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
     const principal = caller instanceof Promise ? await caller : caller;
     const body = await readBody(req, o.readMaxBytes);
     const message = decode(route, protocol, body);
-    watch = o.observer({ method: route.method, requestId, request: message });
+    watch = o.observer({ method: route.method, requestId });
     call = new Call(timeout.timeoutMs !== undefined ? Date.now() + timeout.timeoutMs : undefined);
     if (principal) call.values.set(CALLER, principal);
     call.values.set(PEER, { address: req.socket.remoteAddress ?? "", port: req.socket.remotePort ?? 0 });
@@ -203,7 +203,7 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
     clearTimeout(timer);
     res.removeListener("close", onClose);
   }
-  watch?.end(error, answer);
+  watch?.end(error);
   if (gone(res) || res.writableEnded) return;
   try {
     write(route, protocol, res, requestId, error && sendable(error), answer);
