@@ -59,7 +59,9 @@ type AcquireRequest struct {
 	// (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
 	// must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
 	// does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-	// lease of its own for a lock-delay.
+	// lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+	// (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+	// holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
 	LockDelay *durationpb.Duration `protobuf:"bytes,7,opt,name=lock_delay,json=lockDelay,proto3" json:"lock_delay,omitempty"`
 	// Exclusive (unset, or ACQUIRE_MODE_EXCLUSIVE) or shared (ACQUIRE_MODE_SHARED). A shared acquisition
 	// is granted at once when no exclusive acquisition holds the resource or waits for it, whatever the

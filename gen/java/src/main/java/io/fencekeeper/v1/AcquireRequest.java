@@ -285,7 +285,9 @@ private static final long serialVersionUID = 0L;
    * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
    * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
    * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-   * lease of its own for a lock-delay.
+   * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+   * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+   * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
    * </pre>
    *
    * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -307,7 +309,9 @@ private static final long serialVersionUID = 0L;
    * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
    * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
    * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-   * lease of its own for a lock-delay.
+   * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+   * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+   * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
    * </pre>
    *
    * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -329,7 +333,9 @@ private static final long serialVersionUID = 0L;
    * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
    * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
    * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-   * lease of its own for a lock-delay.
+   * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+   * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+   * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
    * </pre>
    *
    * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -1529,7 +1535,9 @@ private static final long serialVersionUID = 0L;
      * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
      * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
      * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-     * lease of its own for a lock-delay.
+     * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+     * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+     * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
      * </pre>
      *
      * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -1550,7 +1558,9 @@ private static final long serialVersionUID = 0L;
      * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
      * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
      * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-     * lease of its own for a lock-delay.
+     * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+     * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+     * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
      * </pre>
      *
      * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -1575,7 +1585,9 @@ private static final long serialVersionUID = 0L;
      * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
      * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
      * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-     * lease of its own for a lock-delay.
+     * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+     * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+     * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
      * </pre>
      *
      * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -1603,7 +1615,9 @@ private static final long serialVersionUID = 0L;
      * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
      * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
      * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-     * lease of its own for a lock-delay.
+     * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+     * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+     * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
      * </pre>
      *
      * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -1631,7 +1645,9 @@ private static final long serialVersionUID = 0L;
      * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
      * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
      * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-     * lease of its own for a lock-delay.
+     * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+     * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+     * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
      * </pre>
      *
      * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -1666,7 +1682,9 @@ private static final long serialVersionUID = 0L;
      * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
      * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
      * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-     * lease of its own for a lock-delay.
+     * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+     * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+     * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
      * </pre>
      *
      * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -1693,7 +1711,9 @@ private static final long serialVersionUID = 0L;
      * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
      * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
      * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-     * lease of its own for a lock-delay.
+     * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+     * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+     * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
      * </pre>
      *
      * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -1715,7 +1735,9 @@ private static final long serialVersionUID = 0L;
      * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
      * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
      * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-     * lease of its own for a lock-delay.
+     * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+     * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+     * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
      * </pre>
      *
      * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -1740,7 +1762,9 @@ private static final long serialVersionUID = 0L;
      * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
      * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
      * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-     * lease of its own for a lock-delay.
+     * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+     * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+     * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
      * </pre>
      *
      * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>

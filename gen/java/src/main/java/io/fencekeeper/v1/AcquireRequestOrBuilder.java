@@ -151,7 +151,9 @@ public interface AcquireRequestOrBuilder extends
    * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
    * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
    * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-   * lease of its own for a lock-delay.
+   * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+   * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+   * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
    * </pre>
    *
    * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -170,7 +172,9 @@ public interface AcquireRequestOrBuilder extends
    * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
    * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
    * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-   * lease of its own for a lock-delay.
+   * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+   * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+   * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
    * </pre>
    *
    * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
@@ -189,7 +193,9 @@ public interface AcquireRequestOrBuilder extends
    * (--max-lock-delay, 60 s unless configured), is INVALID_ARGUMENT. On a session (session_id set) it
    * must be unset (INVALID_ARGUMENT otherwise): every acquisition on a session ends when the session
    * does, and a delay per acquisition would cost every renewal of every session a lookup; acquire on a
-   * lease of its own for a lock-delay.
+   * lease of its own for a lock-delay. With mode ACQUIRE_MODE_SHARED it must be unset too
+   * (INVALID_ARGUMENT otherwise): a lock-delay keeps writers out after a lost exclusive holder, and shared
+   * holders do not write. A lock-delay in force holds up shared acquisitions as it holds up exclusive ones.
    * </pre>
    *
    * <code>.google.protobuf.Duration lock_delay = 7 [json_name = "lockDelay"];</code>
