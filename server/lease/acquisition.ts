@@ -221,8 +221,19 @@ class Acquisition {
     const myRev = this.joined!.revision;
     let ahead = this.joined!.ahead;
     let seenAt = myRev;
+    // One renewal rhythm for the whole wait, however many holders go ahead of it: a rhythm restarted at
+    // each handover would put off the next renewal by up to a third of the TTL each time.
+    const place = this.keepPlace();
+    try {
+      return await this.takeTurn(myRev, ahead, seenAt, place.lost);
+    } finally {
+      place.stop();
+    }
+  }
+
+  private async takeTurn(myRev: bigint, ahead: Buffer | undefined, seenAt: bigint, lost: AbortSignal): Promise<bigint> {
     for (;;) {
-      if (ahead) await this.waitForDeletion(ahead, seenAt);
+      if (ahead) await this.waitForDeletion(ahead, seenAt, lost);
       const aheadReads = this.rules.aheadReads(myRev);
       const reads = [...aheadReads, op.get(this.lineKey), ...(this.sessionKey ? [op.get(this.sessionKey)] : [])];
       let look: { revision: bigint; ranges: IRangeResponse[] };
@@ -304,24 +315,37 @@ class Acquisition {
   }
 
   /**
-   * Waits until key is deleted (after revision seenAt), keeping the place alive meanwhile: the open
-   * Acquire call is the client asking to keep its place. On a session, the session's end ends the wait.
+   * Renews the lease of this acquisition's place in line every third of its TTL, from the moment it
+   * starts waiting until stop(): the open Acquire call is the client asking to keep its place. `lost`
+   * aborts if a renewal finds the place gone or fails.
    */
-  private async waitForDeletion(key: Buffer, seenAt: bigint): Promise<void> {
-    const { reader, leases } = this.d;
+  private keepPlace(): { lost: AbortSignal; stop: () => void } {
+    const place = this.place ?? this.lease;
+    const lost = new AbortController();
+    const timer = setInterval(() => {
+      this.d.leases.renew(place.id).then(
+        (ttl) => ttl <= 0 && lost.abort(placeLost(this.p.resource, place.id)),
+        (err) => lost.abort(err),
+      );
+    }, Math.max(500, (place.ttlSeconds * 1000) / 3));
+    return { lost: lost.signal, stop: () => clearInterval(timer) };
+  }
+
+  /**
+   * Waits until key is deleted (after revision seenAt). The place being lost (`lost`, keepPlace), the call
+   * being cancelled, or its wait deadline end the wait; on a session, so does the session's end.
+   */
+  private async waitForDeletion(key: Buffer, seenAt: bigint, lost: AbortSignal): Promise<void> {
+    const { reader } = this.d;
     const { resource, waitUntil } = this.p;
     const stop = new AbortController();
     const onAbort = () => stop.abort(cancelled(resource));
+    const onLost = () => stop.abort(lost.reason);
     if (this.signal.aborted) throw cancelled(resource);
+    if (lost.aborted) throw lost.reason;
     this.signal.addEventListener("abort", onAbort, { once: true });
+    lost.addEventListener("abort", onLost, { once: true });
     const cancelTimer = waitUntil !== undefined ? atTime(waitUntil, () => stop.abort(waitExpired(resource))) : () => undefined;
-    const place = this.place ?? this.lease;
-    const keepPlace = setInterval(() => {
-      leases.renew(place.id).then(
-        (ttl) => ttl <= 0 && stop.abort(placeLost(resource, place.id)),
-        (err) => stop.abort(err),
-      );
-    }, Math.max(500, (place.ttlSeconds * 1000) / 3));
     const watches: Watch[] = [];
     try {
       const deleted = (w: { key: Buffer }, onDelete: () => void) =>
@@ -343,9 +367,9 @@ class Acquisition {
       });
       await done;
     } finally {
-      clearInterval(keepPlace);
       cancelTimer();
       this.signal.removeEventListener("abort", onAbort);
+      lost.removeEventListener("abort", onLost);
       stop.abort();
       await Promise.all(watches.map((w) => w.close()));
     }
