@@ -116,7 +116,9 @@ describe("client: sessions", () => {
     await eventually(() => leases.some((l) => l.signal.aborted), "the next renewal finds the session gone", ttl);
     const reasons = leases.map((l) => l.signal.reason as LeaseLostError);
     expect(reasons.map((r) => r.why)).to.deep.equal(["not-found", "not-found", "not-found"]);
-    expect(Math.max(...reasons.map((r) => r.lostAt.getTime())) - Math.min(...reasons.map((r) => r.lostAt.getTime()))).to.be.below(5);
+    // One answer ends them all: milliseconds apart at most (a loaded machine can stretch one turn of the
+    // event loop), where leases renewed each on its own would be a renewal interval apart.
+    expect(Math.max(...reasons.map((r) => r.lostAt.getTime())) - Math.min(...reasons.map((r) => r.lostAt.getTime()))).to.be.below(50);
     expect(seen("session-ended")).to.deep.include({ type: "session-ended", sessionId, why: "not-found", leases: 3 });
     expect(seen("lost")).to.have.length(3);
     const next = await fk.acquire(uniqueResource("gone"), { ttl });
@@ -144,7 +146,9 @@ describe("client: sessions", () => {
         expect(r.lostAt.getTime()).to.be.at.least(validUntil);
         expect(r.lostAt.getTime() - validUntil).to.be.below(100);
       }
-      expect(Math.max(...lostAt) - Math.min(...lostAt), "all at once").to.be.below(5);
+      // One timer ends them all: milliseconds apart at most, where leases kept each on its own would be a
+      // renewal interval apart.
+      expect(Math.max(...lostAt) - Math.min(...lostAt), "all at once").to.be.below(50);
     } finally {
       await slow.close();
       await proxy.close();
