@@ -57,6 +57,8 @@ export interface Config {
   /** False when metricsListen is the default: then a busy port leaves the server without metrics, with a warning. */
   metricsListenGiven: boolean;
   reflection: boolean;
+  /** Unary calls decoded by the server's own short path (server/rpc/unary-fast-path.ts) rather than connect's. */
+  unaryFastPath: boolean;
   healthProbeIntervalMs: number;
   /** Undefined: cleartext (HTTP/2 with prior knowledge, and HTTP/1.1). */
   tls?: ServerTls;
@@ -210,6 +212,7 @@ export function serveOptions(cmd: Command): Command {
     "127.0.0.1:9464",
   );
   opt("--reflection <on|off>", "serve gRPC server reflection (v1 and v1alpha)", "FENCEKEEPER_REFLECTION", boolean("reflection"), true, "on");
+  opt("--unary-fast-path <on|off>", "serve unary calls on the server's short path (off: all through connect-node, for comparison)", "FENCEKEEPER_UNARY_FAST_PATH", boolean("unary-fast-path"), true, "on");
   opt("--health-probe-interval <ms>", "how often etcd is probed for the health service", "FENCEKEEPER_HEALTH_PROBE_INTERVAL", integer("health-probe-interval", 100, 60_000), 2000);
   opt("--tls-cert <file>", "PEM certificate (chain) to serve TLS with; unset: cleartext", "FENCEKEEPER_TLS_CERT", pemFile("tls-cert"));
   opt("--tls-key <file>", "PEM private key of --tls-cert", "FENCEKEEPER_TLS_KEY", pemFile("tls-key"));
@@ -256,6 +259,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     metricsListen: (o.metricsListen as HostPort | false) || undefined,
     metricsListenGiven: o.metricsListen !== DEFAULT_METRICS_LISTEN,
     reflection: o.reflection as boolean,
+    unaryFastPath: o.unaryFastPath as boolean,
     healthProbeIntervalMs: o.healthProbeInterval as number,
     tls: serverTls(o.tlsCert as PemFile | undefined, o.tlsKey as PemFile | undefined, o.tlsClientCa as PemFile | undefined),
     etcdTls: etcdTls(o.etcd as string[], o.etcdCa as PemFile | undefined, o.etcdCert as PemFile | undefined, o.etcdKey as PemFile | undefined),

@@ -12,7 +12,8 @@
 // call as they see connect's.
 import type http from "node:http";
 import type http2 from "node:http2";
-import { brotliDecompressSync, gunzipSync } from "node:zlib";
+import { promisify } from "node:util";
+import { brotliDecompress, gunzip } from "node:zlib";
 import { create, fromBinary, fromJson, toBinary, toJsonString, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type ContextValues } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
@@ -180,7 +181,7 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
     const caller = o.authenticator && route.authenticated ? o.authenticator.authenticate(header(req, "authorization") ?? undefined, req.socket) : undefined;
     const principal = caller instanceof Promise ? await caller : caller;
     const body = await readBody(req, o.readMaxBytes);
-    const message = decode(route, protocol, body);
+    const message = await decode(route, protocol, body, o.readMaxBytes);
     watch = o.observer({ method: route.method, requestId });
     call = new Call(timeout.timeoutMs !== undefined ? Date.now() + timeout.timeoutMs : undefined);
     if (principal) call.values.set(CALLER, principal);
@@ -242,7 +243,7 @@ function readBody(req: Request, max: number): Promise<Buffer> {
 }
 
 
-function decode(route: Route, protocol: Protocol, body: Buffer): unknown {
+async function decode(route: Route, protocol: Protocol, body: Buffer, max: number): Promise<unknown> {
   const type = route.input.typeName;
   let bytes = body;
   if (protocol.framing !== "connect") {
@@ -254,10 +255,10 @@ function decode(route: Route, protocol: Protocol, body: Buffer): unknown {
     bytes = body.subarray(5);
     if (flags === 1) {
       if (!protocol.compression) throw invalid("the request's message is marked compressed, but no grpc-encoding says how");
-      bytes = decompress(bytes, protocol.compression);
+      bytes = await decompress(bytes, protocol.compression, max);
     }
   } else if (protocol.compression) {
-    bytes = decompress(bytes, protocol.compression);
+    bytes = await decompress(bytes, protocol.compression, max);
   }
   if (!protocol.json) {
     try {
@@ -281,10 +282,20 @@ function decode(route: Route, protocol: Protocol, body: Buffer): unknown {
   }
 }
 
-function decompress(bytes: Buffer, how: "gzip" | "br"): Buffer {
+const inflate = { gzip: promisify(gunzip), br: promisify(brotliDecompress) };
+
+/**
+ * Inflates a request's message in zlib's thread pool, stopping at max bytes of output: a few KB can
+ * inflate to gigabytes (a decompression bomb), which inflated whole, and on the event loop, would stop
+ * every other call and take the process's memory. The same limit as connect's path (readMaxBytes).
+ */
+async function decompress(bytes: Buffer, how: "gzip" | "br", max: number): Promise<Buffer> {
   try {
-    return how === "gzip" ? gunzipSync(bytes) : brotliDecompressSync(bytes);
+    return await inflate[how](bytes, { maxOutputLength: max });
   } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") {
+      throw new ConnectError(`the request's message inflates to more than ${max} bytes (${how}); send a smaller one`, Code.ResourceExhausted);
+    }
     throw invalid(`the request's ${how} encoding is broken: ${(err as Error).message}`);
   }
 }
