@@ -72,7 +72,7 @@ export interface Config {
   allowUnauthenticated: boolean;
   /** The Ed25519 key every replica signs tokens with; undefined: one kept in etcd. */
   tokenSigningKey?: KeyObject;
-  connections: { handshakeTimeoutMs: number; idleTimeoutMs: number; maxConcurrentStreams: number };
+  connections: { handshakeTimeoutMs: number; idleTimeoutMs: number; maxConcurrentStreams: number; requestReadTimeoutMs: number };
   /** Per caller (a principal; without authentication, a client address), on this replica. */
   callerCaps: { streams: number; waiters: number };
   maxLeasesPerCaller: number;
@@ -224,6 +224,7 @@ export function serveOptions(cmd: Command): Command {
   opt("--jwt-groups-claim <claim>", "the JWT claim that lists the caller's groups, for the policy", "FENCEKEEPER_JWT_GROUPS_CLAIM", undefined, "groups");
   opt("--policy <file>", "authorization policy (JSON, docs/authorization.md); reloaded on SIGHUP and when the file changes; unset: authenticated callers may do everything", "FENCEKEEPER_POLICY");
   opt("--handshake-timeout <ms>", "how long a new connection has to send its TLS handshake, HTTP/2 preface or HTTP/1.1 request headers", "FENCEKEEPER_HANDSHAKE_TIMEOUT", integer("handshake-timeout", 100, 600_000), 10_000);
+  opt("--request-read-timeout <ms>", "how long a request (a unary call's, or a server stream's first message) has to arrive whole after its headers; cut after", "FENCEKEEPER_REQUEST_READ_TIMEOUT", integer("request-read-timeout", 100, 600_000), 10_000);
   opt("--idle-timeout <ms>", "an HTTP/2 connection with no open stream and no traffic for this long is closed", "FENCEKEEPER_IDLE_TIMEOUT", integer("idle-timeout", 1000, 86_400_000), 300_000);
   opt("--max-concurrent-streams <n>", "streams one HTTP/2 connection may have open at once", "FENCEKEEPER_MAX_CONCURRENT_STREAMS", integer("max-concurrent-streams", 1, 1_000_000), 1000);
   opt("--max-streams-per-caller <n>", "KeepAlive and Observe streams one caller may have open on this replica", "FENCEKEEPER_MAX_STREAMS_PER_CALLER", integer("max-streams-per-caller", 1, 1_000_000), 1000);
@@ -271,6 +272,7 @@ export function toConfig(o: Record<string, unknown>): Config {
       handshakeTimeoutMs: o.handshakeTimeout as number,
       idleTimeoutMs: o.idleTimeout as number,
       maxConcurrentStreams: o.maxConcurrentStreams as number,
+      requestReadTimeoutMs: o.requestReadTimeout as number,
     },
     callerCaps: { streams: o.maxStreamsPerCaller as number, waiters: o.maxWaitersPerCaller as number },
     maxLeasesPerCaller: o.maxLeasesPerCaller as number,

@@ -120,10 +120,15 @@ export async function serve(config: Config): Promise<void> {
     const calls = new InFlightCalls();
 
     const healthImpl = healthService(health);
+    // Paths whose requests are streams of messages, which no read limit binds (the transport's).
+    const requestStreams = new Set<string>();
     const routes = (router: ConnectRouter) => {
       app.routes(router);
       router.service(Health, healthImpl);
       if (config.reflection) registerReflection(router, log);
+      for (const h of router.handlers) {
+        if (h.method.methodKind === "client_streaming" || h.method.methodKind === "bidi_streaming") requestStreams.add(h.requestPath);
+      }
     };
     // Outermost first: every error leaves with a message gRPC can send (sendableErrors); the request
     // log and metrics see each call as the client does, through the in-flight registry, which turns a
@@ -161,7 +166,7 @@ export async function serve(config: Config): Promise<void> {
       log.warn("etcd does not answer yet: what it accepts in one request (--etcd-max-txn-ops, --etcd-max-request-bytes) is not checked");
     }
     const exporter = config.metricsListen && (await startMetrics(config, metrics, log));
-    const transport = await listen({ ...config.listen, tls: config.tls, ...config.connections }, handler);
+    const transport = await listen({ ...config.listen, tls: config.tls, ...config.connections, requestStreams }, handler);
     const { address, port } = transport.address;
     const url = `${transport.scheme}://${address.includes(":") ? `[${address}]` : address}:${port}`;
 

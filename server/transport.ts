@@ -25,6 +25,14 @@ export interface ListenOptions {
   idleTimeoutMs: number;
   /** Streams one HTTP/2 connection may have open at once (its SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxConcurrentStreams: number;
+  /**
+   * How long a request has, from its headers, to arrive whole: a request still incomplete then is cut
+   * (HTTP/2: RST_STREAM CANCEL; HTTP/1.1: the connection closes). Requests on the paths of
+   * requestStreams, whose bodies are streams of messages (KeepAlive), are not bound by it.
+   */
+  requestReadTimeoutMs: number;
+  /** Paths (/package.Service/Method) of the methods whose requests are streams. */
+  requestStreams: ReadonlySet<string>;
 }
 
 export interface Transport {
@@ -50,6 +58,7 @@ export async function listen(o: ListenOptions, handler: Handler): Promise<Transp
 
   // HTTP/1.1 has no GOAWAY: a connection is told to close with the response it carries.
   const serve: Handler = (req, res) => {
+    if (!o.requestStreams.has((req.url ?? "").split("?")[0])) limitRead(req, o.requestReadTimeoutMs);
     if (req.httpVersionMajor === 1) {
       const r = res as http.ServerResponse;
       if (!accepting) {
@@ -146,19 +155,61 @@ function releaseAfterAnswer(req: http2.Http2ServerRequest): void {
   });
 }
 
+const timedOut = new WeakSet<Request>();
+
+/** The request was cut because it did not arrive whole within the read limit. */
+export function readTimedOut(req: Request): boolean {
+  return timedOut.has(req);
+}
+
+/**
+ * A request must arrive whole within ms of its headers. Unread, a body that never ends (or trickles a
+ * byte a second) would hold its stream, its buffers and, before authentication, no one's quota, for as
+ * long as the client likes; HTTP/2 counts a connection with an open stream as busy, never idle.
+ */
+function limitRead(req: Request, ms: number): void {
+  if (arrived(req)) return;
+  const timer = setTimeout(() => {
+    if (arrived(req)) return;
+    timedOut.add(req);
+    if (req.httpVersionMajor === 2) {
+      const stream = (req as http2.Http2ServerRequest).stream;
+      if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+    } else {
+      req.socket.destroy();
+    }
+  }, ms);
+  timer.unref();
+  req.once("close", () => clearTimeout(timer));
+  req.once("end", () => clearTimeout(timer));
+}
+
+/** The client has sent the whole request (whether or not the server has read it). */
+function arrived(req: Request): boolean {
+  if (req.httpVersionMajor === 2) {
+    const stream = (req as http2.Http2ServerRequest).stream;
+    return stream.destroyed || stream.state?.remoteClose === 1 || req.readableEnded;
+  }
+  return (req as http.IncomingMessage).complete;
+}
+
 /** How long a stream may stay open after its call has been answered. */
 const UNREAD_GRACE_MS = 2_000;
 
 /** HTTP/1.1 connections: request headers within the handshake timeout, and the whole request soon after. */
 function limitHttp1(h1: http.Server, o: ListenOptions): void {
   h1.headersTimeout = o.handshakeTimeoutMs;
-  h1.requestTimeout = Math.max(o.handshakeTimeoutMs, 30_000);
+  h1.requestTimeout = Math.max(o.handshakeTimeoutMs, o.requestReadTimeoutMs);
 }
 
 function cleartextServer(o: ListenOptions, serve: Handler, track: (s: net.Socket) => void, onSession: (s: http2.Http2Session) => void): Listener {
   const h2 = http2.createServer({ settings: { maxConcurrentStreams: o.maxConcurrentStreams } }, serve as never);
   const h1 = http.createServer(serve as never);
   limitHttp1(h1, o);
+  // Node checks headersTimeout and requestTimeout, and keeps the list of connections that
+  // closeIdleConnections() closes, only from the moment its server listens. This one never listens (it is
+  // handed its connections), so it is told it does.
+  h1.emit("listening");
   // Node enforces headersTimeout only on connections of a server that listens itself; this one is
   // handed its connections, so a connection that has not completed its first request's headers in time
   // is dropped here.

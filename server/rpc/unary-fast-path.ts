@@ -27,6 +27,7 @@ import { invalid } from "../domain/errors.js";
 import type { InFlightCalls } from "../lifecycle/in-flight.js";
 import type { CallObserver, CallWatch } from "../observability/call-observer.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
+import { readTimedOut } from "../transport.js";
 import { decodeUtf8Escaped } from "../wire/utf8.js";
 import { checkJsonEnums } from "./json-enums.js";
 import { sendable } from "./sendable-errors.js";
@@ -164,12 +165,19 @@ class Call implements CallContext {
 
 async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: Request, res: Response): Promise<void> {
   const requestId = requestIdFrom(header(req, REQUEST_ID_HEADER));
-  let watch: CallWatch | undefined;
+  // Watched from its arrival: a call refused before its handler runs (no credentials, a message that
+  // cannot be read, too large, too slow to arrive) is logged and counted as any other.
+  const watch = o.observer({ method: route.method, requestId });
   let call: Call | undefined;
   let timer: NodeJS.Timeout | undefined;
   let answer: unknown;
   let error: ConnectError | undefined;
-  const onClose = () => call?.abort(new ConnectError("the caller went away", Code.Canceled));
+  const onClose = () =>
+    call?.abort(
+      readTimedOut(req)
+        ? new ConnectError("the request did not arrive whole within the server's read limit (--request-read-timeout)", Code.DeadlineExceeded)
+        : new ConnectError("the caller went away", Code.Canceled),
+    );
   res.once("close", onClose);
   try {
     const timeout =
@@ -177,27 +185,26 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
         ? parseGrpcTimeout(header(req, "grpc-timeout"), MAX_TIMEOUT_MS)
         : parseConnectTimeout(header(req, "connect-timeout-ms"), MAX_TIMEOUT_MS);
     if (timeout.error) throw timeout.error;
-    // Credentials first: an unauthenticated caller's message is not even read.
-    const caller = o.authenticator && route.authenticated ? o.authenticator.authenticate(header(req, "authorization") ?? undefined, req.socket) : undefined;
-    const principal = caller instanceof Promise ? await caller : caller;
-    const body = await readBody(req, o.readMaxBytes);
-    const message = await decode(route, protocol, body, o.readMaxBytes);
-    watch = o.observer({ method: route.method, requestId });
+    // The deadline counts from the call's arrival: a body still arriving when it passes ends the call.
     call = new Call(timeout.timeoutMs !== undefined ? Date.now() + timeout.timeoutMs : undefined);
-    if (principal) call.values.set(CALLER, principal);
-    call.values.set(PEER, { address: req.socket.remoteAddress ?? "", port: req.socket.remotePort ?? 0 });
-    if (gone(res)) onClose();
+    const c = call;
     if (timeout.timeoutMs !== undefined) {
-      const c = call;
       timer = setTimeout(() => c.abort(new ConnectError("the call's deadline passed", Code.DeadlineExceeded)), timeout.timeoutMs);
     }
-    const c = call;
+    if (gone(res)) onClose();
+    // Credentials first: an unauthenticated caller's message is not even read.
+    const caller = o.authenticator && route.authenticated ? o.authenticator.authenticate(header(req, "authorization") ?? undefined, req.socket) : undefined;
+    const principal = caller instanceof Promise ? await Promise.race([caller, c.stop]) : caller;
+    const body = await Promise.race([readBody(req, o.readMaxBytes), c.stop]);
+    const message = await Promise.race([decode(route, protocol, body, o.readMaxBytes), c.stop]);
+    if (principal) c.values.set(CALLER, principal);
+    c.values.set(PEER, { address: req.socket.remoteAddress ?? "", port: req.socket.remotePort ?? 0 });
     const untrack = o.calls.trackUnary((reason) => c.abort(reason));
-    const running = route.impl(message as never, call);
+    const running = route.impl(message as never, c);
     // The call counts as in flight until its handler is done, also after its answer has gone out (a
     // waiter told UNAVAILABLE at shutdown still has to leave the line).
     running.then(untrack, untrack);
-    answer = await Promise.race([running, call.stop]);
+    answer = await Promise.race([running, c.stop]);
   } catch (err) {
     error = call?.aborted ?? toConnectError(err);
   } finally {
@@ -205,7 +212,11 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
     res.removeListener("close", onClose);
   }
   watch?.end(error);
-  if (gone(res) || res.writableEnded) return;
+  if (gone(res) || res.writableEnded) {
+    // Nobody reads the rest of a body whose call has ended.
+    if (!req.readableEnded) req.resume();
+    return;
+  }
   try {
     write(route, protocol, res, requestId, error && sendable(error), answer);
   } catch (err) {
@@ -239,6 +250,8 @@ function readBody(req: Request, max: number): Promise<Buffer> {
     });
     req.once("end", () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
     req.once("error", reject);
+    // A stream reset, or a connection closed, before the body's end: the call's abort says why.
+    req.once("close", () => reject(new ConnectError("the request ended before its body did", Code.Canceled)));
   });
 }
 

@@ -3,6 +3,7 @@
 // everyone else while it happens.
 import { readFileSync } from "node:fs";
 import http2 from "node:http2";
+import net from "node:net";
 import { constants, createBrotliCompress, gzipSync } from "node:zlib";
 import { expect } from "chai";
 import { Code } from "@connectrpc/connect";
@@ -34,8 +35,7 @@ interface Call {
 /** One call over raw HTTP/2, as an attacker would send it. */
 function h2call(url: string, c: Call): Promise<Answer> {
   const started = Date.now();
-  const session = c.session ?? http2.connect(url);
-  session.on("error", () => undefined);
+  const session = c.session ?? http2.connect(url).on("error", () => undefined);
   return new Promise((resolve) => {
     const fields = new Map<string, string>();
     let settled = false;
@@ -145,5 +145,81 @@ describe("wire abuse: decompression bombs before authentication", function () {
   it("a small gzip message is still inflated and served", async () => {
     const a = await h2call(s.server.url, { path: HEALTH, headers: { "grpc-encoding": "gzip" }, chunks: [frame(gzipSync(Buffer.alloc(0)), 1)] });
     expect(a.status, a.message).to.equal(0);
+  });
+});
+
+describe("wire abuse: requests that never finish arriving", function () {
+  this.timeout(60_000);
+  const LIMIT_MS = 2000;
+  const s = useServer(["--request-read-timeout", String(LIMIT_MS)]);
+  const DESCRIBE = "/fencekeeper.v1.LeaseService/Describe";
+
+  it("HTTP/2 streams whose bodies never end are reset at the read limit", async () => {
+    const session = http2.connect(s.server.url);
+    session.on("error", () => undefined);
+    try {
+      // Half a frame, and then nothing: the header announces 100 bytes, 10 come.
+      const half = frame(Buffer.alloc(100)).subarray(0, 15);
+      const answers = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => h2call(s.server.url, { path: i % 2 ? HEALTH : DESCRIBE, chunks: [half], end: false, session, timeoutMs: LIMIT_MS + 5000 })),
+      );
+      for (const a of answers) {
+        expect(a.timedOut, "still open").to.equal(undefined);
+        expect(a.reset, `reset (status ${a.status}: ${a.message})`).to.equal(http2.constants.NGHTTP2_CANCEL);
+        expect(a.ms).to.be.within(LIMIT_MS - 100, LIMIT_MS + 2500);
+      }
+    } finally {
+      session.destroy();
+    }
+  });
+
+  it("grpc-timeout counts from the call's arrival: a body still arriving when it passes is DEADLINE_EXCEEDED", async () => {
+    const half = frame(Buffer.alloc(100)).subarray(0, 15);
+    const a = await h2call(s.server.url, { path: DESCRIBE, headers: { "grpc-timeout": "300m" }, chunks: [half], end: false, timeoutMs: LIMIT_MS + 5000 });
+    expect(a.status, a.message).to.equal(Code.DeadlineExceeded);
+    expect(a.ms).to.be.below(LIMIT_MS);
+  });
+
+  it("an HTTP/1.1 body trickled a byte at a time is cut at the read limit", async () => {
+    const { url } = s.server;
+    const { hostname, port } = new URL(url);
+    const started = Date.now();
+    const socket = net.connect(Number(port), hostname);
+    socket.on("error", () => undefined);
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.write(`POST ${HEALTH} HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/proto\r\ncontent-length: 100\r\n\r\n`);
+    let sent = 0;
+    const trickle = setInterval(() => {
+      if (!socket.destroyed) socket.write(Buffer.from([0x0a]), () => sent++);
+    }, 300);
+    try {
+      const outcome = await Promise.race([closed.then(() => "closed"), new Promise((r) => setTimeout(() => r("open"), LIMIT_MS + 6000))]);
+      expect(outcome).to.equal("closed");
+      expect(Date.now() - started).to.be.below(LIMIT_MS + 2500);
+      expect(sent, "bytes trickled before the cut").to.be.below(15);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
+  });
+
+  it("a KeepAlive stream, whose request is a stream of messages, outlives the read limit", async () => {
+    const session = http2.connect(s.server.url);
+    session.on("error", () => undefined);
+    try {
+      const req = session.request({ ":method": "POST", ":path": "/fencekeeper.v1.LeaseService/KeepAlive", "content-type": "application/grpc+json", te: "trailers" });
+      req.on("error", () => undefined);
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      await new Promise((r) => setTimeout(r, LIMIT_MS + 500));
+      expect(req.closed, `closed (RST_STREAM ${req.rstCode})`).to.equal(false);
+      req.write(frame(Buffer.from('{"leaseId":"12345"}')));
+      const deadline = Date.now() + 5000;
+      while (Buffer.concat(chunks).length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(Buffer.concat(chunks).length, "an answer to the renewal").to.be.at.least(5);
+      req.close();
+    } finally {
+      session.destroy();
+    }
   });
 });
