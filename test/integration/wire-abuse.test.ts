@@ -7,7 +7,15 @@ import net from "node:net";
 import { constants, createBrotliCompress, gzipSync } from "node:zlib";
 import { expect } from "chai";
 import { Code } from "@connectrpc/connect";
-import { useServer } from "../harness/suite.js";
+import { exportSPKI, generateKeyPair } from "jose";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startEtcd, type TestEtcd } from "../harness/etcd.js";
+import { startServer, type TestServer } from "../harness/server.js";
+import { eventually, useServer } from "../harness/suite.js";
+import { connectUnary, grpcWeb } from "../harness/wire.js";
+import { scrape } from "../mesh/support/metrics.js";
 
 const HEALTH = "/grpc.health.v1.Health/Check";
 
@@ -222,4 +230,93 @@ describe("wire abuse: requests that never finish arriving", function () {
       session.destroy();
     }
   });
+});
+
+/** Sends HTTP/1.1 request headers announcing a body of 100 bytes, then sends part of it and waits; resolves when the server closes. */
+function h1Stall(url: string, path: string, contentType: string, timeoutMs: number): Promise<"closed" | "open"> {
+  const { hostname, port } = new URL(url);
+  const socket = net.connect(Number(port), hostname);
+  socket.on("error", () => undefined);
+  socket.write(`POST ${path} HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: ${contentType}\r\ncontent-length: 100\r\n\r\n\x0a`);
+  return Promise.race([
+    new Promise<"closed">((resolve) => socket.once("close", () => resolve("closed"))),
+    new Promise<"open">((resolve) => setTimeout(() => resolve("open"), timeoutMs)),
+  ]).finally(() => socket.destroy());
+}
+
+describe("wire abuse: every refusal is logged and counted, on every protocol", function () {
+  this.timeout(120_000);
+  const LIMIT_MS = 1500;
+  let dir: string;
+  let etcd: TestEtcd;
+  let server: TestServer;
+
+  before(async function () {
+    this.timeout(60_000);
+    dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-refusals-"));
+    const pair = await generateKeyPair("ES256");
+    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
+    etcd = await startEtcd();
+    server = await startServer({
+      etcd: etcd.endpoint,
+      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper", "--request-read-timeout", String(LIMIT_MS)],
+    });
+  });
+  after(async function () {
+    this.timeout(30_000);
+    await server?.stop();
+    await etcd?.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const DESCRIBE = "/fencekeeper.v1.LeaseService/Describe";
+  const notProtobuf = Buffer.from([0x0e]);
+  const oversized = Buffer.alloc(5 * 1024 * 1024, 0x0a);
+  const half = frame(Buffer.alloc(100)).subarray(0, 15);
+
+  /** Per protocol: each refusal, the code it is logged and counted with, and the call that provokes it. */
+  const protocols: [string, [string, string, () => Promise<unknown>][]][] = [
+    [
+      "gRPC",
+      [
+        ["no credentials", "Unauthenticated", () => h2call(server.url, { path: DESCRIBE, chunks: [frame(Buffer.from([0x0a, 0x01, 0x78]))] })],
+        ["a message that is not protobuf", "InvalidArgument", () => h2call(server.url, { path: HEALTH, chunks: [frame(notProtobuf)] })],
+        ["a message over 4 MiB", "ResourceExhausted", () => h2call(server.url, { path: HEALTH, chunks: [frame(oversized)] })],
+        ["a body that never ends", "DeadlineExceeded", () => h2call(server.url, { path: HEALTH, chunks: [half], end: false, timeoutMs: LIMIT_MS + 5000 })],
+      ],
+    ],
+    [
+      "gRPC-Web",
+      [
+        ["no credentials", "Unauthenticated", () => grpcWeb(server.url, DESCRIBE, Buffer.from([0x0a, 0x01, 0x78]))],
+        ["a message that is not protobuf", "InvalidArgument", () => grpcWeb(server.url, HEALTH, notProtobuf)],
+        ["a message over 4 MiB", "ResourceExhausted", () => grpcWeb(server.url, HEALTH, oversized)],
+        ["a body that never ends", "DeadlineExceeded", () => h1Stall(server.url, HEALTH, "application/grpc-web+proto", LIMIT_MS + 5000)],
+      ],
+    ],
+    [
+      "Connect",
+      [
+        ["no credentials", "Unauthenticated", () => connectUnary(server.url, DESCRIBE, Buffer.from([0x0a, 0x01, 0x78]), { "content-type": "application/proto" })],
+        ["a message that is not protobuf", "InvalidArgument", () => connectUnary(server.url, HEALTH, notProtobuf, { "content-type": "application/proto" })],
+        ["a message over 4 MiB", "ResourceExhausted", () => connectUnary(server.url, HEALTH, oversized, { "content-type": "application/proto" })],
+        ["a body that never ends", "DeadlineExceeded", () => h1Stall(server.url, HEALTH, "application/proto", LIMIT_MS + 5000)],
+      ],
+    ],
+  ];
+
+  for (const [protocol, refusals] of protocols) {
+    it(`${protocol}: ${refusals.map(([name]) => name).join(", ")}`, async () => {
+      for (const [name, code, send] of refusals) {
+        const rpc = name === "no credentials" ? { service: "fencekeeper.v1.LeaseService", method: "Describe" } : { service: "grpc.health.v1.Health", method: "Check" };
+        const labels = { grpc_service: rpc.service, grpc_method: rpc.method, grpc_code: code };
+        const before = (await scrape(server)).value("grpc_server_handled_total", labels);
+        const logged = () => server.logs.filter((l) => l.includes('"msg":"call"') && l.includes(`"rpc":"${rpc.service}/${rpc.method}"`) && l.includes(`"code":"${code}"`)).length;
+        const linesBefore = logged();
+        await send();
+        await eventually(async () => (await scrape(server)).value("grpc_server_handled_total", labels) === before + 1, `${name}: one ${code} counted`, 5000);
+        await eventually(() => logged() === linesBefore + 1, `${name}: one ${code} logged`, 5000);
+      }
+    });
+  }
 });
