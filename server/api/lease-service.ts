@@ -58,7 +58,9 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       try {
         const owner = access.owner(ctx);
         const bindings = owner !== undefined ? coordinator.streamBindings(owner) : undefined;
-        yield* keepAlive(coordinator, bindings, access.turnKey(ctx), caps.messageRate(), requests, ctx.signal, log);
+        yield* access.streams.run(access.streamAuthority(ctx, "KeepAlive", []), ctx.signal, (signal) =>
+          keepAlive(coordinator, bindings, access.turnKey(ctx), caps.messageRate(), requests, signal, log),
+        );
       } finally {
         done();
       }
@@ -100,7 +102,8 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       access.authorize(ctx, "observe", req.resource);
       const done = caps.take(access.callerKey(ctx), "streams");
       try {
-        for await (const o of coordinator.observe(req.resource, ctx.signal)) {
+        const authority = access.streamAuthority(ctx, "Observe", [{ verb: "observe", resource: req.resource }]);
+        for await (const o of access.streams.run(authority, ctx.signal, (signal) => coordinator.observe(req.resource, signal))) {
           yield {
             held: o.held,
             holder: o.holder ?? "",
