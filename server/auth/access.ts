@@ -4,6 +4,7 @@ import { createContextKey, type ContextValues } from "@connectrpc/connect";
 import type { Socket } from "node:net";
 import type { Authenticator } from "./authenticator.js";
 import { OpenStreams, type StreamAuthority } from "./open-streams.js";
+import { RenewalGrants } from "./renewal-grants.js";
 import type { PolicyFile } from "./policy-file.js";
 import { authorize, type Verb } from "./policy.js";
 import { ANONYMOUS, type Principal } from "./principal.js";
@@ -32,6 +33,11 @@ export class Access {
     private readonly policy?: PolicyFile,
   ) {
     this.streams = new OpenStreams(policy);
+  }
+
+  /** Whether the policy still lets a principal renew a lease, given what leases hold. */
+  renewalGrants(resourcesOf: (leaseId: bigint) => Promise<string[]>): RenewalGrants {
+    return new RenewalGrants(this.policy, resourcesOf);
   }
 
   /** The authority a stream opens with: its caller, and when the caller's credentials expire. */

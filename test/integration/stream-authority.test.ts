@@ -15,18 +15,19 @@ import { FencekeeperClient, type ClientEvent } from "../../client/index.js";
 import { AsyncQueue } from "../../client/async-queue.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { sleep, uniqueResource } from "../harness/suite.js";
+import { failure, sleep, uniqueResource } from "../harness/suite.js";
 
 const ISSUER = "https://issuer.test";
 const AUDIENCE = "fencekeeper";
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 
-const policy = (aliceVerbs: string[]) => ({
+const ALICE = [
+  { principals: ["alice"], verbs: ["acquire", "observe"], resources: ["s/*"] },
+  { principals: ["alice"], verbs: ["acquire"], resources: ["k/*"] },
+];
+const policy = (alice = ALICE) => ({
   version: 1,
-  rules: [
-    { principals: ["alice"], verbs: aliceVerbs, resources: ["s/*"] },
-    { principals: ["bob"], verbs: ["acquire", "observe"], resources: ["s/*"] },
-  ],
+  rules: [...alice, { principals: ["bob"], verbs: ["acquire", "observe"], resources: ["s/*"] }],
 });
 
 /** How a stream ended, or "open" if it was still open after `ms`. */
@@ -67,20 +68,21 @@ describe("open streams end with their authority (issue 20, finding 9)", function
   };
   const leaseAs = (token: string) => createClient(LeaseService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(token)] }));
 
-  /** A KeepAlive stream renewing `leaseId` every 300 ms, until it ends. */
-  function keepAliveStream(client: ReturnType<typeof leaseAs>, leaseId: bigint, signal: AbortSignal) {
+  /** A KeepAlive stream renewing each of `leaseIds` every 300 ms (a message each), until it ends. */
+  function keepAliveStream(client: ReturnType<typeof leaseAs>, leaseIds: bigint[], signal: AbortSignal) {
     const requests = new AsyncQueue<KeepAliveRequest>();
-    const timer = setInterval(() => requests.push({ leaseId } as KeepAliveRequest), 300);
+    const send = () => leaseIds.forEach((leaseId) => requests.push({ leaseId, leaseIds: [] } as unknown as KeepAliveRequest));
+    const timer = setInterval(send, 300);
     signal.addEventListener("abort", () => clearInterval(timer));
-    requests.push({ leaseId } as KeepAliveRequest);
+    send();
     const answers = client.keepAlive(requests, { signal, timeoutMs: 0 });
-    const renewals: (string | undefined)[] = [];
+    const renewals: { leaseId: bigint; at: number; error?: string }[] = [];
     return {
       renewals,
       stream: (async function* () {
         try {
           for await (const a of answers) {
-            renewals.push(a.error ? a.error.message : undefined);
+            renewals.push({ leaseId: a.leaseId, at: Date.now(), error: a.error?.message });
             yield a;
           }
         } finally {
@@ -97,7 +99,7 @@ describe("open streams end with their authority (issue 20, finding 9)", function
     key = pair.privateKey;
     writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
     policyFile = join(dir, "policy.json");
-    writeFileSync(policyFile, JSON.stringify(policy(["acquire", "observe"])));
+    writeFileSync(policyFile, JSON.stringify(policy()));
     etcd = await startEtcd();
     server = await startServer({
       etcd: etcd.endpoint,
@@ -109,7 +111,10 @@ describe("open streams end with their authority (issue 20, finding 9)", function
     await etcd?.destroy();
     rmSync(dir, { recursive: true, force: true });
   });
-  afterEach(() => writeFileSync(policyFile, JSON.stringify(policy(["acquire", "observe"]))));
+  afterEach(async () => {
+    writeFileSync(policyFile, JSON.stringify(policy()));
+    await sleep(500); // the reload, 100 ms after the change
+  });
 
   it("a KeepAlive stream and an Observe stream opened with a JWT that expires in 2 s end UNAUTHENTICATED at its expiry, saying so", async () => {
     const longLived = leaseAs(await jwt("alice"));
@@ -119,7 +124,7 @@ describe("open streams end with their authority (issue 20, finding 9)", function
     const exp = expOf(short);
     const abort = new AbortController();
     try {
-      const ka = keepAliveStream(leaseAs(short), token!.leaseId, abort.signal);
+      const ka = keepAliveStream(leaseAs(short), [token!.leaseId], abort.signal);
       const observe = leaseAs(short).observe({ resource }, { signal: abort.signal, timeoutMs: 0 });
       const [kaEnd, obsEnd] = await Promise.all([endOf(ka.stream, exp - Date.now() + 3000), endOf(observe, exp - Date.now() + 3000)]);
       for (const [name, end] of [["KeepAlive", kaEnd], ["Observe", obsEnd]] as const) {
@@ -131,7 +136,7 @@ describe("open streams end with their authority (issue 20, finding 9)", function
         expect(end.at, `${name} ended at its token's expiry`).to.be.within(exp - 50, exp + 1000);
       }
       expect(ka.renewals.length, "the KeepAlive stream renewed until then").to.be.greaterThan(2);
-      expect(ka.renewals.every((e) => e === undefined)).to.equal(true);
+      expect(ka.renewals.every((r) => r.error === undefined)).to.equal(true);
     } finally {
       abort.abort();
     }
@@ -148,7 +153,7 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       expect((await aliceStream.next()).value.held).to.equal(false);
       expect((await bobStream.next()).value.held).to.equal(false);
       const rewritten = Date.now();
-      writeFileSync(policyFile, JSON.stringify(policy(["acquire"])));
+      writeFileSync(policyFile, JSON.stringify(policy([{ ...ALICE[0], verbs: ["acquire"] }, ALICE[1]])));
       const end = await endOf({ [Symbol.asyncIterator]: () => aliceStream }, 3000);
       expect(end, "alice's Observe is ended once the policy no longer grants it").to.not.equal("open");
       if (end === "open") return;
@@ -159,6 +164,47 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       await bob.acquire({ resource, ttl: ttl(5), holder: "bob" });
       const next = await Promise.race([bobStream.next(), sleep(3000).then(() => undefined)]);
       expect(next?.value?.holderPrincipal, "bob's Observe goes on").to.equal("bob");
+    } finally {
+      abort.abort();
+    }
+  });
+
+  it("a policy reload that withdraws alice's acquire on s/* refuses her renewals of the lease holding s/..., on her open KeepAlive stream, a new one and Renew, while her other lease and bob's go on", async () => {
+    const abort = new AbortController();
+    try {
+      const alice = leaseAs(await jwt("alice"));
+      const bob = leaseAs(await jwt("bob"));
+      const withdrawn = uniqueResource("s/withdrawn");
+      const a = (await alice.acquire({ resource: withdrawn, ttl: ttl(5), holder: "alice" })).token!.leaseId;
+      const b = (await alice.acquire({ resource: uniqueResource("k/kept"), ttl: ttl(5), holder: "alice" })).token!.leaseId;
+      const c = (await bob.acquire({ resource: uniqueResource("s/bob"), ttl: ttl(5), holder: "bob" })).token!.leaseId;
+      const aliceKa = keepAliveStream(alice, [a, b], abort.signal);
+      const bobKa = keepAliveStream(bob, [c], abort.signal);
+      const aliceEnd = endOf(aliceKa.stream, 4000);
+      const bobEnd = endOf(bobKa.stream, 4000);
+      await sleep(700);
+      const rewritten = Date.now();
+      writeFileSync(policyFile, JSON.stringify(policy([ALICE[1]])));
+      await sleep(2500);
+      const after = (id: bigint, r: typeof aliceKa.renewals) => r.filter((x) => x.leaseId === id && x.at > rewritten + 1500);
+      expect(after(a, aliceKa.renewals).length, "alice's stream still answers for the lease on s/...").to.be.greaterThan(0);
+      for (const r of after(a, aliceKa.renewals)) expect(r.error, "renewal of the lease holding s/...").to.match(/may no longer renew lease .*"s\/withdrawn.*no longer grants acquire/);
+      const firstRefusal = aliceKa.renewals.find((x) => x.leaseId === a && x.error);
+      expect(firstRefusal!.at - rewritten, "refused within the reload's pause").to.be.below(1500);
+      expect(after(b, aliceKa.renewals).length).to.be.greaterThan(0);
+      expect(after(b, aliceKa.renewals).every((x) => x.error === undefined), "alice's lease on k/... is renewed").to.equal(true);
+      expect(after(c, bobKa.renewals).length).to.be.greaterThan(0);
+      expect(after(c, bobKa.renewals).every((x) => x.error === undefined), "bob's lease is renewed").to.equal(true);
+      // Neither a unary Renew nor a new stream gets round the refusal.
+      const renew = await failure(alice.renew({ leaseId: a }));
+      expect(renew.code).to.equal(Code.PermissionDenied);
+      expect(renew.findDetails(ErrorInfoSchema)[0]?.metadata).to.deep.include({ verb: "acquire", resource: withdrawn });
+      expect((await alice.renew({ leaseId: b })).ttl).to.not.equal(undefined);
+      const fresh = keepAliveStream(alice, [a], abort.signal);
+      const first = (await fresh.stream.next()).value as { error?: { code: number } };
+      expect(first.error?.code, "a new stream is refused the lease too").to.equal(Code.PermissionDenied);
+      expect(await aliceEnd, "alice's stream stays open for her other leases").to.equal("open");
+      expect(await bobEnd).to.equal("open");
     } finally {
       abort.abort();
     }
