@@ -2,7 +2,8 @@
 // JWT expires is ended UNAUTHENTICATED at its expiry, and one whose verb the policy stops granting is
 // ended PERMISSION_DENIED at the reload, while another principal's streams carry on. The SDK, given a
 // token provider, reconnects with a fresh token and keeps its leases across those ends.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
@@ -15,6 +16,7 @@ import { FencekeeperClient, type ClientEvent } from "../../client/index.js";
 import { AsyncQueue } from "../../client/async-queue.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
+import { makeCerts, type Certs } from "../mesh/support/certs.js";
 import { failure, sleep, uniqueResource } from "../harness/suite.js";
 
 const ISSUER = "https://issuer.test";
@@ -230,6 +232,56 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       await lease.release();
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe("open streams end with their client certificate (issue 20, finding 9)", function () {
+  this.timeout(60_000);
+  let certs: Certs;
+  let etcd: TestEtcd;
+  let server: TestServer;
+
+  /** A client certificate for CN=`cn` from the test CA whose notAfter is `seconds` from now (whole seconds). */
+  function shortLivedCert(cn: string, seconds: number): { cert: Buffer; key: Buffer; notAfter: number } {
+    const at = (f: string) => join(certs.dir, f);
+    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: certs.dir, stdio: ["ignore", "ignore", "pipe"] });
+    writeFileSync(at("short.cnf"), "[ca]\ndefault_ca = short\n[short]\ndatabase = short-index.txt\nnew_certs_dir = .\nserial = short-serial\ndefault_md = sha256\npolicy = any\nunique_subject = no\n[any]\ncommonName = supplied\n");
+    writeFileSync(at("short-index.txt"), "");
+    writeFileSync(at("short-serial"), "01\n");
+    writeFileSync(at("short.ext"), "extendedKeyUsage=clientAuth\n");
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", at("short.key"), "-out", at("short.csr"), "-subj", `/CN=${cn}`);
+    const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:T]/g, "").replace(/\.\d+Z$/, "Z");
+    const notAfter = Math.floor(Date.now() / 1000 + seconds) * 1000;
+    openssl("ca", "-batch", "-config", at("short.cnf"), "-cert", certs.ca, "-keyfile", at("ca.key"), "-in", at("short.csr"), "-out", at("short.pem"), "-startdate", stamp(Date.now() - 60_000), "-enddate", stamp(notAfter), "-extfile", at("short.ext"), "-notext");
+    return { cert: readFileSync(at("short.pem")), key: readFileSync(at("short.key")), notAfter };
+  }
+
+  before(async function () {
+    certs = makeCerts();
+    etcd = await startEtcd();
+    server = await startServer({ etcd: etcd.endpoint, args: ["--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.ca] });
+  });
+  after(async function () {
+    await server?.stop();
+    await etcd?.destroy();
+    certs?.remove();
+  });
+
+  it("an Observe stream opened with a certificate that expires in 3 s ends UNAUTHENTICATED at its notAfter", async () => {
+    const { cert, key, notAfter } = shortLivedCert("carol", 3);
+    const lease = createClient(LeaseService, createGrpcTransport({ baseUrl: server.url, nodeOptions: { ca: readFileSync(certs.ca), cert, key } }));
+    const abort = new AbortController();
+    try {
+      const observe = lease.observe({ resource: uniqueResource("cert") }, { signal: abort.signal, timeoutMs: 0 });
+      const end = await endOf(observe, notAfter - Date.now() + 3000);
+      expect(end, "the stream is ended once the certificate expires").to.not.equal("open");
+      if (end === "open") return;
+      expect(end.error?.code, end.error?.message).to.equal(Code.Unauthenticated);
+      expect(end.error?.rawMessage).to.match(/credentials expired at .*client certificate of "carol".*reconnect with fresh ones/);
+      expect(end.at).to.be.within(notAfter - 50, notAfter + 1000);
+    } finally {
+      abort.abort();
     }
   });
 });
