@@ -51,20 +51,23 @@ export class OpenStreams {
    * waiting for the body's next message.
    */
   async *run<T>(authority: StreamAuthority, signal: AbortSignal, body: (signal: AbortSignal) => AsyncGenerator<T>): AsyncGenerator<T> {
+    // Nothing can end it (no credentials, no policy): the body as it is, without a hop per message.
+    if (authority.expiresAt === undefined && this.policy === undefined) return yield* body(signal);
     const abort = new AbortController();
     const onAbort = () => abort.abort(signal.reason);
     if (signal.aborted) onAbort();
     else signal.addEventListener("abort", onAbort, { once: true });
-    let end!: (err: DomainError) => void;
-    const ended = new Promise<never>((_, reject) => (end = reject));
-    ended.catch(() => {});
+    let endedWith: DomainError | undefined;
+    /** Rejects the wait for the body's next message, if one is under way. */
+    let interrupt: ((err: DomainError) => void) | undefined;
     const entry: Entry = {
       ...authority,
       end: (err) => {
         if (!this.open.delete(entry)) return;
         this.log?.info({ method: authority.method, principal: authority.principal.name, reason: err.reason, err: err.message }, "open stream ended");
+        endedWith = err;
         abort.abort(err);
-        end(err);
+        interrupt?.(err);
       },
     };
     this.open.add(entry);
@@ -72,9 +75,14 @@ export class OpenStreams {
     const it = body(abort.signal);
     try {
       for (;;) {
-        const next = it.next();
-        next.catch(() => {});
-        const r = await Promise.race([next, ended]);
+        if (endedWith) throw endedWith;
+        // A promise per message, not Promise.race with one long-lived promise: that would keep a callback
+        // per message on it for the stream's whole life.
+        const r = await new Promise<IteratorResult<T>>((resolve, reject) => {
+          interrupt = reject;
+          it.next().then(resolve, reject);
+        });
+        interrupt = undefined;
         if (r.done) return;
         yield r.value;
       }
