@@ -41,6 +41,13 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
     };
   };
 
+  const renewals = access.renewalGrants((leaseId) => coordinator.heldResources(leaseId));
+  /** What else the policy asks of a renewal by the caller, once the lease is known to be its own. */
+  const renewable = (ctx: CallContext) => {
+    const caller = access.caller(ctx);
+    return (leaseId: bigint) => renewals.check(caller, leaseId);
+  };
+
   return {
     acquire: unary(async (req, ctx) => {
       checkResource(req.resource);
@@ -57,14 +64,20 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       const done = caps.take(access.callerKey(ctx), "streams");
       try {
         const owner = access.owner(ctx);
-        const bindings = owner !== undefined ? coordinator.streamBindings(owner) : undefined;
-        yield* keepAlive(coordinator, bindings, access.turnKey(ctx), caps.messageRate(), requests, ctx.signal, log);
+        const bindings = owner !== undefined ? coordinator.streamBindings(owner, renewable(ctx)) : undefined;
+        yield* access.streams.run(access.streamAuthority(ctx, "KeepAlive", []), ctx.signal, (signal) =>
+          keepAlive(coordinator, bindings, access.turnKey(ctx), caps.messageRate(), requests, signal, log),
+        );
       } finally {
         done();
       }
     }),
 
-    renew: unary(async (req, ctx) => ({ ttl: seconds(await coordinator.renew(req.leaseId, { principal: access.owner(ctx), caller: access.turnKey(ctx), via: "Renew" })) })),
+    renew: unary(async (req, ctx) => {
+      const principal = access.owner(ctx);
+      const allowed = principal !== undefined ? renewable(ctx) : undefined;
+      return { ttl: seconds(await coordinator.renew(req.leaseId, { principal, caller: access.turnKey(ctx), via: "Renew", allowed })) };
+    }),
 
     release: unary(async (req, ctx) => {
       // Releasing is part of acquiring: the same verb. An admin of the resource may release anyone's.
@@ -100,7 +113,8 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       access.authorize(ctx, "observe", req.resource);
       const done = caps.take(access.callerKey(ctx), "streams");
       try {
-        for await (const o of coordinator.observe(req.resource, ctx.signal)) {
+        const authority = access.streamAuthority(ctx, "Observe", [{ verb: "observe", resource: req.resource }]);
+        for await (const o of access.streams.run(authority, ctx.signal, (signal) => coordinator.observe(req.resource, signal))) {
           yield {
             held: o.held,
             holder: o.holder ?? "",

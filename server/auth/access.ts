@@ -3,6 +3,8 @@
 import { createContextKey, type ContextValues } from "@connectrpc/connect";
 import type { Socket } from "node:net";
 import type { Authenticator } from "./authenticator.js";
+import { OpenStreams, type StreamAuthority } from "./open-streams.js";
+import { RenewalGrants } from "./renewal-grants.js";
 import type { PolicyFile } from "./policy-file.js";
 import { authorize, type Verb } from "./policy.js";
 import { ANONYMOUS, type Principal } from "./principal.js";
@@ -23,10 +25,28 @@ export interface HasValues {
 }
 
 export class Access {
+  /** The streams open now, ended when their credentials expire or the policy stops granting them. */
+  readonly streams: OpenStreams;
+
   constructor(
     readonly authenticator: Authenticator,
     private readonly policy?: PolicyFile,
-  ) {}
+  ) {
+    this.streams = new OpenStreams(policy);
+  }
+
+  /** Whether the policy still lets a principal renew a lease, given what leases hold. */
+  renewalGrants(resourcesOf: (leaseId: bigint) => Promise<string[]>): RenewalGrants {
+    return new RenewalGrants(this.policy, resourcesOf);
+  }
+
+  /** The authority a stream opens with: its caller, and when the caller's credentials expire. */
+  streamAuthority(ctx: HasValues, method: string, grants: StreamAuthority["grants"], recheck?: StreamAuthority["recheck"]): StreamAuthority {
+    const principal = ctx.values.get(CALLER);
+    const socket = ctx.values.get(CREDENTIALS)?.socket;
+    const expiresAt = this.enabled && socket ? this.authenticator.expiresAt(principal, socket) : undefined;
+    return { method, principal, grants, expiresAt, recheck };
+  }
 
   /** Authentication is on: callers are principals, and leases are bound to them. */
   get enabled(): boolean {

@@ -280,6 +280,23 @@ export class Authenticator {
   private refuse(message: string): DomainError {
     return new DomainError("unauthenticated", message, "UNAUTHENTICATED", { ...this.expected });
   }
+
+  /**
+   * When the credentials `principal` was established from expire (ms since 1970): a JWT's "exp", a client
+   * certificate's notAfter; undefined for anonymous callers. Open streams end then (open-streams.ts). The
+   * clock tolerance admits a call that arrives just after "exp"; it does not lengthen a stream's life.
+   */
+  expiresAt(principal: Principal, socket: Socket): number | undefined {
+    if (principal.via === "jwt") {
+      const exp = principal.claims.exp;
+      return typeof exp === "number" ? exp * 1000 : undefined;
+    }
+    if (principal.via === "mtls") {
+      const notAfter = Date.parse((socket as PeerSocket).getPeerCertificate?.().valid_to ?? "");
+      return Number.isFinite(notAfter) ? notAfter : undefined;
+    }
+    return undefined;
+  }
 }
 
 /** ["Bearer", "<token>"] from "Bearer <token>"; the scheme is compared without case (RFC 9110). */

@@ -46,6 +46,7 @@ export class PolicyFile {
   private watcher?: FSWatcher;
   private timer?: NodeJS.Timeout;
   private closed = false;
+  private readonly listeners: ((policy: Policy) => void)[] = [];
 
   private constructor(
     readonly path: string,
@@ -91,6 +92,14 @@ export class PolicyFile {
    */
   reload(reason: string): Promise<boolean> {
     return this.enqueue(reason, false);
+  }
+
+  /**
+   * Calls `fn` with each new policy once it is in force, so that what was granted under the old one
+   * (open streams: open-streams.ts) is judged again.
+   */
+  onReload(fn: (policy: Policy) => void): void {
+    this.listeners.push(fn);
   }
 
   /** Reloads when anything in the file's directory changes, after a pause of about 100 ms. */
@@ -171,6 +180,13 @@ export class PolicyFile {
     this.lastSeen = digest;
     this.log.info({ policy: this.path, reason, rules: next.ruleCount, sha256: digest }, "policy reloaded");
     this.warnIfEmpty();
+    for (const fn of this.listeners) {
+      try {
+        fn(next);
+      } catch (err) {
+        this.log.error({ policy: this.path, err: (err as Error).message }, "re-checking what the old policy granted failed");
+      }
+    }
     return true;
   }
 

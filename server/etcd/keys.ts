@@ -145,6 +145,20 @@ export class KeyLayout {
   principalLeaseKey(principal: string, leaseId: bigint): Buffer {
     return Buffer.concat([this.principalLeasesPrefix(principal), Buffer.from(hex16(leaseId))]);
   }
+
+  /** The resource whose holder key (its owner key, or a shared holder's key) `key` is; undefined for any other key. */
+  heldResourceOf(key: Buffer): string | undefined {
+    const prefix = Buffer.from(this.prefix);
+    if (!key.subarray(0, prefix.length).equals(prefix)) return undefined;
+    // A resource's name is percent-encoded in its keys: it holds no "/".
+    const m = /^r\/([^/]*)\/(?:owner|s\/[0-9a-f]{16})$/.exec(key.subarray(prefix.length).toString("latin1"));
+    if (!m) return undefined;
+    try {
+      return decodeURIComponent(m[1]);
+    } catch {
+      return undefined;
+    }
+  }
 }
 
 const hex16 = (id: bigint) => id.toString(16).padStart(16, "0");

@@ -110,6 +110,12 @@ export class Leases {
     return Number(res.TTL);
   }
 
+  /** The keys attached to the lease (none when it is gone). */
+  async keysOf(id: bigint): Promise<Buffer[]> {
+    const res = await this.calls.run("lease keys", () => this.etcd.leaseClient.leaseTimeToLive({ ID: id.toString(), keys: true }));
+    return Number(res.TTL) > 0 ? res.keys.map((k) => Buffer.from(k)) : [];
+  }
+
   /**
    * Renews a lease once, after this call. Resolves with the TTL etcd reports after the renewal, or 0 if
    * the lease is gone. Rejects with UNAVAILABLE if etcd does not answer within the renewal timeout.

@@ -63,10 +63,17 @@ export class StreamBindings {
   constructor(
     private readonly d: BindingDeps,
     private readonly principal: string,
+    /** What else a renewal needs once the lease is known to be the principal's (the policy's say: RenewalGrants). */
+    private readonly allowed?: (leaseId: bigint) => Promise<void> | undefined,
   ) {}
 
   check(leaseId: bigint): Promise<void> | undefined {
-    if (this.verified.has(leaseId)) return undefined;
+    if (this.verified.has(leaseId)) return this.allowed?.(leaseId);
+    const bound = this.bound(leaseId);
+    return this.allowed ? bound.then(() => this.allowed!(leaseId)) : bound;
+  }
+
+  private bound(leaseId: bigint): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const waiters = this.waiting.get(leaseId);
       if (waiters) waiters.push({ resolve, reject });

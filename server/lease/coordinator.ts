@@ -77,7 +77,10 @@ export class LeaseCoordinator {
    * `caller`: who asks, so that renewals of many callers take turns (etcd/leases.ts). `via`: the call
    * that asked, for the events.
    */
-  async renew(leaseId: bigint, o: { principal?: string; bindings?: StreamBindings; caller?: string; via?: RenewalVia } = {}): Promise<number> {
+  async renew(
+    leaseId: bigint,
+    o: { principal?: string; bindings?: StreamBindings; caller?: string; via?: RenewalVia; allowed?: (leaseId: bigint) => Promise<void> | undefined } = {},
+  ): Promise<number> {
     const { events } = this.d;
     const via = o.via ?? "Renew";
     try {
@@ -85,6 +88,7 @@ export class LeaseCoordinator {
       const checking = o.bindings?.check(leaseId);
       if (checking) await checking;
       else if (!o.bindings && o.principal !== undefined) await checkBound(this.d, leaseId, o.principal);
+      if (!o.bindings) await o.allowed?.(leaseId);
       const ttl = await this.d.leases.renew(leaseId, o.caller);
       if (ttl <= 0) {
         events.emit({ type: "lease gone", leaseId });
@@ -98,9 +102,15 @@ export class LeaseCoordinator {
     }
   }
 
-  /** The bindings of one KeepAlive stream of this principal. */
-  streamBindings(principal: string): StreamBindings {
-    return new StreamBindings(this.d, principal);
+  /** The bindings of one KeepAlive stream of this principal; `allowed`: what else a renewal needs (the policy). */
+  streamBindings(principal: string, allowed?: (leaseId: bigint) => Promise<void> | undefined): StreamBindings {
+    return new StreamBindings(this.d, principal, allowed);
+  }
+
+  /** The resources a lease holds (exclusively, or as one of their shared holders): none when it is gone. */
+  async heldResources(leaseId: bigint): Promise<string[]> {
+    const resources = (await this.d.leases.keysOf(leaseId)).map((k) => this.d.keys.heldResourceOf(k));
+    return [...new Set(resources.filter((r): r is string => r !== undefined))];
   }
 
   /**

@@ -21,6 +21,17 @@ describe("etcd key layout", () => {
     expect(keys.queuePrefix("a/b").toString()).to.equal("/fk/r/a%2Fb/q/");
   });
 
+  it("reads the resource back from a holder key (owner or shared), and from no other key", () => {
+    for (const r of ["a", "a/b", "ä ö/%2F", ""]) {
+      expect(keys.heldResourceOf(keys.ownerKey(r))).to.equal(r);
+      expect(keys.heldResourceOf(keys.sharedKey(r, 42n))).to.equal(r);
+    }
+    for (const other of [keys.lockDelayKey("a"), keys.queueKey("a", 1n), keys.sharedQueueKey("a", 1n), keys.dataKey("a", "owner"), keys.bindingKey(1n), keys.sessionKey(1n)]) {
+      expect(keys.heldResourceOf(other), other.toString()).to.equal(undefined);
+    }
+    expect(new KeyLayout("/other/").heldResourceOf(keys.ownerKey("a"))).to.equal(undefined);
+  });
+
   it("puts the lock-delay key between the owner key and the line, where Observe's watch sees it", () => {
     const [owner, delay, line] = [keys.ownerKey("r"), keys.lockDelayKey("r"), keys.queuePrefix("r")];
     expect(Buffer.compare(owner, delay) < 0 && Buffer.compare(delay, line) < 0).to.equal(true);

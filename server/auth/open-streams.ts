@@ -1,0 +1,145 @@
+// The streams open now (KeepAlive, Observe), with the authority each was opened under: a stream is
+// authenticated and authorized once, when it opens, and may stay open for days. So that it does not
+// outlive that authority:
+// - it ends with UNAUTHENTICATED when the credentials it was opened with stop being accepted (a JWT's
+//   "exp", a client certificate's notAfter): one timer a stream, cleared when it ends;
+// - at each policy reload, every open stream's principal is authorized again for the stream's verb on
+//   its resources, and a stream no longer granted ends with PERMISSION_DENIED. A stream may also judge
+//   its own parts again (KeepAlive: the leases it renews).
+// A client that reconnects with fresh credentials, still granted, carries on where it was.
+import type { Logger } from "pino";
+import { DomainError } from "../domain/errors.js";
+import { atTime } from "../lease/long-timeout.js";
+import type { PolicyFile } from "./policy-file.js";
+import { authorize, describePrincipal, type Policy, type Verb } from "./policy.js";
+import type { Principal } from "./principal.js";
+
+export interface StreamAuthority {
+  /** The RPC, for messages and logs: "KeepAlive", "Observe". */
+  readonly method: string;
+  readonly principal: Principal;
+  /** What the policy must go on granting for the stream to stay open: a verb (or admin) on each resource. */
+  readonly grants: readonly { verb: Verb; resource: string }[];
+  /** When its credentials stop being accepted (ms since 1970); undefined: never (no authentication). */
+  readonly expiresAt: number | undefined;
+  /** Called with each new policy while the stream is open, after its grants passed. */
+  readonly recheck?: (policy: Policy) => void;
+}
+
+interface Entry extends StreamAuthority {
+  end(err: DomainError): void;
+}
+
+export class OpenStreams {
+  private readonly open = new Set<Entry>();
+
+  constructor(
+    private readonly policy: PolicyFile | undefined,
+    private readonly log?: Logger,
+  ) {
+    policy?.onReload((p) => this.recheck(p));
+  }
+
+  /** How many streams are open. */
+  get size(): number {
+    return this.open.size;
+  }
+
+  /**
+   * Runs one stream's body under its authority. The body gets a signal that aborts when the call ends or
+   * the authority does; in the second case the stream ends with the error that says why, at once, without
+   * waiting for the body's next message.
+   */
+  async *run<T>(authority: StreamAuthority, signal: AbortSignal, body: (signal: AbortSignal) => AsyncGenerator<T>): AsyncGenerator<T> {
+    // Nothing can end it (no credentials, no policy): the body as it is, without a hop per message.
+    if (authority.expiresAt === undefined && this.policy === undefined) return yield* body(signal);
+    const abort = new AbortController();
+    const onAbort = () => abort.abort(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    let endedWith: DomainError | undefined;
+    /** Rejects the wait for the body's next message, if one is under way. */
+    let interrupt: ((err: DomainError) => void) | undefined;
+    const entry: Entry = {
+      ...authority,
+      end: (err) => {
+        if (!this.open.delete(entry)) return;
+        this.log?.info({ method: authority.method, principal: authority.principal.name, reason: err.reason, err: err.message }, "open stream ended");
+        endedWith = err;
+        abort.abort(err);
+        interrupt?.(err);
+      },
+    };
+    this.open.add(entry);
+    const cancelTimer = authority.expiresAt !== undefined ? atTime(authority.expiresAt, () => entry.end(expired(authority))) : undefined;
+    const it = body(abort.signal);
+    try {
+      for (;;) {
+        if (endedWith) throw endedWith;
+        // A promise per message, not Promise.race with one long-lived promise: that would keep a callback
+        // per message on it for the stream's whole life.
+        const r = await new Promise<IteratorResult<T>>((resolve, reject) => {
+          interrupt = reject;
+          it.next().then(resolve, reject);
+        });
+        interrupt = undefined;
+        if (r.done) return;
+        yield r.value;
+      }
+    } finally {
+      this.open.delete(entry);
+      cancelTimer?.();
+      signal.removeEventListener("abort", onAbort);
+      abort.abort();
+      // Queued behind a pending next() when the stream was ended: it then finishes the body's cleanup.
+      it.return(undefined as never).catch(() => {});
+    }
+  }
+
+  /** Judges every open stream by the policy now in force. */
+  private recheck(policy: Policy): void {
+    for (const s of [...this.open]) {
+      const denied = s.grants.find((g) => !policy.allows(s.principal, g.verb, g.resource) && !policy.allows(s.principal, "admin", g.resource));
+      if (denied) {
+        s.end(withdrawn(policy, s, denied.verb, denied.resource));
+        continue;
+      }
+      try {
+        s.recheck?.(policy);
+      } catch (err) {
+        s.end(err instanceof DomainError ? err : new DomainError("permission_denied", String(err), "PERMISSION_DENIED"));
+      }
+    }
+  }
+
+  /** The policy in force, for a stream that judges its parts when it starts them. */
+  current(): Policy | undefined {
+    return this.policy?.current();
+  }
+}
+
+function expired(s: StreamAuthority): DomainError {
+  const at = new Date(s.expiresAt!).toISOString();
+  const what = s.principal.via === "mtls" ? "client certificate" : "bearer token";
+  return new DomainError(
+    "unauthenticated",
+    `the ${s.method} stream's credentials expired at ${at} (its ${what} of ${describePrincipal(s.principal)}); reconnect with fresh ones`,
+    "UNAUTHENTICATED",
+    { problem: "expired", principal: s.principal.name, expired_at: at },
+  );
+}
+
+function withdrawn(policy: Policy, s: StreamAuthority, verb: Verb, resource: string): DomainError {
+  try {
+    authorize(policy, s.principal, verb, resource);
+  } catch (err) {
+    if (err instanceof DomainError) {
+      return new DomainError(err.kind, `the policy changed, ending this ${s.method} stream: ${err.message}`, err.reason, { ...err.metadata });
+    }
+  }
+  return new DomainError("permission_denied", `the policy changed: ${describePrincipal(s.principal)} may no longer ${verb} ${JSON.stringify(resource)}`, "PERMISSION_DENIED", {
+    principal: s.principal.name,
+    verb,
+    resource,
+  });
+}
