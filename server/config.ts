@@ -219,6 +219,7 @@ export function serveOptions(cmd: Command): Command {
   opt("--jwt-audience <aud>", "the audience (aud) every JWT must include; needed with --jwt-keys", "FENCEKEEPER_JWT_AUDIENCE");
   opt("--jwt-principal-claim <claim>", "the JWT claim that names the caller", "FENCEKEEPER_JWT_PRINCIPAL_CLAIM", undefined, "sub");
   opt("--jwt-groups-claim <claim>", "the JWT claim that lists the caller's groups, for the policy", "FENCEKEEPER_JWT_GROUPS_CLAIM", undefined, "groups");
+  opt("--jwt-max-lifetime <seconds>", "longest a JWT may be valid (exp minus iat, or minus now without iat); longer-lived tokens are refused", "FENCEKEEPER_JWT_MAX_LIFETIME", integer("jwt-max-lifetime", 60, 366 * 86400), 86400);
   opt("--policy <file>", "authorization policy (JSON, docs/authorization.md); reloaded on SIGHUP and when the file changes; unset: authenticated callers may do everything", "FENCEKEEPER_POLICY");
   opt("--handshake-timeout <ms>", "how long a new connection has to send its TLS handshake, HTTP/2 preface or HTTP/1.1 request headers", "FENCEKEEPER_HANDSHAKE_TIMEOUT", integer("handshake-timeout", 100, 600_000), 10_000);
   opt("--idle-timeout <ms>", "an HTTP/2 connection with no open stream and no traffic for this long is closed", "FENCEKEEPER_IDLE_TIMEOUT", integer("idle-timeout", 1000, 86_400_000), 300_000);
@@ -334,6 +335,7 @@ function jwt(o: Record<string, unknown>): JwtConfig | undefined {
     principalClaim: o.jwtPrincipalClaim as string,
     groupsClaim: o.jwtGroupsClaim as string,
     clockToleranceSeconds: 30,
+    maxLifetimeSeconds: o.jwtMaxLifetime as number,
   };
 }
 

@@ -24,7 +24,16 @@ export interface JwtConfig {
   groupsClaim: string;
   /** How far the issuer's clock and ours may disagree on "exp" and "nbf", e.g. 30. */
   clockToleranceSeconds: number;
+  /**
+   * Longest a token may be valid: "exp" minus "iat", or minus now without "iat" (DEFAULT_JWT_MAX_LIFETIME_SECONDS
+   * when unset). A token valid for a year is a password that cannot be changed; refusing it makes a leaked one
+   * worthless within this time.
+   */
+  maxLifetimeSeconds?: number;
 }
+
+/** --jwt-max-lifetime's default: a day. */
+export const DEFAULT_JWT_MAX_LIFETIME_SECONDS = 86_400;
 
 export interface AuthenticationConfig {
   /** Client certificates identify callers (the server's TLS requires them: --tls-client-ca is set). */
@@ -227,6 +236,7 @@ export class Authenticator {
   /** The principal of a verified token, cached until the token expires. */
   private admit(token: string, payload: JWTPayload, generation: number): Principal {
     const jwt = this.config.jwt!;
+    this.checkLifetime(payload);
     const name = payload[jwt.principalClaim];
     if (typeof name !== "string" || name === "") {
       throw this.badToken("missing_claim", `it has no "${jwt.principalClaim}" claim naming the caller (a non-empty string)`);
@@ -244,6 +254,21 @@ export class Authenticator {
       this.tokens.set(token, { principal, until });
     }
     return principal;
+  }
+
+  /** Refuses a token valid for longer than --jwt-max-lifetime, counted from "iat", or from now without one. */
+  private checkLifetime(payload: JWTPayload): void {
+    const jwt = this.config.jwt!;
+    const max = jwt.maxLifetimeSeconds ?? DEFAULT_JWT_MAX_LIFETIME_SECONDS;
+    const exp = payload.exp as number;
+    const from = typeof payload.iat === "number" ? payload.iat : Date.now() / 1000;
+    const lifetime = exp - from;
+    if (lifetime <= max) return;
+    const counted = typeof payload.iat === "number" ? `from its "iat" (${time(payload.iat)})` : `from now (it has no "iat")`;
+    throw this.badToken(
+      "lifetime_too_long",
+      `it is valid until ${time(exp)}, ${duration(lifetime)} ${counted}; this server accepts tokens valid for at most ${duration(max)} (--jwt-max-lifetime); ask issuer "${jwt.issuer}" for a shorter-lived token`,
+    );
   }
 
   /** A refusal by jose after the signature verified: a claim the server requires, in words. */
@@ -363,6 +388,8 @@ function checkJwtConfig(jwt: JwtConfig): void {
   if (!jwt.groupsClaim) throw new ConfigError('--jwt-groups-claim must name a claim (e.g. "groups")');
   const t = jwt.clockToleranceSeconds;
   if (!Number.isFinite(t) || t < 0) throw new ConfigError(`--jwt-clock-tolerance must be a number of seconds, 0 or more, got ${t}`);
+  const m = jwt.maxLifetimeSeconds;
+  if (m !== undefined && (!Number.isFinite(m) || m <= 0)) throw new ConfigError(`--jwt-max-lifetime must be a number of seconds above 0, got ${m}`);
 }
 
 /** A value from the caller's token, quoted and cut short: it is the caller's words, not ours. */
@@ -370,6 +397,17 @@ function echo(v: unknown): string {
   const s = typeof v === "string" ? v : v === undefined ? "(none)" : JSON.stringify(v) ?? String(v);
   if (v === undefined) return s;
   return JSON.stringify(s.length > MAX_ECHO ? `${s.slice(0, MAX_ECHO)}...` : s);
+}
+
+/** Seconds in words: "90 s", "2 h", "400 days". */
+function duration(seconds: number): string {
+  if (seconds >= 86_400) {
+    const days = Math.floor(seconds / 86_400);
+    return days === 1 && seconds % 86_400 === 0 ? "1 day" : days === 1 ? `${Math.floor(seconds / 3600)} h` : `${days} days`;
+  }
+  if (seconds >= 2 * 3600) return `${Math.floor(seconds / 3600)} h`;
+  if (seconds >= 120) return `${Math.floor(seconds / 60)} min`;
+  return `${Math.round(seconds)} s`;
 }
 
 function time(seconds: unknown): string {

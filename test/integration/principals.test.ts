@@ -75,6 +75,33 @@ describe("principals kept apart (bearer JWTs)", function () {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  describe("tokens valid for longer than --jwt-max-lifetime (a day by default) are refused", () => {
+    const signed = (exp: number, iat?: number) => {
+      const t = new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject("alice").setIssuer(ISSUER).setAudience(AUDIENCE).setExpirationTime(exp);
+      return (iat === undefined ? t : t.setIssuedAt(iat)).sign(key);
+    };
+    const now = () => Math.floor(Date.now() / 1000);
+
+    it("exp in the year 3000, with or without iat, is UNAUTHENTICATED (lifetime_too_long), saying the limit; nothing is acquired", async () => {
+      const resource = uniqueResource("shared/lifetime");
+      const year3000 = Math.floor(Date.UTC(3000, 0, 1) / 1000);
+      for (const [token, counted] of [[await signed(year3000, now()), "iat"], [await signed(year3000), "no \"iat\""]] as const) {
+        const e = await failure(clientsAs(token).lease.acquire({ resource, ttl: ttl(5), holder: "x" }));
+        expect(e.code, e.message).to.equal(Code.Unauthenticated);
+        expect(e.findDetails(ErrorInfoSchema)[0]?.metadata.problem).to.equal("lifetime_too_long");
+        expect(e.rawMessage).to.include("3000-01-01").and.include("--jwt-max-lifetime").and.include("1 day").and.include(counted);
+      }
+      expect((await alice.lease.describe({ resource })).held).to.equal(false);
+    });
+
+    it("a token valid for 23 hours is accepted, and one issued 25 hours before it expires is not", async () => {
+      const resource = uniqueResource("shared/lifetime");
+      await clientsAs(await signed(now() + 23 * 3600, now())).lease.acquire({ resource, ttl: ttl(5), holder: "x" });
+      const e = await failure(clientsAs(await signed(now() + 600, now() - 25 * 3600 + 600)).lease.describe({ resource }));
+      expect(e.code, e.message).to.equal(Code.Unauthenticated);
+    });
+  });
+
   describe("idempotency keys are each principal's own", () => {
     it("bob using the key alice will use first takes nothing from her: her write commits, and each retry replays its own", async () => {
       const mine = uniqueResource("shared/idem-alice");
