@@ -9,7 +9,7 @@ import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from "jose"
 import { ConfigError } from "../config.js";
 import { DomainError } from "../domain/errors.js";
 import { JwtKeys } from "./jwt-keys.js";
-import { ANONYMOUS, type Principal } from "./principal.js";
+import { ANONYMOUS, type Principal, unfitName } from "./principal.js";
 
 export interface JwtConfig {
   /** Files with the verification keys: each a PEM public key (SPKI: RSA, EC or Ed25519), a JWK, or a JWKS ({"keys": [...]}) */
@@ -241,6 +241,8 @@ export class Authenticator {
     if (typeof name !== "string" || name === "") {
       throw this.badToken("missing_claim", `it has no "${jwt.principalClaim}" claim naming the caller (a non-empty string)`);
     }
+    const unfit = unfitName(name);
+    if (unfit) throw this.badToken("malformed", `its "${jwt.principalClaim}" claim holds ${unfit}`);
     const raw = payload[jwt.groupsClaim];
     const groups = raw === undefined ? [] : typeof raw === "string" ? [raw] : raw;
     if (!Array.isArray(groups) || !groups.every((g) => typeof g === "string")) {
@@ -337,14 +339,20 @@ function peerPrincipal(socket: PeerSocket): Principal | string {
 /** A certificate's name: its first URI SAN (a SPIFFE id), else its subject CN. */
 function certificateName(cert: PeerCertificate): { ok: true; name: string } | { ok: false; why: string } {
   const uri = altNames(cert.subjectaltname).find((n) => n.type === "URI")?.value;
-  if (uri) return { ok: true, name: uri };
+  if (uri) {
+    const unfit = unfitName(uri);
+    return unfit ? { ok: false, why: `the client certificate's URI SAN holds ${unfit}` } : { ok: true, name: uri };
+  }
   // Node gives an attribute that occurs more than once as an array.
   const cn = cert.subject?.CN as string | string[] | undefined;
   if (Array.isArray(cn)) {
     // Which of several CNs names the caller is a guess; an identity is not guessed.
     return { ok: false, why: `the client certificate has ${cn.length} subject CNs and no URI SAN, so it names no one caller` };
   }
-  if (cn) return { ok: true, name: cn };
+  if (cn) {
+    const unfit = unfitName(cn);
+    return unfit ? { ok: false, why: `the client certificate's subject CN holds ${unfit}` } : { ok: true, name: cn };
+  }
   return { ok: false, why: "the client certificate names no one: it has neither a URI SAN nor a subject CN" };
 }
 

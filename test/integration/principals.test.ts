@@ -2,7 +2,7 @@
 // server with real JWTs signed here: idempotency keys are each principal's own; tokens that live too long,
 // names with control characters and URI-looking subjects are refused; lock-delays can be lifted by an
 // admin; NOT_HOLDER names the owner only to admins.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
@@ -15,6 +15,7 @@ import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { failure, uniqueResource } from "../harness/suite.js";
+import { clientCertFor, makeCerts, type Certs } from "../mesh/support/certs.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 const ISSUER = "https://issuer.test";
@@ -102,6 +103,18 @@ describe("principals kept apart (bearer JWTs)", function () {
     });
   });
 
+  describe("a principal's name holds no control character", () => {
+    it("a JWT whose sub holds a newline, a NUL, an escape or a lone surrogate is UNAUTHENTICATED, naming the character; nothing is acquired", async () => {
+      const resource = uniqueResource("shared/names");
+      for (const [sub, named] of [["alice\nadmin", "U+000A"], ["alice\u0000", "U+0000"], ["alice\u001b[2J", "U+001B"], ["alice\ud800", "U+D800"]]) {
+        const e = await failure(clientsAs(await jwt(sub)).lease.acquire({ resource, ttl: ttl(5), holder: "x" }));
+        expect(e.code, e.message).to.equal(Code.Unauthenticated);
+        expect(e.rawMessage).to.include('"sub"').and.include(named);
+      }
+      expect((await alice.lease.describe({ resource })).held).to.equal(false);
+    });
+  });
+
   describe("idempotency keys are each principal's own", () => {
     it("bob using the key alice will use first takes nothing from her: her write commits, and each retry replays its own", async () => {
       const mine = uniqueResource("shared/idem-alice");
@@ -129,5 +142,43 @@ describe("principals kept apart (bearer JWTs)", function () {
       expect(e.code, e.message).to.equal(Code.InvalidArgument);
       expect(reasonOf(e)).to.equal("IDEMPOTENCY_KEY_REUSED");
     });
+  });
+});
+
+describe("a client certificate whose name holds a control character is refused (mutual TLS)", function () {
+  this.timeout(60_000);
+  let certs: Certs;
+  let etcd: TestEtcd;
+  let server: TestServer;
+  const clientWith = (who: { cert: string; key: string }) =>
+    createClient(
+      LeaseService,
+      createGrpcTransport({ baseUrl: server.url, nodeOptions: { ca: readFileSync(certs.ca), cert: readFileSync(who.cert), key: readFileSync(who.key) } }),
+    );
+
+  before(async function () {
+    certs = makeCerts();
+    etcd = await startEtcd();
+    server = await startServer({ etcd: etcd.endpoint, args: ["--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.ca] });
+  });
+  after(async function () {
+    this.timeout(30_000);
+    await server?.stop();
+    await etcd?.destroy();
+    certs?.remove();
+  });
+
+  it("a subject CN or a URI SAN with a control character is UNAUTHENTICATED, saying which; a plain one is served", async () => {
+    const resource = uniqueResource("mtls-names");
+    const cases = [
+      [clientCertFor(certs, "cn-newline", { cn: "alice\nadmin" }), "subject CN", "U+000A"],
+      [clientCertFor(certs, "uri-control", { cn: "bob", uri: "spiffe://example.org/alice\u0001" }), "URI SAN", "U+0001"],
+    ] as const;
+    for (const [cert, where, named] of cases) {
+      const e = await failure(clientWith(cert).acquire({ resource, ttl: ttl(5), holder: "x" }));
+      expect(e.code, e.message).to.equal(Code.Unauthenticated);
+      expect(e.rawMessage).to.include(where).and.include(named);
+    }
+    await clientWith(clientCertFor(certs, "plain", { cn: "carol" })).acquire({ resource, ttl: ttl(5), holder: "x" });
   });
 });
