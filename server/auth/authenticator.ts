@@ -30,7 +30,17 @@ export interface JwtConfig {
    * worthless within this time.
    */
   maxLifetimeSeconds?: number;
+  /**
+   * Whether a token's principal may look like a URI with an authority ("spiffe://…", "https://…"). Off by
+   * default: certificates name their callers by such URIs (the URI SAN), and a token issuer that lets
+   * anyone pick their subject would then mint alice's certificate identity; on, the two share one
+   * namespace, for an issuer trusted to name SPIFFE ids.
+   */
+  uriSubjects?: boolean;
 }
+
+/** What a certificate's URI SAN usually looks like: a scheme and "://". */
+const URI_LIKE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 
 /** --jwt-max-lifetime's default: a day. */
 export const DEFAULT_JWT_MAX_LIFETIME_SECONDS = 86_400;
@@ -243,6 +253,12 @@ export class Authenticator {
     }
     const unfit = unfitName(name);
     if (unfit) throw this.badToken("malformed", `its "${jwt.principalClaim}" claim holds ${unfit}`);
+    if (!jwt.uriSubjects && URI_LIKE.test(name)) {
+      throw this.badToken(
+        "uri_subject",
+        `its "${jwt.principalClaim}" claim ${echo(name)} is a URI, the kind of name a client certificate carries; this server keeps the two apart (--jwt-uri-subjects off), so a token cannot act as a certificate's identity`,
+      );
+    }
     const raw = payload[jwt.groupsClaim];
     const groups = raw === undefined ? [] : typeof raw === "string" ? [raw] : raw;
     if (!Array.isArray(groups) || !groups.every((g) => typeof g === "string")) {

@@ -115,6 +115,36 @@ describe("principals kept apart (bearer JWTs)", function () {
     });
   });
 
+  describe("a JWT's sub and a certificate's URI SAN are kept apart unless --jwt-uri-subjects on", () => {
+    const SPIFFE = "spiffe://example.org/alice";
+    it("by default, a token whose sub looks like a URI (scheme://) is UNAUTHENTICATED (uri_subject), naming the flag", async () => {
+      const resource = uniqueResource("shared/uri");
+      for (const sub of [SPIFFE, "https://example.org/alice"]) {
+        const e = await failure(clientsAs(await jwt(sub)).lease.acquire({ resource, ttl: ttl(5), holder: "x" }));
+        expect(e.code, e.message).to.equal(Code.Unauthenticated);
+        expect(e.findDetails(ErrorInfoSchema)[0]?.metadata.problem).to.equal("uri_subject");
+        expect(e.rawMessage).to.include("--jwt-uri-subjects");
+      }
+      // A name with a colon but no "://" is no certificate's URI: authenticated (then refused by the policy).
+      const e = await failure(clientsAs(await jwt("repo:example/app:ref:main")).lease.describe({ resource }));
+      expect(e.code, e.message).to.equal(Code.PermissionDenied);
+    });
+
+    it("with --jwt-uri-subjects on, the same token is served as that principal", async () => {
+      const other = await startServer({
+        etcd: etcd.endpoint,
+        args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--jwt-uri-subjects", "on"],
+      });
+      try {
+        const resource = uniqueResource("uri-on");
+        const { token } = await clientsAs(await jwt(SPIFFE), other.url).lease.acquire({ resource, ttl: ttl(5), holder: "x" });
+        expect(token?.principal).to.equal(SPIFFE);
+      } finally {
+        await other.stop();
+      }
+    });
+  });
+
   describe("idempotency keys are each principal's own", () => {
     it("bob using the key alice will use first takes nothing from her: her write commits, and each retry replays its own", async () => {
       const mine = uniqueResource("shared/idem-alice");
