@@ -14,7 +14,7 @@ import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { failure, uniqueResource } from "../harness/suite.js";
+import { eventually, failure, uniqueResource } from "../harness/suite.js";
 import { clientCertFor, makeCerts, type Certs } from "../mesh/support/certs.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
@@ -142,6 +142,30 @@ describe("principals kept apart (bearer JWTs)", function () {
       } finally {
         await other.stop();
       }
+    });
+  });
+
+  describe("an admin lifts a running lock-delay (LiftLockDelay)", () => {
+    it("alice's lease expires with a 50 s lock-delay; bob may not lift it, carol (admin) does, and bob's waiting Acquire is granted at once", async () => {
+      const resource = uniqueResource("shared/lift");
+      const a = (await alice.lease.acquire({ resource, ttl: ttl(2), holder: "alice", lockDelay: ttl(50) })).token!;
+      expect((await carol.lease.liftLockDelay({ resource })).lifted, "a holder's own lock-delay is not one being served").to.equal(false);
+      const waiting = bob.lease.acquire({ resource, ttl: ttl(10), holder: "bob", wait: true }, { timeoutMs: 40_000 });
+      // alice never renews: her lease expires, and the lock-delay begins.
+      await eventually(async () => (await carol.lease.describe({ resource })).lockDelayUntil !== undefined, "the lock-delay is served", 15_000);
+
+      const e = await failure(bob.lease.liftLockDelay({ resource }));
+      expect(e.code, e.message).to.equal(Code.PermissionDenied);
+      expect(e.rawMessage).to.include("admin");
+      expect((await carol.lease.describe({ resource })).lockDelayUntil, "bob changed nothing").to.not.equal(undefined);
+
+      const liftedAt = Date.now();
+      const lifted = await carol.lease.liftLockDelay({ resource });
+      expect(lifted).to.deep.include({ lifted: true, generation: a.generation });
+      const granted = await waiting;
+      expect(Date.now() - liftedAt, "granted when lifted, not 50 s later").to.be.below(10_000);
+      expect(granted.token!.generation > a.generation, "a newer generation").to.equal(true);
+      expect((await carol.lease.liftLockDelay({ resource })).lifted, "nothing left to lift").to.equal(false);
     });
   });
 
