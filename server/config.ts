@@ -222,6 +222,8 @@ export function serveOptions(cmd: Command): Command {
   opt("--jwt-audience <aud>", "the audience (aud) every JWT must include; needed with --jwt-keys", "FENCEKEEPER_JWT_AUDIENCE");
   opt("--jwt-principal-claim <claim>", "the JWT claim that names the caller", "FENCEKEEPER_JWT_PRINCIPAL_CLAIM", undefined, "sub");
   opt("--jwt-groups-claim <claim>", "the JWT claim that lists the caller's groups, for the policy", "FENCEKEEPER_JWT_GROUPS_CLAIM", undefined, "groups");
+  opt("--jwt-uri-subjects <on|off>", "accept JWTs whose principal looks like a URI (scheme://), sharing the namespace of certificates' URI SANs", "FENCEKEEPER_JWT_URI_SUBJECTS", boolean("jwt-uri-subjects"), false, "off");
+  opt("--jwt-max-lifetime <seconds>", "longest a JWT may be valid (exp minus iat, or minus now without iat); longer-lived tokens are refused", "FENCEKEEPER_JWT_MAX_LIFETIME", integer("jwt-max-lifetime", 60, 366 * 86400), 86400);
   opt("--policy <file>", "authorization policy (JSON, docs/authorization.md); reloaded on SIGHUP and when the file changes; unset: authenticated callers may do everything", "FENCEKEEPER_POLICY");
   opt("--handshake-timeout <ms>", "how long a new connection has to send its TLS handshake, HTTP/2 preface or HTTP/1.1 request headers", "FENCEKEEPER_HANDSHAKE_TIMEOUT", integer("handshake-timeout", 100, 600_000), 10_000);
   opt("--request-read-timeout <ms>", "how long a request (a unary call's, or a server stream's first message) has to arrive whole after its headers; cut after", "FENCEKEEPER_REQUEST_READ_TIMEOUT", integer("request-read-timeout", 100, 600_000), 10_000);
@@ -340,6 +342,8 @@ function jwt(o: Record<string, unknown>): JwtConfig | undefined {
     principalClaim: o.jwtPrincipalClaim as string,
     groupsClaim: o.jwtGroupsClaim as string,
     clockToleranceSeconds: 30,
+    maxLifetimeSeconds: o.jwtMaxLifetime as number,
+    uriSubjects: o.jwtUriSubjects as boolean,
   };
 }
 

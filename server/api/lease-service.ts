@@ -142,6 +142,14 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       return {};
     }),
 
+    liftLockDelay: unary(async (req, ctx) => {
+      checkResource(req.resource);
+      access.authorize(ctx, "admin", req.resource);
+      const { lifted, generation } = await coordinator.liftLockDelay(req.resource);
+      if (lifted) log.warn({ resource: req.resource, generation: String(generation), by: access.caller(ctx).name }, "lock-delay lifted");
+      return { lifted, generation };
+    }),
+
     listTokenKeys: unary(async () => ({
       keys: (await coordinator.tokenKeys()).map((k) => ({ keyId: k.keyId, algorithm: ALGORITHM, publicKey: k.raw })),
     })),

@@ -13,6 +13,7 @@ function mutation(resource: string, m: ProtoMutation | undefined, ops: StoreOp[]
   access.authorize(ctx, "write", resource);
   return {
     principal: access.ownerUnlessAdmin(ctx, resource),
+    caller: access.owner(ctx),
     resource,
     token: tokenFromProto(m?.token, "mutation.token"),
     mode: fenceModeFromProto(m?.mode ?? 0),

@@ -9,7 +9,7 @@ import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from "jose"
 import { ConfigError } from "../config.js";
 import { DomainError } from "../domain/errors.js";
 import { JwtKeys } from "./jwt-keys.js";
-import { ANONYMOUS, type Principal } from "./principal.js";
+import { ANONYMOUS, type Principal, unfitName } from "./principal.js";
 
 export interface JwtConfig {
   /** Files with the verification keys: each a PEM public key (SPKI: RSA, EC or Ed25519), a JWK, or a JWKS ({"keys": [...]}) */
@@ -24,7 +24,26 @@ export interface JwtConfig {
   groupsClaim: string;
   /** How far the issuer's clock and ours may disagree on "exp" and "nbf", e.g. 30. */
   clockToleranceSeconds: number;
+  /**
+   * Longest a token may be valid: "exp" minus "iat", or minus now without "iat" (DEFAULT_JWT_MAX_LIFETIME_SECONDS
+   * when unset). A token valid for a year is a password that cannot be changed; refusing it makes a leaked one
+   * worthless within this time.
+   */
+  maxLifetimeSeconds?: number;
+  /**
+   * Whether a token's principal may look like a URI with an authority ("spiffe://…", "https://…"). Off by
+   * default: certificates name their callers by such URIs (the URI SAN), and a token issuer that lets
+   * anyone pick their subject would then mint alice's certificate identity; on, the two share one
+   * namespace, for an issuer trusted to name SPIFFE ids.
+   */
+  uriSubjects?: boolean;
 }
+
+/** What a certificate's URI SAN usually looks like: a scheme and "://". */
+const URI_LIKE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
+/** --jwt-max-lifetime's default: a day. */
+export const DEFAULT_JWT_MAX_LIFETIME_SECONDS = 86_400;
 
 export interface AuthenticationConfig {
   /** Client certificates identify callers (the server's TLS requires them: --tls-client-ca is set). */
@@ -227,9 +246,18 @@ export class Authenticator {
   /** The principal of a verified token, cached until the token expires. */
   private admit(token: string, payload: JWTPayload, generation: number): Principal {
     const jwt = this.config.jwt!;
+    this.checkLifetime(payload);
     const name = payload[jwt.principalClaim];
     if (typeof name !== "string" || name === "") {
       throw this.badToken("missing_claim", `it has no "${jwt.principalClaim}" claim naming the caller (a non-empty string)`);
+    }
+    const unfit = unfitName(name);
+    if (unfit) throw this.badToken("malformed", `its "${jwt.principalClaim}" claim holds ${unfit}`);
+    if (!jwt.uriSubjects && URI_LIKE.test(name)) {
+      throw this.badToken(
+        "uri_subject",
+        `its "${jwt.principalClaim}" claim ${echo(name)} is a URI, the kind of name a client certificate carries; this server keeps the two apart (--jwt-uri-subjects off), so a token cannot act as a certificate's identity`,
+      );
     }
     const raw = payload[jwt.groupsClaim];
     const groups = raw === undefined ? [] : typeof raw === "string" ? [raw] : raw;
@@ -244,6 +272,21 @@ export class Authenticator {
       this.tokens.set(token, { principal, until });
     }
     return principal;
+  }
+
+  /** Refuses a token valid for longer than --jwt-max-lifetime, counted from "iat", or from now without one. */
+  private checkLifetime(payload: JWTPayload): void {
+    const jwt = this.config.jwt!;
+    const max = jwt.maxLifetimeSeconds ?? DEFAULT_JWT_MAX_LIFETIME_SECONDS;
+    const exp = payload.exp as number;
+    const from = typeof payload.iat === "number" ? payload.iat : Date.now() / 1000;
+    const lifetime = exp - from;
+    if (lifetime <= max) return;
+    const counted = typeof payload.iat === "number" ? `from its "iat" (${time(payload.iat)})` : `from now (it has no "iat")`;
+    throw this.badToken(
+      "lifetime_too_long",
+      `it is valid until ${time(exp)}, ${duration(lifetime)} ${counted}; this server accepts tokens valid for at most ${duration(max)} (--jwt-max-lifetime); ask issuer "${jwt.issuer}" for a shorter-lived token`,
+    );
   }
 
   /** A refusal by jose after the signature verified: a claim the server requires, in words. */
@@ -329,14 +372,20 @@ function peerPrincipal(socket: PeerSocket): Principal | string {
 /** A certificate's name: its first URI SAN (a SPIFFE id), else its subject CN. */
 function certificateName(cert: PeerCertificate): { ok: true; name: string } | { ok: false; why: string } {
   const uri = altNames(cert.subjectaltname).find((n) => n.type === "URI")?.value;
-  if (uri) return { ok: true, name: uri };
+  if (uri) {
+    const unfit = unfitName(uri);
+    return unfit ? { ok: false, why: `the client certificate's URI SAN holds ${unfit}` } : { ok: true, name: uri };
+  }
   // Node gives an attribute that occurs more than once as an array.
   const cn = cert.subject?.CN as string | string[] | undefined;
   if (Array.isArray(cn)) {
     // Which of several CNs names the caller is a guess; an identity is not guessed.
     return { ok: false, why: `the client certificate has ${cn.length} subject CNs and no URI SAN, so it names no one caller` };
   }
-  if (cn) return { ok: true, name: cn };
+  if (cn) {
+    const unfit = unfitName(cn);
+    return unfit ? { ok: false, why: `the client certificate's subject CN holds ${unfit}` } : { ok: true, name: cn };
+  }
   return { ok: false, why: "the client certificate names no one: it has neither a URI SAN nor a subject CN" };
 }
 
@@ -380,6 +429,8 @@ function checkJwtConfig(jwt: JwtConfig): void {
   if (!jwt.groupsClaim) throw new ConfigError('--jwt-groups-claim must name a claim (e.g. "groups")');
   const t = jwt.clockToleranceSeconds;
   if (!Number.isFinite(t) || t < 0) throw new ConfigError(`--jwt-clock-tolerance must be a number of seconds, 0 or more, got ${t}`);
+  const m = jwt.maxLifetimeSeconds;
+  if (m !== undefined && (!Number.isFinite(m) || m <= 0)) throw new ConfigError(`--jwt-max-lifetime must be a number of seconds above 0, got ${m}`);
 }
 
 /** A value from the caller's token, quoted and cut short: it is the caller's words, not ours. */
@@ -387,6 +438,17 @@ function echo(v: unknown): string {
   const s = typeof v === "string" ? v : v === undefined ? "(none)" : JSON.stringify(v) ?? String(v);
   if (v === undefined) return s;
   return JSON.stringify(s.length > MAX_ECHO ? `${s.slice(0, MAX_ECHO)}...` : s);
+}
+
+/** Seconds in words: "90 s", "2 h", "400 days". */
+function duration(seconds: number): string {
+  if (seconds >= 86_400) {
+    const days = Math.floor(seconds / 86_400);
+    return days === 1 && seconds % 86_400 === 0 ? "1 day" : days === 1 ? `${Math.floor(seconds / 3600)} h` : `${days} days`;
+  }
+  if (seconds >= 2 * 3600) return `${Math.floor(seconds / 3600)} h`;
+  if (seconds >= 120) return `${Math.floor(seconds / 60)} min`;
+  return `${Math.round(seconds)} s`;
 }
 
 function time(seconds: unknown): string {

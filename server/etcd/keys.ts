@@ -28,7 +28,9 @@
 //   P r/R/fence                         the greatest generation accepted by the store, 20 decimal digits
 //   P r/R/d/<key>                       the fenced store's values
 // and, for all resources:
-//   P i/<sha-256 of the idempotency key, hex>   idempotency records, on shared leases of 24 h and more
+//   P i/<sha-256 of the idempotency key, hex>   idempotency records, on shared leases of 24 h and more;
+//                                                with authentication on, the hash is of "principal", NUL, the
+//                                                caller's name, NUL and the key (see store/idempotency.ts)
 //   P s/<lease id, 16 hex digits>                one key per session, attached to the session's lease
 //   P k/signing                                  the key that signs new tokens (its id, and the private key)
 //   P k/public/<key id>                          every signing key's public key, raw: kept, so that tokens

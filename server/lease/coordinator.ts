@@ -11,7 +11,7 @@ import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acq
 import type { TokenChecks } from "../tokens/checks.js";
 import type { TokenSigner } from "../tokens/signer.js";
 import { bindOps, checkBound, checkLeaseCap, StreamBindings } from "./bindings.js";
-import { lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
+import { liftLockDelay, lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
 import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
 import { decodeShared, sharedHolders } from "./shared.js";
 
@@ -141,6 +141,12 @@ export class LeaseCoordinator {
     const onSession = res.responses[1].response_range.kvs.length > 0;
     this.d.events.emit({ type: "released", resource: t.resource, generation: t.generation, leaseId: t.leaseId, onSession });
     if (!onSession) void leases.revokeEventually(t.leaseId);
+  }
+
+  /** Ends the lock-delay served on a resource, if any (lock-delay.ts). The caller was authorized as its admin. */
+  liftLockDelay(resource: string): Promise<{ lifted: boolean; generation: bigint }> {
+    checkResource(resource);
+    return liftLockDelay(this.d, resource);
   }
 
   async describe(resource: string): Promise<Description> {

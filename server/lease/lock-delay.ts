@@ -20,6 +20,7 @@ import { DomainError, invalid } from "../domain/errors.js";
 import type { Limits } from "../domain/limits.js";
 import type { Token } from "../domain/token.js";
 import { decodeLockDelay, delayedLeaseIds, delayLeaseOf, encodeLockDelay, type KeyLayout, type LockDelayEntry } from "../etcd/keys.js";
+import type { Committer } from "../etcd/committer.js";
 import type { Leases } from "../etcd/leases.js";
 import { cmp, op } from "../etcd/ops.js";
 
@@ -81,6 +82,26 @@ export function lockDelayWrites(keys: KeyLayout, resource: string, leaseId: bigi
  */
 export function releaseWrites(keys: KeyLayout, token: Token): IRequestOp[] {
   return delayLeaseOf(token.leaseId) !== undefined ? [op.del(keys.lockDelayKey(token.resource))] : [];
+}
+
+/**
+ * Ends the lock-delay served on a resource: deletes its key, if nobody holds the resource (a holder's own
+ * lock-delay key is its future delay, not one being served), and revokes its delay lease. Waiters are
+ * granted as when the delay ends by itself, since they wait for the key's deletion.
+ */
+export async function liftLockDelay(d: { keys: KeyLayout; committer: Committer; leases: Leases }, resource: string): Promise<{ lifted: boolean; generation: bigint }> {
+  const { keys, committer, leases } = d;
+  const key = keys.lockDelayKey(resource);
+  const res = await committer.commit("lift lock-delay", {
+    compare: [cmp.createdAt(keys.ownerKey(resource), 0n), cmp.exists(key)],
+    success: [op.get(key), op.del(key)],
+    failure: [],
+  });
+  const kv = res.succeeded ? res.responses[0].response_range.kvs[0] : undefined;
+  if (!kv) return { lifted: false, generation: 0n };
+  const entry = decodeLockDelay(kv);
+  if (entry.delayLease !== 0n) void leases.revokeEventually(entry.delayLease);
+  return { lifted: true, generation: entry.generation };
 }
 
 /** What Describe and Observe show of a lock-delay key as read, held or not. */

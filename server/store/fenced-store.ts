@@ -48,6 +48,8 @@ export interface Mutation {
    * principal is the one that acquired it) must be this principal's.
    */
   principal?: string;
+  /** The authenticated caller, admins too, whose idempotency keys this one's is among; undefined without authentication. */
+  caller?: string;
 }
 
 export interface Commit {
@@ -86,7 +88,7 @@ export class FencedStore {
     await this.d.tokens.check(token, m.principal);
     if (!m.idempotencyKey) return this.commitMutation(m, token, what);
     // Only a mutation with an idempotency key needs its fingerprint: it hashes every value.
-    const record = { key: this.d.keys.idempotencyKey(hashKey(m.idempotencyKey)), fingerprint: fingerprintOf(m, token) };
+    const record = { key: this.d.keys.idempotencyKey(hashKey(m.idempotencyKey, m.caller)), fingerprint: fingerprintOf(m, token) };
     for (let attempt = 0; ; attempt++) {
       const lease = await this.d.idempotency.leaseForNow();
       try {

@@ -1,7 +1,9 @@
 // Idempotency records: what a mutation with an idempotency key did, kept so that a retry gets the first
 // answer instead of applying again. A record is written in the same transaction as its mutation; its
-// key is global (the hash of the idempotency key), so that a key is one logical request wherever it is
-// sent.
+// key is the caller's: with authentication on, the hash of the principal's name and the idempotency key,
+// so that one principal can neither take a key another will use nor learn whether it used one; without
+// authentication, every caller shares one anonymous scope (the hash of the key alone). Within a scope a
+// key is one logical request wherever it is sent.
 //
 // Records expire with etcd leases. Rather than one lease per record, records written within the same
 // hour share one lease that lasts the retention time plus that hour.
@@ -12,8 +14,15 @@ import type { Token } from "../domain/token.js";
 
 const BUCKET_MS = 3600_000;
 
-export function hashKey(idempotencyKey: string): string {
-  return createHash("sha256").update(idempotencyKey, "utf8").digest("hex");
+/**
+ * Where a key's record lives. `principal` is the authenticated caller, undefined without authentication.
+ * Principal names and keys hold no control characters, so the NUL between them cannot be forged, and an
+ * anonymous key (no NUL) is never a principal's.
+ */
+export function hashKey(idempotencyKey: string, principal?: string): string {
+  const h = createHash("sha256");
+  if (principal !== undefined) h.update(`principal\u0000${principal}\u0000`, "utf8");
+  return h.update(idempotencyKey, "utf8").digest("hex");
 }
 
 /** What makes two requests the same request: everything but the idempotency key itself. */

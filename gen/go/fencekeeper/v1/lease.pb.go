@@ -1386,6 +1386,107 @@ func (x *TokenKey) GetPublicKey() []byte {
 	return nil
 }
 
+// The request of LeaseService.LiftLockDelay.
+type LiftLockDelayRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource whose lock-delay ends.
+	Resource      string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiftLockDelayRequest) Reset() {
+	*x = LiftLockDelayRequest{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiftLockDelayRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiftLockDelayRequest) ProtoMessage() {}
+
+func (x *LiftLockDelayRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiftLockDelayRequest.ProtoReflect.Descriptor instead.
+func (*LiftLockDelayRequest) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *LiftLockDelayRequest) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+// The response of LeaseService.LiftLockDelay.
+type LiftLockDelayResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when a lock-delay was being served and has ended; false when there was none to lift.
+	Lifted bool `protobuf:"varint,1,opt,name=lifted,proto3" json:"lifted,omitempty"`
+	// When lifted: the generation whose lease expired, whose lock-delay it was; 0 otherwise.
+	Generation    int64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiftLockDelayResponse) Reset() {
+	*x = LiftLockDelayResponse{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiftLockDelayResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiftLockDelayResponse) ProtoMessage() {}
+
+func (x *LiftLockDelayResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiftLockDelayResponse.ProtoReflect.Descriptor instead.
+func (*LiftLockDelayResponse) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *LiftLockDelayResponse) GetLifted() bool {
+	if x != nil {
+		return x.Lifted
+	}
+	return false
+}
+
+func (x *LiftLockDelayResponse) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
@@ -1481,7 +1582,14 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1c\n" +
 	"\talgorithm\x18\x02 \x01(\tR\talgorithm\x12\x1d\n" +
 	"\n" +
-	"public_key\x18\x03 \x01(\fR\tpublicKey2\xf0\x05\n" +
+	"public_key\x18\x03 \x01(\fR\tpublicKey\"2\n" +
+	"\x14LiftLockDelayRequest\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"O\n" +
+	"\x15LiftLockDelayResponse\x12\x16\n" +
+	"\x06lifted\x18\x01 \x01(\bR\x06lifted\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x03R\n" +
+	"generation2\xce\x06\n" +
 	"\fLeaseService\x12J\n" +
 	"\aAcquire\x12\x1e.fencekeeper.v1.AcquireRequest\x1a\x1f.fencekeeper.v1.AcquireResponse\x12T\n" +
 	"\tKeepAlive\x12 .fencekeeper.v1.KeepAliveRequest\x1a!.fencekeeper.v1.KeepAliveResponse(\x010\x01\x12D\n" +
@@ -1491,7 +1599,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\aObserve\x12\x1e.fencekeeper.v1.ObserveRequest\x1a\x1f.fencekeeper.v1.ObserveResponse0\x01\x12V\n" +
 	"\vOpenSession\x12\".fencekeeper.v1.OpenSessionRequest\x1a#.fencekeeper.v1.OpenSessionResponse\x12Y\n" +
 	"\fCloseSession\x12#.fencekeeper.v1.CloseSessionRequest\x1a$.fencekeeper.v1.CloseSessionResponse\x12\\\n" +
-	"\rListTokenKeys\x12$.fencekeeper.v1.ListTokenKeysRequest\x1a%.fencekeeper.v1.ListTokenKeysResponseBi\n" +
+	"\rListTokenKeys\x12$.fencekeeper.v1.ListTokenKeysRequest\x1a%.fencekeeper.v1.ListTokenKeysResponse\x12\\\n" +
+	"\rLiftLockDelay\x12$.fencekeeper.v1.LiftLockDelayRequest\x1a%.fencekeeper.v1.LiftLockDelayResponseBi\n" +
 	"\x11io.fencekeeper.v1B\n" +
 	"LeaseProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
@@ -1507,7 +1616,7 @@ func file_fencekeeper_v1_lease_proto_rawDescGZIP() []byte {
 	return file_fencekeeper_v1_lease_proto_rawDescData
 }
 
-var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*AcquireRequest)(nil),        // 0: fencekeeper.v1.AcquireRequest
 	(*AcquireResponse)(nil),       // 1: fencekeeper.v1.AcquireResponse
@@ -1530,42 +1639,44 @@ var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*ListTokenKeysRequest)(nil),  // 18: fencekeeper.v1.ListTokenKeysRequest
 	(*ListTokenKeysResponse)(nil), // 19: fencekeeper.v1.ListTokenKeysResponse
 	(*TokenKey)(nil),              // 20: fencekeeper.v1.TokenKey
-	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
-	(AcquireMode)(0),              // 22: fencekeeper.v1.AcquireMode
-	(*FencingToken)(nil),          // 23: fencekeeper.v1.FencingToken
-	(*status.Status)(nil),         // 24: google.rpc.Status
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*LiftLockDelayRequest)(nil),  // 21: fencekeeper.v1.LiftLockDelayRequest
+	(*LiftLockDelayResponse)(nil), // 22: fencekeeper.v1.LiftLockDelayResponse
+	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(AcquireMode)(0),              // 24: fencekeeper.v1.AcquireMode
+	(*FencingToken)(nil),          // 25: fencekeeper.v1.FencingToken
+	(*status.Status)(nil),         // 26: google.rpc.Status
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
 }
 var file_fencekeeper_v1_lease_proto_depIdxs = []int32{
-	21, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
-	21, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
-	21, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
-	22, // 3: fencekeeper.v1.AcquireRequest.mode:type_name -> fencekeeper.v1.AcquireMode
-	23, // 4: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
-	21, // 5: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	21, // 6: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
-	21, // 7: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
-	24, // 8: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
+	23, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
+	23, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
+	23, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
+	24, // 3: fencekeeper.v1.AcquireRequest.mode:type_name -> fencekeeper.v1.AcquireMode
+	25, // 4: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
+	23, // 5: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	23, // 6: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
+	23, // 7: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
+	26, // 8: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
 	4,  // 9: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
-	21, // 10: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
-	24, // 11: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
-	21, // 12: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
-	23, // 13: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
-	23, // 14: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
-	21, // 15: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
-	21, // 16: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
-	25, // 17: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	23, // 10: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
+	26, // 11: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
+	23, // 12: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
+	25, // 13: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
+	25, // 14: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
+	23, // 15: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
+	23, // 16: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
+	27, // 17: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
 	11, // 18: fencekeeper.v1.DescribeResponse.holders:type_name -> fencekeeper.v1.Holder
-	23, // 19: fencekeeper.v1.Holder.token:type_name -> fencekeeper.v1.FencingToken
-	21, // 20: fencekeeper.v1.Holder.ttl:type_name -> google.protobuf.Duration
-	23, // 21: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
-	21, // 22: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
-	25, // 23: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	25, // 19: fencekeeper.v1.Holder.token:type_name -> fencekeeper.v1.FencingToken
+	23, // 20: fencekeeper.v1.Holder.ttl:type_name -> google.protobuf.Duration
+	25, // 21: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
+	23, // 22: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
+	27, // 23: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
 	11, // 24: fencekeeper.v1.ObserveResponse.holders:type_name -> fencekeeper.v1.Holder
 	11, // 25: fencekeeper.v1.ObserveResponse.joined:type_name -> fencekeeper.v1.Holder
 	11, // 26: fencekeeper.v1.ObserveResponse.left:type_name -> fencekeeper.v1.Holder
-	21, // 27: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
-	21, // 28: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
+	23, // 27: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	23, // 28: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
 	20, // 29: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
 	0,  // 30: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
 	2,  // 31: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
@@ -1576,17 +1687,19 @@ var file_fencekeeper_v1_lease_proto_depIdxs = []int32{
 	14, // 36: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
 	16, // 37: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
 	18, // 38: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
-	1,  // 39: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
-	3,  // 40: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
-	6,  // 41: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
-	8,  // 42: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
-	10, // 43: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
-	13, // 44: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
-	15, // 45: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
-	17, // 46: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
-	19, // 47: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
-	39, // [39:48] is the sub-list for method output_type
-	30, // [30:39] is the sub-list for method input_type
+	21, // 39: fencekeeper.v1.LeaseService.LiftLockDelay:input_type -> fencekeeper.v1.LiftLockDelayRequest
+	1,  // 40: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
+	3,  // 41: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
+	6,  // 42: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
+	8,  // 43: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
+	10, // 44: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
+	13, // 45: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
+	15, // 46: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
+	17, // 47: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
+	19, // 48: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
+	22, // 49: fencekeeper.v1.LeaseService.LiftLockDelay:output_type -> fencekeeper.v1.LiftLockDelayResponse
+	40, // [40:50] is the sub-list for method output_type
+	30, // [30:40] is the sub-list for method input_type
 	30, // [30:30] is the sub-list for extension type_name
 	30, // [30:30] is the sub-list for extension extendee
 	0,  // [0:30] is the sub-list for field type_name
@@ -1604,7 +1717,7 @@ func file_fencekeeper_v1_lease_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fencekeeper_v1_lease_proto_rawDesc), len(file_fencekeeper_v1_lease_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

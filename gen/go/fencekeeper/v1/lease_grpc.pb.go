@@ -28,6 +28,7 @@ const (
 	LeaseService_OpenSession_FullMethodName   = "/fencekeeper.v1.LeaseService/OpenSession"
 	LeaseService_CloseSession_FullMethodName  = "/fencekeeper.v1.LeaseService/CloseSession"
 	LeaseService_ListTokenKeys_FullMethodName = "/fencekeeper.v1.LeaseService/ListTokenKeys"
+	LeaseService_LiftLockDelay_FullMethodName = "/fencekeeper.v1.LeaseService/LiftLockDelay"
 )
 
 // LeaseServiceClient is the client API for LeaseService service.
@@ -72,6 +73,13 @@ type LeaseServiceClient interface {
 	// fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
 	// the list again when a token names a key_id you do not know.
 	ListTokenKeys(ctx context.Context, in *ListTokenKeysRequest, opts ...grpc.CallOption) (*ListTokenKeysResponse, error)
+	// End the lock-delay being served on a resource (Describe shows held false and lock_delay_until), so
+	// that the first waiter is granted at once: for an operator who knows that the lost holder is gone
+	// (its machine is off) and will not wait out the delay. Needs the policy verb admin on the resource
+	// (without a policy, any caller may). A resource with no lock-delay being served changes nothing and
+	// answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
+	// expires (release the holder instead).
+	LiftLockDelay(ctx context.Context, in *LiftLockDelayRequest, opts ...grpc.CallOption) (*LiftLockDelayResponse, error)
 }
 
 type leaseServiceClient struct {
@@ -184,6 +192,16 @@ func (c *leaseServiceClient) ListTokenKeys(ctx context.Context, in *ListTokenKey
 	return out, nil
 }
 
+func (c *leaseServiceClient) LiftLockDelay(ctx context.Context, in *LiftLockDelayRequest, opts ...grpc.CallOption) (*LiftLockDelayResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LiftLockDelayResponse)
+	err := c.cc.Invoke(ctx, LeaseService_LiftLockDelay_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LeaseServiceServer is the server API for LeaseService service.
 // All implementations must embed UnimplementedLeaseServiceServer
 // for forward compatibility.
@@ -226,6 +244,13 @@ type LeaseServiceServer interface {
 	// fencekeeper can check a token offline. Every key that signed a token still in use is listed; fetch
 	// the list again when a token names a key_id you do not know.
 	ListTokenKeys(context.Context, *ListTokenKeysRequest) (*ListTokenKeysResponse, error)
+	// End the lock-delay being served on a resource (Describe shows held false and lock_delay_until), so
+	// that the first waiter is granted at once: for an operator who knows that the lost holder is gone
+	// (its machine is off) and will not wait out the delay. Needs the policy verb admin on the resource
+	// (without a policy, any caller may). A resource with no lock-delay being served changes nothing and
+	// answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
+	// expires (release the holder instead).
+	LiftLockDelay(context.Context, *LiftLockDelayRequest) (*LiftLockDelayResponse, error)
 	mustEmbedUnimplementedLeaseServiceServer()
 }
 
@@ -262,6 +287,9 @@ func (UnimplementedLeaseServiceServer) CloseSession(context.Context, *CloseSessi
 }
 func (UnimplementedLeaseServiceServer) ListTokenKeys(context.Context, *ListTokenKeysRequest) (*ListTokenKeysResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTokenKeys not implemented")
+}
+func (UnimplementedLeaseServiceServer) LiftLockDelay(context.Context, *LiftLockDelayRequest) (*LiftLockDelayResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LiftLockDelay not implemented")
 }
 func (UnimplementedLeaseServiceServer) mustEmbedUnimplementedLeaseServiceServer() {}
 func (UnimplementedLeaseServiceServer) testEmbeddedByValue()                      {}
@@ -428,6 +456,24 @@ func _LeaseService_ListTokenKeys_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LeaseService_LiftLockDelay_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LiftLockDelayRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LeaseServiceServer).LiftLockDelay(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LeaseService_LiftLockDelay_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LeaseServiceServer).LiftLockDelay(ctx, req.(*LiftLockDelayRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LeaseService_ServiceDesc is the grpc.ServiceDesc for LeaseService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -462,6 +508,10 @@ var LeaseService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTokenKeys",
 			Handler:    _LeaseService_ListTokenKeys_Handler,
+		},
+		{
+			MethodName: "LiftLockDelay",
+			Handler:    _LeaseService_LiftLockDelay_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

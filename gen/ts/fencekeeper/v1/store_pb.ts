@@ -37,9 +37,12 @@ export type Mutation = Message<"fencekeeper.v1.Mutation"> & {
   /**
    * Optional, 1 to 256 bytes. A retry with the same key and the same request returns the first
    * result and applies nothing; the same key with a different request is INVALID_ARGUMENT (reason
-   * IDEMPOTENCY_KEY_REUSED). Keys are global, not per resource: the same key sent for another
-   * resource is a different request, and is refused. The record is kept for 24 hours. Distinct
-   * from the token: the token says under whose authority, this key says which attempt.
+   * IDEMPOTENCY_KEY_REUSED). Keys belong to the caller: with authentication on, each principal has
+   * its own keys (the same key sent by another principal is another request, and neither can take
+   * nor learn of the other's keys); without authentication, all callers share one set. Within a
+   * caller's keys they are not per resource: the same key sent for another resource is a different
+   * request, and is refused. The record is kept for 24 hours. Distinct from the token: the token
+   * says under whose authority, this key says which attempt.
    *
    * @generated from field: string idempotency_key = 3;
    */

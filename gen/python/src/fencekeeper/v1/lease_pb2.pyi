@@ -213,3 +213,17 @@ class TokenKey(_message.Message):
     algorithm: str
     public_key: bytes
     def __init__(self, key_id: _Optional[str] = ..., algorithm: _Optional[str] = ..., public_key: _Optional[bytes] = ...) -> None: ...
+
+class LiftLockDelayRequest(_message.Message):
+    __slots__ = ("resource",)
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    def __init__(self, resource: _Optional[str] = ...) -> None: ...
+
+class LiftLockDelayResponse(_message.Message):
+    __slots__ = ("lifted", "generation")
+    LIFTED_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    lifted: bool
+    generation: int
+    def __init__(self, lifted: _Optional[bool] = ..., generation: _Optional[int] = ...) -> None: ...

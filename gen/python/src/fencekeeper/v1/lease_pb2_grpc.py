@@ -86,6 +86,11 @@ class LeaseServiceStub:
                 request_serializer=fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysRequest.SerializeToString,
                 response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysResponse.FromString,
                 _registered_method=True)
+        self.LiftLockDelay = channel.unary_unary(
+                '/fencekeeper.v1.LeaseService/LiftLockDelay',
+                request_serializer=fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayRequest.SerializeToString,
+                response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayResponse.FromString,
+                _registered_method=True)
 
 
 class LeaseServiceServicer:
@@ -173,6 +178,18 @@ class LeaseServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LiftLockDelay(self, request, context):
+        """End the lock-delay being served on a resource (Describe shows held false and lock_delay_until), so
+        that the first waiter is granted at once: for an operator who knows that the lost holder is gone
+        (its machine is off) and will not wait out the delay. Needs the policy verb admin on the resource
+        (without a policy, any caller may). A resource with no lock-delay being served changes nothing and
+        answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
+        expires (release the holder instead).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaseServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -220,6 +237,11 @@ def add_LeaseServiceServicer_to_server(servicer, server):
                     servicer.ListTokenKeys,
                     request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysRequest.FromString,
                     response_serializer=fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysResponse.SerializeToString,
+            ),
+            'LiftLockDelay': grpc.unary_unary_rpc_method_handler(
+                    servicer.LiftLockDelay,
+                    request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayRequest.FromString,
+                    response_serializer=fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -472,6 +494,33 @@ class LeaseService:
             '/fencekeeper.v1.LeaseService/ListTokenKeys',
             fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysRequest.SerializeToString,
             fencekeeper_dot_v1_dot_lease__pb2.ListTokenKeysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LiftLockDelay(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fencekeeper.v1.LeaseService/LiftLockDelay',
+            fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayRequest.SerializeToString,
+            fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayResponse.FromString,
             options,
             channel_credentials,
             insecure,

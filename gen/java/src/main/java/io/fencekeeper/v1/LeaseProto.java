@@ -131,6 +131,16 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fencekeeper_v1_TokenKey_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LiftLockDelayRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LiftLockDelayRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LiftLockDelayResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LiftLockDelayResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -212,29 +222,35 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "enKeysResponse\022,\n\004keys\030\001 \003(\0132\030.fencekeep" +
       "er.v1.TokenKeyR\004keys\"^\n\010TokenKey\022\025\n\006key_" +
       "id\030\001 \001(\tR\005keyId\022\034\n\talgorithm\030\002 \001(\tR\talgo" +
-      "rithm\022\035\n\npublic_key\030\003 \001(\014R\tpublicKey2\360\005\n" +
-      "\014LeaseService\022J\n\007Acquire\022\036.fencekeeper.v" +
-      "1.AcquireRequest\032\037.fencekeeper.v1.Acquir" +
-      "eResponse\022T\n\tKeepAlive\022 .fencekeeper.v1." +
-      "KeepAliveRequest\032!.fencekeeper.v1.KeepAl" +
-      "iveResponse(\0010\001\022D\n\005Renew\022\034.fencekeeper.v" +
-      "1.RenewRequest\032\035.fencekeeper.v1.RenewRes" +
-      "ponse\022J\n\007Release\022\036.fencekeeper.v1.Releas" +
-      "eRequest\032\037.fencekeeper.v1.ReleaseRespons" +
-      "e\022M\n\010Describe\022\037.fencekeeper.v1.DescribeR" +
-      "equest\032 .fencekeeper.v1.DescribeResponse" +
-      "\022L\n\007Observe\022\036.fencekeeper.v1.ObserveRequ" +
-      "est\032\037.fencekeeper.v1.ObserveResponse0\001\022V" +
-      "\n\013OpenSession\022\".fencekeeper.v1.OpenSessi" +
-      "onRequest\032#.fencekeeper.v1.OpenSessionRe" +
-      "sponse\022Y\n\014CloseSession\022#.fencekeeper.v1." +
-      "CloseSessionRequest\032$.fencekeeper.v1.Clo" +
-      "seSessionResponse\022\\\n\rListTokenKeys\022$.fen" +
-      "cekeeper.v1.ListTokenKeysRequest\032%.fence" +
-      "keeper.v1.ListTokenKeysResponseBi\n\021io.fe" +
-      "ncekeeper.v1B\nLeaseProtoP\001ZFgithub.com/f" +
-      "encekeeper/fencekeeper/gen/go/fencekeepe" +
-      "r/v1;fencekeeperv1b\006proto3"
+      "rithm\022\035\n\npublic_key\030\003 \001(\014R\tpublicKey\"2\n\024" +
+      "LiftLockDelayRequest\022\032\n\010resource\030\001 \001(\tR\010" +
+      "resource\"O\n\025LiftLockDelayResponse\022\026\n\006lif" +
+      "ted\030\001 \001(\010R\006lifted\022\036\n\ngeneration\030\002 \001(\003R\ng" +
+      "eneration2\316\006\n\014LeaseService\022J\n\007Acquire\022\036." +
+      "fencekeeper.v1.AcquireRequest\032\037.fencekee" +
+      "per.v1.AcquireResponse\022T\n\tKeepAlive\022 .fe" +
+      "ncekeeper.v1.KeepAliveRequest\032!.fencekee" +
+      "per.v1.KeepAliveResponse(\0010\001\022D\n\005Renew\022\034." +
+      "fencekeeper.v1.RenewRequest\032\035.fencekeepe" +
+      "r.v1.RenewResponse\022J\n\007Release\022\036.fencekee" +
+      "per.v1.ReleaseRequest\032\037.fencekeeper.v1.R" +
+      "eleaseResponse\022M\n\010Describe\022\037.fencekeeper" +
+      ".v1.DescribeRequest\032 .fencekeeper.v1.Des" +
+      "cribeResponse\022L\n\007Observe\022\036.fencekeeper.v" +
+      "1.ObserveRequest\032\037.fencekeeper.v1.Observ" +
+      "eResponse0\001\022V\n\013OpenSession\022\".fencekeeper" +
+      ".v1.OpenSessionRequest\032#.fencekeeper.v1." +
+      "OpenSessionResponse\022Y\n\014CloseSession\022#.fe" +
+      "ncekeeper.v1.CloseSessionRequest\032$.fence" +
+      "keeper.v1.CloseSessionResponse\022\\\n\rListTo" +
+      "kenKeys\022$.fencekeeper.v1.ListTokenKeysRe" +
+      "quest\032%.fencekeeper.v1.ListTokenKeysResp" +
+      "onse\022\\\n\rLiftLockDelay\022$.fencekeeper.v1.L" +
+      "iftLockDelayRequest\032%.fencekeeper.v1.Lif" +
+      "tLockDelayResponseBi\n\021io.fencekeeper.v1B" +
+      "\nLeaseProtoP\001ZFgithub.com/fencekeeper/fe" +
+      "ncekeeper/gen/go/fencekeeper/v1;fencekee" +
+      "perv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -370,6 +386,18 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_TokenKey_descriptor,
         new java.lang.String[] { "KeyId", "Algorithm", "PublicKey", });
+    internal_static_fencekeeper_v1_LiftLockDelayRequest_descriptor =
+      getDescriptor().getMessageType(21);
+    internal_static_fencekeeper_v1_LiftLockDelayRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LiftLockDelayRequest_descriptor,
+        new java.lang.String[] { "Resource", });
+    internal_static_fencekeeper_v1_LiftLockDelayResponse_descriptor =
+      getDescriptor().getMessageType(22);
+    internal_static_fencekeeper_v1_LiftLockDelayResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LiftLockDelayResponse_descriptor,
+        new java.lang.String[] { "Lifted", "Generation", });
     descriptor.resolveAllFeaturesImmutable();
     io.fencekeeper.v1.TokenProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();

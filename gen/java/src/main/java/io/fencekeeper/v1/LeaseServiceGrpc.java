@@ -299,6 +299,37 @@ public final class LeaseServiceGrpc {
     return getListTokenKeysMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.LiftLockDelayRequest,
+      io.fencekeeper.v1.LiftLockDelayResponse> getLiftLockDelayMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "LiftLockDelay",
+      requestType = io.fencekeeper.v1.LiftLockDelayRequest.class,
+      responseType = io.fencekeeper.v1.LiftLockDelayResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.LiftLockDelayRequest,
+      io.fencekeeper.v1.LiftLockDelayResponse> getLiftLockDelayMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.LiftLockDelayRequest, io.fencekeeper.v1.LiftLockDelayResponse> getLiftLockDelayMethod;
+    if ((getLiftLockDelayMethod = LeaseServiceGrpc.getLiftLockDelayMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getLiftLockDelayMethod = LeaseServiceGrpc.getLiftLockDelayMethod) == null) {
+          LeaseServiceGrpc.getLiftLockDelayMethod = getLiftLockDelayMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.LiftLockDelayRequest, io.fencekeeper.v1.LiftLockDelayResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "LiftLockDelay"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.LiftLockDelayRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.LiftLockDelayResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("LiftLockDelay"))
+              .build();
+        }
+      }
+    }
+    return getLiftLockDelayMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -471,6 +502,21 @@ public final class LeaseServiceGrpc {
         io.grpc.stub.StreamObserver<io.fencekeeper.v1.ListTokenKeysResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getListTokenKeysMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * End the lock-delay being served on a resource (Describe shows held false and lock_delay_until), so
+     * that the first waiter is granted at once: for an operator who knows that the lost holder is gone
+     * (its machine is off) and will not wait out the delay. Needs the policy verb admin on the resource
+     * (without a policy, any caller may). A resource with no lock-delay being served changes nothing and
+     * answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
+     * expires (release the holder instead).
+     * </pre>
+     */
+    default void liftLockDelay(io.fencekeeper.v1.LiftLockDelayRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.LiftLockDelayResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getLiftLockDelayMethod(), responseObserver);
+    }
   }
 
   /**
@@ -626,6 +672,22 @@ public final class LeaseServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getListTokenKeysMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * End the lock-delay being served on a resource (Describe shows held false and lock_delay_until), so
+     * that the first waiter is granted at once: for an operator who knows that the lost holder is gone
+     * (its machine is off) and will not wait out the delay. Needs the policy verb admin on the resource
+     * (without a policy, any caller may). A resource with no lock-delay being served changes nothing and
+     * answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
+     * expires (release the holder instead).
+     * </pre>
+     */
+    public void liftLockDelay(io.fencekeeper.v1.LiftLockDelayRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.LiftLockDelayResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getLiftLockDelayMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -757,6 +819,21 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getListTokenKeysMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * End the lock-delay being served on a resource (Describe shows held false and lock_delay_until), so
+     * that the first waiter is granted at once: for an operator who knows that the lost holder is gone
+     * (its machine is off) and will not wait out the delay. Needs the policy verb admin on the resource
+     * (without a policy, any caller may). A resource with no lock-delay being served changes nothing and
+     * answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
+     * expires (release the holder instead).
+     * </pre>
+     */
+    public io.fencekeeper.v1.LiftLockDelayResponse liftLockDelay(io.fencekeeper.v1.LiftLockDelayRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getLiftLockDelayMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -874,6 +951,21 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getListTokenKeysMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * End the lock-delay being served on a resource (Describe shows held false and lock_delay_until), so
+     * that the first waiter is granted at once: for an operator who knows that the lost holder is gone
+     * (its machine is off) and will not wait out the delay. Needs the policy verb admin on the resource
+     * (without a policy, any caller may). A resource with no lock-delay being served changes nothing and
+     * answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
+     * expires (release the holder instead).
+     * </pre>
+     */
+    public io.fencekeeper.v1.LiftLockDelayResponse liftLockDelay(io.fencekeeper.v1.LiftLockDelayRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getLiftLockDelayMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -987,6 +1079,22 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getListTokenKeysMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * End the lock-delay being served on a resource (Describe shows held false and lock_delay_until), so
+     * that the first waiter is granted at once: for an operator who knows that the lost holder is gone
+     * (its machine is off) and will not wait out the delay. Needs the policy verb admin on the resource
+     * (without a policy, any caller may). A resource with no lock-delay being served changes nothing and
+     * answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
+     * expires (release the holder instead).
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.LiftLockDelayResponse> liftLockDelay(
+        io.fencekeeper.v1.LiftLockDelayRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getLiftLockDelayMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_ACQUIRE = 0;
@@ -997,7 +1105,8 @@ public final class LeaseServiceGrpc {
   private static final int METHODID_OPEN_SESSION = 5;
   private static final int METHODID_CLOSE_SESSION = 6;
   private static final int METHODID_LIST_TOKEN_KEYS = 7;
-  private static final int METHODID_KEEP_ALIVE = 8;
+  private static final int METHODID_LIFT_LOCK_DELAY = 8;
+  private static final int METHODID_KEEP_ALIVE = 9;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1047,6 +1156,10 @@ public final class LeaseServiceGrpc {
         case METHODID_LIST_TOKEN_KEYS:
           serviceImpl.listTokenKeys((io.fencekeeper.v1.ListTokenKeysRequest) request,
               (io.grpc.stub.StreamObserver<io.fencekeeper.v1.ListTokenKeysResponse>) responseObserver);
+          break;
+        case METHODID_LIFT_LOCK_DELAY:
+          serviceImpl.liftLockDelay((io.fencekeeper.v1.LiftLockDelayRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.LiftLockDelayResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1132,6 +1245,13 @@ public final class LeaseServiceGrpc {
               io.fencekeeper.v1.ListTokenKeysRequest,
               io.fencekeeper.v1.ListTokenKeysResponse>(
                 service, METHODID_LIST_TOKEN_KEYS)))
+        .addMethod(
+          getLiftLockDelayMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.LiftLockDelayRequest,
+              io.fencekeeper.v1.LiftLockDelayResponse>(
+                service, METHODID_LIFT_LOCK_DELAY)))
         .build();
   }
 
@@ -1189,6 +1309,7 @@ public final class LeaseServiceGrpc {
               .addMethod(getOpenSessionMethod())
               .addMethod(getCloseSessionMethod())
               .addMethod(getListTokenKeysMethod())
+              .addMethod(getLiftLockDelayMethod())
               .build();
         }
       }
