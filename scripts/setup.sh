@@ -7,7 +7,48 @@ cd "$(dirname "$0")/.."
 for_tests=0
 [ "${1:-}" = "--test" ] && for_tests=1
 
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# The tests' quick check: a stamp newer than every input of this setup means the last `--test` setup
+# finished and nothing it depends on changed since, so a second `npm test` starts testing at once.
+# A checkout, a pull or an edit of any input makes it run again (and then only what changed is redone).
+test_stamp=.conformance/setup-test.stamp
+inputs=(server cli client common gen proto sdk test/conformance package.json package-lock.json toolchain.env
+  tsconfig.json tsconfig.build.json scripts/setup.sh scripts/setup-polyglot.sh scripts/build.sh)
+setup_fresh() {
+  [ -f "$test_stamp" ] && [ -d node_modules ] && [ -f dist/.built ] && command -v etcd >/dev/null 2>&1 &&
+    ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 &&
+    [ -z "$(find "${inputs[@]}" \( -name dist -o -name target -o -name __pycache__ -o -name '*.egg-info' \) -prune \
+      -o -newer "$test_stamp" -print -quit 2>/dev/null)" ]
+}
+if [ "$for_tests" = 1 ] && setup_fresh; then exit 0; fi
+# Stamped with the time this setup started: an input edited meanwhile makes the next one run again.
+[ "$for_tests" = 1 ] && mkdir -p .conformance && touch .conformance/setup-test.starting
+
+# Whether node_modules holds exactly what package-lock.json pins: every package npm installed (its own
+# record, node_modules/.package-lock.json) at the locked version, and none missing but the optional ones
+# of other platforms. By content, not by file times: a fresh checkout's lock file is newer than a
+# node_modules installed from the same lock.
+npm_current() {
+  node -e '
+    const fs = require("fs");
+    const want = JSON.parse(fs.readFileSync("package-lock.json", "utf8")).packages;
+    let have;
+    try { have = JSON.parse(fs.readFileSync("node_modules/.package-lock.json", "utf8")).packages; } catch { process.exit(1); }
+    for (const [path, w] of Object.entries(want)) {
+      if (path === "") continue;
+      const h = have[path];
+      if (!h) { if (w.optional) continue; process.exit(1); }
+      if (h.version !== w.version) process.exit(1);
+    }
+    for (const path of Object.keys(have)) if (!(path in want)) process.exit(1);
+  ' 2>/dev/null
+}
+if [ ! -d node_modules ] || ! npm_current; then
+  # `npm ci` empties node_modules first: through a link it would empty the folder it points to, which
+  # other checkouts may share. Install into a folder of this checkout's own instead.
+  if [ -L node_modules ]; then
+    echo "fencekeeper setup: node_modules is a link to $(readlink node_modules) that does not match package-lock.json; installing into a node_modules of this checkout's own, leaving the linked folder as it is" >&2
+    rm node_modules
+  fi
   echo "fencekeeper setup: installing npm dependencies" >&2
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
@@ -47,3 +88,10 @@ if [ "$for_tests" = 1 ]; then
     [ -e "$extra" ] && bash "$extra"
   done
 fi
+
+# Not stamped while a toolchain is missing (setup-polyglot.sh notes it in .conformance/*.missing), so
+# that the next run builds what it could not once the toolchain is installed.
+if [ "$for_tests" = 1 ] && ! ls .conformance/*.missing >/dev/null 2>&1; then
+  mv .conformance/setup-test.starting "$test_stamp"
+fi
+exit 0
