@@ -5,9 +5,16 @@
 // the order they came, so the renewals waiting for an answer form one queue and each answer belongs to
 // the oldest. A renewal that waits longer than the timeout is answered UNAVAILABLE but keeps its place,
 // so that its late answer, when it comes, is not taken for a newer renewal's (that would count a lease's
-// time from a send that did not renew it). Only a stream that answers nothing for several timeouts,
-// or that fails, is given up: its renewals are answered UNAVAILABLE and the next renewal opens a new one.
-// One timer watches the whole queue, whatever its length.
+// time from a send that did not renew it).
+//
+// A stream that stops working is replaced at once, not after its renewals time out: when it fails or
+// ends (etcd killed, the connection dropped), or when its oldest renewal has had no answer for a short
+// while (STALL_MS; etcd answers a renewal in milliseconds). Its unanswered renewals are sent again, first,
+// on the new stream, and answered from there; a renewal sent again renews no earlier than its caller
+// asked, which is what the caller counts its TTL from. Only a stream that fails before its first answer
+// (etcd refusing connections: it is away) answers its renewals UNAVAILABLE at once, so that a caller is
+// told while etcd is away, and the next renewal opens a new stream, which works as soon as etcd is back.
+// One timer watches every renewal, whatever their number.
 //
 // Fairness: at most SENT_WINDOW renewals are on the stream at once; the others wait in a queue per
 // owner (the caller that asked: a principal or a client address), served in turn, one each. A caller
@@ -45,31 +52,47 @@ interface Renewal {
   callers: Caller[];
 }
 
-/** A stream whose oldest unanswered renewal is this many timeouts old is given up. */
-const DEAD_AFTER_TIMEOUTS = 3;
+/** One keepalive stream and the renewals sent on it. */
+interface Link {
+  readonly stream: KeepAliveStream;
+  /** Sent renewals in the order sent, from head on; the ones before head are answered. */
+  waiting: Renewal[];
+  head: number;
+  /** Whether etcd answered anything on it. */
+  answered: boolean;
+}
+
 /** Most renewals sent to etcd and not answered yet; the rest wait their owner's turn. */
 const SENT_WINDOW = 256;
+/**
+ * A stream whose oldest renewal has had no answer for this long is replaced (its renewals sent again on
+ * a new one). etcd answers a renewal without writing to disk; capped by half the renewal timeout, so
+ * that a renewal sent again still has time for its answer.
+ */
+const STALL_MS = 1000;
 
 export class Leases {
-  private stream?: Promise<KeepAliveStream>;
-  /** The open stream whose answers the queue waits for. */
-  private current?: KeepAliveStream;
-  /** Sent renewals in the order sent, from head on; the ones before head are answered. */
-  private waiting: Renewal[] = [];
-  private head = 0;
+  /** The open stream, if any; renewals are sent on it. */
+  private link?: Link;
+  private opening = false;
+  private closed = false;
+  /** Renewals taken from a stream that stopped working, to send first on the next one. */
+  private resend: Renewal[] = [];
   /** Renewals not sent yet, per owner; the owners in turn order (the next to send first). */
   private readonly queues = new Map<string, Renewal[]>();
   /** The unsent renewal of each lease id, which a new request for the same lease joins. */
   private readonly queuedById = new Map<string, Renewal>();
   private queued = 0;
   private sweeper?: NodeJS.Timeout;
+  private readonly stallMs: number;
 
   constructor(
     private readonly etcd: Etcd3,
     private readonly calls: EtcdCalls,
     private readonly renewTimeoutMs: number,
-  ) {}
-
+  ) {
+    this.stallMs = Math.min(STALL_MS, renewTimeoutMs / 2);
+  }
   /** Grants a lease; with id, that one (etcd refuses an id in use: FAILED_PRECONDITION). */
   async grant(ttlSeconds: number, id?: bigint): Promise<{ id: bigint; ttlSeconds: number }> {
     const res = await this.calls.run("lease grant", () => this.etcd.leaseClient.leaseGrant({ TTL: ttlSeconds, ...(id !== undefined ? { ID: id.toString() } : {}) }));
@@ -132,10 +155,8 @@ export class Leases {
     return ttl;
   }
 
-  private async renewOne(id: bigint, owner: string): Promise<number> {
-    const stream = await this.keepAliveStream();
-    // The stream failed while this renewal waited for it to open: nothing would answer on it.
-    if (stream !== this.current) throw unavailable("lease renew", new Error("the keepalive stream to etcd failed"));
+  private renewOne(id: bigint, owner: string): Promise<number> {
+    if (this.closed) return Promise.reject(unavailable("lease renew", new Error("closing")));
     return new Promise<number>((resolve, reject) => {
       const key = id.toString();
       const same = this.queuedById.get(key);
@@ -149,73 +170,94 @@ export class Leases {
       else this.queues.set(owner, [r]);
       this.queuedById.set(key, r);
       this.queued++;
-      this.sweeper ??= setInterval(() => this.sweep(), Math.max(50, this.renewTimeoutMs / 4));
+      this.sweeper ??= setInterval(() => this.sweep(), Math.max(25, Math.min(this.renewTimeoutMs, this.stallMs) / 4));
+      this.open();
       this.pump();
     });
   }
 
-  /** Sends queued renewals while the window has room, one per owner in turn. */
+  /** Sends renewals while the window has room: the ones to send again first, then one per owner in turn. */
   private pump(): void {
-    const stream = this.current;
-    if (!stream) return;
-    while (this.pending < SENT_WINDOW && this.queued > 0) {
-      const [owner, queue] = this.queues.entries().next().value!;
-      const r = queue.shift()!;
-      this.queues.delete(owner);
-      if (queue.length > 0) this.queues.set(owner, queue); // to the back of the turn order
-      this.queued--;
-      this.queuedById.delete(r.id);
+    const link = this.link;
+    if (!link) return;
+    while (link.waiting.length - link.head < SENT_WINDOW && (this.resend.length > 0 || this.queued > 0)) {
+      let r: Renewal;
+      if (this.resend.length > 0) r = this.resend.shift()!;
+      else {
+        const [owner, queue] = this.queues.entries().next().value!;
+        r = queue.shift()!;
+        this.queues.delete(owner);
+        if (queue.length > 0) this.queues.set(owner, queue); // to the back of the turn order
+        this.queued--;
+        if (this.queuedById.get(r.id) === r) this.queuedById.delete(r.id);
+      }
       if (r.answered) continue; // given up while it waited
       r.sentAt = performance.now();
-      this.waiting.push(r);
-      stream.write({ ID: r.id });
+      link.waiting.push(r);
+      link.stream.write({ ID: r.id });
     }
-  }
-
-  /** How many renewals are sent and wait for etcd's answer. */
-  private get pending(): number {
-    return this.waiting.length - this.head;
   }
 
   close(): void {
+    this.closed = true;
     this.failAll(unavailable("lease keepalive", new Error("closing")));
   }
 
-  private keepAliveStream(): Promise<KeepAliveStream> {
-    if (!this.stream) {
-      const opening = this.calls.run("lease keepalive", () => this.etcd.leaseClient.leaseKeepAlive());
-      this.stream = opening.then((s) => {
-        this.current = s;
-        s.on("data", (res) => this.answer(s, res));
-        s.on("error", (err) => {
-          if (this.stream === opening) this.failAll(unavailable("lease keepalive", err));
-        });
-        s.on("end", () => {
-          if (this.stream === opening) this.failAll(unavailable("lease keepalive", new Error("stream ended")));
-        });
-        return s;
-      });
-      this.stream.catch(() => {
-        if (this.stream === opening) this.stream = undefined;
-      });
-    }
-    return this.stream;
+  /** Opens a stream unless one is open or opening; renewals wait in their queues meanwhile. */
+  private open(): void {
+    if (this.link || this.opening || this.closed) return;
+    this.opening = true;
+    this.calls.run("lease keepalive", () => this.etcd.leaseClient.leaseKeepAlive()).then(
+      (stream) => {
+        this.opening = false;
+        if (this.closed) return void stream.cancel();
+        const link: Link = { stream, waiting: [], head: 0, answered: false };
+        this.link = link;
+        stream.on("data", (res) => this.answer(link, res));
+        stream.on("error", (err) => this.lost(link, unavailable("lease keepalive", err), true));
+        stream.on("end", () => this.lost(link, unavailable("lease keepalive", new Error("stream ended")), true));
+        this.pump();
+      },
+      (err: unknown) => {
+        this.opening = false;
+        // No stream to send them on: etcd cannot be reached. The next renewal tries again.
+        this.failAll(err instanceof DomainError ? err : unavailable("lease keepalive", err));
+      },
+    );
   }
 
-  private answer(from: KeepAliveStream, res: ILeaseKeepAliveResponse): void {
-    if (from !== this.current) return;
-    const r = this.waiting[this.head];
+  /**
+   * A stream stopped working. Its unanswered renewals are sent again on a new stream, unless it failed
+   * before etcd answered anything on it: then etcd is away, and they are answered UNAVAILABLE now.
+   */
+  private lost(link: Link, err: DomainError, failed: boolean): void {
+    if (link !== this.link) return;
+    this.link = undefined;
+    link.stream.cancel();
+    const unanswered = link.waiting.slice(link.head).filter((r) => !r.answered);
+    if (failed && !link.answered) {
+      this.resend.push(...unanswered);
+      return this.failAll(err);
+    }
+    this.resend = [...unanswered, ...this.resend];
+    if (this.resend.length > 0 || this.queued > 0) {
+      this.open();
+    }
+  }
+
+  private answer(link: Link, res: ILeaseKeepAliveResponse): void {
+    if (link !== this.link) return;
+    const r = link.waiting[link.head];
     if (!r) return;
     if (r.id !== res.ID) {
       // Not the order etcd keeps: no answer on this stream can be trusted any more.
-      this.failAll(unavailable("lease keepalive", new Error(`answer for lease ${res.ID} where ${r.id} was due`)));
-      from.cancel();
-      return;
+      return this.lost(link, unavailable("lease keepalive", new Error(`answer for lease ${res.ID} where ${r.id} was due`)), false);
     }
-    this.waiting[this.head++] = undefined as never;
-    if (this.head > 1024 && this.head * 2 > this.waiting.length) {
-      this.waiting = this.waiting.slice(this.head);
-      this.head = 0;
+    link.answered = true;
+    link.waiting[link.head++] = undefined as never;
+    if (link.head > 1024 && link.head * 2 > link.waiting.length) {
+      link.waiting = link.waiting.slice(link.head);
+      link.head = 0;
     }
     const seconds = (performance.now() - r.askedAt) / 1000;
     this.calls.observe("lease renew", seconds);
@@ -224,38 +266,37 @@ export class Leases {
       for (const c of r.callers) c.resolve(Number(res.TTL));
     }
     this.pump();
-    if (this.pending === 0 && this.queued === 0) this.stopSweeping();
+    if (link.waiting.length === link.head && this.queued === 0 && this.resend.length === 0) this.stopSweeping();
   }
 
-  /** Answers UNAVAILABLE to renewals past the timeout; gives the stream up when it has gone silent. */
+  /** Answers UNAVAILABLE to renewals past the timeout; replaces the stream when it has gone silent. */
   private sweep(): void {
     const now = performance.now();
-    const oldest = this.waiting[this.head];
-    if (!oldest && this.queued === 0) return this.stopSweeping();
-    if (oldest && now - oldest.sentAt > DEAD_AFTER_TIMEOUTS * this.renewTimeoutMs) {
-      this.failAll(unavailable("lease keepalive", new Error(`no answer within ${DEAD_AFTER_TIMEOUTS * this.renewTimeoutMs} ms`)));
-      return;
-    }
+    const link = this.link;
+    const sent = link ? link.waiting.length - link.head : 0;
+    if (sent === 0 && this.queued === 0 && this.resend.length === 0 && !this.opening) return this.stopSweeping();
     const late = unavailable("lease renew", new Error(`no answer within ${this.renewTimeoutMs} ms`));
     const giveUp = (r: Renewal) => {
+      if (r.answered || now - r.askedAt <= this.renewTimeoutMs) return;
       r.answered = true;
       this.calls.observe("lease renew", (now - r.askedAt) / 1000, late);
       for (const c of r.callers) c.reject(late);
     };
     // Sent in turn order, not in the order asked: all of them are looked at (the window is small).
-    for (let i = this.head; i < this.waiting.length; i++) {
-      const r = this.waiting[i];
-      if (!r.answered && now - r.askedAt > this.renewTimeoutMs) giveUp(r);
-    }
+    if (link) for (let i = link.head; i < link.waiting.length; i++) giveUp(link.waiting[i]);
+    this.resend.forEach(giveUp);
+    this.resend = this.resend.filter((r) => !r.answered);
     // Unsent ones that waited their turn too long are answered too, and skipped when their turn comes.
     for (const queue of this.queues.values()) {
       for (const r of queue) {
         if (now - r.askedAt <= this.renewTimeoutMs) break;
-        if (!r.answered) {
-          giveUp(r);
-          this.queuedById.delete(r.id);
-        }
+        giveUp(r);
+        if (this.queuedById.get(r.id) === r) this.queuedById.delete(r.id);
       }
+    }
+    const oldest = link?.waiting[link.head];
+    if (link && oldest && now - oldest.sentAt > this.stallMs) {
+      this.lost(link, unavailable("lease keepalive", new Error(`no answer within ${Math.round(this.stallMs)} ms`)), false);
     }
   }
 
@@ -264,14 +305,13 @@ export class Leases {
     this.sweeper = undefined;
   }
 
+  /** Answers every renewal not answered yet with err, and gives the stream up. */
   private failAll(err: DomainError): void {
-    const stream = this.stream;
-    this.stream = undefined;
-    this.current = undefined;
-    stream?.then((s) => s.cancel(), () => undefined);
-    const waiting = [...this.waiting.slice(this.head), ...[...this.queues.values()].flat()];
-    this.waiting = [];
-    this.head = 0;
+    const link = this.link;
+    this.link = undefined;
+    link?.stream.cancel();
+    const waiting = [...(link ? link.waiting.slice(link.head) : []), ...this.resend, ...[...this.queues.values()].flat()];
+    this.resend = [];
     this.queues.clear();
     this.queuedById.clear();
     this.queued = 0;
