@@ -222,6 +222,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -232,6 +234,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -241,6 +245,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -250,6 +256,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -260,10 +268,23 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
    */
   io.fencekeeper.v1.HolderOrBuilder getHoldersOrBuilder(
       int index);
+
+  /**
+   * <pre>
+   * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
+   * or fewer.
+   * </pre>
+   *
+   * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
+   * @return The holdersWithoutTtl.
+   */
+  int getHoldersWithoutTtl();
 }
