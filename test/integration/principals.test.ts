@@ -197,6 +197,22 @@ describe("principals kept apart (bearer JWTs)", function () {
     });
   });
 
+  describe("the contract says what the server does: an admin may release and write under a holder's token, never renew its lease", () => {
+    it("DescribeResponse.holder_principal's comment says so, and carol (admin) renewing alice's lease is NOT_HOLDER while her release works", async () => {
+      const proto = readFileSync(new URL("../../proto/fencekeeper/v1/lease.proto", import.meta.url), "utf8").split("\n");
+      const at = proto.findIndex((l) => l.trim() === "string holder_principal = 8;");
+      let start = at;
+      while (proto[start - 1].trim().startsWith("//")) start--;
+      const comment = proto.slice(start, at).map((l) => l.trim().replace(/^\/\/ ?/, "")).join(" ");
+      expect(comment).to.match(/only this principal may renew/i).and.match(/an admin of the resource may not/i);
+
+      const resource = uniqueResource("shared/admin-renew");
+      const { token } = await alice.lease.acquire({ resource, ttl: ttl(10), holder: "alice" });
+      expect(reasonOf(await failure(carol.lease.renew({ leaseId: token!.leaseId })))).to.equal("NOT_HOLDER");
+      await carol.lease.release({ token });
+    });
+  });
+
   describe("idempotency keys are each principal's own", () => {
     it("bob using the key alice will use first takes nothing from her: her write commits, and each retry replays its own", async () => {
       const mine = uniqueResource("shared/idem-alice");

@@ -667,8 +667,8 @@ type DescribeResponse struct {
 	LastIssued int64 `protobuf:"varint,7,opt,name=last_issued,json=lastIssued,proto3" json:"last_issued,omitempty"`
 	// The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
 	// subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-	// principal (or an admin of the resource) may renew, release or write under the holder's token:
-	// knowing the token gives nobody else anything.
+	// principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+	// release it or write under its token: knowing the token gives nobody else anything.
 	HolderPrincipal string `protobuf:"bytes,8,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
 	// The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
 	// resource if the holder's lease expires. Unset when the resource is not held, or held without one.

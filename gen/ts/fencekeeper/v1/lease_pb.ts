@@ -423,8 +423,8 @@ export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
   /**
    * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
    * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-   * principal (or an admin of the resource) may renew, release or write under the holder's token:
-   * knowing the token gives nobody else anything.
+   * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+   * release it or write under its token: knowing the token gives nobody else anything.
    *
    * @generated from field: string holder_principal = 8;
    */

@@ -248,8 +248,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
    * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-   * principal (or an admin of the resource) may renew, release or write under the holder's token:
-   * knowing the token gives nobody else anything.
+   * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+   * release it or write under its token: knowing the token gives nobody else anything.
    * </pre>
    *
    * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -272,8 +272,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
    * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-   * principal (or an admin of the resource) may renew, release or write under the holder's token:
-   * knowing the token gives nobody else anything.
+   * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+   * release it or write under its token: knowing the token gives nobody else anything.
    * </pre>
    *
    * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -1742,8 +1742,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
      * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-     * principal (or an admin of the resource) may renew, release or write under the holder's token:
-     * knowing the token gives nobody else anything.
+     * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+     * release it or write under its token: knowing the token gives nobody else anything.
      * </pre>
      *
      * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -1765,8 +1765,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
      * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-     * principal (or an admin of the resource) may renew, release or write under the holder's token:
-     * knowing the token gives nobody else anything.
+     * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+     * release it or write under its token: knowing the token gives nobody else anything.
      * </pre>
      *
      * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -1789,8 +1789,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
      * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-     * principal (or an admin of the resource) may renew, release or write under the holder's token:
-     * knowing the token gives nobody else anything.
+     * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+     * release it or write under its token: knowing the token gives nobody else anything.
      * </pre>
      *
      * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -1809,8 +1809,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
      * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-     * principal (or an admin of the resource) may renew, release or write under the holder's token:
-     * knowing the token gives nobody else anything.
+     * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+     * release it or write under its token: knowing the token gives nobody else anything.
      * </pre>
      *
      * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -1826,8 +1826,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
      * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-     * principal (or an admin of the resource) may renew, release or write under the holder's token:
-     * knowing the token gives nobody else anything.
+     * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+     * release it or write under its token: knowing the token gives nobody else anything.
      * </pre>
      *
      * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>

@@ -130,8 +130,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
    * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-   * principal (or an admin of the resource) may renew, release or write under the holder's token:
-   * knowing the token gives nobody else anything.
+   * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+   * release it or write under its token: knowing the token gives nobody else anything.
    * </pre>
    *
    * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -142,8 +142,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
    * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-   * principal (or an admin of the resource) may renew, release or write under the holder's token:
-   * knowing the token gives nobody else anything.
+   * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+   * release it or write under its token: knowing the token gives nobody else anything.
    * </pre>
    *
    * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
