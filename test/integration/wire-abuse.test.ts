@@ -244,7 +244,7 @@ function h1Stall(url: string, path: string, contentType: string, timeoutMs: numb
   ]).finally(() => socket.destroy());
 }
 
-describe("wire abuse: every refusal is logged and counted, on every protocol", function () {
+for (const fastPath of ["on", "off"]) describe(`wire abuse: every refusal is logged and counted, on every protocol (--unary-fast-path ${fastPath})`, function () {
   this.timeout(120_000);
   const LIMIT_MS = 1500;
   let dir: string;
@@ -259,7 +259,7 @@ describe("wire abuse: every refusal is logged and counted, on every protocol", f
     etcd = await startEtcd();
     server = await startServer({
       etcd: etcd.endpoint,
-      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper", "--request-read-timeout", String(LIMIT_MS)],
+      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper", "--request-read-timeout", String(LIMIT_MS), "--unary-fast-path", fastPath],
     });
   });
   after(async function () {
