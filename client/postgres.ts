@@ -19,7 +19,7 @@ export interface Queryable {
 /** The fence columns the helpers read and write. */
 export const FENCE_COLUMNS = ["fence_resource", "fence_token", "fence_deleted"] as const;
 
-export interface FencedTarget {
+interface Target {
   /** The table; a [schema, table] pair for a schema-qualified one. Quoted as given. */
   table: string | readonly [string, string];
   /** The row's key. Its column must be the table's primary key or unique (inserts rely on ON CONFLICT). */
@@ -28,17 +28,37 @@ export interface FencedTarget {
   idColumn?: string;
   /** The holder's token: its resource guards the row, its generation is compared with the row's fence. */
   token: Token;
-  /**
-   * The server's token keys (FencekeeperClient.tokenKeys()): when given, the token's signature is checked
-   * before any SQL runs, and a token that does not verify writes nothing (outcome "unverified").
-   */
-  keys?: readonly TokenKey[];
 }
 
-export interface FencedWrite extends FencedTarget {
+/**
+ * Whether the token is genuine, one or the other, required: a token that is not checked may carry any
+ * generation, and one made up as 2^63-1 raises the row's fence past every generation etcd will ever
+ * issue, locking every real holder out of the row for good.
+ */
+type TokenCheck =
+  | {
+      /**
+       * The server's token keys (FencekeeperClient.tokenKeys()): the token's signature is checked before
+       * any SQL runs, and a token that does not verify writes nothing (outcome "unverified").
+       */
+      keys: readonly TokenKey[];
+      unverified?: false;
+    }
+  | {
+      keys?: undefined;
+      /**
+       * The caller vouches for the token without a signature check: it acquired the token itself, or the
+       * server signs none. Never for a token handed over by someone else (a queue, another service).
+       */
+      unverified: true;
+    };
+
+export type FencedTarget = Target & TokenCheck;
+
+export type FencedWrite = FencedTarget & {
   /** Column -> value. The fence columns are the helper's and may not be set here. */
   set: Readonly<Record<string, unknown>>;
-}
+};
 
 /**
  * The outcome of a fenced write. Only "applied" wrote anything.
@@ -48,7 +68,7 @@ export interface FencedWrite extends FencedTarget {
  * - notFound: no such row (or only its tombstone, for an update or a delete).
  * - exists: an insert found the row already there, written by this or an older generation.
  * - otherResource: the row is guarded by another resource, whose generations are not comparable.
- * - unverified: keys were given and the token's signature does not verify.
+ * - unverified: the token's signature does not verify with the keys given.
  */
 export type FencedOutcome =
   | { status: "applied"; fence: bigint }
@@ -165,7 +185,13 @@ function checkToken(w: FencedTarget): FencedOutcome | undefined {
   if (w.token.shared) {
     throw new RangeError(`a shared token (generation ${w.token.generation} of "${w.token.resource}") cannot write: fenced writes need an exclusive acquisition's token`);
   }
-  if (!w.keys) return undefined;
+  if (!w.keys) {
+    if (w.unverified === true) return undefined;
+    throw new TypeError(
+      "give keys (await client.tokenKeys()) so that the token's signature is checked, or unverified: true for a token this " +
+        "program acquired itself: an unchecked token may carry any generation, and a made-up one poisons the row's fence for good",
+    );
+  }
   const v = verifyToken(w.token, w.keys);
   return v.ok ? undefined : { status: "unverified", reason: v.reason };
 }

@@ -4,7 +4,6 @@
 import { join, resolve } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { createRegistry } from "@bufbuild/protobuf";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { ErrorInfoSchema } from "../gen/ts/google/rpc/error_details_pb.js";
@@ -39,6 +38,7 @@ import { ownershipLog } from "./observability/ownership-log.js";
 import { requestLog } from "./observability/request-log.js";
 import { registerReflection } from "./reflection/reflection-service.js";
 import { callerFaults } from "./rpc/caller-faults.js";
+import { connectAdapter } from "./rpc/connect-adapter.js";
 import { sendableErrors } from "./rpc/sendable-errors.js";
 import { unaryFastPath } from "./rpc/unary-fast-path.js";
 import { listen } from "./transport.js";
@@ -135,8 +135,9 @@ export async function serve(config: Config): Promise<void> {
     // shutdown's interruption, a deadline or a cancel into the call's status.
     const observer = allOf([requestLog(log), rpcMetrics(metrics)]);
     const interceptors = [sendableErrors, calls.interceptor(observer), callerFaults, ...(authenticator.enabled ? [authenticating(authenticator)] : [])];
-    const viaConnect = connectNodeAdapter({
+    const viaConnect = connectAdapter({
       routes,
+      observer,
       interceptors,
       readMaxBytes: READ_MAX_BYTES,
       // A KeepAlive renewal's error carries its ErrorInfo in an Any: JSON names its type, from the registry.

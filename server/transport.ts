@@ -204,15 +204,15 @@ function limitHttp1(h1: http.Server, o: ListenOptions): void {
 
 function cleartextServer(o: ListenOptions, serve: Handler, track: (s: net.Socket) => void, onSession: (s: http2.Http2Session) => void): Listener {
   const h2 = http2.createServer({ settings: { maxConcurrentStreams: o.maxConcurrentStreams } }, serve as never);
-  const h1 = http.createServer(serve as never);
+  // Timeouts checked every second: a header trickled in gets at most a second past headersTimeout.
+  const h1 = http.createServer({ connectionsCheckingInterval: 1000 }, serve as never);
   limitHttp1(h1, o);
   // Node checks headersTimeout and requestTimeout, and keeps the list of connections that
   // closeIdleConnections() closes, only from the moment its server listens. This one never listens (it is
   // handed its connections), so it is told it does.
   h1.emit("listening");
-  // Node enforces headersTimeout only on connections of a server that listens itself; this one is
-  // handed its connections, so a connection that has not completed its first request's headers in time
-  // is dropped here.
+  // A connection that has not completed its first request's headers within the handshake timeout of its
+  // handover is dropped here, to the moment (Node's own check above runs once a second).
   const firstRequest = new WeakMap<net.Socket, NodeJS.Timeout>();
   h1.on("request", (req: http.IncomingMessage) => {
     clearTimeout(firstRequest.get(req.socket));

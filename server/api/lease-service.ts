@@ -101,6 +101,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         token: d.token ? tokenToProto(d.token) : undefined,
         ttl: d.ttlSeconds !== undefined ? seconds(d.ttlSeconds) : undefined,
         holders: d.holders.map(holderToProto),
+        holdersWithoutTtl: d.holdersWithoutTtl,
         waiters: d.waiters,
         fence: d.fence,
         lastIssued: d.lastIssued,

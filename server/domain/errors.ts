@@ -68,13 +68,14 @@ export const leaseNotFound = (leaseId: bigint) =>
   );
 
 /**
- * The lease (or session, or token) was acquired by another principal. Its owner is named: Describe shows
- * it to anyone allowed to observe the resource anyway.
+ * The lease (or session, or token) was acquired by another principal. Its owner is not named: a lease
+ * or session id alone would otherwise tell any caller whose it is; an admin of the resource sees the
+ * holder's principal in Describe.
  */
-export const notHolder = (what: string, owner: string, caller: string, metadata: Record<string, string>) =>
+export const notHolder = (what: string, caller: string, metadata: Record<string, string>) =>
   new DomainError(
     "permission_denied",
-    `${what} belongs to "${owner}", not to "${caller}": only the principal that acquired it may use it ` +
+    `${what} belongs to another principal, not to "${caller}": only the principal that acquired it may use it ` +
       "(an admin of the resource may also release it and write under its token)",
     "NOT_HOLDER",
     { ...metadata, principal: caller },

@@ -381,7 +381,7 @@ async function checkSessionOwner(d: AcquireDeps, sessionId: bigint, principal: s
   const found = await d.reader.range("acquire", { key: d.keys.bindingKey(sessionId) });
   const owner = decodeBinding(found.kvs[0]);
   if (owner === undefined) throw sessionGone(sessionId);
-  if (owner !== principal) throw notHolder(`session ${sessionId}`, owner, principal, { lease_id: String(sessionId) });
+  if (owner !== principal) throw notHolder(`session ${sessionId}`, principal, { lease_id: String(sessionId) });
 }
 
 const placeLost = (resource: string, leaseId: bigint) =>

@@ -48,7 +48,7 @@ export async function checkBound(d: BindingDeps, leaseId: bigint, principal: str
 
 function judge(owner: string | undefined, leaseId: bigint, principal: string, what: string): void {
   if (owner === undefined) throw leaseNotFound(leaseId);
-  if (owner !== principal) throw notHolder(`${what} ${leaseId}`, owner, principal, { lease_id: String(leaseId) });
+  if (owner !== principal) throw notHolder(`${what} ${leaseId}`, principal, { lease_id: String(leaseId) });
 }
 
 /**

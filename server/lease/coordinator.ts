@@ -26,12 +26,17 @@ export interface Description extends LockDelayState {
   holderPrincipal?: string;
   token?: Token;
   ttlSeconds?: number;
-  /** Every holder: the exclusive one, or the shared ones, oldest first. */
+  /** Every holder: the exclusive one, or the shared ones, oldest first; ttlSeconds of the first MAX_HOLDER_TTLS only. */
   holders: HolderState[];
+  /** How many holders, the newest past MAX_HOLDER_TTLS, are listed without their TTL. */
+  holdersWithoutTtl: number;
   waiters: number;
   fence: bigint;
   lastIssued: bigint;
 }
+
+/** Most holders whose TTL one Describe reads from etcd (one call each): the oldest ones. */
+export const MAX_HOLDER_TTLS = 100;
 
 export interface CoordinatorDeps extends AcquireDeps {
   signer: TokenSigner;
@@ -164,9 +169,12 @@ export class LeaseCoordinator {
     const exclusive = owner.kvs[0] ? decodeOwner(owner.kvs[0]) : undefined;
     const owners = exclusive ? [{ o: exclusive, mode: "exclusive" as const }] : decodeShared(shared.kvs).map((o) => ({ o, mode: "shared" as const }));
     // Each holder's token as Acquire gave it, signature included: with authentication on, it is of no
-    // use to anyone but its principal, and without, anyone may write anyway.
+    // use to anyone but its principal, and without, anyone may write anyway. A TTL is an etcd call of its
+    // own: only the oldest holders' are read, so that a resource with thousands of shared holders costs
+    // one Describe a bounded number of them.
     const holders = await Promise.all(
-      owners.map(async ({ o, mode }) => {
+      owners.map(async ({ o, mode }, i) => {
+        if (i >= MAX_HOLDER_TTLS) return this.signed(holderState(resource, o, mode));
         const [holder, ttl] = await Promise.all([this.signed(holderState(resource, o, mode)), leases.timeToLive(o.leaseId)]);
         return { ...holder, ttlSeconds: Math.max(0, ttl) };
       }),
@@ -174,6 +182,7 @@ export class LeaseCoordinator {
     const description: Description = {
       held: holders.length > 0,
       holders,
+      holdersWithoutTtl: Math.max(0, holders.length - MAX_HOLDER_TTLS),
       waiters: Number(line.count),
       fence: decodeGeneration(fence.kvs[0]?.value),
       lastIssued: lastIssuedOf(issued.kvs[0]),

@@ -16,7 +16,7 @@
 // after a shutdown's interruption, a deadline or a cancel has become the call's status. Unary calls end
 // when the handler returns or throws; streams when their last message is taken, when they fail, or when
 // they are closed early (the client went away, the server ended them).
-import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamResponse, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type Interceptor, type StreamRequest, type StreamResponse, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
 import type { CallObserver, CallWatch } from "../observability/call-observer.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
 
@@ -31,6 +31,9 @@ interface Call {
   /** Streams only: ends the stream now with the status given. */
   interrupt?: (status: ConnectError) => void;
 }
+
+/** Set on a call's context values once it reaches the interceptors (server/rpc/connect-adapter.ts). */
+export const OBSERVED = createContextKey(false, { description: "the call was handed to the observers" });
 
 /** What a call ended by the shutdown answers. */
 export function shuttingDown(): ConnectError {
@@ -56,6 +59,7 @@ export class InFlightCalls {
   interceptor(observer: CallObserver): Interceptor {
     return (next) => async (req) => {
       const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
+      req.contextValues.set(OBSERVED, true);
       const watch = observer({ method: req.method, requestId });
       let res: AnyResponse;
       try {

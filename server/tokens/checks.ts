@@ -16,7 +16,7 @@ export class TokenChecks {
   async check(t: Token, principal: string | undefined, what = "mutation.token"): Promise<void> {
     if (this.requireSigned || (t.signature?.length ?? 0) > 0) await this.signer.verify(t, what);
     if (principal !== undefined && t.principal !== principal) {
-      throw notHolder(`the token of generation ${t.generation} of "${t.resource}" (lease ${t.leaseId})`, t.principal ?? "", principal, {
+      throw notHolder(`the token of generation ${t.generation} of "${t.resource}" (lease ${t.leaseId})`, principal, {
         resource: t.resource,
         generation: String(t.generation),
         lease_id: String(t.leaseId),

@@ -169,6 +169,50 @@ describe("principals kept apart (bearer JWTs)", function () {
     });
   });
 
+  describe("NOT_HOLDER does not say whose a lease is", () => {
+    it("bob renewing alice's lease id, keeping it alive, closing her session or writing under her token learns NOT_HOLDER, not her name", async () => {
+      const resource = uniqueResource("shared/owner");
+      const { token } = await alice.lease.acquire({ resource, ttl: ttl(10), holder: "alice's worker" });
+      const { sessionId } = await alice.lease.openSession({ ttl: ttl(10), holder: "alice's session" });
+      const refusals = [
+        await failure(bob.lease.renew({ leaseId: token!.leaseId })),
+        await failure(bob.lease.closeSession({ sessionId })),
+        await failure(bob.lease.acquire({ resource: uniqueResource("shared/owner"), holder: "bob", sessionId })),
+        await failure(bob.store.put({ resource, key: "k", value: new Uint8Array([1]), mutation: { token } })),
+      ];
+      for (const e of refusals) {
+        expect(e.code, e.message).to.equal(Code.PermissionDenied);
+        expect(reasonOf(e)).to.equal("NOT_HOLDER");
+        expect(e.rawMessage).to.not.include("alice");
+        expect(Object.values(e.findDetails(ErrorInfoSchema)[0].metadata).join(" ")).to.not.include("alice");
+      }
+      for await (const a of bob.lease.keepAlive(
+        (async function* () {
+          yield { leaseIds: [token!.leaseId] };
+        })(),
+      )) {
+        expect(a.renewals[0].error?.code).to.equal(Code.PermissionDenied);
+        expect(a.renewals[0].error?.message).to.not.include("alice");
+      }
+    });
+  });
+
+  describe("the contract says what the server does: an admin may release and write under a holder's token, never renew its lease", () => {
+    it("DescribeResponse.holder_principal's comment says so, and carol (admin) renewing alice's lease is NOT_HOLDER while her release works", async () => {
+      const proto = readFileSync(new URL("../../proto/fencekeeper/v1/lease.proto", import.meta.url), "utf8").split("\n");
+      const at = proto.findIndex((l) => l.trim() === "string holder_principal = 8;");
+      let start = at;
+      while (proto[start - 1].trim().startsWith("//")) start--;
+      const comment = proto.slice(start, at).map((l) => l.trim().replace(/^\/\/ ?/, "")).join(" ");
+      expect(comment).to.match(/only this principal may renew/i).and.match(/an admin of the resource may not/i);
+
+      const resource = uniqueResource("shared/admin-renew");
+      const { token } = await alice.lease.acquire({ resource, ttl: ttl(10), holder: "alice" });
+      expect(reasonOf(await failure(carol.lease.renew({ leaseId: token!.leaseId })))).to.equal("NOT_HOLDER");
+      await carol.lease.release({ token });
+    });
+  });
+
   describe("idempotency keys are each principal's own", () => {
     it("bob using the key alice will use first takes nothing from her: her write commits, and each retry replays its own", async () => {
       const mine = uniqueResource("shared/idem-alice");

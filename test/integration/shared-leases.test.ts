@@ -312,7 +312,7 @@ describe("shared leases", () => {
       // The PostgreSQL helpers refuse it too, before any SQL.
       const queries: string[] = [];
       const db = { query: async (sql: string) => (queries.push(sql), { rowCount: 0, rows: [] }) };
-      const pg = await fencedUpdate(db, { table: "t", id: 1, token: a.token, set: { v: 1 } }).catch((e) => e);
+      const pg = await fencedUpdate(db, { table: "t", id: 1, token: a.token, unverified: true, set: { v: 1 } }).catch((e) => e);
       expect(pg).to.be.instanceOf(RangeError);
       expect(queries).to.deep.equal([]);
       const d = await fk.describe(resource);

@@ -159,7 +159,8 @@ describe("wire abuse: decompression bombs before authentication", function () {
 describe("wire abuse: requests that never finish arriving", function () {
   this.timeout(60_000);
   const LIMIT_MS = 2000;
-  const s = useServer(["--request-read-timeout", String(LIMIT_MS)]);
+  const HANDSHAKE_MS = 1500;
+  const s = useServer(["--request-read-timeout", String(LIMIT_MS), "--handshake-timeout", String(HANDSHAKE_MS)]);
   const DESCRIBE = "/fencekeeper.v1.LeaseService/Describe";
 
   it("HTTP/2 streams whose bodies never end are reset at the read limit", async () => {
@@ -211,6 +212,33 @@ describe("wire abuse: requests that never finish arriving", function () {
     }
   });
 
+  it("HTTP/1.1: the headers of a second request on a kept-alive connection, trickled, are cut at the handshake timeout", async () => {
+    const { hostname, port } = new URL(s.server.url);
+    const socket = net.connect(Number(port), hostname);
+    socket.on("error", () => undefined);
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    let answer = "";
+    socket.on("data", (d: Buffer) => (answer += d.toString("latin1")));
+    socket.write(`POST ${HEALTH} HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/proto\r\ncontent-length: 0\r\n\r\n`);
+    const deadline = Date.now() + 5000;
+    while (!answer.includes("\r\n\r\n") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(answer).to.match(/^HTTP\/1.1 200/);
+    const started = Date.now();
+    const header = `POST ${HEALTH} HTTP/1.1\r\nhost: ${hostname}\r\nx-slow: ${"a".repeat(200)}`;
+    let i = 0;
+    const trickle = setInterval(() => {
+      if (!socket.destroyed && i < header.length) socket.write(header[i++]);
+    }, 100);
+    try {
+      const outcome = await Promise.race([closed.then(() => "closed"), new Promise((r) => setTimeout(() => r("open"), HANDSHAKE_MS + 8000))]);
+      expect(outcome).to.equal("closed");
+      expect(Date.now() - started).to.be.below(HANDSHAKE_MS + 3000);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
+  });
+
   it("a KeepAlive stream, whose request is a stream of messages, outlives the read limit", async () => {
     const session = http2.connect(s.server.url);
     session.on("error", () => undefined);
@@ -244,7 +272,7 @@ function h1Stall(url: string, path: string, contentType: string, timeoutMs: numb
   ]).finally(() => socket.destroy());
 }
 
-describe("wire abuse: every refusal is logged and counted, on every protocol", function () {
+for (const fastPath of ["on", "off"]) describe(`wire abuse: every refusal is logged and counted, on every protocol (--unary-fast-path ${fastPath})`, function () {
   this.timeout(120_000);
   const LIMIT_MS = 1500;
   let dir: string;
@@ -259,7 +287,7 @@ describe("wire abuse: every refusal is logged and counted, on every protocol", f
     etcd = await startEtcd();
     server = await startServer({
       etcd: etcd.endpoint,
-      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper", "--request-read-timeout", String(LIMIT_MS)],
+      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper", "--request-read-timeout", String(LIMIT_MS), "--unary-fast-path", fastPath],
     });
   });
   after(async function () {

@@ -10,12 +10,14 @@
 // Usage: pg-holder.ts <fencekeeper url> <postgres url> <table>
 import { createInterface } from "node:readline";
 import pg from "pg";
-import { FencekeeperClient, fencedDelete, fencedInsert, fencedUpdate, tokenToJson, type Lease } from "../../client/index.js";
+import { FencekeeperClient, fencedDelete, fencedInsert, fencedUpdate, tokenToJson, type Lease, type TokenKey } from "../../client/index.js";
 
 const [url, pgUrl, table] = process.argv.slice(2);
 const client = new FencekeeperClient({ servers: url });
 const db = new pg.Pool({ connectionString: pgUrl, max: 1 });
 let lease: Lease | undefined;
+/** The server's token keys, so that the helper checks the token it writes under, as a program should. */
+let keys: TokenKey[] = [];
 const say = (o: unknown) => process.stdout.write(JSON.stringify(o, (_, v) => (typeof v === "bigint" ? String(v) : v)) + "\n");
 
 for await (const line of createInterface({ input: process.stdin })) {
@@ -23,12 +25,13 @@ for await (const line of createInterface({ input: process.stdin })) {
   try {
     if (cmd === "acquire") {
       lease = await client.acquire(id, { ttl: Number(value), wait: true });
+      keys = await client.tokenKeys();
       say({ token: tokenToJson(lease.token) });
     } else if (cmd === "insert" || cmd === "update") {
       const write = cmd === "insert" ? fencedInsert : fencedUpdate;
-      say(await write(db, { table, id, token: lease!.token, set: { body: value } }));
+      say(await write(db, { table, id, token: lease!.token, keys, set: { body: value } }));
     } else if (cmd === "delete") {
-      say(await fencedDelete(db, { table, id, token: lease!.token }));
+      say(await fencedDelete(db, { table, id, token: lease!.token, keys }));
     } else if (cmd === "bare-update") {
       const t = lease!.token;
       const res = await db.query(

@@ -65,8 +65,9 @@ const (
 	// resource. Metadata: "principal", "verb", "resource".
 	ErrorReason_PERMISSION_DENIED ErrorReason = 11
 	// PERMISSION_DENIED: the lease, session or token belongs to another principal: only the principal that
-	// acquired it (or an admin of the resource, for Release and writes) may use it. Metadata: "principal"
-	// (the caller), "lease_id", and "resource" when known.
+	// acquired it (or an admin of the resource, for Release and writes) may use it. The message and
+	// metadata never name the owner (an admin sees it in Describe). Metadata: "principal" (the caller),
+	// "lease_id", and "resource" when known.
 	ErrorReason_NOT_HOLDER ErrorReason = 12
 	// INVALID_ARGUMENT: the token's signature does not verify (it was altered, or not issued by this
 	// deployment), names a key this deployment never had, or is missing where the server requires signed

@@ -667,8 +667,8 @@ type DescribeResponse struct {
 	LastIssued int64 `protobuf:"varint,7,opt,name=last_issued,json=lastIssued,proto3" json:"last_issued,omitempty"`
 	// The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
 	// subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-	// principal (or an admin of the resource) may renew, release or write under the holder's token:
-	// knowing the token gives nobody else anything.
+	// principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+	// release it or write under its token: knowing the token gives nobody else anything.
 	HolderPrincipal string `protobuf:"bytes,8,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
 	// The current holder's lock-delay (AcquireRequest.lock_delay): how long nobody is granted the
 	// resource if the holder's lease expires. Unset when the resource is not held, or held without one.
@@ -680,9 +680,14 @@ type DescribeResponse struct {
 	LockDelayUntil *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=lock_delay_until,json=lockDelayUntil,proto3" json:"lock_delay_until,omitempty"`
 	// Every current holder: the exclusive one alone (the same as holder, token, ttl and
 	// holder_principal), or every shared holder, oldest generation first. Empty when not held.
-	Holders       []*Holder `protobuf:"bytes,11,rep,name=holders,proto3" json:"holders,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+	// oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+	Holders []*Holder `protobuf:"bytes,11,rep,name=holders,proto3" json:"holders,omitempty"`
+	// How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
+	// or fewer.
+	HoldersWithoutTtl int32 `protobuf:"varint,12,opt,name=holders_without_ttl,json=holdersWithoutTtl,proto3" json:"holders_without_ttl,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -792,6 +797,13 @@ func (x *DescribeResponse) GetHolders() []*Holder {
 	return nil
 }
 
+func (x *DescribeResponse) GetHoldersWithoutTtl() int32 {
+	if x != nil {
+		return x.HoldersWithoutTtl
+	}
+	return 0
+}
+
 // One holder of a resource: an exclusive holder, or one of its shared holders.
 type Holder struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -799,7 +811,8 @@ type Holder struct {
 	Holder string `protobuf:"bytes,1,opt,name=holder,proto3" json:"holder,omitempty"`
 	// The holder's token; its mode says whether the holder is exclusive or shared.
 	Token *FencingToken `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
-	// The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+	// The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+	// holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
 	Ttl *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	// The authenticated identity that acquired it, as DescribeResponse.holder_principal.
 	HolderPrincipal string `protobuf:"bytes,4,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
@@ -1528,7 +1541,7 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n" +
 	"\x0fReleaseResponse\"-\n" +
 	"\x0fDescribeRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xcd\x03\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xfd\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1543,7 +1556,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"lock_delay\x18\t \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\x12D\n" +
 	"\x10lock_delay_until\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x0elockDelayUntil\x120\n" +
-	"\aholders\x18\v \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\"\xac\x01\n" +
+	"\aholders\x18\v \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\x12.\n" +
+	"\x13holders_without_ttl\x18\f \x01(\x05R\x11holdersWithoutTtl\"\xac\x01\n" +
 	"\x06Holder\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x122\n" +
 	"\x05token\x18\x02 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +

@@ -118,8 +118,9 @@ export enum ErrorReason {
 
   /**
    * PERMISSION_DENIED: the lease, session or token belongs to another principal: only the principal that
-   * acquired it (or an admin of the resource, for Release and writes) may use it. Metadata: "principal"
-   * (the caller), "lease_id", and "resource" when known.
+   * acquired it (or an admin of the resource, for Release and writes) may use it. The message and
+   * metadata never name the owner (an admin sees it in Describe). Metadata: "principal" (the caller),
+   * "lease_id", and "resource" when known.
    *
    * @generated from enum value: NOT_HOLDER = 12;
    */

@@ -101,7 +101,7 @@ class DescribeRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal", "lock_delay", "lock_delay_until", "holders")
+    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal", "lock_delay", "lock_delay_until", "holders", "holders_without_ttl")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -113,6 +113,7 @@ class DescribeResponse(_message.Message):
     LOCK_DELAY_FIELD_NUMBER: _ClassVar[int]
     LOCK_DELAY_UNTIL_FIELD_NUMBER: _ClassVar[int]
     HOLDERS_FIELD_NUMBER: _ClassVar[int]
+    HOLDERS_WITHOUT_TTL_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
@@ -124,7 +125,8 @@ class DescribeResponse(_message.Message):
     lock_delay: _duration_pb2.Duration
     lock_delay_until: _timestamp_pb2.Timestamp
     holders: _containers.RepeatedCompositeFieldContainer[Holder]
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ...) -> None: ...
+    holders_without_ttl: int
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., holders_without_ttl: _Optional[int] = ...) -> None: ...
 
 class Holder(_message.Message):
     __slots__ = ("holder", "token", "ttl", "holder_principal")

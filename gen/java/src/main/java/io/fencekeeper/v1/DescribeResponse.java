@@ -248,8 +248,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
    * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-   * principal (or an admin of the resource) may renew, release or write under the holder's token:
-   * knowing the token gives nobody else anything.
+   * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+   * release it or write under its token: knowing the token gives nobody else anything.
    * </pre>
    *
    * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -272,8 +272,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
    * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-   * principal (or an admin of the resource) may renew, release or write under the holder's token:
-   * knowing the token gives nobody else anything.
+   * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+   * release it or write under its token: knowing the token gives nobody else anything.
    * </pre>
    *
    * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -389,6 +389,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -401,6 +403,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -414,6 +418,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -426,6 +432,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -438,6 +446,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -446,6 +456,22 @@ private static final long serialVersionUID = 0L;
   public io.fencekeeper.v1.HolderOrBuilder getHoldersOrBuilder(
       int index) {
     return holders_.get(index);
+  }
+
+  public static final int HOLDERS_WITHOUT_TTL_FIELD_NUMBER = 12;
+  private int holdersWithoutTtl_ = 0;
+  /**
+   * <pre>
+   * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
+   * or fewer.
+   * </pre>
+   *
+   * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
+   * @return The holdersWithoutTtl.
+   */
+  @java.lang.Override
+  public int getHoldersWithoutTtl() {
+    return holdersWithoutTtl_;
   }
 
   private byte memoizedIsInitialized = -1;
@@ -494,6 +520,9 @@ private static final long serialVersionUID = 0L;
     }
     for (int i = 0; i < holders_.size(); i++) {
       output.writeMessage(11, holders_.get(i));
+    }
+    if (holdersWithoutTtl_ != 0) {
+      output.writeInt32(12, holdersWithoutTtl_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -546,6 +575,10 @@ private static final long serialVersionUID = 0L;
           }
           size += 1 * count;
         }
+    if (holdersWithoutTtl_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(12, holdersWithoutTtl_);
+    }
     return size;
   }
   @java.lang.Override
@@ -604,6 +637,8 @@ private static final long serialVersionUID = 0L;
     }
     if (!getHoldersList()
         .equals(other.getHoldersList())) return false;
+    if (getHoldersWithoutTtl()
+        != other.getHoldersWithoutTtl()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -650,6 +685,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + HOLDERS_FIELD_NUMBER;
       hash = (53 * hash) + getHoldersList().hashCode();
     }
+    hash = (37 * hash) + HOLDERS_WITHOUT_TTL_FIELD_NUMBER;
+    hash = (53 * hash) + getHoldersWithoutTtl();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -828,6 +865,7 @@ private static final long serialVersionUID = 0L;
         holdersBuilder_.clear();
       }
       bitField0_ = (bitField0_ & ~0x00000400);
+      holdersWithoutTtl_ = 0;
       return this;
     }
 
@@ -917,6 +955,9 @@ private static final long serialVersionUID = 0L;
             : lockDelayUntilBuilder_.build();
         to_bitField0_ |= 0x00000008;
       }
+      if (((from_bitField0_ & 0x00000800) != 0)) {
+        result.holdersWithoutTtl_ = holdersWithoutTtl_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -991,6 +1032,9 @@ private static final long serialVersionUID = 0L;
             holdersBuilder_.addAllMessages(other.holders_);
           }
         }
+      }
+      if (other.getHoldersWithoutTtl() != 0) {
+        setHoldersWithoutTtl(other.getHoldersWithoutTtl());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1087,6 +1131,11 @@ private static final long serialVersionUID = 0L;
               }
               break;
             } // case 90
+            case 96: {
+              holdersWithoutTtl_ = input.readInt32();
+              bitField0_ |= 0x00000800;
+              break;
+            } // case 96
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1693,8 +1742,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
      * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-     * principal (or an admin of the resource) may renew, release or write under the holder's token:
-     * knowing the token gives nobody else anything.
+     * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+     * release it or write under its token: knowing the token gives nobody else anything.
      * </pre>
      *
      * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -1716,8 +1765,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
      * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-     * principal (or an admin of the resource) may renew, release or write under the holder's token:
-     * knowing the token gives nobody else anything.
+     * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+     * release it or write under its token: knowing the token gives nobody else anything.
      * </pre>
      *
      * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -1740,8 +1789,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
      * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-     * principal (or an admin of the resource) may renew, release or write under the holder's token:
-     * knowing the token gives nobody else anything.
+     * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+     * release it or write under its token: knowing the token gives nobody else anything.
      * </pre>
      *
      * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -1760,8 +1809,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
      * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-     * principal (or an admin of the resource) may renew, release or write under the holder's token:
-     * knowing the token gives nobody else anything.
+     * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+     * release it or write under its token: knowing the token gives nobody else anything.
      * </pre>
      *
      * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -1777,8 +1826,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
      * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-     * principal (or an admin of the resource) may renew, release or write under the holder's token:
-     * knowing the token gives nobody else anything.
+     * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+     * release it or write under its token: knowing the token gives nobody else anything.
      * </pre>
      *
      * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -2157,6 +2206,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2172,6 +2223,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2187,6 +2240,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2202,6 +2257,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2222,6 +2279,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2241,6 +2300,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2260,6 +2321,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2280,6 +2343,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2299,6 +2364,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2318,6 +2385,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2338,6 +2407,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2356,6 +2427,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2374,6 +2447,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2386,6 +2461,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2401,6 +2478,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2417,6 +2496,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2429,6 +2510,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2442,6 +2525,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
      * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2463,6 +2548,53 @@ private static final long serialVersionUID = 0L;
         holders_ = null;
       }
       return holdersBuilder_;
+    }
+
+    private int holdersWithoutTtl_ ;
+    /**
+     * <pre>
+     * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
+     * or fewer.
+     * </pre>
+     *
+     * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
+     * @return The holdersWithoutTtl.
+     */
+    @java.lang.Override
+    public int getHoldersWithoutTtl() {
+      return holdersWithoutTtl_;
+    }
+    /**
+     * <pre>
+     * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
+     * or fewer.
+     * </pre>
+     *
+     * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
+     * @param value The holdersWithoutTtl to set.
+     * @return This builder for chaining.
+     */
+    public Builder setHoldersWithoutTtl(int value) {
+
+      holdersWithoutTtl_ = value;
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
+     * or fewer.
+     * </pre>
+     *
+     * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearHoldersWithoutTtl() {
+      bitField0_ = (bitField0_ & ~0x00000800);
+      holdersWithoutTtl_ = 0;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.DescribeResponse)

@@ -130,8 +130,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
    * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-   * principal (or an admin of the resource) may renew, release or write under the holder's token:
-   * knowing the token gives nobody else anything.
+   * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+   * release it or write under its token: knowing the token gives nobody else anything.
    * </pre>
    *
    * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -142,8 +142,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * The authenticated identity that acquired the current holder's lease (a certificate's URI SAN or
    * subject CN, or a JWT's subject); empty when the server runs without authentication. Only this
-   * principal (or an admin of the resource) may renew, release or write under the holder's token:
-   * knowing the token gives nobody else anything.
+   * principal may renew the holder's lease (an admin of the resource may not); it, or an admin, may
+   * release it or write under its token: knowing the token gives nobody else anything.
    * </pre>
    *
    * <code>string holder_principal = 8 [json_name = "holderPrincipal"];</code>
@@ -222,6 +222,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -232,6 +234,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -241,6 +245,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -250,6 +256,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -260,10 +268,23 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
    * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
+   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
    */
   io.fencekeeper.v1.HolderOrBuilder getHoldersOrBuilder(
       int index);
+
+  /**
+   * <pre>
+   * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
+   * or fewer.
+   * </pre>
+   *
+   * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
+   * @return The holdersWithoutTtl.
+   */
+  int getHoldersWithoutTtl();
 }

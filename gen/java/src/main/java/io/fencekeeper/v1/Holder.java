@@ -144,7 +144,8 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration ttl_;
   /**
    * <pre>
-   * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+   * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+   * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -156,7 +157,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+   * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+   * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -168,7 +170,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+   * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+   * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -884,7 +887,8 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> ttlBuilder_;
     /**
      * <pre>
-     * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+     * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+     * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -895,7 +899,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+     * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+     * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -910,7 +915,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+     * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+     * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -928,7 +934,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+     * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+     * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -946,7 +953,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+     * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+     * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -971,7 +979,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+     * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+     * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -988,7 +997,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+     * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+     * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -1000,7 +1010,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+     * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+     * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -1015,7 +1026,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+     * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+     * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
      * </pre>
      *
      * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>

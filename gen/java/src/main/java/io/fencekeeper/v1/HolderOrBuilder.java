@@ -59,7 +59,8 @@ public interface HolderOrBuilder extends
 
   /**
    * <pre>
-   * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+   * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+   * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -68,7 +69,8 @@ public interface HolderOrBuilder extends
   boolean hasTtl();
   /**
    * <pre>
-   * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+   * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+   * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>
@@ -77,7 +79,8 @@ public interface HolderOrBuilder extends
   com.google.protobuf.Duration getTtl();
   /**
    * <pre>
-   * The TTL left on the holder's lease, as etcd reports it. Set by Describe; unset in Observe.
+   * The TTL left on the holder's lease, as etcd reports it. Set by Describe for the 100 oldest
+   * holders (DescribeResponse.holders_without_ttl counts the rest); unset in Observe.
    * </pre>
    *
    * <code>.google.protobuf.Duration ttl = 3 [json_name = "ttl"];</code>

@@ -182,7 +182,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "tobuf.DurationR\003ttl\"D\n\016ReleaseRequest\0222\n" +
       "\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTok" +
       "enR\005token\"\021\n\017ReleaseResponse\"-\n\017Describe" +
-      "Request\022\032\n\010resource\030\001 \001(\tR\010resource\"\315\003\n\020" +
+      "Request\022\032\n\010resource\030\001 \001(\tR\010resource\"\375\003\n\020" +
       "DescribeResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006" +
       "holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fe" +
       "ncekeeper.v1.FencingTokenR\005token\022+\n\003ttl\030" +
@@ -194,63 +194,64 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "DurationR\tlockDelay\022D\n\020lock_delay_until\030" +
       "\n \001(\0132\032.google.protobuf.TimestampR\016lockD" +
       "elayUntil\0220\n\007holders\030\013 \003(\0132\026.fencekeeper" +
-      ".v1.HolderR\007holders\"\254\001\n\006Holder\022\026\n\006holder" +
-      "\030\001 \001(\tR\006holder\0222\n\005token\030\002 \001(\0132\034.fencekee" +
-      "per.v1.FencingTokenR\005token\022+\n\003ttl\030\003 \001(\0132" +
-      "\031.google.protobuf.DurationR\003ttl\022)\n\020holde" +
-      "r_principal\030\004 \001(\tR\017holderPrincipal\",\n\016Ob" +
-      "serveRequest\022\032\n\010resource\030\001 \001(\tR\010resource" +
-      "\"\306\003\n\017ObserveResponse\022\022\n\004held\030\001 \001(\010R\004held" +
-      "\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132" +
-      "\034.fencekeeper.v1.FencingTokenR\005token\022\032\n\010" +
-      "revision\030\004 \001(\003R\010revision\022)\n\020holder_princ" +
-      "ipal\030\005 \001(\tR\017holderPrincipal\0228\n\nlock_dela" +
-      "y\030\006 \001(\0132\031.google.protobuf.DurationR\tlock" +
-      "Delay\022D\n\020lock_delay_until\030\007 \001(\0132\032.google" +
-      ".protobuf.TimestampR\016lockDelayUntil\0220\n\007h" +
-      "olders\030\010 \003(\0132\026.fencekeeper.v1.HolderR\007ho" +
-      "lders\022.\n\006joined\030\t \003(\0132\026.fencekeeper.v1.H" +
-      "olderR\006joined\022*\n\004left\030\n \003(\0132\026.fencekeepe" +
-      "r.v1.HolderR\004left\"Y\n\022OpenSessionRequest\022" +
-      "+\n\003ttl\030\001 \001(\0132\031.google.protobuf.DurationR" +
-      "\003ttl\022\026\n\006holder\030\002 \001(\tR\006holder\"a\n\023OpenSess" +
-      "ionResponse\022\035\n\nsession_id\030\001 \001(\003R\tsession" +
-      "Id\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf.Durati" +
-      "onR\003ttl\"4\n\023CloseSessionRequest\022\035\n\nsessio" +
-      "n_id\030\001 \001(\003R\tsessionId\"\026\n\024CloseSessionRes" +
-      "ponse\"\026\n\024ListTokenKeysRequest\"E\n\025ListTok" +
-      "enKeysResponse\022,\n\004keys\030\001 \003(\0132\030.fencekeep" +
-      "er.v1.TokenKeyR\004keys\"^\n\010TokenKey\022\025\n\006key_" +
-      "id\030\001 \001(\tR\005keyId\022\034\n\talgorithm\030\002 \001(\tR\talgo" +
-      "rithm\022\035\n\npublic_key\030\003 \001(\014R\tpublicKey\"2\n\024" +
-      "LiftLockDelayRequest\022\032\n\010resource\030\001 \001(\tR\010" +
-      "resource\"O\n\025LiftLockDelayResponse\022\026\n\006lif" +
-      "ted\030\001 \001(\010R\006lifted\022\036\n\ngeneration\030\002 \001(\003R\ng" +
-      "eneration2\316\006\n\014LeaseService\022J\n\007Acquire\022\036." +
-      "fencekeeper.v1.AcquireRequest\032\037.fencekee" +
-      "per.v1.AcquireResponse\022T\n\tKeepAlive\022 .fe" +
-      "ncekeeper.v1.KeepAliveRequest\032!.fencekee" +
-      "per.v1.KeepAliveResponse(\0010\001\022D\n\005Renew\022\034." +
-      "fencekeeper.v1.RenewRequest\032\035.fencekeepe" +
-      "r.v1.RenewResponse\022J\n\007Release\022\036.fencekee" +
-      "per.v1.ReleaseRequest\032\037.fencekeeper.v1.R" +
-      "eleaseResponse\022M\n\010Describe\022\037.fencekeeper" +
-      ".v1.DescribeRequest\032 .fencekeeper.v1.Des" +
-      "cribeResponse\022L\n\007Observe\022\036.fencekeeper.v" +
-      "1.ObserveRequest\032\037.fencekeeper.v1.Observ" +
-      "eResponse0\001\022V\n\013OpenSession\022\".fencekeeper" +
-      ".v1.OpenSessionRequest\032#.fencekeeper.v1." +
-      "OpenSessionResponse\022Y\n\014CloseSession\022#.fe" +
-      "ncekeeper.v1.CloseSessionRequest\032$.fence" +
-      "keeper.v1.CloseSessionResponse\022\\\n\rListTo" +
-      "kenKeys\022$.fencekeeper.v1.ListTokenKeysRe" +
-      "quest\032%.fencekeeper.v1.ListTokenKeysResp" +
-      "onse\022\\\n\rLiftLockDelay\022$.fencekeeper.v1.L" +
-      "iftLockDelayRequest\032%.fencekeeper.v1.Lif" +
-      "tLockDelayResponseBi\n\021io.fencekeeper.v1B" +
-      "\nLeaseProtoP\001ZFgithub.com/fencekeeper/fe" +
-      "ncekeeper/gen/go/fencekeeper/v1;fencekee" +
-      "perv1b\006proto3"
+      ".v1.HolderR\007holders\022.\n\023holders_without_t" +
+      "tl\030\014 \001(\005R\021holdersWithoutTtl\"\254\001\n\006Holder\022\026" +
+      "\n\006holder\030\001 \001(\tR\006holder\0222\n\005token\030\002 \001(\0132\034." +
+      "fencekeeper.v1.FencingTokenR\005token\022+\n\003tt" +
+      "l\030\003 \001(\0132\031.google.protobuf.DurationR\003ttl\022" +
+      ")\n\020holder_principal\030\004 \001(\tR\017holderPrincip" +
+      "al\",\n\016ObserveRequest\022\032\n\010resource\030\001 \001(\tR\010" +
+      "resource\"\306\003\n\017ObserveResponse\022\022\n\004held\030\001 \001" +
+      "(\010R\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005toke" +
+      "n\030\003 \001(\0132\034.fencekeeper.v1.FencingTokenR\005t" +
+      "oken\022\032\n\010revision\030\004 \001(\003R\010revision\022)\n\020hold" +
+      "er_principal\030\005 \001(\tR\017holderPrincipal\0228\n\nl" +
+      "ock_delay\030\006 \001(\0132\031.google.protobuf.Durati" +
+      "onR\tlockDelay\022D\n\020lock_delay_until\030\007 \001(\0132" +
+      "\032.google.protobuf.TimestampR\016lockDelayUn" +
+      "til\0220\n\007holders\030\010 \003(\0132\026.fencekeeper.v1.Ho" +
+      "lderR\007holders\022.\n\006joined\030\t \003(\0132\026.fencekee" +
+      "per.v1.HolderR\006joined\022*\n\004left\030\n \003(\0132\026.fe" +
+      "ncekeeper.v1.HolderR\004left\"Y\n\022OpenSession" +
+      "Request\022+\n\003ttl\030\001 \001(\0132\031.google.protobuf.D" +
+      "urationR\003ttl\022\026\n\006holder\030\002 \001(\tR\006holder\"a\n\023" +
+      "OpenSessionResponse\022\035\n\nsession_id\030\001 \001(\003R" +
+      "\tsessionId\022+\n\003ttl\030\002 \001(\0132\031.google.protobu" +
+      "f.DurationR\003ttl\"4\n\023CloseSessionRequest\022\035" +
+      "\n\nsession_id\030\001 \001(\003R\tsessionId\"\026\n\024CloseSe" +
+      "ssionResponse\"\026\n\024ListTokenKeysRequest\"E\n" +
+      "\025ListTokenKeysResponse\022,\n\004keys\030\001 \003(\0132\030.f" +
+      "encekeeper.v1.TokenKeyR\004keys\"^\n\010TokenKey" +
+      "\022\025\n\006key_id\030\001 \001(\tR\005keyId\022\034\n\talgorithm\030\002 \001" +
+      "(\tR\talgorithm\022\035\n\npublic_key\030\003 \001(\014R\tpubli" +
+      "cKey\"2\n\024LiftLockDelayRequest\022\032\n\010resource" +
+      "\030\001 \001(\tR\010resource\"O\n\025LiftLockDelayRespons" +
+      "e\022\026\n\006lifted\030\001 \001(\010R\006lifted\022\036\n\ngeneration\030" +
+      "\002 \001(\003R\ngeneration2\316\006\n\014LeaseService\022J\n\007Ac" +
+      "quire\022\036.fencekeeper.v1.AcquireRequest\032\037." +
+      "fencekeeper.v1.AcquireResponse\022T\n\tKeepAl" +
+      "ive\022 .fencekeeper.v1.KeepAliveRequest\032!." +
+      "fencekeeper.v1.KeepAliveResponse(\0010\001\022D\n\005" +
+      "Renew\022\034.fencekeeper.v1.RenewRequest\032\035.fe" +
+      "ncekeeper.v1.RenewResponse\022J\n\007Release\022\036." +
+      "fencekeeper.v1.ReleaseRequest\032\037.fencekee" +
+      "per.v1.ReleaseResponse\022M\n\010Describe\022\037.fen" +
+      "cekeeper.v1.DescribeRequest\032 .fencekeepe" +
+      "r.v1.DescribeResponse\022L\n\007Observe\022\036.fence" +
+      "keeper.v1.ObserveRequest\032\037.fencekeeper.v" +
+      "1.ObserveResponse0\001\022V\n\013OpenSession\022\".fen" +
+      "cekeeper.v1.OpenSessionRequest\032#.fenceke" +
+      "eper.v1.OpenSessionResponse\022Y\n\014CloseSess" +
+      "ion\022#.fencekeeper.v1.CloseSessionRequest" +
+      "\032$.fencekeeper.v1.CloseSessionResponse\022\\" +
+      "\n\rListTokenKeys\022$.fencekeeper.v1.ListTok" +
+      "enKeysRequest\032%.fencekeeper.v1.ListToken" +
+      "KeysResponse\022\\\n\rLiftLockDelay\022$.fencekee" +
+      "per.v1.LiftLockDelayRequest\032%.fencekeepe" +
+      "r.v1.LiftLockDelayResponseBi\n\021io.fenceke" +
+      "eper.v1B\nLeaseProtoP\001ZFgithub.com/fencek" +
+      "eeper/fencekeeper/gen/go/fencekeeper/v1;" +
+      "fencekeeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -325,7 +326,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "HoldersWithoutTtl", });
     internal_static_fencekeeper_v1_Holder_descriptor =
       getDescriptor().getMessageType(11);
     internal_static_fencekeeper_v1_Holder_fieldAccessorTable = new
