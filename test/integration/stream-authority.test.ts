@@ -280,6 +280,10 @@ describe("open streams end with their client certificate (issue 20, finding 9)",
       expect(end.error?.code, end.error?.message).to.equal(Code.Unauthenticated);
       expect(end.error?.rawMessage).to.match(/credentials expired at .*client certificate of "carol".*reconnect with fresh ones/);
       expect(end.at).to.be.within(notAfter - 50, notAfter + 1000);
+      // The connection outlives the certificate; its next call does not.
+      const unary = await failure(lease.describe({ resource: uniqueResource("cert") }));
+      expect(unary.code, unary.message).to.equal(Code.Unauthenticated);
+      expect(unary.rawMessage).to.match(/client certificate expired at/);
     } finally {
       abort.abort();
     }
