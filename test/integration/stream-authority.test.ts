@@ -135,7 +135,7 @@ describe("open streams end with their authority (issue 20, finding 9)", function
         expect(end.error?.code, `${name}: ${end.error?.message}`).to.equal(Code.Unauthenticated);
         expect(end.error?.rawMessage).to.match(/credentials expired at .*; reconnect with fresh ones/);
         expect(end.error?.findDetails(ErrorInfoSchema)[0]?.metadata.problem).to.equal("expired");
-        expect(end.at, `${name} ended at its token's expiry`).to.be.within(exp - 50, exp + 1000);
+        expect(end.at, `${name} ended at its token's expiry`).to.be.within(exp - 50, exp + 2000);
       }
       expect(ka.renewals.length, "the KeepAlive stream renewed until then").to.be.greaterThan(2);
       expect(ka.renewals.every((r) => r.error === undefined)).to.equal(true);
@@ -156,12 +156,12 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       expect((await bobStream.next()).value.held).to.equal(false);
       const rewritten = Date.now();
       writeFileSync(policyFile, JSON.stringify(policy([{ ...ALICE[0], verbs: ["acquire"] }, ALICE[1]])));
-      const end = await endOf({ [Symbol.asyncIterator]: () => aliceStream }, 3000);
+      const end = await endOf({ [Symbol.asyncIterator]: () => aliceStream }, 4000);
       expect(end, "alice's Observe is ended once the policy no longer grants it").to.not.equal("open");
       if (end === "open") return;
       expect(end.error?.code, end.error?.message).to.equal(Code.PermissionDenied);
       expect(end.error?.rawMessage).to.match(/policy changed.*"alice" may not observe/);
-      expect(end.at - rewritten, "within the reload's pause").to.be.below(2000);
+      expect(end.at - rewritten, "within the reload's pause (100 ms), on a loaded machine").to.be.below(3000);
       // Bob's stream is open and reports what happens next.
       await bob.acquire({ resource, ttl: ttl(5), holder: "bob" });
       const next = await Promise.race([bobStream.next(), sleep(3000).then(() => undefined)]);
@@ -177,22 +177,22 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       const alice = leaseAs(await jwt("alice"));
       const bob = leaseAs(await jwt("bob"));
       const withdrawn = uniqueResource("s/withdrawn");
-      const a = (await alice.acquire({ resource: withdrawn, ttl: ttl(5), holder: "alice" })).token!.leaseId;
-      const b = (await alice.acquire({ resource: uniqueResource("k/kept"), ttl: ttl(5), holder: "alice" })).token!.leaseId;
-      const c = (await bob.acquire({ resource: uniqueResource("s/bob"), ttl: ttl(5), holder: "bob" })).token!.leaseId;
+      const a = (await alice.acquire({ resource: withdrawn, ttl: ttl(15), holder: "alice" })).token!.leaseId;
+      const b = (await alice.acquire({ resource: uniqueResource("k/kept"), ttl: ttl(15), holder: "alice" })).token!.leaseId;
+      const c = (await bob.acquire({ resource: uniqueResource("s/bob"), ttl: ttl(15), holder: "bob" })).token!.leaseId;
       const aliceKa = keepAliveStream(alice, [a, b], abort.signal);
       const bobKa = keepAliveStream(bob, [c], abort.signal);
-      const aliceEnd = endOf(aliceKa.stream, 4000);
-      const bobEnd = endOf(bobKa.stream, 4000);
+      const aliceEnd = endOf(aliceKa.stream, 5500);
+      const bobEnd = endOf(bobKa.stream, 5500);
       await sleep(700);
       const rewritten = Date.now();
       writeFileSync(policyFile, JSON.stringify(policy([ALICE[1]])));
-      await sleep(2500);
-      const after = (id: bigint, r: typeof aliceKa.renewals) => r.filter((x) => x.leaseId === id && x.at > rewritten + 1500);
+      await sleep(3500);
+      const after = (id: bigint, r: typeof aliceKa.renewals) => r.filter((x) => x.leaseId === id && x.at > rewritten + 2500);
       expect(after(a, aliceKa.renewals).length, "alice's stream still answers for the lease on s/...").to.be.greaterThan(0);
       for (const r of after(a, aliceKa.renewals)) expect(r.error, "renewal of the lease holding s/...").to.match(/may no longer renew lease .*"s\/withdrawn.*no longer grants acquire/);
       const firstRefusal = aliceKa.renewals.find((x) => x.leaseId === a && x.error);
-      expect(firstRefusal!.at - rewritten, "refused within the reload's pause").to.be.below(1500);
+      expect(firstRefusal!.at - rewritten, "refused at the first renewal after the reload").to.be.below(2500);
       expect(after(b, aliceKa.renewals).length).to.be.greaterThan(0);
       expect(after(b, aliceKa.renewals).every((x) => x.error === undefined), "alice's lease on k/... is renewed").to.equal(true);
       expect(after(c, bobKa.renewals).length).to.be.greaterThan(0);
@@ -225,8 +225,8 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       const lease = await client.acquire(uniqueResource("s/sdk"), { ttl: 3000 });
       await sleep(8000);
       const ends = events.filter((e) => e.type === "stream-failed").map((e) => ConnectError.from((e as { error: unknown }).error));
-      expect(ends.length, "the stream was ended at least twice as its tokens expired").to.be.at.least(2);
-      expect(ends.every((e) => e.code === Code.Unauthenticated)).to.equal(true);
+      const expired = ends.filter((e) => e.code === Code.Unauthenticated && /credentials expired at/.test(e.rawMessage));
+      expect(expired.length, "the stream was ended at least twice as its tokens expired").to.be.at.least(2);
       expect(events.filter((e) => e.type === "lost"), "no lease lost").to.deep.equal([]);
       expect(lease.held).to.equal(true);
       await lease.release();
@@ -279,7 +279,7 @@ describe("open streams end with their client certificate (issue 20, finding 9)",
       if (end === "open") return;
       expect(end.error?.code, end.error?.message).to.equal(Code.Unauthenticated);
       expect(end.error?.rawMessage).to.match(/credentials expired at .*client certificate of "carol".*reconnect with fresh ones/);
-      expect(end.at).to.be.within(notAfter - 50, notAfter + 1000);
+      expect(end.at).to.be.within(notAfter - 50, notAfter + 2000);
       // The connection outlives the certificate; its next call does not.
       const unary = await failure(lease.describe({ resource: uniqueResource("cert") }));
       expect(unary.code, unary.message).to.equal(Code.Unauthenticated);
