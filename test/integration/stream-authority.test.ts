@@ -212,6 +212,28 @@ describe("open streams end with their authority (issue 20, finding 9)", function
     }
   });
 
+  it("after a reload, one KeepAlive message renewing 150 leases is answered for each of them (more than the 64 questions etcd is asked at once)", async () => {
+    const alice = leaseAs(await jwt("alice"));
+    const ids = await Promise.all(
+      Array.from({ length: 150 }, async (_, i) => (await alice.acquire({ resource: uniqueResource(`k/many-${i}`), ttl: ttl(15), holder: "alice" })).token!.leaseId),
+    );
+    writeFileSync(policyFile, JSON.stringify(policy([ALICE[1], { principals: ["alice"], verbs: ["read"], resources: ["*"] }])));
+    await sleep(500);
+    const requests = new AsyncQueue<KeepAliveRequest>();
+    requests.push({ leaseIds: ids } as unknown as KeepAliveRequest);
+    const abort = new AbortController();
+    try {
+      for await (const answer of alice.keepAlive(requests, { signal: abort.signal, timeoutMs: 0 })) {
+        expect(answer.renewals.map((r) => r.leaseId)).to.deep.equal(ids);
+        expect(answer.renewals.filter((r) => r.error).map((r) => r.error!.message)).to.deep.equal([]);
+        break;
+      }
+    } finally {
+      abort.abort();
+      requests.close();
+    }
+  });
+
   it("the SDK, given a token provider, reconnects with a fresh token each time its KeepAlive stream is ended at expiry, and keeps its lease", async () => {
     // Each token lives 3 s; the provider hands out a new one once the old has less than 2 s left.
     let current = { token: await jwt("alice", 3), mintedAt: Date.now() };
