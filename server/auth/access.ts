@@ -41,11 +41,11 @@ export class Access {
   }
 
   /** The authority a stream opens with: its caller, and when the caller's credentials expire. */
-  streamAuthority(ctx: HasValues, method: string, grants: StreamAuthority["grants"], recheck?: StreamAuthority["recheck"]): StreamAuthority {
+  streamAuthority(ctx: HasValues, method: string, grants: StreamAuthority["grants"]): StreamAuthority {
     const principal = ctx.values.get(CALLER);
     const socket = ctx.values.get(CREDENTIALS)?.socket;
     const expiresAt = this.enabled && socket ? this.authenticator.expiresAt(principal, socket) : undefined;
-    return { method, principal, grants, expiresAt, recheck };
+    return { method, principal, grants, expiresAt };
   }
 
   /** Authentication is on: callers are principals, and leases are bound to them. */

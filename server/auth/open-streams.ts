@@ -4,10 +4,10 @@
 // - it ends with UNAUTHENTICATED when the credentials it was opened with stop being accepted (a JWT's
 //   "exp", a client certificate's notAfter): one timer a stream, cleared when it ends;
 // - at each policy reload, every open stream's principal is authorized again for the stream's verb on
-//   its resources, and a stream no longer granted ends with PERMISSION_DENIED. A stream may also judge
-//   its own parts again (KeepAlive: the leases it renews).
-// A client that reconnects with fresh credentials, still granted, carries on where it was.
-import type { Logger } from "pino";
+//   its resources, and a stream no longer granted ends with PERMISSION_DENIED. (A KeepAlive stream names
+//   no resource: the leases it renews are judged one by one, renewal-grants.ts.)
+// A client that reconnects with fresh credentials, still granted, carries on where it was. How a stream
+// ended is in the request log and the call metrics, as for any call.
 import { DomainError } from "../domain/errors.js";
 import { atTime } from "../lease/long-timeout.js";
 import type { PolicyFile } from "./policy-file.js";
@@ -22,8 +22,6 @@ export interface StreamAuthority {
   readonly grants: readonly { verb: Verb; resource: string }[];
   /** When its credentials stop being accepted (ms since 1970); undefined: never (no authentication). */
   readonly expiresAt: number | undefined;
-  /** Called with each new policy while the stream is open, after its grants passed. */
-  readonly recheck?: (policy: Policy) => void;
 }
 
 interface Entry extends StreamAuthority {
@@ -33,10 +31,7 @@ interface Entry extends StreamAuthority {
 export class OpenStreams {
   private readonly open = new Set<Entry>();
 
-  constructor(
-    private readonly policy: PolicyFile | undefined,
-    private readonly log?: Logger,
-  ) {
+  constructor(private readonly policy: PolicyFile | undefined) {
     policy?.onReload((p) => this.recheck(p));
   }
 
@@ -64,7 +59,6 @@ export class OpenStreams {
       ...authority,
       end: (err) => {
         if (!this.open.delete(entry)) return;
-        this.log?.info({ method: authority.method, principal: authority.principal.name, reason: err.reason, err: err.message }, "open stream ended");
         endedWith = err;
         abort.abort(err);
         interrupt?.(err);
@@ -100,21 +94,8 @@ export class OpenStreams {
   private recheck(policy: Policy): void {
     for (const s of [...this.open]) {
       const denied = s.grants.find((g) => !policy.allows(s.principal, g.verb, g.resource) && !policy.allows(s.principal, "admin", g.resource));
-      if (denied) {
-        s.end(withdrawn(policy, s, denied.verb, denied.resource));
-        continue;
-      }
-      try {
-        s.recheck?.(policy);
-      } catch (err) {
-        s.end(err instanceof DomainError ? err : new DomainError("permission_denied", String(err), "PERMISSION_DENIED"));
-      }
+      if (denied) s.end(withdrawn(policy, s, denied.verb, denied.resource));
     }
-  }
-
-  /** The policy in force, for a stream that judges its parts when it starts them. */
-  current(): Policy | undefined {
-    return this.policy?.current();
   }
 }
 
