@@ -6,10 +6,15 @@
 // - at each policy reload, every open stream's principal is authorized again for the stream's verb on
 //   its resources, and a stream no longer granted ends with PERMISSION_DENIED. (A KeepAlive stream names
 //   no resource: the leases it renews are judged one by one, renewal-grants.ts.)
+// - when the JWT verification keys are reloaded, every stream opened with a token is authenticated
+//   again, and one whose token no longer verifies (its key was taken out) ends with UNAUTHENTICATED,
+//   as its next call would be refused.
 // A client that reconnects with fresh credentials, still granted, carries on where it was. How a stream
 // ended is in the request log and the call metrics, as for any call.
 import { DomainError } from "../domain/errors.js";
 import { atTime } from "../lease/long-timeout.js";
+import type { Socket } from "node:net";
+import type { Authenticator } from "./authenticator.js";
 import type { PolicyFile } from "./policy-file.js";
 import { authorize, describePrincipal, type Policy, type Verb } from "./policy.js";
 import type { Principal } from "./principal.js";
@@ -22,6 +27,8 @@ export interface StreamAuthority {
   readonly grants: readonly { verb: Verb; resource: string }[];
   /** When its credentials stop being accepted (ms since 1970); undefined: never (no authentication). */
   readonly expiresAt: number | undefined;
+  /** What it was authenticated from, to authenticate it again when the keys change. */
+  readonly credentials?: { authorization: string | undefined; socket: Socket };
 }
 
 interface Entry extends StreamAuthority {
@@ -31,7 +38,10 @@ interface Entry extends StreamAuthority {
 export class OpenStreams {
   private readonly open = new Set<Entry>();
 
-  constructor(private readonly policy: PolicyFile | undefined) {
+  constructor(
+    private readonly policy: PolicyFile | undefined,
+    private readonly authenticator?: Authenticator,
+  ) {
     policy?.onReload((p) => this.recheck(p));
   }
 
@@ -88,6 +98,27 @@ export class OpenStreams {
       // Queued behind a pending next() when the stream was ended: it then finishes the body's cleanup.
       it.return(undefined as never).catch(() => {});
     }
+  }
+
+  /**
+   * After the JWT verification keys were reloaded: ends each stream opened with a token that no longer
+   * verifies. Resolves once every stream was judged.
+   */
+  async reauthenticate(): Promise<void> {
+    const authenticator = this.authenticator;
+    if (!authenticator) return;
+    await Promise.all(
+      [...this.open]
+        .filter((s) => s.principal.via === "jwt" && s.credentials)
+        .map(async (s) => {
+          try {
+            await authenticator.authenticate(s.credentials!.authorization, s.credentials!.socket);
+          } catch (err) {
+            if (!(err instanceof DomainError)) throw err;
+            s.end(new DomainError(err.kind, `the ${s.method} stream's credentials are no longer accepted, after the server's keys changed: ${err.message}; reconnect with fresh ones`, err.reason, { ...err.metadata }));
+          }
+        }),
+    );
   }
 
   /** Judges every open stream by the policy now in force. */

@@ -51,10 +51,12 @@ describe("open streams end with their authority (issue 20, finding 9)", function
   let etcd: TestEtcd;
   let server: TestServer;
   let key: CryptoKey;
+  let otherKey: CryptoKey;
+  let publicKeys: string[];
   let policyFile: string;
 
   /** A JWT for `sub` that expires `seconds` from now (whole seconds, as "exp" is). */
-  const jwt = (sub: string, seconds = 600) =>
+  const jwt = (sub: string, seconds = 600, signer = key) =>
     new SignJWT({})
       .setProtectedHeader({ alg: "ES256" })
       .setSubject(sub)
@@ -62,7 +64,7 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       .setAudience(AUDIENCE)
       .setIssuedAt()
       .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
-      .sign(key);
+      .sign(signer);
   const expOf = (token: string) => (JSON.parse(Buffer.from(token.split(".")[1], "base64url").toString()) as { exp: number }).exp * 1000;
   const bearer = (token: string): Interceptor => (next) => (req) => {
     req.header.set("authorization", `Bearer ${token}`);
@@ -98,14 +100,18 @@ describe("open streams end with their authority (issue 20, finding 9)", function
   before(async function () {
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-stream-authority-"));
     const pair = await generateKeyPair("ES256");
+    const other = await generateKeyPair("ES256");
     key = pair.privateKey;
-    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
+    otherKey = other.privateKey;
+    publicKeys = [await exportSPKI(pair.publicKey), await exportSPKI(other.publicKey)];
+    writeFileSync(join(dir, "jwt.pem"), publicKeys[0]);
+    writeFileSync(join(dir, "jwt-other.pem"), publicKeys[1]);
     policyFile = join(dir, "policy.json");
     writeFileSync(policyFile, JSON.stringify(policy()));
     etcd = await startEtcd();
     server = await startServer({
       etcd: etcd.endpoint,
-      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--policy", policyFile],
+      args: ["--jwt-keys", `${join(dir, "jwt.pem")},${join(dir, "jwt-other.pem")}`, "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--policy", policyFile],
     });
   });
   after(async function () {
@@ -231,6 +237,37 @@ describe("open streams end with their authority (issue 20, finding 9)", function
     } finally {
       abort.abort();
       requests.close();
+    }
+  });
+
+  it("a key taken out of the JWT key files at SIGHUP ends the streams opened with tokens it signed UNAUTHENTICATED; streams with the other key's tokens go on", async () => {
+    const resource = uniqueResource("s/keys");
+    const abort = new AbortController();
+    const reloads = () => server.logs.filter((l) => l.includes("JWT verification keys reloaded")).length;
+    try {
+      const alice = leaseAs(await jwt("alice"));
+      const bob = leaseAs(await jwt("bob", 600, otherKey));
+      const aliceStream = alice.observe({ resource }, { signal: abort.signal, timeoutMs: 0 })[Symbol.asyncIterator]();
+      const bobStream = bob.observe({ resource }, { signal: abort.signal, timeoutMs: 0 })[Symbol.asyncIterator]();
+      await Promise.all([aliceStream.next(), bobStream.next()]);
+      const before = reloads();
+      writeFileSync(join(dir, "jwt.pem"), publicKeys[1]); // alice's key is gone; bob's stays
+      server.process.kill("SIGHUP");
+      const end = await endOf({ [Symbol.asyncIterator]: () => aliceStream }, 4000);
+      expect(reloads()).to.equal(before + 1);
+      expect(end, "alice's stream is ended once her token's key is gone").to.not.equal("open");
+      if (end === "open") return;
+      expect(end.error?.code, end.error?.message).to.equal(Code.Unauthenticated);
+      expect(end.error?.rawMessage).to.match(/no longer accepted, after the server's keys changed: bearer token refused/);
+      await bob.acquire({ resource, ttl: ttl(5), holder: "bob" });
+      const next = await Promise.race([bobStream.next(), sleep(3000).then(() => undefined)]);
+      expect(next?.value?.holderPrincipal, "bob's Observe goes on").to.equal("bob");
+    } finally {
+      abort.abort();
+      const before = reloads();
+      writeFileSync(join(dir, "jwt.pem"), publicKeys[0]);
+      server.process.kill("SIGHUP");
+      while (reloads() === before) await sleep(50);
     }
   });
 
