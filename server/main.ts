@@ -204,7 +204,10 @@ export async function serve(config: Config): Promise<void> {
       void policy?.reload("SIGHUP");
       if (config.authentication.jwt) {
         authenticator.reload().then(
-          () => log.info("JWT verification keys reloaded"),
+          () => {
+            log.info("JWT verification keys reloaded");
+            access.streams.reauthenticate().catch((err: Error) => log.error({ err: err.message }, "open streams not authenticated again"));
+          },
           (err: Error) => log.error({ err: err.message }, "JWT verification keys not reloaded; the previous keys stay in force"),
         );
       }

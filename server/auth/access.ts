@@ -32,7 +32,7 @@ export class Access {
     readonly authenticator: Authenticator,
     private readonly policy?: PolicyFile,
   ) {
-    this.streams = new OpenStreams(policy);
+    this.streams = new OpenStreams(policy, authenticator);
   }
 
   /** Whether the policy still lets a principal renew a lease, given what leases hold. */
@@ -41,11 +41,11 @@ export class Access {
   }
 
   /** The authority a stream opens with: its caller, and when the caller's credentials expire. */
-  streamAuthority(ctx: HasValues, method: string, grants: StreamAuthority["grants"], recheck?: StreamAuthority["recheck"]): StreamAuthority {
+  streamAuthority(ctx: HasValues, method: string, grants: StreamAuthority["grants"]): StreamAuthority {
     const principal = ctx.values.get(CALLER);
-    const socket = ctx.values.get(CREDENTIALS)?.socket;
-    const expiresAt = this.enabled && socket ? this.authenticator.expiresAt(principal, socket) : undefined;
-    return { method, principal, grants, expiresAt, recheck };
+    const credentials = ctx.values.get(CREDENTIALS);
+    const expiresAt = this.enabled && credentials ? this.authenticator.expiresAt(principal, credentials.socket) : undefined;
+    return { method, principal, grants, expiresAt, credentials };
   }
 
   /** Authentication is on: callers are principals, and leases are bound to them. */

@@ -73,8 +73,12 @@ interface CachedToken {
   readonly until: number;
 }
 
+/** When the certificate of a connection's cached principal expires (ms since 1970), kept beside it. */
+const NOT_AFTER = Symbol("fencekeeper.notAfter");
+
 type PeerSocket = Partial<Pick<TLSSocket, "authorized" | "authorizationError" | "getPeerCertificate">> & {
   [PRINCIPAL]?: Principal;
+  [NOT_AFTER]?: number;
 };
 
 export class Authenticator {
@@ -335,8 +339,8 @@ export class Authenticator {
       return typeof exp === "number" ? exp * 1000 : undefined;
     }
     if (principal.via === "mtls") {
-      const notAfter = Date.parse((socket as PeerSocket).getPeerCertificate?.().valid_to ?? "");
-      return Number.isFinite(notAfter) ? notAfter : undefined;
+      const notAfter = (socket as PeerSocket)[NOT_AFTER];
+      return notAfter !== undefined && Number.isFinite(notAfter) ? notAfter : undefined;
     }
     return undefined;
   }
@@ -355,7 +359,11 @@ function splitAuthorization(header: string): [scheme: string, credentials: strin
  */
 function peerPrincipal(socket: PeerSocket): Principal | string {
   const cached = socket[PRINCIPAL];
-  if (cached) return cached;
+  if (cached) {
+    // The handshake checked the certificate's dates once; a connection may outlive them.
+    const notAfter = socket[NOT_AFTER]!;
+    return Date.now() < notAfter ? cached : `the client certificate expired at ${new Date(notAfter).toISOString()}; reconnect with a fresh one`;
+  }
   if (typeof socket.getPeerCertificate !== "function") return "no client certificate (the connection is not TLS)";
   if (socket.authorized !== true) {
     // Node reports a missing certificate as an authorization error too (UNABLE_TO_GET_ISSUER_CERT): tell them apart.
@@ -366,6 +374,7 @@ function peerPrincipal(socket: PeerSocket): Principal | string {
   if (!name.ok) return name.why;
   const principal: Principal = Object.freeze({ name: name.name, via: "mtls", groups: Object.freeze([]), claims: Object.freeze({}) });
   socket[PRINCIPAL] = principal;
+  socket[NOT_AFTER] = Date.parse(socket.getPeerCertificate().valid_to) || Infinity;
   return principal;
 }
 

@@ -4,12 +4,17 @@
 // - it ends with UNAUTHENTICATED when the credentials it was opened with stop being accepted (a JWT's
 //   "exp", a client certificate's notAfter): one timer a stream, cleared when it ends;
 // - at each policy reload, every open stream's principal is authorized again for the stream's verb on
-//   its resources, and a stream no longer granted ends with PERMISSION_DENIED. A stream may also judge
-//   its own parts again (KeepAlive: the leases it renews).
-// A client that reconnects with fresh credentials, still granted, carries on where it was.
-import type { Logger } from "pino";
+//   its resources, and a stream no longer granted ends with PERMISSION_DENIED. (A KeepAlive stream names
+//   no resource: the leases it renews are judged one by one, renewal-grants.ts.)
+// - when the JWT verification keys are reloaded, every stream opened with a token is authenticated
+//   again, and one whose token no longer verifies (its key was taken out) ends with UNAUTHENTICATED,
+//   as its next call would be refused.
+// A client that reconnects with fresh credentials, still granted, carries on where it was. How a stream
+// ended is in the request log and the call metrics, as for any call.
 import { DomainError } from "../domain/errors.js";
 import { atTime } from "../lease/long-timeout.js";
+import type { Socket } from "node:net";
+import type { Authenticator } from "./authenticator.js";
 import type { PolicyFile } from "./policy-file.js";
 import { authorize, describePrincipal, type Policy, type Verb } from "./policy.js";
 import type { Principal } from "./principal.js";
@@ -22,8 +27,8 @@ export interface StreamAuthority {
   readonly grants: readonly { verb: Verb; resource: string }[];
   /** When its credentials stop being accepted (ms since 1970); undefined: never (no authentication). */
   readonly expiresAt: number | undefined;
-  /** Called with each new policy while the stream is open, after its grants passed. */
-  readonly recheck?: (policy: Policy) => void;
+  /** What it was authenticated from, to authenticate it again when the keys change. */
+  readonly credentials?: { authorization: string | undefined; socket: Socket };
 }
 
 interface Entry extends StreamAuthority {
@@ -35,7 +40,7 @@ export class OpenStreams {
 
   constructor(
     private readonly policy: PolicyFile | undefined,
-    private readonly log?: Logger,
+    private readonly authenticator?: Authenticator,
   ) {
     policy?.onReload((p) => this.recheck(p));
   }
@@ -64,7 +69,6 @@ export class OpenStreams {
       ...authority,
       end: (err) => {
         if (!this.open.delete(entry)) return;
-        this.log?.info({ method: authority.method, principal: authority.principal.name, reason: err.reason, err: err.message }, "open stream ended");
         endedWith = err;
         abort.abort(err);
         interrupt?.(err);
@@ -96,25 +100,33 @@ export class OpenStreams {
     }
   }
 
+  /**
+   * After the JWT verification keys were reloaded: ends each stream opened with a token that no longer
+   * verifies. Resolves once every stream was judged.
+   */
+  async reauthenticate(): Promise<void> {
+    const authenticator = this.authenticator;
+    if (!authenticator) return;
+    await Promise.all(
+      [...this.open]
+        .filter((s) => s.principal.via === "jwt" && s.credentials)
+        .map(async (s) => {
+          try {
+            await authenticator.authenticate(s.credentials!.authorization, s.credentials!.socket);
+          } catch (err) {
+            if (!(err instanceof DomainError)) throw err;
+            s.end(new DomainError(err.kind, `the ${s.method} stream's credentials are no longer accepted, after the server's keys changed: ${err.message}; reconnect with fresh ones`, err.reason, { ...err.metadata }));
+          }
+        }),
+    );
+  }
+
   /** Judges every open stream by the policy now in force. */
   private recheck(policy: Policy): void {
     for (const s of [...this.open]) {
       const denied = s.grants.find((g) => !policy.allows(s.principal, g.verb, g.resource) && !policy.allows(s.principal, "admin", g.resource));
-      if (denied) {
-        s.end(withdrawn(policy, s, denied.verb, denied.resource));
-        continue;
-      }
-      try {
-        s.recheck?.(policy);
-      } catch (err) {
-        s.end(err instanceof DomainError ? err : new DomainError("permission_denied", String(err), "PERMISSION_DENIED"));
-      }
+      if (denied) s.end(withdrawn(policy, s, denied.verb, denied.resource));
     }
-  }
-
-  /** The policy in force, for a stream that judges its parts when it starts them. */
-  current(): Policy | undefined {
-    return this.policy?.current();
   }
 }
 

@@ -14,11 +14,20 @@ import type { Principal } from "./principal.js";
 
 /** Most decisions kept; beyond it the oldest is forgotten (and asked again if renewed again). */
 const MAX_DECISIONS = 100_000;
+/**
+ * Most questions to etcd at once: after a reload, a KeepAlive message of 10,000 ids must not become
+ * 10,000 concurrent etcd calls (each lease's is a LeaseTimeToLive, which a transaction cannot batch).
+ */
+const MAX_ASKING = 64;
 
 export class RenewalGrants {
   /** Per lease, for the policy in force: undefined once allowed, or the refusal, or the question under way. */
   private readonly decided = new Map<bigint, { principal: string; refusal?: DomainError; pending?: Promise<void> }>();
   private reloaded = 0;
+  private asking = 0;
+  /** Questions waiting for a turn, from turnsHead on. */
+  private turns: (() => void)[] = [];
+  private turnsHead = 0;
 
   constructor(
     private readonly policy: PolicyFile | undefined,
@@ -56,7 +65,7 @@ export class RenewalGrants {
   }
 
   private async decide(p: Principal, leaseId: bigint): Promise<DomainError | undefined> {
-    const resources = await this.resourcesOf(leaseId);
+    const resources = await this.ask(leaseId);
     const policy = this.policy!.current();
     const resource = resources.find((r) => !policy.allows(p, "acquire", r) && !policy.allows(p, "admin", r));
     if (resource === undefined) return undefined;
@@ -66,6 +75,22 @@ export class RenewalGrants {
       "PERMISSION_DENIED",
       { principal: p.name, verb: "acquire", resource, lease_id: String(leaseId) },
     );
+  }
+
+  private async ask(leaseId: bigint): Promise<string[]> {
+    if (this.asking >= MAX_ASKING) await new Promise<void>((r) => this.turns.push(r));
+    else this.asking++;
+    try {
+      return await this.resourcesOf(leaseId);
+    } finally {
+      // The turn passes on as it is (asking stays counted), or is given back.
+      const next = this.turns[this.turnsHead];
+      if (next) {
+        this.turns[this.turnsHead++] = undefined!;
+        if (this.turnsHead === this.turns.length) [this.turns, this.turnsHead] = [[], 0];
+        next();
+      } else this.asking--;
+    }
   }
 
   private remember(leaseId: bigint, d: { principal: string; refusal?: DomainError; pending?: Promise<void> }): void {

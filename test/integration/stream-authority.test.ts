@@ -51,10 +51,12 @@ describe("open streams end with their authority (issue 20, finding 9)", function
   let etcd: TestEtcd;
   let server: TestServer;
   let key: CryptoKey;
+  let otherKey: CryptoKey;
+  let publicKeys: string[];
   let policyFile: string;
 
   /** A JWT for `sub` that expires `seconds` from now (whole seconds, as "exp" is). */
-  const jwt = (sub: string, seconds = 600) =>
+  const jwt = (sub: string, seconds = 600, signer = key) =>
     new SignJWT({})
       .setProtectedHeader({ alg: "ES256" })
       .setSubject(sub)
@@ -62,7 +64,7 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       .setAudience(AUDIENCE)
       .setIssuedAt()
       .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
-      .sign(key);
+      .sign(signer);
   const expOf = (token: string) => (JSON.parse(Buffer.from(token.split(".")[1], "base64url").toString()) as { exp: number }).exp * 1000;
   const bearer = (token: string): Interceptor => (next) => (req) => {
     req.header.set("authorization", `Bearer ${token}`);
@@ -98,14 +100,18 @@ describe("open streams end with their authority (issue 20, finding 9)", function
   before(async function () {
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-stream-authority-"));
     const pair = await generateKeyPair("ES256");
+    const other = await generateKeyPair("ES256");
     key = pair.privateKey;
-    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
+    otherKey = other.privateKey;
+    publicKeys = [await exportSPKI(pair.publicKey), await exportSPKI(other.publicKey)];
+    writeFileSync(join(dir, "jwt.pem"), publicKeys[0]);
+    writeFileSync(join(dir, "jwt-other.pem"), publicKeys[1]);
     policyFile = join(dir, "policy.json");
     writeFileSync(policyFile, JSON.stringify(policy()));
     etcd = await startEtcd();
     server = await startServer({
       etcd: etcd.endpoint,
-      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--policy", policyFile],
+      args: ["--jwt-keys", `${join(dir, "jwt.pem")},${join(dir, "jwt-other.pem")}`, "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--policy", policyFile],
     });
   });
   after(async function () {
@@ -135,7 +141,7 @@ describe("open streams end with their authority (issue 20, finding 9)", function
         expect(end.error?.code, `${name}: ${end.error?.message}`).to.equal(Code.Unauthenticated);
         expect(end.error?.rawMessage).to.match(/credentials expired at .*; reconnect with fresh ones/);
         expect(end.error?.findDetails(ErrorInfoSchema)[0]?.metadata.problem).to.equal("expired");
-        expect(end.at, `${name} ended at its token's expiry`).to.be.within(exp - 50, exp + 1000);
+        expect(end.at, `${name} ended at its token's expiry`).to.be.within(exp - 50, exp + 2000);
       }
       expect(ka.renewals.length, "the KeepAlive stream renewed until then").to.be.greaterThan(2);
       expect(ka.renewals.every((r) => r.error === undefined)).to.equal(true);
@@ -156,12 +162,12 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       expect((await bobStream.next()).value.held).to.equal(false);
       const rewritten = Date.now();
       writeFileSync(policyFile, JSON.stringify(policy([{ ...ALICE[0], verbs: ["acquire"] }, ALICE[1]])));
-      const end = await endOf({ [Symbol.asyncIterator]: () => aliceStream }, 3000);
+      const end = await endOf({ [Symbol.asyncIterator]: () => aliceStream }, 4000);
       expect(end, "alice's Observe is ended once the policy no longer grants it").to.not.equal("open");
       if (end === "open") return;
       expect(end.error?.code, end.error?.message).to.equal(Code.PermissionDenied);
       expect(end.error?.rawMessage).to.match(/policy changed.*"alice" may not observe/);
-      expect(end.at - rewritten, "within the reload's pause").to.be.below(2000);
+      expect(end.at - rewritten, "within the reload's pause (100 ms), on a loaded machine").to.be.below(3000);
       // Bob's stream is open and reports what happens next.
       await bob.acquire({ resource, ttl: ttl(5), holder: "bob" });
       const next = await Promise.race([bobStream.next(), sleep(3000).then(() => undefined)]);
@@ -177,22 +183,22 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       const alice = leaseAs(await jwt("alice"));
       const bob = leaseAs(await jwt("bob"));
       const withdrawn = uniqueResource("s/withdrawn");
-      const a = (await alice.acquire({ resource: withdrawn, ttl: ttl(5), holder: "alice" })).token!.leaseId;
-      const b = (await alice.acquire({ resource: uniqueResource("k/kept"), ttl: ttl(5), holder: "alice" })).token!.leaseId;
-      const c = (await bob.acquire({ resource: uniqueResource("s/bob"), ttl: ttl(5), holder: "bob" })).token!.leaseId;
+      const a = (await alice.acquire({ resource: withdrawn, ttl: ttl(15), holder: "alice" })).token!.leaseId;
+      const b = (await alice.acquire({ resource: uniqueResource("k/kept"), ttl: ttl(15), holder: "alice" })).token!.leaseId;
+      const c = (await bob.acquire({ resource: uniqueResource("s/bob"), ttl: ttl(15), holder: "bob" })).token!.leaseId;
       const aliceKa = keepAliveStream(alice, [a, b], abort.signal);
       const bobKa = keepAliveStream(bob, [c], abort.signal);
-      const aliceEnd = endOf(aliceKa.stream, 4000);
-      const bobEnd = endOf(bobKa.stream, 4000);
+      const aliceEnd = endOf(aliceKa.stream, 5500);
+      const bobEnd = endOf(bobKa.stream, 5500);
       await sleep(700);
       const rewritten = Date.now();
       writeFileSync(policyFile, JSON.stringify(policy([ALICE[1]])));
-      await sleep(2500);
-      const after = (id: bigint, r: typeof aliceKa.renewals) => r.filter((x) => x.leaseId === id && x.at > rewritten + 1500);
+      await sleep(3500);
+      const after = (id: bigint, r: typeof aliceKa.renewals) => r.filter((x) => x.leaseId === id && x.at > rewritten + 2500);
       expect(after(a, aliceKa.renewals).length, "alice's stream still answers for the lease on s/...").to.be.greaterThan(0);
       for (const r of after(a, aliceKa.renewals)) expect(r.error, "renewal of the lease holding s/...").to.match(/may no longer renew lease .*"s\/withdrawn.*no longer grants acquire/);
       const firstRefusal = aliceKa.renewals.find((x) => x.leaseId === a && x.error);
-      expect(firstRefusal!.at - rewritten, "refused within the reload's pause").to.be.below(1500);
+      expect(firstRefusal!.at - rewritten, "refused at the first renewal after the reload").to.be.below(2500);
       expect(after(b, aliceKa.renewals).length).to.be.greaterThan(0);
       expect(after(b, aliceKa.renewals).every((x) => x.error === undefined), "alice's lease on k/... is renewed").to.equal(true);
       expect(after(c, bobKa.renewals).length).to.be.greaterThan(0);
@@ -212,6 +218,59 @@ describe("open streams end with their authority (issue 20, finding 9)", function
     }
   });
 
+  it("after a reload, one KeepAlive message renewing 150 leases is answered for each of them (more than the 64 questions etcd is asked at once)", async () => {
+    const alice = leaseAs(await jwt("alice"));
+    const ids = await Promise.all(
+      Array.from({ length: 150 }, async (_, i) => (await alice.acquire({ resource: uniqueResource(`k/many-${i}`), ttl: ttl(15), holder: "alice" })).token!.leaseId),
+    );
+    writeFileSync(policyFile, JSON.stringify(policy([ALICE[1], { principals: ["alice"], verbs: ["read"], resources: ["*"] }])));
+    await sleep(500);
+    const requests = new AsyncQueue<KeepAliveRequest>();
+    requests.push({ leaseIds: ids } as unknown as KeepAliveRequest);
+    const abort = new AbortController();
+    try {
+      for await (const answer of alice.keepAlive(requests, { signal: abort.signal, timeoutMs: 0 })) {
+        expect(answer.renewals.map((r) => r.leaseId)).to.deep.equal(ids);
+        expect(answer.renewals.filter((r) => r.error).map((r) => r.error!.message)).to.deep.equal([]);
+        break;
+      }
+    } finally {
+      abort.abort();
+      requests.close();
+    }
+  });
+
+  it("a key taken out of the JWT key files at SIGHUP ends the streams opened with tokens it signed UNAUTHENTICATED; streams with the other key's tokens go on", async () => {
+    const resource = uniqueResource("s/keys");
+    const abort = new AbortController();
+    const reloads = () => server.logs.filter((l) => l.includes("JWT verification keys reloaded")).length;
+    try {
+      const alice = leaseAs(await jwt("alice"));
+      const bob = leaseAs(await jwt("bob", 600, otherKey));
+      const aliceStream = alice.observe({ resource }, { signal: abort.signal, timeoutMs: 0 })[Symbol.asyncIterator]();
+      const bobStream = bob.observe({ resource }, { signal: abort.signal, timeoutMs: 0 })[Symbol.asyncIterator]();
+      await Promise.all([aliceStream.next(), bobStream.next()]);
+      const before = reloads();
+      writeFileSync(join(dir, "jwt.pem"), publicKeys[1]); // alice's key is gone; bob's stays
+      server.process.kill("SIGHUP");
+      const end = await endOf({ [Symbol.asyncIterator]: () => aliceStream }, 4000);
+      expect(reloads()).to.equal(before + 1);
+      expect(end, "alice's stream is ended once her token's key is gone").to.not.equal("open");
+      if (end === "open") return;
+      expect(end.error?.code, end.error?.message).to.equal(Code.Unauthenticated);
+      expect(end.error?.rawMessage).to.match(/no longer accepted, after the server's keys changed: bearer token refused/);
+      await bob.acquire({ resource, ttl: ttl(5), holder: "bob" });
+      const next = await Promise.race([bobStream.next(), sleep(3000).then(() => undefined)]);
+      expect(next?.value?.holderPrincipal, "bob's Observe goes on").to.equal("bob");
+    } finally {
+      abort.abort();
+      const before = reloads();
+      writeFileSync(join(dir, "jwt.pem"), publicKeys[0]);
+      server.process.kill("SIGHUP");
+      while (reloads() === before) await sleep(50);
+    }
+  });
+
   it("the SDK, given a token provider, reconnects with a fresh token each time its KeepAlive stream is ended at expiry, and keeps its lease", async () => {
     // Each token lives 3 s; the provider hands out a new one once the old has less than 2 s left.
     let current = { token: await jwt("alice", 3), mintedAt: Date.now() };
@@ -225,8 +284,8 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       const lease = await client.acquire(uniqueResource("s/sdk"), { ttl: 3000 });
       await sleep(8000);
       const ends = events.filter((e) => e.type === "stream-failed").map((e) => ConnectError.from((e as { error: unknown }).error));
-      expect(ends.length, "the stream was ended at least twice as its tokens expired").to.be.at.least(2);
-      expect(ends.every((e) => e.code === Code.Unauthenticated)).to.equal(true);
+      const expired = ends.filter((e) => e.code === Code.Unauthenticated && /credentials expired at/.test(e.rawMessage));
+      expect(expired.length, "the stream was ended at least twice as its tokens expired").to.be.at.least(2);
       expect(events.filter((e) => e.type === "lost"), "no lease lost").to.deep.equal([]);
       expect(lease.held).to.equal(true);
       await lease.release();
@@ -279,7 +338,11 @@ describe("open streams end with their client certificate (issue 20, finding 9)",
       if (end === "open") return;
       expect(end.error?.code, end.error?.message).to.equal(Code.Unauthenticated);
       expect(end.error?.rawMessage).to.match(/credentials expired at .*client certificate of "carol".*reconnect with fresh ones/);
-      expect(end.at).to.be.within(notAfter - 50, notAfter + 1000);
+      expect(end.at).to.be.within(notAfter - 50, notAfter + 2000);
+      // The connection outlives the certificate; its next call does not.
+      const unary = await failure(lease.describe({ resource: uniqueResource("cert") }));
+      expect(unary.code, unary.message).to.equal(Code.Unauthenticated);
+      expect(unary.rawMessage).to.match(/client certificate expired at/);
     } finally {
       abort.abort();
     }

@@ -478,6 +478,18 @@ describe("PolicyFile", () => {
     expect(logged(INFO, "policy reloaded")[0]).to.include({ policy: file, reason: "SIGHUP", rules: 2 });
   });
 
+  it("reload: listeners hear of each new policy in force, once it is in force, and not of a bad or unchanged file", async () => {
+    const f = await load();
+    const heard: boolean[] = [];
+    f.onReload((p) => heard.push(p === f.current()));
+    await writeFile(file, grant("write"));
+    expect(await f.reload("SIGHUP")).to.equal(true);
+    expect(await f.reload("SIGHUP")).to.equal(false);
+    await writeFile(file, "{");
+    expect(await f.reload("SIGHUP")).to.equal(false);
+    expect(heard).to.deep.equal([true]);
+  });
+
   it("reload: a bad change keeps the policy in force, and the error says so", async () => {
     const f = await load();
     const before = f.current();
