@@ -9,7 +9,23 @@ import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { bytes, delta, failureOf, startStack, text, ttl, writeCounts, type Stack } from "../harness/batching.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
-import { uniqueResource } from "../harness/suite.js";
+import { eventually, uniqueResource } from "../harness/suite.js";
+import type { TestServer } from "../harness/server.js";
+import { layout } from "../harness/batching.js";
+import { scrape } from "../mesh/support/metrics.js";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
+import {
+  FencekeeperClient,
+  IdempotencyKeyReusedError,
+  StaleTokenError,
+  UnavailableError,
+  type ClientOptions,
+  type FencekeeperError,
+  type Token,
+} from "../../client/index.js";
 
 const put = (token: FencingToken, key: string, value: string, idempotencyKey = ""): BatchWrite =>
   create(BatchWriteSchema, { write: { case: "put", value: { resource: token.resource, key, value: bytes(value), mutation: { token, idempotencyKey } } } });
@@ -129,3 +145,187 @@ describe("coalesced writes: FencedStoreService.Batch", function () {
     expect(used.requests, "etcd write requests for one batch of 60").to.equal(1);
   });
 });
+
+describe("coalesced writes: the TypeScript SDK", function () {
+  this.timeout(90_000);
+  let etcd: TestEtcd;
+  let st: Stack;
+  const clients: FencekeeperClient[] = [];
+  const client = (o: ClientOptions = {}) => {
+    const fk = new FencekeeperClient({ servers: st.server.url, fenceMode: "order", ...o });
+    clients.push(fk);
+    return fk;
+  };
+  /** Calls the server started of each store method since `before`. */
+  const started = async (server: TestServer) => {
+    const s = await scrape(server);
+    const of = (m: string) => s.value("grpc_server_started_total", { grpc_service: "fencekeeper.v1.FencedStoreService", grpc_method: m });
+    return { put: of("Put"), delete: of("Delete"), batch: of("Batch") };
+  };
+  const since = (a: { put: number; delete: number; batch: number }, b: typeof a) => ({ put: a.put - b.put, delete: a.delete - b.delete, batch: a.batch - b.batch });
+
+  before(async function () {
+    etcd = await startEtcd();
+    st = await startStack({ etcd });
+  });
+  after(async function () {
+    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    await st?.server.stop();
+    st?.kv.close();
+    await etcd?.destroy();
+  });
+
+  it("a lone write goes out as a plain Put at once, not as a Batch", async () => {
+    const fk = client();
+    const lease = await fk.acquire(uniqueResource("lone"));
+    const before = await started(st.server);
+    const c = await fk.store.put(lease.token, "k", "v");
+    await fk.store.delete(lease.token, "k");
+    expect(c.fence).to.equal(lease.token.generation);
+    expect(since(await started(st.server), before)).to.deep.equal({ put: 1, delete: 1, batch: 0 });
+  });
+
+  it("64 concurrent writes of one client go in a few Batch calls, each with its own answer", async () => {
+    const fk = client();
+    const leases = await Promise.all(Array.from({ length: 4 }, (_, i) => fk.acquire(uniqueResource(`burst${i}`))));
+    const before = await started(st.server);
+    const commits = await Promise.all(Array.from({ length: 64 }, (_, i) => fk.store.put(leases[i % 4].token, `k${i}`, `v${i}`)));
+    const used = since(await started(st.server), before);
+    expect(commits.map((c) => c.fence)).to.deep.equal(commits.map((_, i) => leases[i % 4].token.generation));
+    expect(used.batch, `calls: ${JSON.stringify(used)}`).to.be.within(1, 4);
+    expect(used.put + used.batch, `calls: ${JSON.stringify(used)}`).to.be.at.most(4);
+    for (const i of [0, 17, 63]) expect(text((await fk.store.get(leases[i % 4].token.resource, `k${i}`)).value)).to.equal(`v${i}`);
+
+    // With coalescing off, one call a write.
+    const plain = client({ coalesceWrites: false });
+    const before2 = await started(st.server);
+    await Promise.all(Array.from({ length: 64 }, (_, i) => plain.store.put(leases[i % 4].token, `p${i}`, "x")));
+    expect(since(await started(st.server), before2)).to.deep.equal({ put: 64, delete: 0, batch: 0 });
+  });
+
+  it("writes gathered while another is in flight: stale ones raise StaleTokenError, the others commit, retries replay", async () => {
+    const fk = client();
+    const resource = uniqueResource("sdk-mixed");
+    const old = await fk.acquire(resource);
+    const oldToken = old.token;
+    await old.release();
+    const cur = await fk.acquire(resource);
+    await fk.store.put(cur.token, "k", "current");
+    const before = await started(st.server);
+    const outcomes = await Promise.allSettled([
+      fk.store.put(cur.token, "a", "1", { idempotencyKey: `${resource}-a` }),
+      fk.store.put(oldToken, "k", "stale"),
+      fk.store.put(cur.token, "a", "1", { idempotencyKey: `${resource}-a` }),
+      fk.store.delete(oldToken, "k"),
+      fk.store.put(cur.token, "b", "2"),
+      fk.store.put(cur.token, "c", "3", { idempotencyKey: `${resource}-a` }),
+    ]);
+    expect(since(await started(st.server), before)).to.deep.include({ batch: 1 });
+    const [a1, stale, a2, staleDel, b, reused] = outcomes;
+    expect(stale.status === "rejected" && stale.reason).to.be.instanceOf(StaleTokenError);
+    expect(staleDel.status === "rejected" && staleDel.reason).to.be.instanceOf(StaleTokenError);
+    expect(reused.status === "rejected" && reused.reason).to.be.instanceOf(IdempotencyKeyReusedError);
+    expect(b.status).to.equal("fulfilled");
+    const replays = [a1, a2].map((o) => (o.status === "fulfilled" ? o.value.replayed : "failed"));
+    expect(replays.sort()).to.deep.equal([false, true]);
+    expect(text((await fk.store.get(resource, "k")).value)).to.equal("current");
+    expect((await fk.store.get(resource, "c")).found).to.equal(false);
+    // The same idempotent write again, alone: answered from the record.
+    expect((await fk.store.put(cur.token, "a", "1", { idempotencyKey: `${resource}-a` })).replayed).to.equal(true);
+  });
+
+  it("against a server without Batch (UNIMPLEMENTED), falls back to one Put a write", async () => {
+    const seen: string[] = [];
+    const old = await startOldServer(seen);
+    try {
+      const fk = new FencekeeperClient({ servers: old.url });
+      clients.push(fk);
+      const token = { resource: "r", generation: 7n, leaseId: 1n } as Token;
+      const commits = await Promise.all(Array.from({ length: 10 }, (_, i) => fk.store.put(token, `k${i}`, "v")));
+      expect(commits.map((c) => c.fence)).to.deep.equal(commits.map(() => 7n));
+      // One Batch tried, refused, then each write alone; later bursts go straight to Puts.
+      await Promise.all(Array.from({ length: 5 }, (_, i) => fk.store.put(token, `again${i}`, "v")));
+      expect(seen.filter((m) => m === "Batch").length).to.equal(1);
+      expect(seen.filter((m) => m === "Put").length).to.equal(15);
+    } finally {
+      old.close();
+    }
+  });
+
+  it("a server SIGKILLed mid-batch: writers see UnavailableError, acknowledged writes are in etcd, none half-applied", async () => {
+    const stack = await startStack({ etcd });
+    const fk = new FencekeeperClient({ servers: stack.server.url, fenceMode: "order", callTimeoutMs: 10_000 });
+    clients.push(fk);
+    try {
+      const leases = await Promise.all(Array.from({ length: 4 }, (_, i) => fk.acquire(uniqueResource(`kill${i}`), { ttl: 60_000 })));
+      const calls: { resource: string; key: string; value: string; revision?: bigint; error?: unknown }[] = [];
+      let killed = false;
+      const before = await started(stack.server);
+      const writers = Array.from({ length: 32 }, async (_, w) => {
+        for (let round = 0; ; round++) {
+          const token = leases[w % 4].token;
+          const call: (typeof calls)[number] = { resource: token.resource, key: `w${w}r${round}`, value: `v-${w}-${round}` };
+          calls.push(call);
+          try {
+            call.revision = (await fk.store.put(token, call.key, call.value)).revision;
+          } catch (e) {
+            call.error = e;
+            if (killed) return;
+          }
+        }
+      });
+      await eventually(() => calls.filter((c) => c.revision !== undefined).length >= 300, "300 acknowledged writes", 30_000);
+      const used = since(await started(stack.server), before);
+      killed = true;
+      await stack.server.stop("SIGKILL");
+      await Promise.all(writers);
+      expect(used.batch, `calls before the kill: ${JSON.stringify(used)}`).to.be.greaterThan(0);
+      const failed = calls.filter((c) => c.error !== undefined);
+      expect(failed.length).to.be.greaterThan(0);
+      const odd = failed.filter((c) => !(c.error instanceof UnavailableError) || (c.error as FencekeeperError).reason !== undefined);
+      expect(odd.map((c) => `${c.key}: ${String(c.error)}`), "failures other than UnavailableError").to.deep.equal([]);
+      const L = layout(stack.prefix);
+      const problems: string[] = [];
+      let ambiguous = 0;
+      for (const c of calls) {
+        const kv = (await stack.kv.kv.range({ key: Buffer.from(L.data(c.resource, c.key)) })).kvs[0];
+        if (c.revision !== undefined) {
+          if (!kv || String(kv.mod_revision) !== String(c.revision) || kv.value.toString() !== c.value) problems.push(`${c.key} acknowledged at ${c.revision}, etcd has ${kv?.value} at ${kv?.mod_revision}`);
+        } else if (kv) {
+          ambiguous++;
+          if (kv.value.toString() !== c.value) problems.push(`${c.key} failed, etcd has ${kv.value}`);
+        }
+      }
+      expect(problems).to.deep.equal([]);
+      expect(ambiguous).to.be.at.most(failed.length);
+    } finally {
+      await stack.server.stop();
+      stack.kv.close();
+    }
+  });
+});
+
+/** A server of the contract before Batch: Put and Delete answer a fixed commit, anything else UNIMPLEMENTED. */
+async function startOldServer(seen: string[]): Promise<{ url: string; close(): void }> {
+  const handler = connectNodeAdapter({
+    routes(router) {
+      router.service(FencedStoreService, {
+        put(req) {
+          seen.push("Put");
+          return { commit: { revision: 1n, fence: req.mutation?.token?.generation ?? 0n } };
+        },
+        delete(req) {
+          seen.push("Delete");
+          return { commit: { revision: 1n, fence: req.mutation?.token?.generation ?? 0n } };
+        },
+      });
+    },
+  });
+  const server = http2.createServer((req, res) => {
+    if (req.url?.endsWith("/Batch")) seen.push("Batch");
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return { url: `http://127.0.0.1:${port}`, close: () => server.close() };
+}
