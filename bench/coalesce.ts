@@ -12,6 +12,8 @@ import { FencekeeperClient } from "../client/index.js";
 import { tokenFromProto } from "../client/token.js";
 import type { FencingToken } from "../gen/ts/fencekeeper/v1/token_pb.js";
 import { clientsFor } from "../test/harness/clients.js";
+import type { TestServer } from "../test/harness/server.js";
+import { scrape } from "../test/mesh/support/metrics.js";
 import { GrpcStore } from "./grpc-store.js";
 import { measure, type Measurement } from "./measure.js";
 import { readProcess } from "./process-stats.js";
@@ -27,6 +29,15 @@ interface Row {
   m: Measurement;
   /** µs of CPU per write, by process; NaN where the process is not in the path. */
   cpu: { client: number; server: number; etcd: number };
+  /** Writes per store call the server saw (Put and Batch); NaN for the path without the server. */
+  writesPerCall: number;
+}
+
+/** Store write calls (Put, Delete, Batch) the server has started so far. */
+async function writeCalls(server: TestServer): Promise<number> {
+  const s = await scrape(server);
+  const of = (m: string) => s.value("grpc_server_started_total", { grpc_service: "fencekeeper.v1.FencedStoreService", grpc_method: m });
+  return of("Put") + of("Delete") + of("Batch");
 }
 
 /** The pid of the etcd serving `endpoint`, found by its client port on the command line. */
@@ -81,12 +92,14 @@ export const coalesce: Scenario = {
       { title: "client", width: 7 },
       { title: "server", width: 7 },
       { title: "etcd", width: 7 },
+      { title: "writes/call", width: 11 },
     ]);
     try {
       for (const [path, op, usesServer] of paths) {
         ctx.progress(`coalesce: ${path}`);
         // One warm-up round outside the readings.
         await Promise.all(Array.from({ length: WRITERS }, (_, w) => op(w, -1).catch(() => undefined)));
+        const callsBefore = usesServer ? await writeCalls(server) : 0;
         const before = { client: readProcess(pids.client), server: readProcess(pids.server), etcd: pids.etcd ? readProcess(pids.etcd) : undefined };
         const m = await measure({ workers: WRITERS, seconds, op, warmUp: false });
         const after = { client: readProcess(pids.client), server: readProcess(pids.server), etcd: pids.etcd ? readProcess(pids.etcd) : undefined };
@@ -95,7 +108,9 @@ export const coalesce: Scenario = {
           const b = before[k];
           return a && b && m.ops > 0 ? ((a.cpuSeconds - b.cpuSeconds) * 1e6) / m.ops : NaN;
         };
-        rows.push({ path, m, cpu: { client: perOp("client"), server: usesServer ? perOp("server") : NaN, etcd: perOp("etcd") } });
+        // Calls started in the window; the writes answered in it are within a batch of that count.
+        const calls = usesServer ? (await writeCalls(server)) - callsBefore : NaN;
+        rows.push({ path, m, cpu: { client: perOp("client"), server: usesServer ? perOp("server") : NaN, etcd: perOp("etcd") }, writesPerCall: m.ops / calls });
       }
       const hand = rows[rows.length - 1].m.perSecond;
       for (const r of rows) {
@@ -107,6 +122,7 @@ export const coalesce: Scenario = {
           num(r.cpu.client),
           num(r.cpu.server),
           num(r.cpu.etcd),
+          Number.isFinite(r.writesPerCall) ? r.writesPerCall.toFixed(1) : "-",
         ]);
       }
       table.note("client: this process (the SDK, grpc-js or etcd3 client); CPU read from /proc before and after each row.");
