@@ -203,7 +203,21 @@ describe("coalesced writes: the TypeScript SDK", function () {
     expect(since(await started(st.server), before2)).to.deep.equal({ put: 64, delete: 0, batch: 0 });
   });
 
-  it("writes gathered while another is in flight: stale ones raise StaleTokenError, the others commit, retries replay", async () => {
+  it("writes that busy calls left waiting go together in the next call, with no timer: two Puts in flight, then one Batch", async () => {
+    const fk = client();
+    const lease = await fk.acquire(uniqueResource("busy"));
+    const before = await started(st.server);
+    const first = fk.store.put(lease.token, "first", "1");
+    await Promise.resolve(); // the first has left: one call in flight
+    const second = fk.store.put(lease.token, "second", "2");
+    await Promise.resolve(); // two calls in flight: the rest wait for one of them
+    const rest = Array.from({ length: 10 }, (_, i) => fk.store.put(lease.token, `rest${i}`, "3"));
+    const commits = await Promise.all([first, second, ...rest]);
+    expect(commits.map((c) => c.fence)).to.deep.equal(commits.map(() => lease.token.generation));
+    expect(since(await started(st.server), before)).to.deep.equal({ put: 2, delete: 0, batch: 1 });
+  });
+
+  it("concurrent writes in one Batch: stale ones raise StaleTokenError, the others commit, retries replay", async () => {
     const fk = client();
     const resource = uniqueResource("sdk-mixed");
     const old = await fk.acquire(resource);
