@@ -19,6 +19,7 @@ import { Lease, type LeaseContext } from "./lease.js";
 import type { TokenKey } from "./verify-token.js";
 import { Servers, type Credentials, type Connection } from "./servers.js";
 import { Store, type FenceModeName } from "./store.js";
+import { WriteBatcher } from "./write-batcher.js";
 import { tokenFromProto, tokenToProto, type Token } from "./token.js";
 import { AcquireMode } from "../gen/ts/fencekeeper/v1/token_pb.js";
 import type { Holder as ProtoHolder } from "../gen/ts/fencekeeper/v1/lease_pb.js";
@@ -53,6 +54,13 @@ export interface ClientOptions {
   sessions?: boolean;
   /** Credentials for a server with authentication on (docs/authentication.md). */
   credentials?: Credentials;
+  /**
+   * Coalesce concurrent puts and deletes into FencedStoreService.Batch calls: a write that finds no call
+   * in flight goes out at once as a plain Put or Delete; those that arrive meanwhile go together in the
+   * next call. Each keeps its own answer and error. No timer, so a lone write waits for nothing. Falls
+   * back to one call per write against a server without Batch. Default true.
+   */
+  coalesceWrites?: boolean;
   onEvent?: EventSink;
 }
 
@@ -153,7 +161,7 @@ export class FencekeeperClient {
     const list = typeof urls === "string" ? urls.split(",").map((u) => u.trim()).filter(Boolean) : urls;
     this.#servers = new Servers(list, o.credentials);
     this.#calls = new Calls(this.#servers, o.callTimeoutMs ?? 15_000);
-    this.store = new Store(this.#calls);
+    this.store = new Store(this.#calls, o.coalesceWrites === false ? undefined : new WriteBatcher(this.#calls));
     const sink = o.onEvent;
     const emit: Emitter = Object.assign(
       (e: ClientEvent) => {

@@ -3,6 +3,7 @@
 import { FenceMode } from "../gen/ts/fencekeeper/v1/token_pb.js";
 import type { Calls } from "./calls.js";
 import { tokenToProto, type Token } from "./token.js";
+import type { WriteBatcher } from "./write-batcher.js";
 
 export type Value = string | Uint8Array;
 
@@ -62,9 +63,16 @@ const MODES: Record<FenceModeName, FenceMode> = { order: FenceMode.ORDER, live: 
 const bytes = (v: Value): Uint8Array => (typeof v === "string" ? new TextEncoder().encode(v) : v);
 
 export class Store {
-  constructor(private readonly calls: Calls) {}
+  /** batcher: when set, puts and deletes go through it, coalesced into Batch calls (write-batcher.ts). */
+  constructor(
+    private readonly calls: Calls,
+    private readonly batcher?: WriteBatcher,
+  ) {}
 
   async put(token: Token, key: string, value: Value, o: WriteOptions = {}): Promise<Commit> {
+    if (this.batcher) {
+      return commit(await this.batcher.write({ case: "put", value: { resource: token.resource, key, value: bytes(value), mutation: mutation(token, o) } }, o.signal));
+    }
     const res = await this.calls.run(
       (c) => c.store.put({ resource: token.resource, key, value: bytes(value), mutation: mutation(token, o) }, this.options(o)),
       false,
@@ -73,6 +81,9 @@ export class Store {
   }
 
   async delete(token: Token, key: string, o: WriteOptions = {}): Promise<Commit> {
+    if (this.batcher) {
+      return commit(await this.batcher.write({ case: "delete", value: { resource: token.resource, key, mutation: mutation(token, o) } }, o.signal));
+    }
     const res = await this.calls.run((c) => c.store.delete({ resource: token.resource, key, mutation: mutation(token, o) }, this.options(o)), false);
     return commit(res.commit);
   }

@@ -76,7 +76,7 @@ export function createApp(o: AppOptions): App {
   const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens, events });
   const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits, events });
   const lease = leaseService(coordinator, o.access, new CallerCaps(o.callerCaps), o.log);
-  const fenced = storeService(store, o.access);
+  const fenced = storeService(store, o.access, o.log);
   return {
     events,
     coordinator,

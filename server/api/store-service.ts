@@ -1,12 +1,15 @@
 // FencedStoreService handlers: protobuf in, domain call, protobuf out.
 import type { ServiceImpl } from "@connectrpc/connect";
+import type { Logger } from "pino";
 import type { Access, HasValues } from "../auth/access.js";
 import { invalid } from "../domain/errors.js";
 import { checkResource } from "../domain/validate.js";
-import { FencedStoreService, type Mutation as ProtoMutation } from "../../gen/ts/fencekeeper/v1/store_pb.js";
+import { FencedStoreService, type BatchWrite, type Mutation as ProtoMutation } from "../../gen/ts/fencekeeper/v1/store_pb.js";
+import { Hold, type HoldMember } from "../etcd/hold.js";
+import { checkBatch } from "../store/batch-limits.js";
 import type { Commit, FencedStore, Mutation, StoreOp } from "../store/fenced-store.js";
 import { fenceModeFromProto, tokenFromProto } from "./convert.js";
-import { unary } from "./errors.js";
+import { toStatus, unary, type CallContext } from "./errors.js";
 
 function mutation(resource: string, m: ProtoMutation | undefined, ops: StoreOp[], access: Access, ctx: HasValues): Mutation {
   checkResource(resource);
@@ -22,9 +25,26 @@ function mutation(resource: string, m: ProtoMutation | undefined, ops: StoreOp[]
   };
 }
 
-const commit = (c: Commit) => ({ commit: { revision: c.revision, fence: c.fence, replayed: c.replayed } });
+const commitOf = (c: Commit) => ({ revision: c.revision, fence: c.fence, replayed: c.replayed });
+const commit = (c: Commit) => ({ commit: commitOf(c) });
 
-export function storeService(store: FencedStore, access: Access): Partial<ServiceImpl<typeof FencedStoreService>> {
+export function storeService(store: FencedStore, access: Access, log: Logger): Partial<ServiceImpl<typeof FencedStoreService>> {
+  // One write of a Batch, exactly as the Put or Delete alone, its transaction held for the others'.
+  const write = (w: BatchWrite, i: number, ctx: CallContext, held: HoldMember): Promise<Commit> => {
+    switch (w.write.case) {
+      case "put": {
+        const r = w.write.value;
+        return store.mutate(mutation(r.resource, r.mutation, [{ kind: "put", key: r.key, value: r.value }], access, ctx), "put", held);
+      }
+      case "delete": {
+        const r = w.write.value;
+        return store.mutate(mutation(r.resource, r.mutation, [{ kind: "delete", key: r.key }], access, ctx), "delete", held);
+      }
+      default:
+        throw invalid(`writes[${i}] sets neither put nor delete`);
+    }
+  };
+
   const reading = (ctx: HasValues, resource: string) => {
     checkResource(resource);
     access.authorize(ctx, "read", resource);
@@ -50,6 +70,27 @@ export function storeService(store: FencedStore, access: Access): Partial<Servic
         }
       });
       return commit(await store.mutate(mutation(req.resource, req.mutation, ops, access, ctx), "txn"));
+    }),
+
+    batch: unary(async (req, ctx) => {
+      let valueBytes = 0;
+      for (const w of req.writes) if (w.write.case === "put") valueBytes += w.write.value.value.byteLength;
+      checkBatch(req.writes.length, valueBytes);
+      const hold = new Hold(req.writes.length);
+      const results = await Promise.all(
+        req.writes.map(async (w, i) => {
+          const held = hold.member();
+          try {
+            return { result: { case: "commit" as const, value: commitOf(await write(w, i, ctx, held)) } };
+          } catch (err) {
+            return { result: { case: "error" as const, value: toStatus(err, log) } };
+          } finally {
+            // Refused before it queued a transaction: the others need not wait for it.
+            held.arrived();
+          }
+        }),
+      );
+      return { results };
     }),
 
     get: unary(async (req, ctx) => {

@@ -18,7 +18,8 @@ export type Reason =
   | "NOT_HOLDER"
   | "TOKEN_SIGNATURE_INVALID"
   | "LOCK_DELAY"
-  | "SHARED_TOKEN";
+  | "SHARED_TOKEN"
+  | "BATCH_TOO_LARGE";
 
 export type Kind =
   | "invalid_argument"

@@ -22,6 +22,9 @@ export const MAX_HOLDER_BYTES = 256;
 export const MAX_IDEMPOTENCY_KEY_BYTES = 256;
 /** Operations a Txn's transaction has besides its own: the fence and the idempotency record. */
 export const TXN_EXTRA_OPS = 2;
+/** Writes in one Batch call, and their values in all: a batch fits common 4 MiB message limits. */
+export const MAX_BATCH_WRITES = 1000;
+export const MAX_BATCH_VALUE_BYTES = 2 * 1024 * 1024;
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
 

@@ -19,9 +19,13 @@
 // transaction: the same compares, the same failure reads, and their shared writes (the fence) once.
 // Each member gets the answer it would have got alone: the group succeeds or fails as a whole, and
 // every member's compares are the group's.
+//
+// A transaction queued under a Hold (the writes of one Batch call) waits until every write of its
+// hold is queued, and then they go out together: see hold.ts.
 import type { Etcd3, ICompare, IRequestOp, IResponseOp, ITxnRequest, ITxnResponse } from "etcd3";
 import type { EtcdCalls } from "./calls.js";
 import { EtcdLeaseNotFound, EtcdRefused } from "./errors.js";
+import type { HoldMember } from "./hold.js";
 
 export interface Txn {
   compare: ICompare[];
@@ -67,6 +71,8 @@ interface Pending {
   bytes: number;
   /** Sent in a request of its own: it was in a batch that etcd refused as a whole. */
   alone: boolean;
+  /** Not sent before this hold opens. */
+  held?: HoldMember;
   resolve(o: Outcome): void;
   reject(err: unknown): void;
 }
@@ -99,7 +105,7 @@ export class Committer {
   }
 
   /** Commits own writes under a guard that transactions of the same group may share. */
-  commitGuarded(what: string, guard: Guard, own: IRequestOp[]): Promise<Outcome> {
+  commitGuarded(what: string, guard: Guard, own: IRequestOp[], held?: HoldMember): Promise<Outcome> {
     const guardTxn = { compare: guard.compare, success: guard.shared, failure: guard.failure };
     return this.enqueue({
       what,
@@ -108,19 +114,29 @@ export class Committer {
       writes: [...writtenKeys(guardTxn), ...writtenKeys({ compare: [], success: own, failure: [] })],
       compares: comparedKeys(guardTxn),
       bytes: txnBytes(guardTxn) + opsBytes(own),
+      held,
     });
   }
 
   private enqueue(p: Omit<Pending, "resolve" | "reject" | "alone">): Promise<Outcome> {
     return new Promise<Outcome>((resolve, reject) => {
       this.queue.push({ ...p, alone: false, resolve, reject });
+      if (p.held && !p.held.hold.open) {
+        p.held.hold.onOpen(this.pumpNow);
+        p.held.arrived();
+        return;
+      }
       this.pump();
     });
   }
 
+  private readonly pumpNow = () => this.pump();
+
   private pump(): void {
     while (this.inFlight < this.limits.maxInFlight && this.queue.length > 0) {
       const batch = this.take();
+      // Everything queued waits for a hold.
+      if (batch.length === 0) return;
       this.inFlight++;
       void this.send(batch).finally(() => {
         this.inFlight--;
@@ -189,6 +205,12 @@ export class Committer {
     const rest: Pending[] = [];
     for (let i = 0; i < this.queue.length; i++) {
       const p = this.queue[i];
+      if (p.held && !p.held.hold.open) {
+        rest.push(p);
+        add(p.writes, blocked);
+        add(p.compares, blocked);
+        continue;
+      }
       // A request with no room for one more transaction takes nothing more: the rest wait as they are.
       if (closed || inners.length + 1 + largest > maxTxnOps) {
         rest.push(...this.queue.slice(i));

@@ -16,6 +16,7 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } fr
 import type { FenceMode, Token } from "../domain/token.js";
 import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../domain/validate.js";
 import type { Committer, Guard } from "../etcd/committer.js";
+import type { HoldMember } from "../etcd/hold.js";
 import { EtcdLeaseNotFound, EtcdResponseTooLarge } from "../etcd/errors.js";
 import {
   decodeGeneration,
@@ -83,16 +84,17 @@ export interface StoreDeps {
 export class FencedStore {
   constructor(private readonly d: StoreDeps) {}
 
-  async mutate(m: Mutation, what: WriteOp): Promise<Commit> {
+  /** held: one write of a Batch, whose transactions go to etcd together (etcd/hold.ts). */
+  async mutate(m: Mutation, what: WriteOp, held?: HoldMember): Promise<Commit> {
     const token = this.check(m, what);
     await this.d.tokens.check(token, m.principal);
-    if (!m.idempotencyKey) return this.commitMutation(m, token, what);
+    if (!m.idempotencyKey) return this.commitMutation(m, token, what, undefined, held);
     // Only a mutation with an idempotency key needs its fingerprint: it hashes every value.
     const record = { key: this.d.keys.idempotencyKey(hashKey(m.idempotencyKey, m.caller)), fingerprint: fingerprintOf(m, token) };
     for (let attempt = 0; ; attempt++) {
       const lease = await this.d.idempotency.leaseForNow();
       try {
-        return await this.commitMutation(m, token, what, { ...record, lease });
+        return await this.commitMutation(m, token, what, { ...record, lease }, held);
       } catch (err) {
         // The shared lease of idempotency records is gone (revoked by hand, or etcd lost it): get a new one.
         if (attempt === 0 && err instanceof EtcdLeaseNotFound) {
@@ -213,6 +215,7 @@ export class FencedStore {
     token: Token,
     what: WriteOp,
     record?: { key: Buffer; fingerprint: string; lease: bigint },
+    held?: HoldMember,
   ): Promise<Commit> {
     const { keys, committer } = this.d;
     const g = token.generation;
@@ -241,7 +244,7 @@ export class FencedStore {
       shared: [op.put(fenceKey, encodeGeneration(g))],
       failure,
     };
-    const res = await committer.commitGuarded(what, guard, own);
+    const res = await committer.commitGuarded(what, guard, own, held);
     if (res.succeeded) {
       this.d.events.emit({ type: "written", op: what, resource: m.resource, generation: g, revision: res.revision });
       return { revision: res.revision, fence: g, replayed: false };

@@ -162,6 +162,25 @@ describe("authentication, authorization and holder binding (bearer JWTs)", funct
       expect((await alice.store.getFence({ resource })).fence, "bob's Put changed nothing").to.equal(0n);
     });
 
+    it("a Batch authorizes each write on its own: bob's write to alice/* is PERMISSION_DENIED, his write to shared/* commits", async () => {
+      const own = uniqueResource("alice/own");
+      const shared = uniqueResource("shared/batch");
+      const { token: aliceToken } = await alice.lease.acquire({ resource: own, ttl: ttl(5), holder: "alice" });
+      const { token: bobToken } = await bob.lease.acquire({ resource: shared, ttl: ttl(5), holder: "bob" });
+      const res = await bob.store.batch({
+        writes: [
+          { write: { case: "put", value: { resource: own, key: "k", value: new Uint8Array([1]), mutation: { token: aliceToken } } } },
+          { write: { case: "put", value: { resource: shared, key: "k", value: new Uint8Array([2]), mutation: { token: bobToken } } } },
+        ],
+      });
+      const [denied, done] = res.results.map((r) => r.result);
+      expect(denied.case).to.equal("error");
+      expect(denied.case === "error" && denied.value.code).to.equal(Code.PermissionDenied);
+      expect(denied.case === "error" && denied.value.message).to.include('"bob"').and.include("write").and.include(own);
+      expect(done.case === "commit" && done.value.fence).to.equal(bobToken!.generation);
+      expect((await alice.store.getFence({ resource: own })).fence, "bob's write changed nothing").to.equal(0n);
+    });
+
     it("a policy edit is taken up without a restart (the file is watched; SIGHUP too), and a bad edit keeps the policy in force", async () => {
       const resource = uniqueResource("alice/shared-later");
       expect((await failure(bob.lease.acquire({ resource, ttl: ttl(5), holder: "bob" }))).code).to.equal(Code.PermissionDenied);

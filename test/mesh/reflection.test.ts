@@ -16,6 +16,7 @@ import { bufCurl } from "./support/buf-curl.js";
 import { startMeshServer } from "./support/mesh-server.js";
 
 const METHODS = [
+  "fencekeeper.v1.FencedStoreService/Batch",
   "fencekeeper.v1.FencedStoreService/Delete",
   "fencekeeper.v1.FencedStoreService/Get",
   "fencekeeper.v1.FencedStoreService/GetFence",

@@ -59,6 +59,7 @@ describe("Go client library (sdk/go)", function () {
       for (const r of [withoutCredentials, withCertificate, withBearer]) {
         expect(r.code, `${r.stdout}\n${r.stderr}`).to.equal(0);
         expect(r.stdout).to.match(/^ok clean up$/m);
+        expect(r.stdout).to.match(/^ok batch: two commits/m);
       }
       // Without the credentials the server requires, refused.
       expect(anonymous.code).to.equal(1);

@@ -51,6 +51,7 @@ describe("sdk/java: the Java client library against real servers", function () {
       for (const [what, r] of [["", own], [" on sessions", sessions], [" with a client certificate", withCertificate], [" with a bearer JWT", withBearer]] as const) {
         expect(r.code, `the scenario${what} failed:\n${r.output}`).to.equal(0);
         expect(r.output).to.match(/^ok clean up$/m);
+        expect(r.output).to.match(/^ok batch: two commits/m);
         expect(r.output).to.match(/^ok acquire: the token verifies offline \(key \w+\)$/m);
       }
       expect(sessions.output).to.match(/^ok acquire: generation \d+, lease \d+ \(a session\)$/m);

@@ -68,6 +68,7 @@ describe("sdk/python: the Python library against real servers", function () {
     for (const [what, r] of [["", own], [" on sessions", sessions], [" with a client certificate", withCert], [" with a bearer JWT", withJwt]] as const) {
       expect(r.code, `the scenario${what} failed:\n${r.output}`).to.equal(0);
       expect(r.output).to.match(/^ok clean up$/m);
+      expect(r.output).to.match(/^ok batch: two commits/m);
     }
     expect(own.output).to.match(/^ok scoped: released after the block raised$/m);
     expect(sessions.output).to.match(/^ok sessions: two leases on one session, released one by one and by close\(\)$/m);

@@ -87,6 +87,29 @@ def scenario(a: fencekeeper.Client, b: fencekeeper.Client, observer: fencekeeper
     check(put.fence == token_a.generation, f"put: expected fence {token_a.generation}, got {put.fence}")
     step(f"put: fence {put.fence}")
 
+    # 3b. Batch: independent writes in one call, each answered as it would be alone.
+    results = a.store.batch(
+        [
+            fencekeeper.BatchWrite(token_a, "batch-1", b"one", idempotency_key=f"{resource}-batch-1"),
+            fencekeeper.BatchWrite(token_a, "", b"an empty key is refused"),
+            fencekeeper.BatchWrite(token_a, "batch-never-written"),
+        ]
+    )
+    check(
+        len(results) == 3
+        and results[0].commit is not None
+        and results[0].commit.fence == token_a.generation
+        and isinstance(results[1].error, fencekeeper.InvalidArgumentError)
+        and results[2].commit is not None,
+        f"batch: expected a commit, InvalidArgumentError, a commit; got {results}",
+    )
+    again = a.store.batch([fencekeeper.BatchWrite(token_a, "batch-1", b"one", idempotency_key=f"{resource}-batch-1")])
+    check(
+        again[0].commit is not None and again[0].commit.replayed and again[0].commit.revision == results[0].commit.revision,
+        f"batch: expected the retry replayed at revision {results[0].commit.revision}, got {again}",
+    )
+    step(f"batch: two commits at fence {results[0].commit.fence} and an InvalidArgumentError of its own; the retry replayed")
+
     # 4. Get.
     got = lease_a.get("greeting")
     check(

@@ -83,6 +83,10 @@ const (
 	// ACQUIRE_MODE_SHARED). Shared holders may read; only an exclusive acquisition's token writes.
 	// Metadata: "resource", "generation".
 	ErrorReason_SHARED_TOKEN ErrorReason = 15
+	// INVALID_ARGUMENT, from FencedStoreService.Batch: the batch as a whole is over its bounds (more
+	// than 1000 writes, or more than 2 MiB of values) or empty. Nothing was applied. Split the writes
+	// into smaller batches. Metadata: "writes" (the count), "value_bytes", "max_writes", "max_value_bytes".
+	ErrorReason_BATCH_TOO_LARGE ErrorReason = 24
 )
 
 // Enum value maps for ErrorReason.
@@ -104,6 +108,7 @@ var (
 		13: "TOKEN_SIGNATURE_INVALID",
 		14: "LOCK_DELAY",
 		15: "SHARED_TOKEN",
+		24: "BATCH_TOO_LARGE",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -122,6 +127,7 @@ var (
 		"TOKEN_SIGNATURE_INVALID":  13,
 		"LOCK_DELAY":               14,
 		"SHARED_TOKEN":             15,
+		"BATCH_TOO_LARGE":          24,
 	}
 )
 
@@ -156,7 +162,7 @@ var File_fencekeeper_v1_errors_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xee\x02\n" +
+	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\x83\x03\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSTALE_TOKEN\x10\x01\x12\x12\n" +
@@ -176,7 +182,8 @@ const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\x17TOKEN_SIGNATURE_INVALID\x10\r\x12\x0e\n" +
 	"\n" +
 	"LOCK_DELAY\x10\x0e\x12\x10\n" +
-	"\fSHARED_TOKEN\x10\x0fBj\n" +
+	"\fSHARED_TOKEN\x10\x0f\x12\x13\n" +
+	"\x0fBATCH_TOO_LARGE\x10\x18Bj\n" +
 	"\x11io.fencekeeper.v1B\vErrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
 var (

@@ -7,6 +7,7 @@
 package fencekeeperv1
 
 import (
+	status "google.golang.org/genproto/googleapis/rpc/status"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -1130,11 +1131,279 @@ func (x *GetFenceResponse) GetLastIssued() int64 {
 	return 0
 }
 
+// One write of a Batch: a Put or a Delete, with the same fields and rules as the call alone.
+type BatchWrite struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The write.
+	//
+	// Types that are valid to be assigned to Write:
+	//
+	//	*BatchWrite_Put
+	//	*BatchWrite_Delete
+	Write         isBatchWrite_Write `protobuf_oneof:"write"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchWrite) Reset() {
+	*x = BatchWrite{}
+	mi := &file_fencekeeper_v1_store_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchWrite) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchWrite) ProtoMessage() {}
+
+func (x *BatchWrite) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_store_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchWrite.ProtoReflect.Descriptor instead.
+func (*BatchWrite) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_store_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *BatchWrite) GetWrite() isBatchWrite_Write {
+	if x != nil {
+		return x.Write
+	}
+	return nil
+}
+
+func (x *BatchWrite) GetPut() *PutRequest {
+	if x != nil {
+		if x, ok := x.Write.(*BatchWrite_Put); ok {
+			return x.Put
+		}
+	}
+	return nil
+}
+
+func (x *BatchWrite) GetDelete() *DeleteRequest {
+	if x != nil {
+		if x, ok := x.Write.(*BatchWrite_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+type isBatchWrite_Write interface {
+	isBatchWrite_Write()
+}
+
+type BatchWrite_Put struct {
+	// Write one key, as FencedStoreService.Put.
+	Put *PutRequest `protobuf:"bytes,1,opt,name=put,proto3,oneof"`
+}
+
+type BatchWrite_Delete struct {
+	// Delete one key, as FencedStoreService.Delete.
+	Delete *DeleteRequest `protobuf:"bytes,2,opt,name=delete,proto3,oneof"`
+}
+
+func (*BatchWrite_Put) isBatchWrite_Write() {}
+
+func (*BatchWrite_Delete) isBatchWrite_Write() {}
+
+// The request of FencedStoreService.Batch.
+type BatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The writes, 1 to 1000, with at most 2 MiB of values in all. Independent of one another: each
+	// is judged and applied on its own.
+	Writes        []*BatchWrite `protobuf:"bytes,1,rep,name=writes,proto3" json:"writes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRequest) Reset() {
+	*x = BatchRequest{}
+	mi := &file_fencekeeper_v1_store_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRequest) ProtoMessage() {}
+
+func (x *BatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_store_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
+func (*BatchRequest) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_store_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *BatchRequest) GetWrites() []*BatchWrite {
+	if x != nil {
+		return x.Writes
+	}
+	return nil
+}
+
+// The answer to one write of a Batch: exactly what the same Put or Delete alone would have got.
+type BatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its outcome.
+	//
+	// Types that are valid to be assigned to Result:
+	//
+	//	*BatchResult_Commit
+	//	*BatchResult_Error
+	Result        isBatchResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResult) Reset() {
+	*x = BatchResult{}
+	mi := &file_fencekeeper_v1_store_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResult) ProtoMessage() {}
+
+func (x *BatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_store_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResult.ProtoReflect.Descriptor instead.
+func (*BatchResult) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_store_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *BatchResult) GetResult() isBatchResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *BatchResult) GetCommit() *Commit {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Commit); ok {
+			return x.Commit
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetError() *status.Status {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isBatchResult_Result interface {
+	isBatchResult_Result()
+}
+
+type BatchResult_Commit struct {
+	// Where the write committed (the commit of its PutResponse or DeleteResponse).
+	Commit *Commit `protobuf:"bytes,1,opt,name=commit,proto3,oneof"`
+}
+
+type BatchResult_Error struct {
+	// Why it was refused: the code, message and details (google.rpc.ErrorInfo) that the call alone
+	// would have failed with. Nothing of a refused write was applied.
+	Error *status.Status `protobuf:"bytes,2,opt,name=error,proto3,oneof"`
+}
+
+func (*BatchResult_Commit) isBatchResult_Result() {}
+
+func (*BatchResult_Error) isBatchResult_Result() {}
+
+// The response of FencedStoreService.Batch.
+type BatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One result per write, in the order of BatchRequest.writes.
+	Results       []*BatchResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResponse) Reset() {
+	*x = BatchResponse{}
+	mi := &file_fencekeeper_v1_store_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResponse) ProtoMessage() {}
+
+func (x *BatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_store_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
+func (*BatchResponse) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_store_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *BatchResponse) GetResults() []*BatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 var File_fencekeeper_v1_store_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_store_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/store.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\"\x96\x01\n" +
+	"\x1afencekeeper/v1/store.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x17google/rpc/status.proto\"\x96\x01\n" +
 	"\bMutation\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12-\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x19.fencekeeper.v1.FenceModeR\x04mode\x12'\n" +
@@ -1202,14 +1471,28 @@ const file_fencekeeper_v1_store_proto_rawDesc = "" +
 	"\x10GetFenceResponse\x12\x14\n" +
 	"\x05fence\x18\x01 \x01(\x03R\x05fence\x12\x1f\n" +
 	"\vlast_issued\x18\x02 \x01(\x03R\n" +
-	"lastIssued2\xb2\x03\n" +
+	"lastIssued\"~\n" +
+	"\n" +
+	"BatchWrite\x12.\n" +
+	"\x03put\x18\x01 \x01(\v2\x1a.fencekeeper.v1.PutRequestH\x00R\x03put\x127\n" +
+	"\x06delete\x18\x02 \x01(\v2\x1d.fencekeeper.v1.DeleteRequestH\x00R\x06deleteB\a\n" +
+	"\x05write\"B\n" +
+	"\fBatchRequest\x122\n" +
+	"\x06writes\x18\x01 \x03(\v2\x1a.fencekeeper.v1.BatchWriteR\x06writes\"u\n" +
+	"\vBatchResult\x120\n" +
+	"\x06commit\x18\x01 \x01(\v2\x16.fencekeeper.v1.CommitH\x00R\x06commit\x12*\n" +
+	"\x05error\x18\x02 \x01(\v2\x12.google.rpc.StatusH\x00R\x05errorB\b\n" +
+	"\x06result\"F\n" +
+	"\rBatchResponse\x125\n" +
+	"\aresults\x18\x01 \x03(\v2\x1b.fencekeeper.v1.BatchResultR\aresults2\xf8\x03\n" +
 	"\x12FencedStoreService\x12>\n" +
 	"\x03Put\x12\x1a.fencekeeper.v1.PutRequest\x1a\x1b.fencekeeper.v1.PutResponse\x12>\n" +
 	"\x03Get\x12\x1a.fencekeeper.v1.GetRequest\x1a\x1b.fencekeeper.v1.GetResponse\x12G\n" +
 	"\x06Delete\x12\x1d.fencekeeper.v1.DeleteRequest\x1a\x1e.fencekeeper.v1.DeleteResponse\x12>\n" +
 	"\x03Txn\x12\x1a.fencekeeper.v1.TxnRequest\x1a\x1b.fencekeeper.v1.TxnResponse\x12D\n" +
 	"\x05Range\x12\x1c.fencekeeper.v1.RangeRequest\x1a\x1d.fencekeeper.v1.RangeResponse\x12M\n" +
-	"\bGetFence\x12\x1f.fencekeeper.v1.GetFenceRequest\x1a .fencekeeper.v1.GetFenceResponseBi\n" +
+	"\bGetFence\x12\x1f.fencekeeper.v1.GetFenceRequest\x1a .fencekeeper.v1.GetFenceResponse\x12D\n" +
+	"\x05Batch\x12\x1c.fencekeeper.v1.BatchRequest\x1a\x1d.fencekeeper.v1.BatchResponseBi\n" +
 	"\x11io.fencekeeper.v1B\n" +
 	"StoreProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
@@ -1225,7 +1508,7 @@ func file_fencekeeper_v1_store_proto_rawDescGZIP() []byte {
 	return file_fencekeeper_v1_store_proto_rawDescData
 }
 
-var file_fencekeeper_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_fencekeeper_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_fencekeeper_v1_store_proto_goTypes = []any{
 	(*Mutation)(nil),         // 0: fencekeeper.v1.Mutation
 	(*Commit)(nil),           // 1: fencekeeper.v1.Commit
@@ -1245,12 +1528,17 @@ var file_fencekeeper_v1_store_proto_goTypes = []any{
 	(*RangeResponse)(nil),    // 15: fencekeeper.v1.RangeResponse
 	(*GetFenceRequest)(nil),  // 16: fencekeeper.v1.GetFenceRequest
 	(*GetFenceResponse)(nil), // 17: fencekeeper.v1.GetFenceResponse
-	(*FencingToken)(nil),     // 18: fencekeeper.v1.FencingToken
-	(FenceMode)(0),           // 19: fencekeeper.v1.FenceMode
+	(*BatchWrite)(nil),       // 18: fencekeeper.v1.BatchWrite
+	(*BatchRequest)(nil),     // 19: fencekeeper.v1.BatchRequest
+	(*BatchResult)(nil),      // 20: fencekeeper.v1.BatchResult
+	(*BatchResponse)(nil),    // 21: fencekeeper.v1.BatchResponse
+	(*FencingToken)(nil),     // 22: fencekeeper.v1.FencingToken
+	(FenceMode)(0),           // 23: fencekeeper.v1.FenceMode
+	(*status.Status)(nil),    // 24: google.rpc.Status
 }
 var file_fencekeeper_v1_store_proto_depIdxs = []int32{
-	18, // 0: fencekeeper.v1.Mutation.token:type_name -> fencekeeper.v1.FencingToken
-	19, // 1: fencekeeper.v1.Mutation.mode:type_name -> fencekeeper.v1.FenceMode
+	22, // 0: fencekeeper.v1.Mutation.token:type_name -> fencekeeper.v1.FencingToken
+	23, // 1: fencekeeper.v1.Mutation.mode:type_name -> fencekeeper.v1.FenceMode
 	0,  // 2: fencekeeper.v1.PutRequest.mutation:type_name -> fencekeeper.v1.Mutation
 	1,  // 3: fencekeeper.v1.PutResponse.commit:type_name -> fencekeeper.v1.Commit
 	0,  // 4: fencekeeper.v1.DeleteRequest.mutation:type_name -> fencekeeper.v1.Mutation
@@ -1261,23 +1549,31 @@ var file_fencekeeper_v1_store_proto_depIdxs = []int32{
 	0,  // 9: fencekeeper.v1.TxnRequest.mutation:type_name -> fencekeeper.v1.Mutation
 	1,  // 10: fencekeeper.v1.TxnResponse.commit:type_name -> fencekeeper.v1.Commit
 	14, // 11: fencekeeper.v1.RangeResponse.entries:type_name -> fencekeeper.v1.Entry
-	2,  // 12: fencekeeper.v1.FencedStoreService.Put:input_type -> fencekeeper.v1.PutRequest
-	4,  // 13: fencekeeper.v1.FencedStoreService.Get:input_type -> fencekeeper.v1.GetRequest
-	6,  // 14: fencekeeper.v1.FencedStoreService.Delete:input_type -> fencekeeper.v1.DeleteRequest
-	11, // 15: fencekeeper.v1.FencedStoreService.Txn:input_type -> fencekeeper.v1.TxnRequest
-	13, // 16: fencekeeper.v1.FencedStoreService.Range:input_type -> fencekeeper.v1.RangeRequest
-	16, // 17: fencekeeper.v1.FencedStoreService.GetFence:input_type -> fencekeeper.v1.GetFenceRequest
-	3,  // 18: fencekeeper.v1.FencedStoreService.Put:output_type -> fencekeeper.v1.PutResponse
-	5,  // 19: fencekeeper.v1.FencedStoreService.Get:output_type -> fencekeeper.v1.GetResponse
-	7,  // 20: fencekeeper.v1.FencedStoreService.Delete:output_type -> fencekeeper.v1.DeleteResponse
-	12, // 21: fencekeeper.v1.FencedStoreService.Txn:output_type -> fencekeeper.v1.TxnResponse
-	15, // 22: fencekeeper.v1.FencedStoreService.Range:output_type -> fencekeeper.v1.RangeResponse
-	17, // 23: fencekeeper.v1.FencedStoreService.GetFence:output_type -> fencekeeper.v1.GetFenceResponse
-	18, // [18:24] is the sub-list for method output_type
-	12, // [12:18] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	2,  // 12: fencekeeper.v1.BatchWrite.put:type_name -> fencekeeper.v1.PutRequest
+	6,  // 13: fencekeeper.v1.BatchWrite.delete:type_name -> fencekeeper.v1.DeleteRequest
+	18, // 14: fencekeeper.v1.BatchRequest.writes:type_name -> fencekeeper.v1.BatchWrite
+	1,  // 15: fencekeeper.v1.BatchResult.commit:type_name -> fencekeeper.v1.Commit
+	24, // 16: fencekeeper.v1.BatchResult.error:type_name -> google.rpc.Status
+	20, // 17: fencekeeper.v1.BatchResponse.results:type_name -> fencekeeper.v1.BatchResult
+	2,  // 18: fencekeeper.v1.FencedStoreService.Put:input_type -> fencekeeper.v1.PutRequest
+	4,  // 19: fencekeeper.v1.FencedStoreService.Get:input_type -> fencekeeper.v1.GetRequest
+	6,  // 20: fencekeeper.v1.FencedStoreService.Delete:input_type -> fencekeeper.v1.DeleteRequest
+	11, // 21: fencekeeper.v1.FencedStoreService.Txn:input_type -> fencekeeper.v1.TxnRequest
+	13, // 22: fencekeeper.v1.FencedStoreService.Range:input_type -> fencekeeper.v1.RangeRequest
+	16, // 23: fencekeeper.v1.FencedStoreService.GetFence:input_type -> fencekeeper.v1.GetFenceRequest
+	19, // 24: fencekeeper.v1.FencedStoreService.Batch:input_type -> fencekeeper.v1.BatchRequest
+	3,  // 25: fencekeeper.v1.FencedStoreService.Put:output_type -> fencekeeper.v1.PutResponse
+	5,  // 26: fencekeeper.v1.FencedStoreService.Get:output_type -> fencekeeper.v1.GetResponse
+	7,  // 27: fencekeeper.v1.FencedStoreService.Delete:output_type -> fencekeeper.v1.DeleteResponse
+	12, // 28: fencekeeper.v1.FencedStoreService.Txn:output_type -> fencekeeper.v1.TxnResponse
+	15, // 29: fencekeeper.v1.FencedStoreService.Range:output_type -> fencekeeper.v1.RangeResponse
+	17, // 30: fencekeeper.v1.FencedStoreService.GetFence:output_type -> fencekeeper.v1.GetFenceResponse
+	21, // 31: fencekeeper.v1.FencedStoreService.Batch:output_type -> fencekeeper.v1.BatchResponse
+	25, // [25:32] is the sub-list for method output_type
+	18, // [18:25] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_fencekeeper_v1_store_proto_init() }
@@ -1290,13 +1586,21 @@ func file_fencekeeper_v1_store_proto_init() {
 		(*TxnOp_Put)(nil),
 		(*TxnOp_Delete)(nil),
 	}
+	file_fencekeeper_v1_store_proto_msgTypes[18].OneofWrappers = []any{
+		(*BatchWrite_Put)(nil),
+		(*BatchWrite_Delete)(nil),
+	}
+	file_fencekeeper_v1_store_proto_msgTypes[20].OneofWrappers = []any{
+		(*BatchResult_Commit)(nil),
+		(*BatchResult_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fencekeeper_v1_store_proto_rawDesc), len(file_fencekeeper_v1_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	FencedStoreService_Txn_FullMethodName      = "/fencekeeper.v1.FencedStoreService/Txn"
 	FencedStoreService_Range_FullMethodName    = "/fencekeeper.v1.FencedStoreService/Range"
 	FencedStoreService_GetFence_FullMethodName = "/fencekeeper.v1.FencedStoreService/GetFence"
+	FencedStoreService_Batch_FullMethodName    = "/fencekeeper.v1.FencedStoreService/Batch"
 )
 
 // FencedStoreServiceClient is the client API for FencedStoreService service.
@@ -55,6 +56,28 @@ type FencedStoreServiceClient interface {
 	Range(ctx context.Context, in *RangeRequest, opts ...grpc.CallOption) (*RangeResponse, error)
 	// Read a resource's fence: the greatest generation accepted. Needs no token.
 	GetFence(ctx context.Context, in *GetFenceRequest, opts ...grpc.CallOption) (*GetFenceResponse, error)
+	// Apply many independent Puts and Deletes in one call, each exactly as if it had been sent alone:
+	// each with its own resource, token, fence mode and idempotency key, each checked, authorized,
+	// applied all or nothing and answered on its own (a Commit, or the status that Put or Delete would
+	// have failed with, ErrorInfo included). One write's refusal does not touch the others; this is not
+	// Txn, which stays the atomic form. The writes of a batch are concurrent, like as many calls sent
+	// at once: two writes of one key in one batch may apply in either order. Send a write that must
+	// follow another after the other's answer.
+	//
+	// The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+	// BATCH_TOO_LARGE) over 1000 writes or 2 MiB of values, or with no writes; or with the codes any
+	// call may get (UNAUTHENTICATED, UNAVAILABLE, DEADLINE_EXCEEDED, ...). When the call fails with
+	// UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED, each write may or may not have been applied, each
+	// all or nothing: retry with the same idempotency keys to learn which.
+	//
+	// Why a unary call and not a long-lived stream of writes: a unary call keeps every per-call property
+	// that clients in every language already handle (a deadline, authentication, retries with
+	// idempotency keys, load balancing over replicas, gRPC-Web and Connect, which have no bidirectional
+	// streams), it needs no flow control or fairness of its own, and a broken connection fails only the
+	// calls on it. Clients get the batching of a stream by sending, while one Batch is in flight, the
+	// writes that arrive meanwhile in the next one; a lone write goes out as a plain Put at once.
+	// A server that predates Batch answers UNIMPLEMENTED: send the writes one by one.
+	Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error)
 }
 
 type fencedStoreServiceClient struct {
@@ -125,6 +148,16 @@ func (c *fencedStoreServiceClient) GetFence(ctx context.Context, in *GetFenceReq
 	return out, nil
 }
 
+func (c *fencedStoreServiceClient) Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchResponse)
+	err := c.cc.Invoke(ctx, FencedStoreService_Batch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FencedStoreServiceServer is the server API for FencedStoreService service.
 // All implementations must embed UnimplementedFencedStoreServiceServer
 // for forward compatibility.
@@ -153,6 +186,28 @@ type FencedStoreServiceServer interface {
 	Range(context.Context, *RangeRequest) (*RangeResponse, error)
 	// Read a resource's fence: the greatest generation accepted. Needs no token.
 	GetFence(context.Context, *GetFenceRequest) (*GetFenceResponse, error)
+	// Apply many independent Puts and Deletes in one call, each exactly as if it had been sent alone:
+	// each with its own resource, token, fence mode and idempotency key, each checked, authorized,
+	// applied all or nothing and answered on its own (a Commit, or the status that Put or Delete would
+	// have failed with, ErrorInfo included). One write's refusal does not touch the others; this is not
+	// Txn, which stays the atomic form. The writes of a batch are concurrent, like as many calls sent
+	// at once: two writes of one key in one batch may apply in either order. Send a write that must
+	// follow another after the other's answer.
+	//
+	// The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+	// BATCH_TOO_LARGE) over 1000 writes or 2 MiB of values, or with no writes; or with the codes any
+	// call may get (UNAUTHENTICATED, UNAVAILABLE, DEADLINE_EXCEEDED, ...). When the call fails with
+	// UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED, each write may or may not have been applied, each
+	// all or nothing: retry with the same idempotency keys to learn which.
+	//
+	// Why a unary call and not a long-lived stream of writes: a unary call keeps every per-call property
+	// that clients in every language already handle (a deadline, authentication, retries with
+	// idempotency keys, load balancing over replicas, gRPC-Web and Connect, which have no bidirectional
+	// streams), it needs no flow control or fairness of its own, and a broken connection fails only the
+	// calls on it. Clients get the batching of a stream by sending, while one Batch is in flight, the
+	// writes that arrive meanwhile in the next one; a lone write goes out as a plain Put at once.
+	// A server that predates Batch answers UNIMPLEMENTED: send the writes one by one.
+	Batch(context.Context, *BatchRequest) (*BatchResponse, error)
 	mustEmbedUnimplementedFencedStoreServiceServer()
 }
 
@@ -180,6 +235,9 @@ func (UnimplementedFencedStoreServiceServer) Range(context.Context, *RangeReques
 }
 func (UnimplementedFencedStoreServiceServer) GetFence(context.Context, *GetFenceRequest) (*GetFenceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetFence not implemented")
+}
+func (UnimplementedFencedStoreServiceServer) Batch(context.Context, *BatchRequest) (*BatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Batch not implemented")
 }
 func (UnimplementedFencedStoreServiceServer) mustEmbedUnimplementedFencedStoreServiceServer() {}
 func (UnimplementedFencedStoreServiceServer) testEmbeddedByValue()                            {}
@@ -310,6 +368,24 @@ func _FencedStoreService_GetFence_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _FencedStoreService_Batch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FencedStoreServiceServer).Batch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FencedStoreService_Batch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FencedStoreServiceServer).Batch(ctx, req.(*BatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // FencedStoreService_ServiceDesc is the grpc.ServiceDesc for FencedStoreService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -340,6 +416,10 @@ var FencedStoreService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetFence",
 			Handler:    _FencedStoreService_GetFence_Handler,
+		},
+		{
+			MethodName: "Batch",
+			Handler:    _FencedStoreService_Batch_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

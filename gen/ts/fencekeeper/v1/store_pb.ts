@@ -6,13 +6,15 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { FenceMode, FencingToken } from "./token_pb.js";
 import { file_fencekeeper_v1_token } from "./token_pb.js";
+import type { Status } from "../../google/rpc/status_pb.js";
+import { file_google_rpc_status } from "../../google/rpc/status_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file fencekeeper/v1/store.proto.
  */
 export const file_fencekeeper_v1_store: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9zdG9yZS5wcm90bxIOZmVuY2VrZWVwZXIudjEieQoITXV0YXRpb24SKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJwoEbW9kZRgCIAEoDjIZLmZlbmNla2VlcGVyLnYxLkZlbmNlTW9kZRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiOwoGQ29tbWl0EhAKCHJldmlzaW9uGAEgASgDEg0KBWZlbmNlGAIgASgDEhAKCHJlcGxheWVkGAMgASgIImYKClB1dFJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkSCwoDa2V5GAIgASgJEg0KBXZhbHVlGAMgASgMEioKCG11dGF0aW9uGAQgASgLMhguZmVuY2VrZWVwZXIudjEuTXV0YXRpb24iNQoLUHV0UmVzcG9uc2USJgoGY29tbWl0GAEgASgLMhYuZmVuY2VrZWVwZXIudjEuQ29tbWl0IisKCkdldFJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkSCwoDa2V5GAIgASgJIlAKC0dldFJlc3BvbnNlEg0KBWZvdW5kGAEgASgIEg0KBXZhbHVlGAIgASgMEhQKDG1vZF9yZXZpc2lvbhgDIAEoAxINCgVmZW5jZRgEIAEoAyJaCg1EZWxldGVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEgsKA2tleRgCIAEoCRIqCghtdXRhdGlvbhgDIAEoCzIYLmZlbmNla2VlcGVyLnYxLk11dGF0aW9uIjgKDkRlbGV0ZVJlc3BvbnNlEiYKBmNvbW1pdBgBIAEoCzIWLmZlbmNla2VlcGVyLnYxLkNvbW1pdCJhCgVUeG5PcBIlCgNwdXQYASABKAsyFi5mZW5jZWtlZXBlci52MS5UeG5QdXRIABIrCgZkZWxldGUYAiABKAsyGS5mZW5jZWtlZXBlci52MS5UeG5EZWxldGVIAEIECgJvcCIkCgZUeG5QdXQSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgMIhgKCVR4bkRlbGV0ZRILCgNrZXkYASABKAkibgoKVHhuUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCRIiCgNvcHMYAiADKAsyFS5mZW5jZWtlZXBlci52MS5UeG5PcBIqCghtdXRhdGlvbhgDIAEoCzIYLmZlbmNla2VlcGVyLnYxLk11dGF0aW9uIjUKC1R4blJlc3BvbnNlEiYKBmNvbW1pdBgBIAEoCzIWLmZlbmNla2VlcGVyLnYxLkNvbW1pdCJqCgxSYW5nZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkSDgoGcHJlZml4GAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEhEKCWtleXNfb25seRgFIAEoCCI5CgVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAwSFAoMbW9kX3JldmlzaW9uGAMgASgDImIKDVJhbmdlUmVzcG9uc2USJgoHZW50cmllcxgBIAMoCzIVLmZlbmNla2VlcGVyLnYxLkVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIQCghyZXZpc2lvbhgDIAEoAyIjCg9HZXRGZW5jZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiNgoQR2V0RmVuY2VSZXNwb25zZRINCgVmZW5jZRgBIAEoAxITCgtsYXN0X2lzc3VlZBgCIAEoAzKyAwoSRmVuY2VkU3RvcmVTZXJ2aWNlEj4KA1B1dBIaLmZlbmNla2VlcGVyLnYxLlB1dFJlcXVlc3QaGy5mZW5jZWtlZXBlci52MS5QdXRSZXNwb25zZRI+CgNHZXQSGi5mZW5jZWtlZXBlci52MS5HZXRSZXF1ZXN0GhsuZmVuY2VrZWVwZXIudjEuR2V0UmVzcG9uc2USRwoGRGVsZXRlEh0uZmVuY2VrZWVwZXIudjEuRGVsZXRlUmVxdWVzdBoeLmZlbmNla2VlcGVyLnYxLkRlbGV0ZVJlc3BvbnNlEj4KA1R4bhIaLmZlbmNla2VlcGVyLnYxLlR4blJlcXVlc3QaGy5mZW5jZWtlZXBlci52MS5UeG5SZXNwb25zZRJECgVSYW5nZRIcLmZlbmNla2VlcGVyLnYxLlJhbmdlUmVxdWVzdBodLmZlbmNla2VlcGVyLnYxLlJhbmdlUmVzcG9uc2USTQoIR2V0RmVuY2USHy5mZW5jZWtlZXBlci52MS5HZXRGZW5jZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5HZXRGZW5jZVJlc3BvbnNlQmkKEWlvLmZlbmNla2VlcGVyLnYxQgpTdG9yZVByb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw", [file_fencekeeper_v1_token]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9zdG9yZS5wcm90bxIOZmVuY2VrZWVwZXIudjEieQoITXV0YXRpb24SKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJwoEbW9kZRgCIAEoDjIZLmZlbmNla2VlcGVyLnYxLkZlbmNlTW9kZRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiOwoGQ29tbWl0EhAKCHJldmlzaW9uGAEgASgDEg0KBWZlbmNlGAIgASgDEhAKCHJlcGxheWVkGAMgASgIImYKClB1dFJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkSCwoDa2V5GAIgASgJEg0KBXZhbHVlGAMgASgMEioKCG11dGF0aW9uGAQgASgLMhguZmVuY2VrZWVwZXIudjEuTXV0YXRpb24iNQoLUHV0UmVzcG9uc2USJgoGY29tbWl0GAEgASgLMhYuZmVuY2VrZWVwZXIudjEuQ29tbWl0IisKCkdldFJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkSCwoDa2V5GAIgASgJIlAKC0dldFJlc3BvbnNlEg0KBWZvdW5kGAEgASgIEg0KBXZhbHVlGAIgASgMEhQKDG1vZF9yZXZpc2lvbhgDIAEoAxINCgVmZW5jZRgEIAEoAyJaCg1EZWxldGVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEgsKA2tleRgCIAEoCRIqCghtdXRhdGlvbhgDIAEoCzIYLmZlbmNla2VlcGVyLnYxLk11dGF0aW9uIjgKDkRlbGV0ZVJlc3BvbnNlEiYKBmNvbW1pdBgBIAEoCzIWLmZlbmNla2VlcGVyLnYxLkNvbW1pdCJhCgVUeG5PcBIlCgNwdXQYASABKAsyFi5mZW5jZWtlZXBlci52MS5UeG5QdXRIABIrCgZkZWxldGUYAiABKAsyGS5mZW5jZWtlZXBlci52MS5UeG5EZWxldGVIAEIECgJvcCIkCgZUeG5QdXQSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgMIhgKCVR4bkRlbGV0ZRILCgNrZXkYASABKAkibgoKVHhuUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCRIiCgNvcHMYAiADKAsyFS5mZW5jZWtlZXBlci52MS5UeG5PcBIqCghtdXRhdGlvbhgDIAEoCzIYLmZlbmNla2VlcGVyLnYxLk11dGF0aW9uIjUKC1R4blJlc3BvbnNlEiYKBmNvbW1pdBgBIAEoCzIWLmZlbmNla2VlcGVyLnYxLkNvbW1pdCJqCgxSYW5nZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkSDgoGcHJlZml4GAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEhEKCWtleXNfb25seRgFIAEoCCI5CgVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAwSFAoMbW9kX3JldmlzaW9uGAMgASgDImIKDVJhbmdlUmVzcG9uc2USJgoHZW50cmllcxgBIAMoCzIVLmZlbmNla2VlcGVyLnYxLkVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIQCghyZXZpc2lvbhgDIAEoAyIjCg9HZXRGZW5jZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiNgoQR2V0RmVuY2VSZXNwb25zZRINCgVmZW5jZRgBIAEoAxITCgtsYXN0X2lzc3VlZBgCIAEoAyJxCgpCYXRjaFdyaXRlEikKA3B1dBgBIAEoCzIaLmZlbmNla2VlcGVyLnYxLlB1dFJlcXVlc3RIABIvCgZkZWxldGUYAiABKAsyHS5mZW5jZWtlZXBlci52MS5EZWxldGVSZXF1ZXN0SABCBwoFd3JpdGUiOgoMQmF0Y2hSZXF1ZXN0EioKBndyaXRlcxgBIAMoCzIaLmZlbmNla2VlcGVyLnYxLkJhdGNoV3JpdGUiZgoLQmF0Y2hSZXN1bHQSKAoGY29tbWl0GAEgASgLMhYuZmVuY2VrZWVwZXIudjEuQ29tbWl0SAASIwoFZXJyb3IYAiABKAsyEi5nb29nbGUucnBjLlN0YXR1c0gAQggKBnJlc3VsdCI9Cg1CYXRjaFJlc3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5mZW5jZWtlZXBlci52MS5CYXRjaFJlc3VsdDL4AwoSRmVuY2VkU3RvcmVTZXJ2aWNlEj4KA1B1dBIaLmZlbmNla2VlcGVyLnYxLlB1dFJlcXVlc3QaGy5mZW5jZWtlZXBlci52MS5QdXRSZXNwb25zZRI+CgNHZXQSGi5mZW5jZWtlZXBlci52MS5HZXRSZXF1ZXN0GhsuZmVuY2VrZWVwZXIudjEuR2V0UmVzcG9uc2USRwoGRGVsZXRlEh0uZmVuY2VrZWVwZXIudjEuRGVsZXRlUmVxdWVzdBoeLmZlbmNla2VlcGVyLnYxLkRlbGV0ZVJlc3BvbnNlEj4KA1R4bhIaLmZlbmNla2VlcGVyLnYxLlR4blJlcXVlc3QaGy5mZW5jZWtlZXBlci52MS5UeG5SZXNwb25zZRJECgVSYW5nZRIcLmZlbmNla2VlcGVyLnYxLlJhbmdlUmVxdWVzdBodLmZlbmNla2VlcGVyLnYxLlJhbmdlUmVzcG9uc2USTQoIR2V0RmVuY2USHy5mZW5jZWtlZXBlci52MS5HZXRGZW5jZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5HZXRGZW5jZVJlc3BvbnNlEkQKBUJhdGNoEhwuZmVuY2VrZWVwZXIudjEuQmF0Y2hSZXF1ZXN0Gh0uZmVuY2VrZWVwZXIudjEuQmF0Y2hSZXNwb25zZUJpChFpby5mZW5jZWtlZXBlci52MUIKU3RvcmVQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM", [file_fencekeeper_v1_token, file_google_rpc_status]);
 
 /**
  * What every mutation carries: who writes, how to judge it, and how to recognise a retry.
@@ -599,6 +601,124 @@ export const GetFenceResponseSchema: GenMessage<GetFenceResponse> = /*@__PURE__*
   messageDesc(file_fencekeeper_v1_store, 17);
 
 /**
+ * One write of a Batch: a Put or a Delete, with the same fields and rules as the call alone.
+ *
+ * @generated from message fencekeeper.v1.BatchWrite
+ */
+export type BatchWrite = Message<"fencekeeper.v1.BatchWrite"> & {
+  /**
+   * The write.
+   *
+   * @generated from oneof fencekeeper.v1.BatchWrite.write
+   */
+  write: {
+    /**
+     * Write one key, as FencedStoreService.Put.
+     *
+     * @generated from field: fencekeeper.v1.PutRequest put = 1;
+     */
+    value: PutRequest;
+    case: "put";
+  } | {
+    /**
+     * Delete one key, as FencedStoreService.Delete.
+     *
+     * @generated from field: fencekeeper.v1.DeleteRequest delete = 2;
+     */
+    value: DeleteRequest;
+    case: "delete";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message fencekeeper.v1.BatchWrite.
+ * Use `create(BatchWriteSchema)` to create a new message.
+ */
+export const BatchWriteSchema: GenMessage<BatchWrite> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_store, 18);
+
+/**
+ * The request of FencedStoreService.Batch.
+ *
+ * @generated from message fencekeeper.v1.BatchRequest
+ */
+export type BatchRequest = Message<"fencekeeper.v1.BatchRequest"> & {
+  /**
+   * The writes, 1 to 1000, with at most 2 MiB of values in all. Independent of one another: each
+   * is judged and applied on its own.
+   *
+   * @generated from field: repeated fencekeeper.v1.BatchWrite writes = 1;
+   */
+  writes: BatchWrite[];
+};
+
+/**
+ * Describes the message fencekeeper.v1.BatchRequest.
+ * Use `create(BatchRequestSchema)` to create a new message.
+ */
+export const BatchRequestSchema: GenMessage<BatchRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_store, 19);
+
+/**
+ * The answer to one write of a Batch: exactly what the same Put or Delete alone would have got.
+ *
+ * @generated from message fencekeeper.v1.BatchResult
+ */
+export type BatchResult = Message<"fencekeeper.v1.BatchResult"> & {
+  /**
+   * Its outcome.
+   *
+   * @generated from oneof fencekeeper.v1.BatchResult.result
+   */
+  result: {
+    /**
+     * Where the write committed (the commit of its PutResponse or DeleteResponse).
+     *
+     * @generated from field: fencekeeper.v1.Commit commit = 1;
+     */
+    value: Commit;
+    case: "commit";
+  } | {
+    /**
+     * Why it was refused: the code, message and details (google.rpc.ErrorInfo) that the call alone
+     * would have failed with. Nothing of a refused write was applied.
+     *
+     * @generated from field: google.rpc.Status error = 2;
+     */
+    value: Status;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message fencekeeper.v1.BatchResult.
+ * Use `create(BatchResultSchema)` to create a new message.
+ */
+export const BatchResultSchema: GenMessage<BatchResult> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_store, 20);
+
+/**
+ * The response of FencedStoreService.Batch.
+ *
+ * @generated from message fencekeeper.v1.BatchResponse
+ */
+export type BatchResponse = Message<"fencekeeper.v1.BatchResponse"> & {
+  /**
+   * One result per write, in the order of BatchRequest.writes.
+   *
+   * @generated from field: repeated fencekeeper.v1.BatchResult results = 1;
+   */
+  results: BatchResult[];
+};
+
+/**
+ * Describes the message fencekeeper.v1.BatchResponse.
+ * Use `create(BatchResponseSchema)` to create a new message.
+ */
+export const BatchResponseSchema: GenMessage<BatchResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_store, 21);
+
+/**
  * FencedStoreService is a key-value store that takes part in fencing.
  *
  * Keys live in the namespace of a resource. Each resource has a fence: the greatest generation the
@@ -673,6 +793,36 @@ export const FencedStoreService: GenService<{
     methodKind: "unary";
     input: typeof GetFenceRequestSchema;
     output: typeof GetFenceResponseSchema;
+  },
+  /**
+   * Apply many independent Puts and Deletes in one call, each exactly as if it had been sent alone:
+   * each with its own resource, token, fence mode and idempotency key, each checked, authorized,
+   * applied all or nothing and answered on its own (a Commit, or the status that Put or Delete would
+   * have failed with, ErrorInfo included). One write's refusal does not touch the others; this is not
+   * Txn, which stays the atomic form. The writes of a batch are concurrent, like as many calls sent
+   * at once: two writes of one key in one batch may apply in either order. Send a write that must
+   * follow another after the other's answer.
+   *
+   * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+   * BATCH_TOO_LARGE) over 1000 writes or 2 MiB of values, or with no writes; or with the codes any
+   * call may get (UNAUTHENTICATED, UNAVAILABLE, DEADLINE_EXCEEDED, ...). When the call fails with
+   * UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED, each write may or may not have been applied, each
+   * all or nothing: retry with the same idempotency keys to learn which.
+   *
+   * Why a unary call and not a long-lived stream of writes: a unary call keeps every per-call property
+   * that clients in every language already handle (a deadline, authentication, retries with
+   * idempotency keys, load balancing over replicas, gRPC-Web and Connect, which have no bidirectional
+   * streams), it needs no flow control or fairness of its own, and a broken connection fails only the
+   * calls on it. Clients get the batching of a stream by sending, while one Batch is in flight, the
+   * writes that arrive meanwhile in the next one; a lone write goes out as a plain Put at once.
+   * A server that predates Batch answers UNIMPLEMENTED: send the writes one by one.
+   *
+   * @generated from rpc fencekeeper.v1.FencedStoreService.Batch
+   */
+  batch: {
+    methodKind: "unary";
+    input: typeof BatchRequestSchema;
+    output: typeof BatchResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fencekeeper_v1_store, 0);

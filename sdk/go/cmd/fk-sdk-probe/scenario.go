@@ -101,6 +101,26 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	}
 	step("put: fence %d", put.Fence)
 
+	// 3b. Batch: independent writes in one call, each answered as it would be alone.
+	results, err := a.Store().Batch(ctx, []fencekeeper.BatchWrite{
+		fencekeeper.BatchPut(tokenA, "batch-1", []byte("one"), fencekeeper.WithIdempotencyKey(resource+"-batch-1")),
+		fencekeeper.BatchPut(tokenA, "", []byte("an empty key is refused")),
+		fencekeeper.BatchDelete(tokenA, "batch-never-written"),
+	})
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	var invalid *fencekeeper.InvalidArgumentError
+	if len(results) != 3 || results[0].Err != nil || results[0].Commit.Fence != tokenA.Generation || !errors.As(results[1].Err, &invalid) ||
+		results[2].Err != nil || results[2].Commit.Fence != tokenA.Generation {
+		return fmt.Errorf("batch: expected a commit, InvalidArgumentError, a commit; got %+v", results)
+	}
+	again, err := a.Store().Batch(ctx, []fencekeeper.BatchWrite{fencekeeper.BatchPut(tokenA, "batch-1", []byte("one"), fencekeeper.WithIdempotencyKey(resource+"-batch-1"))})
+	if err != nil || len(again) != 1 || again[0].Err != nil || !again[0].Commit.Replayed || again[0].Commit.Revision != results[0].Commit.Revision {
+		return fmt.Errorf("batch: expected the retry replayed at revision %d, got %+v, %v", results[0].Commit.Revision, again, err)
+	}
+	step("batch: two commits at fence %d and an InvalidArgumentError of its own; the retry replayed", results[0].Commit.Fence)
+
 	// 4. Get.
 	got, err := leaseA.Get(ctx, "greeting")
 	if err != nil {

@@ -26,7 +26,7 @@ from fencekeeper import client as _client
 from fencekeeper import lease as _lease
 from fencekeeper.client import DEFAULT_TTL, Description, Ownership
 from fencekeeper.errors import LeaseLostError
-from fencekeeper.store import Commit, Delete, Entry, FenceModeName, GetResult, Put, Value
+from fencekeeper.store import BatchResult, BatchWrite, Commit, Delete, Entry, FenceModeName, GetResult, Put, Value
 from fencekeeper.token import Token
 
 T = TypeVar("T")
@@ -141,6 +141,9 @@ class Store:
 
     async def txn(self, token: Token, ops: Sequence[Put | Delete], *, mode: FenceModeName | None = None, idempotency_key: str | None = None) -> Commit:
         return await self._run(functools.partial(self._core.txn, token, ops, mode=mode, idempotency_key=idempotency_key))
+
+    async def batch(self, writes: Sequence[BatchWrite]) -> list[BatchResult]:
+        return await self._run(self._core.batch, writes)
 
     async def get(self, resource: str, key: str) -> GetResult:
         return await self._run(self._core.get, resource, key)

@@ -6,7 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Literal, Sequence, Union
 
+import grpc
+
+from fencekeeper._error_mapping import from_status
 from fencekeeper._servers import Calls
+from fencekeeper.errors import FencekeeperError
 from fencekeeper.token import Token
 from fencekeeper.v1 import store_pb2, token_pb2
 
@@ -62,6 +66,32 @@ class Delete:
     key: str
 
 
+@dataclass(frozen=True)
+class BatchWrite:
+    """One write of Store.batch, with its own token, fence mode and idempotency key: a put of value, or,
+    with value None, a delete of key."""
+
+    token: Token
+    key: str
+    value: Value | None = None
+    mode: FenceModeName | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """The answer to one write of a batch: what its put or delete alone would have given."""
+
+    commit: Commit | None
+    """Where it committed; None when it was refused."""
+    error: FencekeeperError | None
+    """The typed error its put or delete alone would have raised (StaleTokenError, ...); None when it committed."""
+
+
+MAX_BATCH_WRITES = 1000
+MAX_BATCH_VALUE_BYTES = 2 * 1024 * 1024
+
+
 def _bytes(v: Value) -> bytes:
     return v.encode() if isinstance(v, str) else v
 
@@ -97,6 +127,33 @@ class Store:
         ]
         req = store_pb2.TxnRequest(resource=token.resource, ops=proto, mutation=_mutation(token, mode, idempotency_key))
         return _commit(self._calls.run(lambda c: c.store.Txn(req, timeout=self._calls.timeout), False).commit)
+
+    def batch(self, writes: Sequence[BatchWrite]) -> list[BatchResult]:
+        """Sends many independent puts and deletes in one FencedStoreService.Batch call (at most 1000
+        writes and 2 MiB of values), each judged and applied on its own: result i answers writes[i]. Not a
+        transaction (txn is): one write's refusal leaves the others be, and two writes of one key in a
+        batch may apply in either order. Raises only for the whole call (over its bounds, no server, or
+        UNIMPLEMENTED from a server without Batch); then each write may or may not have applied."""
+        proto = []
+        for w in writes:
+            m = _mutation(w.token, w.mode, w.idempotency_key)
+            if w.value is None:
+                proto.append(store_pb2.BatchWrite(delete=store_pb2.DeleteRequest(resource=w.token.resource, key=w.key, mutation=m)))
+            else:
+                proto.append(store_pb2.BatchWrite(put=store_pb2.PutRequest(resource=w.token.resource, key=w.key, value=_bytes(w.value), mutation=m)))
+        req = store_pb2.BatchRequest(writes=proto)
+        res = self._calls.run(lambda c: c.store.Batch(req, timeout=self._calls.timeout), False)
+        out = []
+        for i in range(len(writes)):
+            if i >= len(res.results):
+                out.append(BatchResult(None, FencekeeperError(f"the server gave no answer for write {i} of a batch of {len(writes)}", grpc.StatusCode.INTERNAL)))
+                continue
+            r = res.results[i]
+            if r.WhichOneof("result") == "commit":
+                out.append(BatchResult(_commit(r.commit), None))
+            else:
+                out.append(BatchResult(None, from_status(r.error)))
+        return out
 
     def get(self, resource: str, key: str) -> GetResult:
         req = store_pb2.GetRequest(resource=resource, key=key)

@@ -22,6 +22,7 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TOKEN_SIGNATURE_INVALID: _ClassVar[ErrorReason]
     LOCK_DELAY: _ClassVar[ErrorReason]
     SHARED_TOKEN: _ClassVar[ErrorReason]
+    BATCH_TOO_LARGE: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 STALE_TOKEN: ErrorReason
 LEASE_NOT_HELD: ErrorReason
@@ -38,3 +39,4 @@ NOT_HOLDER: ErrorReason
 TOKEN_SIGNATURE_INVALID: ErrorReason
 LOCK_DELAY: ErrorReason
 SHARED_TOKEN: ErrorReason
+BATCH_TOO_LARGE: ErrorReason

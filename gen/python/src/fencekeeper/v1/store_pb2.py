@@ -23,9 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from fencekeeper.v1 import token_pb2 as fencekeeper_dot_v1_dot_token__pb2
+from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x66\x65ncekeeper/v1/store.proto\x12\x0e\x66\x65ncekeeper.v1\x1a\x1a\x66\x65ncekeeper/v1/token.proto\"\x96\x01\n\x08Mutation\x12\x32\n\x05token\x18\x01 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12-\n\x04mode\x18\x02 \x01(\x0e\x32\x19.fencekeeper.v1.FenceModeR\x04mode\x12\'\n\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"V\n\x06\x43ommit\x12\x1a\n\x08revision\x18\x01 \x01(\x03R\x08revision\x12\x14\n\x05\x66\x65nce\x18\x02 \x01(\x03R\x05\x66\x65nce\x12\x1a\n\x08replayed\x18\x03 \x01(\x08R\x08replayed\"\x86\x01\n\nPutRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n\x05value\x18\x03 \x01(\x0cR\x05value\x12\x34\n\x08mutation\x18\x04 \x01(\x0b\x32\x18.fencekeeper.v1.MutationR\x08mutation\"=\n\x0bPutResponse\x12.\n\x06\x63ommit\x18\x01 \x01(\x0b\x32\x16.fencekeeper.v1.CommitR\x06\x63ommit\":\n\nGetRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\"r\n\x0bGetResponse\x12\x14\n\x05\x66ound\x18\x01 \x01(\x08R\x05\x66ound\x12\x14\n\x05value\x18\x02 \x01(\x0cR\x05value\x12!\n\x0cmod_revision\x18\x03 \x01(\x03R\x0bmodRevision\x12\x14\n\x05\x66\x65nce\x18\x04 \x01(\x03R\x05\x66\x65nce\"s\n\rDeleteRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\x12\x34\n\x08mutation\x18\x03 \x01(\x0b\x32\x18.fencekeeper.v1.MutationR\x08mutation\"@\n\x0e\x44\x65leteResponse\x12.\n\x06\x63ommit\x18\x01 \x01(\x0b\x32\x16.fencekeeper.v1.CommitR\x06\x63ommit\"n\n\x05TxnOp\x12*\n\x03put\x18\x01 \x01(\x0b\x32\x16.fencekeeper.v1.TxnPutH\x00R\x03put\x12\x33\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x19.fencekeeper.v1.TxnDeleteH\x00R\x06\x64\x65leteB\x04\n\x02op\"0\n\x06TxnPut\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\x0cR\x05value\"\x1d\n\tTxnDelete\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\"\x87\x01\n\nTxnRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\'\n\x03ops\x18\x02 \x03(\x0b\x32\x15.fencekeeper.v1.TxnOpR\x03ops\x12\x34\n\x08mutation\x18\x03 \x01(\x0b\x32\x18.fencekeeper.v1.MutationR\x08mutation\"=\n\x0bTxnResponse\x12.\n\x06\x63ommit\x18\x01 \x01(\x0b\x32\x16.fencekeeper.v1.CommitR\x06\x63ommit\"\x9b\x01\n\x0cRangeRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x16\n\x06prefix\x18\x02 \x01(\tR\x06prefix\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\x12\x1b\n\tkeys_only\x18\x05 \x01(\x08R\x08keysOnly\"R\n\x05\x45ntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\x0cR\x05value\x12!\n\x0cmod_revision\x18\x03 \x01(\x03R\x0bmodRevision\"\x84\x01\n\rRangeResponse\x12/\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x15.fencekeeper.v1.EntryR\x07\x65ntries\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n\x08revision\x18\x03 \x01(\x03R\x08revision\"-\n\x0fGetFenceRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"I\n\x10GetFenceResponse\x12\x14\n\x05\x66\x65nce\x18\x01 \x01(\x03R\x05\x66\x65nce\x12\x1f\n\x0blast_issued\x18\x02 \x01(\x03R\nlastIssued2\xb2\x03\n\x12\x46\x65ncedStoreService\x12>\n\x03Put\x12\x1a.fencekeeper.v1.PutRequest\x1a\x1b.fencekeeper.v1.PutResponse\x12>\n\x03Get\x12\x1a.fencekeeper.v1.GetRequest\x1a\x1b.fencekeeper.v1.GetResponse\x12G\n\x06\x44\x65lete\x12\x1d.fencekeeper.v1.DeleteRequest\x1a\x1e.fencekeeper.v1.DeleteResponse\x12>\n\x03Txn\x12\x1a.fencekeeper.v1.TxnRequest\x1a\x1b.fencekeeper.v1.TxnResponse\x12\x44\n\x05Range\x12\x1c.fencekeeper.v1.RangeRequest\x1a\x1d.fencekeeper.v1.RangeResponse\x12M\n\x08GetFence\x12\x1f.fencekeeper.v1.GetFenceRequest\x1a .fencekeeper.v1.GetFenceResponseBi\n\x11io.fencekeeper.v1B\nStoreProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x66\x65ncekeeper/v1/store.proto\x12\x0e\x66\x65ncekeeper.v1\x1a\x1a\x66\x65ncekeeper/v1/token.proto\x1a\x17google/rpc/status.proto\"\x96\x01\n\x08Mutation\x12\x32\n\x05token\x18\x01 \x01(\x0b\x32\x1c.fencekeeper.v1.FencingTokenR\x05token\x12-\n\x04mode\x18\x02 \x01(\x0e\x32\x19.fencekeeper.v1.FenceModeR\x04mode\x12\'\n\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"V\n\x06\x43ommit\x12\x1a\n\x08revision\x18\x01 \x01(\x03R\x08revision\x12\x14\n\x05\x66\x65nce\x18\x02 \x01(\x03R\x05\x66\x65nce\x12\x1a\n\x08replayed\x18\x03 \x01(\x08R\x08replayed\"\x86\x01\n\nPutRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n\x05value\x18\x03 \x01(\x0cR\x05value\x12\x34\n\x08mutation\x18\x04 \x01(\x0b\x32\x18.fencekeeper.v1.MutationR\x08mutation\"=\n\x0bPutResponse\x12.\n\x06\x63ommit\x18\x01 \x01(\x0b\x32\x16.fencekeeper.v1.CommitR\x06\x63ommit\":\n\nGetRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\"r\n\x0bGetResponse\x12\x14\n\x05\x66ound\x18\x01 \x01(\x08R\x05\x66ound\x12\x14\n\x05value\x18\x02 \x01(\x0cR\x05value\x12!\n\x0cmod_revision\x18\x03 \x01(\x03R\x0bmodRevision\x12\x14\n\x05\x66\x65nce\x18\x04 \x01(\x03R\x05\x66\x65nce\"s\n\rDeleteRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\x12\x34\n\x08mutation\x18\x03 \x01(\x0b\x32\x18.fencekeeper.v1.MutationR\x08mutation\"@\n\x0e\x44\x65leteResponse\x12.\n\x06\x63ommit\x18\x01 \x01(\x0b\x32\x16.fencekeeper.v1.CommitR\x06\x63ommit\"n\n\x05TxnOp\x12*\n\x03put\x18\x01 \x01(\x0b\x32\x16.fencekeeper.v1.TxnPutH\x00R\x03put\x12\x33\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x19.fencekeeper.v1.TxnDeleteH\x00R\x06\x64\x65leteB\x04\n\x02op\"0\n\x06TxnPut\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\x0cR\x05value\"\x1d\n\tTxnDelete\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\"\x87\x01\n\nTxnRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\'\n\x03ops\x18\x02 \x03(\x0b\x32\x15.fencekeeper.v1.TxnOpR\x03ops\x12\x34\n\x08mutation\x18\x03 \x01(\x0b\x32\x18.fencekeeper.v1.MutationR\x08mutation\"=\n\x0bTxnResponse\x12.\n\x06\x63ommit\x18\x01 \x01(\x0b\x32\x16.fencekeeper.v1.CommitR\x06\x63ommit\"\x9b\x01\n\x0cRangeRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\x12\x16\n\x06prefix\x18\x02 \x01(\tR\x06prefix\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\x12\x1b\n\tkeys_only\x18\x05 \x01(\x08R\x08keysOnly\"R\n\x05\x45ntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\x0cR\x05value\x12!\n\x0cmod_revision\x18\x03 \x01(\x03R\x0bmodRevision\"\x84\x01\n\rRangeResponse\x12/\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x15.fencekeeper.v1.EntryR\x07\x65ntries\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n\x08revision\x18\x03 \x01(\x03R\x08revision\"-\n\x0fGetFenceRequest\x12\x1a\n\x08resource\x18\x01 \x01(\tR\x08resource\"I\n\x10GetFenceResponse\x12\x14\n\x05\x66\x65nce\x18\x01 \x01(\x03R\x05\x66\x65nce\x12\x1f\n\x0blast_issued\x18\x02 \x01(\x03R\nlastIssued\"~\n\nBatchWrite\x12.\n\x03put\x18\x01 \x01(\x0b\x32\x1a.fencekeeper.v1.PutRequestH\x00R\x03put\x12\x37\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x1d.fencekeeper.v1.DeleteRequestH\x00R\x06\x64\x65leteB\x07\n\x05write\"B\n\x0c\x42\x61tchRequest\x12\x32\n\x06writes\x18\x01 \x03(\x0b\x32\x1a.fencekeeper.v1.BatchWriteR\x06writes\"u\n\x0b\x42\x61tchResult\x12\x30\n\x06\x63ommit\x18\x01 \x01(\x0b\x32\x16.fencekeeper.v1.CommitH\x00R\x06\x63ommit\x12*\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00R\x05\x65rrorB\x08\n\x06result\"F\n\rBatchResponse\x12\x35\n\x07results\x18\x01 \x03(\x0b\x32\x1b.fencekeeper.v1.BatchResultR\x07results2\xf8\x03\n\x12\x46\x65ncedStoreService\x12>\n\x03Put\x12\x1a.fencekeeper.v1.PutRequest\x1a\x1b.fencekeeper.v1.PutResponse\x12>\n\x03Get\x12\x1a.fencekeeper.v1.GetRequest\x1a\x1b.fencekeeper.v1.GetResponse\x12G\n\x06\x44\x65lete\x12\x1d.fencekeeper.v1.DeleteRequest\x1a\x1e.fencekeeper.v1.DeleteResponse\x12>\n\x03Txn\x12\x1a.fencekeeper.v1.TxnRequest\x1a\x1b.fencekeeper.v1.TxnResponse\x12\x44\n\x05Range\x12\x1c.fencekeeper.v1.RangeRequest\x1a\x1d.fencekeeper.v1.RangeResponse\x12M\n\x08GetFence\x12\x1f.fencekeeper.v1.GetFenceRequest\x1a .fencekeeper.v1.GetFenceResponse\x12\x44\n\x05\x42\x61tch\x12\x1c.fencekeeper.v1.BatchRequest\x1a\x1d.fencekeeper.v1.BatchResponseBi\n\x11io.fencekeeper.v1B\nStoreProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,42 +34,50 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'fencekeeper.v1.store_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\021io.fencekeeper.v1B\nStoreProtoP\001ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1'
-  _globals['_MUTATION']._serialized_start=75
-  _globals['_MUTATION']._serialized_end=225
-  _globals['_COMMIT']._serialized_start=227
-  _globals['_COMMIT']._serialized_end=313
-  _globals['_PUTREQUEST']._serialized_start=316
-  _globals['_PUTREQUEST']._serialized_end=450
-  _globals['_PUTRESPONSE']._serialized_start=452
-  _globals['_PUTRESPONSE']._serialized_end=513
-  _globals['_GETREQUEST']._serialized_start=515
-  _globals['_GETREQUEST']._serialized_end=573
-  _globals['_GETRESPONSE']._serialized_start=575
-  _globals['_GETRESPONSE']._serialized_end=689
-  _globals['_DELETEREQUEST']._serialized_start=691
-  _globals['_DELETEREQUEST']._serialized_end=806
-  _globals['_DELETERESPONSE']._serialized_start=808
-  _globals['_DELETERESPONSE']._serialized_end=872
-  _globals['_TXNOP']._serialized_start=874
-  _globals['_TXNOP']._serialized_end=984
-  _globals['_TXNPUT']._serialized_start=986
-  _globals['_TXNPUT']._serialized_end=1034
-  _globals['_TXNDELETE']._serialized_start=1036
-  _globals['_TXNDELETE']._serialized_end=1065
-  _globals['_TXNREQUEST']._serialized_start=1068
-  _globals['_TXNREQUEST']._serialized_end=1203
-  _globals['_TXNRESPONSE']._serialized_start=1205
-  _globals['_TXNRESPONSE']._serialized_end=1266
-  _globals['_RANGEREQUEST']._serialized_start=1269
-  _globals['_RANGEREQUEST']._serialized_end=1424
-  _globals['_ENTRY']._serialized_start=1426
-  _globals['_ENTRY']._serialized_end=1508
-  _globals['_RANGERESPONSE']._serialized_start=1511
-  _globals['_RANGERESPONSE']._serialized_end=1643
-  _globals['_GETFENCEREQUEST']._serialized_start=1645
-  _globals['_GETFENCEREQUEST']._serialized_end=1690
-  _globals['_GETFENCERESPONSE']._serialized_start=1692
-  _globals['_GETFENCERESPONSE']._serialized_end=1765
-  _globals['_FENCEDSTORESERVICE']._serialized_start=1768
-  _globals['_FENCEDSTORESERVICE']._serialized_end=2202
+  _globals['_MUTATION']._serialized_start=100
+  _globals['_MUTATION']._serialized_end=250
+  _globals['_COMMIT']._serialized_start=252
+  _globals['_COMMIT']._serialized_end=338
+  _globals['_PUTREQUEST']._serialized_start=341
+  _globals['_PUTREQUEST']._serialized_end=475
+  _globals['_PUTRESPONSE']._serialized_start=477
+  _globals['_PUTRESPONSE']._serialized_end=538
+  _globals['_GETREQUEST']._serialized_start=540
+  _globals['_GETREQUEST']._serialized_end=598
+  _globals['_GETRESPONSE']._serialized_start=600
+  _globals['_GETRESPONSE']._serialized_end=714
+  _globals['_DELETEREQUEST']._serialized_start=716
+  _globals['_DELETEREQUEST']._serialized_end=831
+  _globals['_DELETERESPONSE']._serialized_start=833
+  _globals['_DELETERESPONSE']._serialized_end=897
+  _globals['_TXNOP']._serialized_start=899
+  _globals['_TXNOP']._serialized_end=1009
+  _globals['_TXNPUT']._serialized_start=1011
+  _globals['_TXNPUT']._serialized_end=1059
+  _globals['_TXNDELETE']._serialized_start=1061
+  _globals['_TXNDELETE']._serialized_end=1090
+  _globals['_TXNREQUEST']._serialized_start=1093
+  _globals['_TXNREQUEST']._serialized_end=1228
+  _globals['_TXNRESPONSE']._serialized_start=1230
+  _globals['_TXNRESPONSE']._serialized_end=1291
+  _globals['_RANGEREQUEST']._serialized_start=1294
+  _globals['_RANGEREQUEST']._serialized_end=1449
+  _globals['_ENTRY']._serialized_start=1451
+  _globals['_ENTRY']._serialized_end=1533
+  _globals['_RANGERESPONSE']._serialized_start=1536
+  _globals['_RANGERESPONSE']._serialized_end=1668
+  _globals['_GETFENCEREQUEST']._serialized_start=1670
+  _globals['_GETFENCEREQUEST']._serialized_end=1715
+  _globals['_GETFENCERESPONSE']._serialized_start=1717
+  _globals['_GETFENCERESPONSE']._serialized_end=1790
+  _globals['_BATCHWRITE']._serialized_start=1792
+  _globals['_BATCHWRITE']._serialized_end=1918
+  _globals['_BATCHREQUEST']._serialized_start=1920
+  _globals['_BATCHREQUEST']._serialized_end=1986
+  _globals['_BATCHRESULT']._serialized_start=1988
+  _globals['_BATCHRESULT']._serialized_end=2105
+  _globals['_BATCHRESPONSE']._serialized_start=2107
+  _globals['_BATCHRESPONSE']._serialized_end=2177
+  _globals['_FENCEDSTORESERVICE']._serialized_start=2180
+  _globals['_FENCEDSTORESERVICE']._serialized_end=2684
 # @@protoc_insertion_point(module_scope)

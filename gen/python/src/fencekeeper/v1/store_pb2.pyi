@@ -1,4 +1,5 @@
 from fencekeeper.v1 import token_pb2 as _token_pb2
+from google.rpc import status_pb2 as _status_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -166,3 +167,31 @@ class GetFenceResponse(_message.Message):
     fence: int
     last_issued: int
     def __init__(self, fence: _Optional[int] = ..., last_issued: _Optional[int] = ...) -> None: ...
+
+class BatchWrite(_message.Message):
+    __slots__ = ("put", "delete")
+    PUT_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FIELD_NUMBER: _ClassVar[int]
+    put: PutRequest
+    delete: DeleteRequest
+    def __init__(self, put: _Optional[_Union[PutRequest, _Mapping]] = ..., delete: _Optional[_Union[DeleteRequest, _Mapping]] = ...) -> None: ...
+
+class BatchRequest(_message.Message):
+    __slots__ = ("writes",)
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    writes: _containers.RepeatedCompositeFieldContainer[BatchWrite]
+    def __init__(self, writes: _Optional[_Iterable[_Union[BatchWrite, _Mapping]]] = ...) -> None: ...
+
+class BatchResult(_message.Message):
+    __slots__ = ("commit", "error")
+    COMMIT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    commit: Commit
+    error: _status_pb2.Status
+    def __init__(self, commit: _Optional[_Union[Commit, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class BatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[BatchResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[BatchResult, _Mapping]]] = ...) -> None: ...

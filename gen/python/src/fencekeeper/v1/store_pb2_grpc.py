@@ -74,6 +74,11 @@ class FencedStoreServiceStub:
                 request_serializer=fencekeeper_dot_v1_dot_store__pb2.GetFenceRequest.SerializeToString,
                 response_deserializer=fencekeeper_dot_v1_dot_store__pb2.GetFenceResponse.FromString,
                 _registered_method=True)
+        self.Batch = channel.unary_unary(
+                '/fencekeeper.v1.FencedStoreService/Batch',
+                request_serializer=fencekeeper_dot_v1_dot_store__pb2.BatchRequest.SerializeToString,
+                response_deserializer=fencekeeper_dot_v1_dot_store__pb2.BatchResponse.FromString,
+                _registered_method=True)
 
 
 class FencedStoreServiceServicer:
@@ -132,6 +137,33 @@ class FencedStoreServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Batch(self, request, context):
+        """Apply many independent Puts and Deletes in one call, each exactly as if it had been sent alone:
+        each with its own resource, token, fence mode and idempotency key, each checked, authorized,
+        applied all or nothing and answered on its own (a Commit, or the status that Put or Delete would
+        have failed with, ErrorInfo included). One write's refusal does not touch the others; this is not
+        Txn, which stays the atomic form. The writes of a batch are concurrent, like as many calls sent
+        at once: two writes of one key in one batch may apply in either order. Send a write that must
+        follow another after the other's answer.
+
+        The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+        BATCH_TOO_LARGE) over 1000 writes or 2 MiB of values, or with no writes; or with the codes any
+        call may get (UNAUTHENTICATED, UNAVAILABLE, DEADLINE_EXCEEDED, ...). When the call fails with
+        UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED, each write may or may not have been applied, each
+        all or nothing: retry with the same idempotency keys to learn which.
+
+        Why a unary call and not a long-lived stream of writes: a unary call keeps every per-call property
+        that clients in every language already handle (a deadline, authentication, retries with
+        idempotency keys, load balancing over replicas, gRPC-Web and Connect, which have no bidirectional
+        streams), it needs no flow control or fairness of its own, and a broken connection fails only the
+        calls on it. Clients get the batching of a stream by sending, while one Batch is in flight, the
+        writes that arrive meanwhile in the next one; a lone write goes out as a plain Put at once.
+        A server that predates Batch answers UNIMPLEMENTED: send the writes one by one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FencedStoreServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -164,6 +196,11 @@ def add_FencedStoreServiceServicer_to_server(servicer, server):
                     servicer.GetFence,
                     request_deserializer=fencekeeper_dot_v1_dot_store__pb2.GetFenceRequest.FromString,
                     response_serializer=fencekeeper_dot_v1_dot_store__pb2.GetFenceResponse.SerializeToString,
+            ),
+            'Batch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Batch,
+                    request_deserializer=fencekeeper_dot_v1_dot_store__pb2.BatchRequest.FromString,
+                    response_serializer=fencekeeper_dot_v1_dot_store__pb2.BatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -338,6 +375,33 @@ class FencedStoreService:
             '/fencekeeper.v1.FencedStoreService/GetFence',
             fencekeeper_dot_v1_dot_store__pb2.GetFenceRequest.SerializeToString,
             fencekeeper_dot_v1_dot_store__pb2.GetFenceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Batch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fencekeeper.v1.FencedStoreService/Batch',
+            fencekeeper_dot_v1_dot_store__pb2.BatchRequest.SerializeToString,
+            fencekeeper_dot_v1_dot_store__pb2.BatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -169,6 +169,16 @@ public enum ErrorReason
    * <code>SHARED_TOKEN = 15;</code>
    */
   SHARED_TOKEN(15),
+  /**
+   * <pre>
+   * INVALID_ARGUMENT, from FencedStoreService.Batch: the batch as a whole is over its bounds (more
+   * than 1000 writes, or more than 2 MiB of values) or empty. Nothing was applied. Split the writes
+   * into smaller batches. Metadata: "writes" (the count), "value_bytes", "max_writes", "max_value_bytes".
+   * </pre>
+   *
+   * <code>BATCH_TOO_LARGE = 24;</code>
+   */
+  BATCH_TOO_LARGE(24),
   UNRECOGNIZED(-1),
   ;
 
@@ -333,6 +343,16 @@ public enum ErrorReason
    * <code>SHARED_TOKEN = 15;</code>
    */
   public static final int SHARED_TOKEN_VALUE = 15;
+  /**
+   * <pre>
+   * INVALID_ARGUMENT, from FencedStoreService.Batch: the batch as a whole is over its bounds (more
+   * than 1000 writes, or more than 2 MiB of values) or empty. Nothing was applied. Split the writes
+   * into smaller batches. Metadata: "writes" (the count), "value_bytes", "max_writes", "max_value_bytes".
+   * </pre>
+   *
+   * <code>BATCH_TOO_LARGE = 24;</code>
+   */
+  public static final int BATCH_TOO_LARGE_VALUE = 24;
 
 
   public final int getNumber() {
@@ -375,6 +395,7 @@ public enum ErrorReason
       case 13: return TOKEN_SIGNATURE_INVALID;
       case 14: return LOCK_DELAY;
       case 15: return SHARED_TOKEN;
+      case 24: return BATCH_TOO_LARGE;
       default: return null;
     }
   }

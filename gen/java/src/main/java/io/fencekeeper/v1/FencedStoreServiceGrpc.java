@@ -208,6 +208,37 @@ public final class FencedStoreServiceGrpc {
     return getGetFenceMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.BatchRequest,
+      io.fencekeeper.v1.BatchResponse> getBatchMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Batch",
+      requestType = io.fencekeeper.v1.BatchRequest.class,
+      responseType = io.fencekeeper.v1.BatchResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.BatchRequest,
+      io.fencekeeper.v1.BatchResponse> getBatchMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.BatchRequest, io.fencekeeper.v1.BatchResponse> getBatchMethod;
+    if ((getBatchMethod = FencedStoreServiceGrpc.getBatchMethod) == null) {
+      synchronized (FencedStoreServiceGrpc.class) {
+        if ((getBatchMethod = FencedStoreServiceGrpc.getBatchMethod) == null) {
+          FencedStoreServiceGrpc.getBatchMethod = getBatchMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.BatchRequest, io.fencekeeper.v1.BatchResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Batch"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.BatchRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.BatchResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new FencedStoreServiceMethodDescriptorSupplier("Batch"))
+              .build();
+        }
+      }
+    }
+    return getBatchMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -341,6 +372,34 @@ public final class FencedStoreServiceGrpc {
         io.grpc.stub.StreamObserver<io.fencekeeper.v1.GetFenceResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getGetFenceMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Apply many independent Puts and Deletes in one call, each exactly as if it had been sent alone:
+     * each with its own resource, token, fence mode and idempotency key, each checked, authorized,
+     * applied all or nothing and answered on its own (a Commit, or the status that Put or Delete would
+     * have failed with, ErrorInfo included). One write's refusal does not touch the others; this is not
+     * Txn, which stays the atomic form. The writes of a batch are concurrent, like as many calls sent
+     * at once: two writes of one key in one batch may apply in either order. Send a write that must
+     * follow another after the other's answer.
+     * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+     * BATCH_TOO_LARGE) over 1000 writes or 2 MiB of values, or with no writes; or with the codes any
+     * call may get (UNAUTHENTICATED, UNAVAILABLE, DEADLINE_EXCEEDED, ...). When the call fails with
+     * UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED, each write may or may not have been applied, each
+     * all or nothing: retry with the same idempotency keys to learn which.
+     * Why a unary call and not a long-lived stream of writes: a unary call keeps every per-call property
+     * that clients in every language already handle (a deadline, authentication, retries with
+     * idempotency keys, load balancing over replicas, gRPC-Web and Connect, which have no bidirectional
+     * streams), it needs no flow control or fairness of its own, and a broken connection fails only the
+     * calls on it. Clients get the batching of a stream by sending, while one Batch is in flight, the
+     * writes that arrive meanwhile in the next one; a lone write goes out as a plain Put at once.
+     * A server that predates Batch answers UNIMPLEMENTED: send the writes one by one.
+     * </pre>
+     */
+    default void batch(io.fencekeeper.v1.BatchRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.BatchResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getBatchMethod(), responseObserver);
+    }
   }
 
   /**
@@ -456,6 +515,35 @@ public final class FencedStoreServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getGetFenceMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Apply many independent Puts and Deletes in one call, each exactly as if it had been sent alone:
+     * each with its own resource, token, fence mode and idempotency key, each checked, authorized,
+     * applied all or nothing and answered on its own (a Commit, or the status that Put or Delete would
+     * have failed with, ErrorInfo included). One write's refusal does not touch the others; this is not
+     * Txn, which stays the atomic form. The writes of a batch are concurrent, like as many calls sent
+     * at once: two writes of one key in one batch may apply in either order. Send a write that must
+     * follow another after the other's answer.
+     * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+     * BATCH_TOO_LARGE) over 1000 writes or 2 MiB of values, or with no writes; or with the codes any
+     * call may get (UNAUTHENTICATED, UNAVAILABLE, DEADLINE_EXCEEDED, ...). When the call fails with
+     * UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED, each write may or may not have been applied, each
+     * all or nothing: retry with the same idempotency keys to learn which.
+     * Why a unary call and not a long-lived stream of writes: a unary call keeps every per-call property
+     * that clients in every language already handle (a deadline, authentication, retries with
+     * idempotency keys, load balancing over replicas, gRPC-Web and Connect, which have no bidirectional
+     * streams), it needs no flow control or fairness of its own, and a broken connection fails only the
+     * calls on it. Clients get the batching of a stream by sending, while one Batch is in flight, the
+     * writes that arrive meanwhile in the next one; a lone write goes out as a plain Put at once.
+     * A server that predates Batch answers UNIMPLEMENTED: send the writes one by one.
+     * </pre>
+     */
+    public void batch(io.fencekeeper.v1.BatchRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.BatchResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getBatchMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -544,6 +632,34 @@ public final class FencedStoreServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getGetFenceMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Apply many independent Puts and Deletes in one call, each exactly as if it had been sent alone:
+     * each with its own resource, token, fence mode and idempotency key, each checked, authorized,
+     * applied all or nothing and answered on its own (a Commit, or the status that Put or Delete would
+     * have failed with, ErrorInfo included). One write's refusal does not touch the others; this is not
+     * Txn, which stays the atomic form. The writes of a batch are concurrent, like as many calls sent
+     * at once: two writes of one key in one batch may apply in either order. Send a write that must
+     * follow another after the other's answer.
+     * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+     * BATCH_TOO_LARGE) over 1000 writes or 2 MiB of values, or with no writes; or with the codes any
+     * call may get (UNAUTHENTICATED, UNAVAILABLE, DEADLINE_EXCEEDED, ...). When the call fails with
+     * UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED, each write may or may not have been applied, each
+     * all or nothing: retry with the same idempotency keys to learn which.
+     * Why a unary call and not a long-lived stream of writes: a unary call keeps every per-call property
+     * that clients in every language already handle (a deadline, authentication, retries with
+     * idempotency keys, load balancing over replicas, gRPC-Web and Connect, which have no bidirectional
+     * streams), it needs no flow control or fairness of its own, and a broken connection fails only the
+     * calls on it. Clients get the batching of a stream by sending, while one Batch is in flight, the
+     * writes that arrive meanwhile in the next one; a lone write goes out as a plain Put at once.
+     * A server that predates Batch answers UNIMPLEMENTED: send the writes one by one.
+     * </pre>
+     */
+    public io.fencekeeper.v1.BatchResponse batch(io.fencekeeper.v1.BatchRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getBatchMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -631,6 +747,34 @@ public final class FencedStoreServiceGrpc {
     public io.fencekeeper.v1.GetFenceResponse getFence(io.fencekeeper.v1.GetFenceRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getGetFenceMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Apply many independent Puts and Deletes in one call, each exactly as if it had been sent alone:
+     * each with its own resource, token, fence mode and idempotency key, each checked, authorized,
+     * applied all or nothing and answered on its own (a Commit, or the status that Put or Delete would
+     * have failed with, ErrorInfo included). One write's refusal does not touch the others; this is not
+     * Txn, which stays the atomic form. The writes of a batch are concurrent, like as many calls sent
+     * at once: two writes of one key in one batch may apply in either order. Send a write that must
+     * follow another after the other's answer.
+     * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+     * BATCH_TOO_LARGE) over 1000 writes or 2 MiB of values, or with no writes; or with the codes any
+     * call may get (UNAUTHENTICATED, UNAVAILABLE, DEADLINE_EXCEEDED, ...). When the call fails with
+     * UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED, each write may or may not have been applied, each
+     * all or nothing: retry with the same idempotency keys to learn which.
+     * Why a unary call and not a long-lived stream of writes: a unary call keeps every per-call property
+     * that clients in every language already handle (a deadline, authentication, retries with
+     * idempotency keys, load balancing over replicas, gRPC-Web and Connect, which have no bidirectional
+     * streams), it needs no flow control or fairness of its own, and a broken connection fails only the
+     * calls on it. Clients get the batching of a stream by sending, while one Batch is in flight, the
+     * writes that arrive meanwhile in the next one; a lone write goes out as a plain Put at once.
+     * A server that predates Batch answers UNIMPLEMENTED: send the writes one by one.
+     * </pre>
+     */
+    public io.fencekeeper.v1.BatchResponse batch(io.fencekeeper.v1.BatchRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getBatchMethod(), getCallOptions(), request);
     }
   }
 
@@ -726,6 +870,35 @@ public final class FencedStoreServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getGetFenceMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Apply many independent Puts and Deletes in one call, each exactly as if it had been sent alone:
+     * each with its own resource, token, fence mode and idempotency key, each checked, authorized,
+     * applied all or nothing and answered on its own (a Commit, or the status that Put or Delete would
+     * have failed with, ErrorInfo included). One write's refusal does not touch the others; this is not
+     * Txn, which stays the atomic form. The writes of a batch are concurrent, like as many calls sent
+     * at once: two writes of one key in one batch may apply in either order. Send a write that must
+     * follow another after the other's answer.
+     * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+     * BATCH_TOO_LARGE) over 1000 writes or 2 MiB of values, or with no writes; or with the codes any
+     * call may get (UNAUTHENTICATED, UNAVAILABLE, DEADLINE_EXCEEDED, ...). When the call fails with
+     * UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED, each write may or may not have been applied, each
+     * all or nothing: retry with the same idempotency keys to learn which.
+     * Why a unary call and not a long-lived stream of writes: a unary call keeps every per-call property
+     * that clients in every language already handle (a deadline, authentication, retries with
+     * idempotency keys, load balancing over replicas, gRPC-Web and Connect, which have no bidirectional
+     * streams), it needs no flow control or fairness of its own, and a broken connection fails only the
+     * calls on it. Clients get the batching of a stream by sending, while one Batch is in flight, the
+     * writes that arrive meanwhile in the next one; a lone write goes out as a plain Put at once.
+     * A server that predates Batch answers UNIMPLEMENTED: send the writes one by one.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.BatchResponse> batch(
+        io.fencekeeper.v1.BatchRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getBatchMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_PUT = 0;
@@ -734,6 +907,7 @@ public final class FencedStoreServiceGrpc {
   private static final int METHODID_TXN = 3;
   private static final int METHODID_RANGE = 4;
   private static final int METHODID_GET_FENCE = 5;
+  private static final int METHODID_BATCH = 6;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -775,6 +949,10 @@ public final class FencedStoreServiceGrpc {
         case METHODID_GET_FENCE:
           serviceImpl.getFence((io.fencekeeper.v1.GetFenceRequest) request,
               (io.grpc.stub.StreamObserver<io.fencekeeper.v1.GetFenceResponse>) responseObserver);
+          break;
+        case METHODID_BATCH:
+          serviceImpl.batch((io.fencekeeper.v1.BatchRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.BatchResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -836,6 +1014,13 @@ public final class FencedStoreServiceGrpc {
               io.fencekeeper.v1.GetFenceRequest,
               io.fencekeeper.v1.GetFenceResponse>(
                 service, METHODID_GET_FENCE)))
+        .addMethod(
+          getBatchMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.BatchRequest,
+              io.fencekeeper.v1.BatchResponse>(
+                service, METHODID_BATCH)))
         .build();
   }
 
@@ -890,6 +1075,7 @@ public final class FencedStoreServiceGrpc {
               .addMethod(getTxnMethod())
               .addMethod(getRangeMethod())
               .addMethod(getGetFenceMethod())
+              .addMethod(getBatchMethod())
               .build();
         }
       }

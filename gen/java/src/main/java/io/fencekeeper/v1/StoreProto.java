@@ -116,6 +116,26 @@ public final class StoreProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fencekeeper_v1_GetFenceResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_BatchWrite_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_BatchWrite_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_BatchRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_BatchRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_BatchResult_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_BatchResult_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_BatchResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_BatchResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -126,68 +146,81 @@ public final class StoreProto extends com.google.protobuf.GeneratedFile {
   static {
     java.lang.String[] descriptorData = {
       "\n\032fencekeeper/v1/store.proto\022\016fencekeepe" +
-      "r.v1\032\032fencekeeper/v1/token.proto\"\226\001\n\010Mut" +
-      "ation\0222\n\005token\030\001 \001(\0132\034.fencekeeper.v1.Fe" +
-      "ncingTokenR\005token\022-\n\004mode\030\002 \001(\0162\031.fencek" +
-      "eeper.v1.FenceModeR\004mode\022\'\n\017idempotency_" +
-      "key\030\003 \001(\tR\016idempotencyKey\"V\n\006Commit\022\032\n\010r" +
-      "evision\030\001 \001(\003R\010revision\022\024\n\005fence\030\002 \001(\003R\005" +
-      "fence\022\032\n\010replayed\030\003 \001(\010R\010replayed\"\206\001\n\nPu" +
-      "tRequest\022\032\n\010resource\030\001 \001(\tR\010resource\022\020\n\003" +
-      "key\030\002 \001(\tR\003key\022\024\n\005value\030\003 \001(\014R\005value\0224\n\010" +
-      "mutation\030\004 \001(\0132\030.fencekeeper.v1.Mutation" +
-      "R\010mutation\"=\n\013PutResponse\022.\n\006commit\030\001 \001(" +
-      "\0132\026.fencekeeper.v1.CommitR\006commit\":\n\nGet" +
-      "Request\022\032\n\010resource\030\001 \001(\tR\010resource\022\020\n\003k" +
-      "ey\030\002 \001(\tR\003key\"r\n\013GetResponse\022\024\n\005found\030\001 " +
-      "\001(\010R\005found\022\024\n\005value\030\002 \001(\014R\005value\022!\n\014mod_" +
-      "revision\030\003 \001(\003R\013modRevision\022\024\n\005fence\030\004 \001" +
-      "(\003R\005fence\"s\n\rDeleteRequest\022\032\n\010resource\030\001" +
-      " \001(\tR\010resource\022\020\n\003key\030\002 \001(\tR\003key\0224\n\010muta" +
-      "tion\030\003 \001(\0132\030.fencekeeper.v1.MutationR\010mu" +
-      "tation\"@\n\016DeleteResponse\022.\n\006commit\030\001 \001(\013" +
-      "2\026.fencekeeper.v1.CommitR\006commit\"n\n\005TxnO" +
-      "p\022*\n\003put\030\001 \001(\0132\026.fencekeeper.v1.TxnPutH\000" +
-      "R\003put\0223\n\006delete\030\002 \001(\0132\031.fencekeeper.v1.T" +
-      "xnDeleteH\000R\006deleteB\004\n\002op\"0\n\006TxnPut\022\020\n\003ke" +
-      "y\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\014R\005value\"\035\n\tTx" +
-      "nDelete\022\020\n\003key\030\001 \001(\tR\003key\"\207\001\n\nTxnRequest" +
-      "\022\032\n\010resource\030\001 \001(\tR\010resource\022\'\n\003ops\030\002 \003(" +
-      "\0132\025.fencekeeper.v1.TxnOpR\003ops\0224\n\010mutatio" +
-      "n\030\003 \001(\0132\030.fencekeeper.v1.MutationR\010mutat" +
-      "ion\"=\n\013TxnResponse\022.\n\006commit\030\001 \001(\0132\026.fen" +
-      "cekeeper.v1.CommitR\006commit\"\233\001\n\014RangeRequ" +
-      "est\022\032\n\010resource\030\001 \001(\tR\010resource\022\026\n\006prefi" +
-      "x\030\002 \001(\tR\006prefix\022\033\n\tpage_size\030\003 \001(\005R\010page" +
-      "Size\022\035\n\npage_token\030\004 \001(\tR\tpageToken\022\033\n\tk" +
-      "eys_only\030\005 \001(\010R\010keysOnly\"R\n\005Entry\022\020\n\003key" +
-      "\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\014R\005value\022!\n\014mod" +
-      "_revision\030\003 \001(\003R\013modRevision\"\204\001\n\rRangeRe" +
-      "sponse\022/\n\007entries\030\001 \003(\0132\025.fencekeeper.v1" +
-      ".EntryR\007entries\022&\n\017next_page_token\030\002 \001(\t" +
-      "R\rnextPageToken\022\032\n\010revision\030\003 \001(\003R\010revis" +
-      "ion\"-\n\017GetFenceRequest\022\032\n\010resource\030\001 \001(\t" +
-      "R\010resource\"I\n\020GetFenceResponse\022\024\n\005fence\030" +
-      "\001 \001(\003R\005fence\022\037\n\013last_issued\030\002 \001(\003R\nlastI" +
-      "ssued2\262\003\n\022FencedStoreService\022>\n\003Put\022\032.fe" +
-      "ncekeeper.v1.PutRequest\032\033.fencekeeper.v1" +
-      ".PutResponse\022>\n\003Get\022\032.fencekeeper.v1.Get" +
-      "Request\032\033.fencekeeper.v1.GetResponse\022G\n\006" +
-      "Delete\022\035.fencekeeper.v1.DeleteRequest\032\036." +
-      "fencekeeper.v1.DeleteResponse\022>\n\003Txn\022\032.f" +
-      "encekeeper.v1.TxnRequest\032\033.fencekeeper.v" +
-      "1.TxnResponse\022D\n\005Range\022\034.fencekeeper.v1." +
-      "RangeRequest\032\035.fencekeeper.v1.RangeRespo" +
-      "nse\022M\n\010GetFence\022\037.fencekeeper.v1.GetFenc" +
-      "eRequest\032 .fencekeeper.v1.GetFenceRespon" +
-      "seBi\n\021io.fencekeeper.v1B\nStoreProtoP\001ZFg" +
-      "ithub.com/fencekeeper/fencekeeper/gen/go" +
-      "/fencekeeper/v1;fencekeeperv1b\006proto3"
+      "r.v1\032\032fencekeeper/v1/token.proto\032\027google" +
+      "/rpc/status.proto\"\226\001\n\010Mutation\0222\n\005token\030" +
+      "\001 \001(\0132\034.fencekeeper.v1.FencingTokenR\005tok" +
+      "en\022-\n\004mode\030\002 \001(\0162\031.fencekeeper.v1.FenceM" +
+      "odeR\004mode\022\'\n\017idempotency_key\030\003 \001(\tR\016idem" +
+      "potencyKey\"V\n\006Commit\022\032\n\010revision\030\001 \001(\003R\010" +
+      "revision\022\024\n\005fence\030\002 \001(\003R\005fence\022\032\n\010replay" +
+      "ed\030\003 \001(\010R\010replayed\"\206\001\n\nPutRequest\022\032\n\010res" +
+      "ource\030\001 \001(\tR\010resource\022\020\n\003key\030\002 \001(\tR\003key\022" +
+      "\024\n\005value\030\003 \001(\014R\005value\0224\n\010mutation\030\004 \001(\0132" +
+      "\030.fencekeeper.v1.MutationR\010mutation\"=\n\013P" +
+      "utResponse\022.\n\006commit\030\001 \001(\0132\026.fencekeeper" +
+      ".v1.CommitR\006commit\":\n\nGetRequest\022\032\n\010reso" +
+      "urce\030\001 \001(\tR\010resource\022\020\n\003key\030\002 \001(\tR\003key\"r" +
+      "\n\013GetResponse\022\024\n\005found\030\001 \001(\010R\005found\022\024\n\005v" +
+      "alue\030\002 \001(\014R\005value\022!\n\014mod_revision\030\003 \001(\003R" +
+      "\013modRevision\022\024\n\005fence\030\004 \001(\003R\005fence\"s\n\rDe" +
+      "leteRequest\022\032\n\010resource\030\001 \001(\tR\010resource\022" +
+      "\020\n\003key\030\002 \001(\tR\003key\0224\n\010mutation\030\003 \001(\0132\030.fe" +
+      "ncekeeper.v1.MutationR\010mutation\"@\n\016Delet" +
+      "eResponse\022.\n\006commit\030\001 \001(\0132\026.fencekeeper." +
+      "v1.CommitR\006commit\"n\n\005TxnOp\022*\n\003put\030\001 \001(\0132" +
+      "\026.fencekeeper.v1.TxnPutH\000R\003put\0223\n\006delete" +
+      "\030\002 \001(\0132\031.fencekeeper.v1.TxnDeleteH\000R\006del" +
+      "eteB\004\n\002op\"0\n\006TxnPut\022\020\n\003key\030\001 \001(\tR\003key\022\024\n" +
+      "\005value\030\002 \001(\014R\005value\"\035\n\tTxnDelete\022\020\n\003key\030" +
+      "\001 \001(\tR\003key\"\207\001\n\nTxnRequest\022\032\n\010resource\030\001 " +
+      "\001(\tR\010resource\022\'\n\003ops\030\002 \003(\0132\025.fencekeeper" +
+      ".v1.TxnOpR\003ops\0224\n\010mutation\030\003 \001(\0132\030.fence" +
+      "keeper.v1.MutationR\010mutation\"=\n\013TxnRespo" +
+      "nse\022.\n\006commit\030\001 \001(\0132\026.fencekeeper.v1.Com" +
+      "mitR\006commit\"\233\001\n\014RangeRequest\022\032\n\010resource" +
+      "\030\001 \001(\tR\010resource\022\026\n\006prefix\030\002 \001(\tR\006prefix" +
+      "\022\033\n\tpage_size\030\003 \001(\005R\010pageSize\022\035\n\npage_to" +
+      "ken\030\004 \001(\tR\tpageToken\022\033\n\tkeys_only\030\005 \001(\010R" +
+      "\010keysOnly\"R\n\005Entry\022\020\n\003key\030\001 \001(\tR\003key\022\024\n\005" +
+      "value\030\002 \001(\014R\005value\022!\n\014mod_revision\030\003 \001(\003" +
+      "R\013modRevision\"\204\001\n\rRangeResponse\022/\n\007entri" +
+      "es\030\001 \003(\0132\025.fencekeeper.v1.EntryR\007entries" +
+      "\022&\n\017next_page_token\030\002 \001(\tR\rnextPageToken" +
+      "\022\032\n\010revision\030\003 \001(\003R\010revision\"-\n\017GetFence" +
+      "Request\022\032\n\010resource\030\001 \001(\tR\010resource\"I\n\020G" +
+      "etFenceResponse\022\024\n\005fence\030\001 \001(\003R\005fence\022\037\n" +
+      "\013last_issued\030\002 \001(\003R\nlastIssued\"~\n\nBatchW" +
+      "rite\022.\n\003put\030\001 \001(\0132\032.fencekeeper.v1.PutRe" +
+      "questH\000R\003put\0227\n\006delete\030\002 \001(\0132\035.fencekeep" +
+      "er.v1.DeleteRequestH\000R\006deleteB\007\n\005write\"B" +
+      "\n\014BatchRequest\0222\n\006writes\030\001 \003(\0132\032.fenceke" +
+      "eper.v1.BatchWriteR\006writes\"u\n\013BatchResul" +
+      "t\0220\n\006commit\030\001 \001(\0132\026.fencekeeper.v1.Commi" +
+      "tH\000R\006commit\022*\n\005error\030\002 \001(\0132\022.google.rpc." +
+      "StatusH\000R\005errorB\010\n\006result\"F\n\rBatchRespon" +
+      "se\0225\n\007results\030\001 \003(\0132\033.fencekeeper.v1.Bat" +
+      "chResultR\007results2\370\003\n\022FencedStoreService" +
+      "\022>\n\003Put\022\032.fencekeeper.v1.PutRequest\032\033.fe" +
+      "ncekeeper.v1.PutResponse\022>\n\003Get\022\032.fencek" +
+      "eeper.v1.GetRequest\032\033.fencekeeper.v1.Get" +
+      "Response\022G\n\006Delete\022\035.fencekeeper.v1.Dele" +
+      "teRequest\032\036.fencekeeper.v1.DeleteRespons" +
+      "e\022>\n\003Txn\022\032.fencekeeper.v1.TxnRequest\032\033.f" +
+      "encekeeper.v1.TxnResponse\022D\n\005Range\022\034.fen" +
+      "cekeeper.v1.RangeRequest\032\035.fencekeeper.v" +
+      "1.RangeResponse\022M\n\010GetFence\022\037.fencekeepe" +
+      "r.v1.GetFenceRequest\032 .fencekeeper.v1.Ge" +
+      "tFenceResponse\022D\n\005Batch\022\034.fencekeeper.v1" +
+      ".BatchRequest\032\035.fencekeeper.v1.BatchResp" +
+      "onseBi\n\021io.fencekeeper.v1B\nStoreProtoP\001Z" +
+      "Fgithub.com/fencekeeper/fencekeeper/gen/" +
+      "go/fencekeeper/v1;fencekeeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
         new com.google.protobuf.Descriptors.FileDescriptor[] {
           io.fencekeeper.v1.TokenProto.getDescriptor(),
+          com.google.rpc.StatusProto.getDescriptor(),
         });
     internal_static_fencekeeper_v1_Mutation_descriptor =
       getDescriptor().getMessageType(0);
@@ -297,8 +330,33 @@ public final class StoreProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_GetFenceResponse_descriptor,
         new java.lang.String[] { "Fence", "LastIssued", });
+    internal_static_fencekeeper_v1_BatchWrite_descriptor =
+      getDescriptor().getMessageType(18);
+    internal_static_fencekeeper_v1_BatchWrite_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_BatchWrite_descriptor,
+        new java.lang.String[] { "Put", "Delete", "Write", });
+    internal_static_fencekeeper_v1_BatchRequest_descriptor =
+      getDescriptor().getMessageType(19);
+    internal_static_fencekeeper_v1_BatchRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_BatchRequest_descriptor,
+        new java.lang.String[] { "Writes", });
+    internal_static_fencekeeper_v1_BatchResult_descriptor =
+      getDescriptor().getMessageType(20);
+    internal_static_fencekeeper_v1_BatchResult_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_BatchResult_descriptor,
+        new java.lang.String[] { "Commit", "Error", "Result", });
+    internal_static_fencekeeper_v1_BatchResponse_descriptor =
+      getDescriptor().getMessageType(21);
+    internal_static_fencekeeper_v1_BatchResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_BatchResponse_descriptor,
+        new java.lang.String[] { "Results", });
     descriptor.resolveAllFeaturesImmutable();
     io.fencekeeper.v1.TokenProto.getDescriptor();
+    com.google.rpc.StatusProto.getDescriptor();
   }
 
   // @@protoc_insertion_point(outer_class_scope)

@@ -1,6 +1,8 @@
 package io.fencekeeper.client;
 
 import com.google.protobuf.ByteString;
+import io.fencekeeper.v1.BatchRequest;
+import io.fencekeeper.v1.BatchResponse;
 import io.fencekeeper.v1.DeleteRequest;
 import io.fencekeeper.v1.FenceMode;
 import io.fencekeeper.v1.FencingToken;
@@ -14,6 +16,7 @@ import io.fencekeeper.v1.TxnDelete;
 import io.fencekeeper.v1.TxnOp;
 import io.fencekeeper.v1.TxnPut;
 import io.fencekeeper.v1.TxnRequest;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
@@ -41,6 +44,32 @@ public final class Store {
 
   /** A resource's fence (the greatest generation accepted) and the greatest generation issued. */
   public record Fence(long fence, long lastIssued) {}
+
+  /**
+   * One write of a batch, with its own token and options: a put of value, or, with value null, a delete
+   * of key. Make it with Store.batchPut or Store.batchDelete.
+   */
+  public record BatchWrite(FencingToken token, String key, byte[] value, WriteOptions options) {}
+
+  /**
+   * The answer to one write of a batch: what its put or delete alone would have given. Exactly one of
+   * commit (where it committed) and error (the typed exception it alone would have thrown) is set.
+   */
+  public record BatchResult(Commit commit, FencekeeperException error) {}
+
+  /** At most this many writes, and this many bytes of values, in one batch. */
+  public static final int MAX_BATCH_WRITES = 1000;
+  public static final int MAX_BATCH_VALUE_BYTES = 2 * 1024 * 1024;
+
+  /** A put of key = value under token, in a batch. */
+  public static BatchWrite batchPut(FencingToken token, String key, byte[] value, WriteOptions o) {
+    return new BatchWrite(token, key, Objects.requireNonNull(value, "a put needs a value"), o);
+  }
+
+  /** A delete of key under token, in a batch. */
+  public static BatchWrite batchDelete(FencingToken token, String key, WriteOptions o) {
+    return new BatchWrite(token, key, null, o);
+  }
 
   private final Calls calls;
 
@@ -73,6 +102,40 @@ public final class Store {
   public Commit txn(FencingToken token, List<TxnOp> ops, WriteOptions o) {
     TxnRequest req = TxnRequest.newBuilder().setResource(token.getResource()).addAllOps(ops).setMutation(mutation(token, o)).build();
     return Commit.of(calls.run(s -> s.store().txn(req), false).getCommit());
+  }
+
+  /**
+   * Sends many independent puts and deletes in one FencedStoreService.Batch call (at most 1000 writes
+   * and 2 MiB of values), each judged and applied on its own: result i answers writes.get(i). Not a
+   * transaction (txn is): one write's refusal leaves the others be, and two writes of one key in a batch
+   * may apply in either order. Throws only for the whole call (over its bounds, no server, or
+   * UNIMPLEMENTED from a server without Batch); then each write may or may not have applied.
+   */
+  public List<BatchResult> batch(List<BatchWrite> writes) {
+    BatchRequest.Builder req = BatchRequest.newBuilder();
+    for (BatchWrite w : writes) {
+      WriteOptions o = w.options() != null ? w.options() : WriteOptions.DEFAULT;
+      Mutation m = mutation(w.token(), o);
+      if (w.value() == null) {
+        req.addWritesBuilder().setDelete(DeleteRequest.newBuilder().setResource(w.token().getResource()).setKey(w.key()).setMutation(m));
+      } else {
+        req.addWritesBuilder().setPut(PutRequest.newBuilder().setResource(w.token().getResource()).setKey(w.key())
+            .setValue(ByteString.copyFrom(w.value())).setMutation(m));
+      }
+    }
+    BatchRequest built = req.build();
+    BatchResponse res = calls.run(s -> s.store().batch(built), false);
+    List<BatchResult> out = new ArrayList<>(writes.size());
+    for (int i = 0; i < writes.size(); i++) {
+      if (i >= res.getResultsCount()) {
+        out.add(new BatchResult(null, Errors.from(com.google.rpc.Status.newBuilder().setCode(io.grpc.Status.Code.INTERNAL.value())
+            .setMessage("the server gave no answer for write " + i + " of a batch of " + writes.size()).build())));
+        continue;
+      }
+      io.fencekeeper.v1.BatchResult r = res.getResults(i);
+      out.add(r.hasCommit() ? new BatchResult(Commit.of(r.getCommit()), null) : new BatchResult(null, Errors.from(r.getError())));
+    }
+    return out;
   }
 
   /** Reads a key; needs no token. */

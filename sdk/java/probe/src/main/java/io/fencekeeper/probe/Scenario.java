@@ -86,6 +86,20 @@ final class Scenario {
       check(put.fence() == tokenA.getGeneration(), "put: expected fence " + tokenA.getGeneration() + ", got " + put.fence());
       step("put: fence " + put.fence());
 
+      // 3b. Batch: independent writes in one call, each answered as it would be alone.
+      WriteOptions once = WriteOptions.DEFAULT.withIdempotencyKey(resource + "-batch-1");
+      java.util.List<Store.BatchResult> results = a.store().batch(java.util.List.of(
+          Store.batchPut(tokenA, "batch-1", bytes("one"), once),
+          Store.batchPut(tokenA, "", bytes("an empty key is refused"), WriteOptions.DEFAULT),
+          Store.batchDelete(tokenA, "batch-never-written", WriteOptions.DEFAULT)));
+      check(results.size() == 3 && results.get(0).commit() != null && results.get(0).commit().fence() == tokenA.getGeneration()
+          && results.get(1).error() instanceof InvalidArgumentException && results.get(2).commit() != null,
+          "batch: expected a commit, InvalidArgumentException, a commit; got " + results);
+      Store.BatchResult again = a.store().batch(java.util.List.of(Store.batchPut(tokenA, "batch-1", bytes("one"), once))).get(0);
+      check(again.commit() != null && again.commit().replayed() && again.commit().revision() == results.get(0).commit().revision(),
+          "batch: expected the retry replayed at revision " + results.get(0).commit().revision() + ", got " + again);
+      step("batch: two commits at fence " + results.get(0).commit().fence() + " and an InvalidArgumentException of its own; the retry replayed");
+
       // 4. Get.
       Store.Value got = leaseA.get("greeting");
       check(got.found() && got.text().equals(valueA) && got.fence() == tokenA.getGeneration(),
