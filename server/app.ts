@@ -18,8 +18,10 @@ import { EtcdCalls, type EtcdCallObserver } from "./etcd/calls.js";
 import { Committer } from "./etcd/committer.js";
 import { KeyLayout } from "./etcd/keys.js";
 import { Leases } from "./etcd/leases.js";
+import { etcdOutOfSpace } from "./etcd/alarms.js";
 import { checkEtcdLimits } from "./etcd/limits-probe.js";
 import { Reader } from "./etcd/reader.js";
+import type { EtcdState } from "./health/etcd-probe.js";
 import { LeaseCoordinator } from "./lease/coordinator.js";
 import { FencedStore } from "./store/fenced-store.js";
 import { IdempotencyLeases } from "./store/idempotency.js";
@@ -50,8 +52,8 @@ export interface App {
   /** Both services with their handlers: for connect's router, and for the unary fast path. */
   readonly services: [DescService, Record<string, unknown>][];
   routes(router: ConnectRouter): void;
-  /** Resolves when etcd answers a linearizable read (which needs a quorum) under the prefix; for health. */
-  pingEtcd(): Promise<void>;
+  /** Resolves when etcd answers a linearizable read (which needs a quorum) under the prefix, saying whether it is out of space; for health. */
+  pingEtcd(): Promise<EtcdState>;
   /** Checks that etcd accepts the largest request the server may send; throws saying which setting to change. */
   checkEtcdLimits(): Promise<void>;
   close(): void;
@@ -91,6 +93,7 @@ export function createApp(o: AppOptions): App {
     },
     async pingEtcd() {
       await reader.range("health probe", { key: Buffer.from(o.prefix), count_only: true });
+      return { outOfSpace: await etcdOutOfSpace(o.etcd, calls) };
     },
     checkEtcdLimits: () => checkEtcdLimits(o.etcd, calls, keys, o.etcdLimits),
     close() {

@@ -18,7 +18,9 @@ export type Reason =
   | "NOT_HOLDER"
   | "TOKEN_SIGNATURE_INVALID"
   | "LOCK_DELAY"
-  | "SHARED_TOKEN";
+  | "SHARED_TOKEN"
+  | "QUOTA_EXCEEDED"
+  | "ETCD_NO_SPACE";
 
 export type Kind =
   | "invalid_argument"

@@ -168,6 +168,28 @@ public enum ErrorReason
    * <code>SHARED_TOKEN = 15;</code>
    */
   SHARED_TOKEN(15),
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: the write would take the bytes stored under the resource (keys and values of its
+   * store entries) past the server's --max-bytes-per-resource. Nothing was written. Delete entries of
+   * the resource, or ask the operator for a larger quota. Metadata: "resource", "usage" and "delta"
+   * (bytes: stored now, and what the write adds), "limit" (bytes).
+   * </pre>
+   *
+   * <code>QUOTA_EXCEEDED = 16;</code>
+   */
+  QUOTA_EXCEEDED(16),
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: etcd has run out of space (its NOSPACE alarm: the database reached its
+   * --quota-backend-bytes) and refuses every write until an operator frees space and disarms the alarm
+   * (compact, defragment, `etcdctl alarm disarm`, or a larger --quota-backend-bytes). Not retryable
+   * until then; the health service reports NOT_SERVING meanwhile.
+   * </pre>
+   *
+   * <code>ETCD_NO_SPACE = 17;</code>
+   */
+  ETCD_NO_SPACE(17),
   UNRECOGNIZED(-1),
   ;
 
@@ -331,6 +353,28 @@ public enum ErrorReason
    * <code>SHARED_TOKEN = 15;</code>
    */
   public static final int SHARED_TOKEN_VALUE = 15;
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: the write would take the bytes stored under the resource (keys and values of its
+   * store entries) past the server's --max-bytes-per-resource. Nothing was written. Delete entries of
+   * the resource, or ask the operator for a larger quota. Metadata: "resource", "usage" and "delta"
+   * (bytes: stored now, and what the write adds), "limit" (bytes).
+   * </pre>
+   *
+   * <code>QUOTA_EXCEEDED = 16;</code>
+   */
+  public static final int QUOTA_EXCEEDED_VALUE = 16;
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: etcd has run out of space (its NOSPACE alarm: the database reached its
+   * --quota-backend-bytes) and refuses every write until an operator frees space and disarms the alarm
+   * (compact, defragment, `etcdctl alarm disarm`, or a larger --quota-backend-bytes). Not retryable
+   * until then; the health service reports NOT_SERVING meanwhile.
+   * </pre>
+   *
+   * <code>ETCD_NO_SPACE = 17;</code>
+   */
+  public static final int ETCD_NO_SPACE_VALUE = 17;
 
 
   public final int getNumber() {
@@ -373,6 +417,8 @@ public enum ErrorReason
       case 13: return TOKEN_SIGNATURE_INVALID;
       case 14: return LOCK_DELAY;
       case 15: return SHARED_TOKEN;
+      case 16: return QUOTA_EXCEEDED;
+      case 17: return ETCD_NO_SPACE;
       default: return null;
     }
   }
