@@ -16,6 +16,7 @@ import { DomainEvents } from "./domain/events.js";
 import { DEFAULT_LIMITS, type Limits } from "./domain/limits.js";
 import { EtcdCalls, type EtcdCallObserver } from "./etcd/calls.js";
 import { Committer } from "./etcd/committer.js";
+import { startCompactor } from "./etcd/compactor.js";
 import { KeyLayout } from "./etcd/keys.js";
 import { Leases } from "./etcd/leases.js";
 import { etcdOutOfSpace } from "./etcd/alarms.js";
@@ -42,6 +43,8 @@ export interface AppOptions {
   log: Logger;
   /** Told of every etcd call (the metrics). */
   observeEtcd?: EtcdCallObserver;
+  /** etcd's history compaction (compactor.ts); unset or intervalMs 0: none. */
+  compaction?: { intervalMs: number; retention: number };
 }
 
 export interface App {
@@ -79,6 +82,7 @@ export function createApp(o: AppOptions): App {
   const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits, events });
   const lease = leaseService(coordinator, o.access, new CallerCaps(o.callerCaps), o.log);
   const fenced = storeService(store, o.access);
+  const compactor = o.compaction && startCompactor(o.etcd, calls, { ...o.compaction, probeKey: Buffer.from(o.prefix) }, o.log);
   return {
     events,
     coordinator,
@@ -97,6 +101,7 @@ export function createApp(o: AppOptions): App {
     },
     checkEtcdLimits: () => checkEtcdLimits(o.etcd, calls, keys, o.etcdLimits),
     close() {
+      compactor?.stop();
       leases.close();
     },
   };
