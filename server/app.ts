@@ -55,7 +55,7 @@ export interface App {
   /** Both services with their handlers: for connect's router, and for the unary fast path. */
   readonly services: [DescService, Record<string, unknown>][];
   routes(router: ConnectRouter): void;
-  /** Resolves when etcd answers a linearizable read (which needs a quorum) under the prefix, saying whether it is out of space; for health. */
+  /** Resolves when etcd answers a linearizable read (which needs a quorum) under the prefix, saying whether it is out of space (when etcd tells); for health. */
   pingEtcd(): Promise<EtcdState>;
   /** Checks that etcd accepts the largest request the server may send; throws saying which setting to change. */
   checkEtcdLimits(): Promise<void>;
@@ -97,7 +97,9 @@ export function createApp(o: AppOptions): App {
     },
     async pingEtcd() {
       await reader.range("health probe", { key: Buffer.from(o.prefix), count_only: true });
-      return { outOfSpace: await etcdOutOfSpace(o.etcd, calls) };
+      // An etcd that answers reads but not the alarm query (a user without the permission) is not
+      // reported down for it: the probe then tells nothing about space.
+      return { outOfSpace: await etcdOutOfSpace(o.etcd, calls).catch(() => undefined) };
     },
     checkEtcdLimits: () => checkEtcdLimits(o.etcd, calls, keys, o.etcdLimits),
     close() {

@@ -10,7 +10,7 @@ export interface EtcdProbe {
   stop(): void;
 }
 
-/** What a probe found: etcd answered; outOfSpace when etcd has the NOSPACE alarm raised. */
+/** What a probe found: etcd answered; outOfSpace when etcd has the NOSPACE alarm raised (undefined: not known). */
 export interface EtcdState {
   outOfSpace?: boolean;
 }
@@ -22,13 +22,14 @@ export function probeEtcd(check: () => Promise<EtcdState | void>, status: Health
   const once = async () => {
     try {
       const state = await check();
-      const outOfSpace = state?.outOfSpace === true;
+      // Unknown (the alarm could not be read): as last known.
+      const outOfSpace = state?.outOfSpace ?? status.etcdOutOfSpace;
       if (outOfSpace && !status.etcdOutOfSpace) {
         log.error(
           "etcd is out of space (NOSPACE alarm) and refuses writes: not serving. Compact and defragment etcd and run `etcdctl alarm disarm`, or raise its --quota-backend-bytes",
         );
       } else if (!outOfSpace && status.etcdOutOfSpace) log.info("etcd's NOSPACE alarm is gone");
-      if (!status.etcdUp) log.info("etcd answers");
+      if (!status.etcdUp) log.info(outOfSpace ? "etcd answers, out of space: not serving" : "etcd answers: serving");
       failures = 0;
       status.setEtcdOutOfSpace(outOfSpace);
       status.setEtcdReachable(true);
