@@ -234,7 +234,7 @@ export function serveOptions(cmd: Command): Command {
   opt("--token-signing-key <file>", "PEM Ed25519 private key that signs tokens, the same for every replica; unset: a key kept in etcd", "FENCEKEEPER_TOKEN_SIGNING_KEY", pemFile("token-signing-key"));
   opt("--allow-unauthenticated <on|off>", "serve beyond loopback without authentication (e.g. behind a mesh that authenticates)", "FENCEKEEPER_ALLOW_UNAUTHENTICATED", boolean("allow-unauthenticated"), false, "off");
   opt("--compaction-interval <ms>", "how often the server compacts etcd's history (0: never; then compact etcd otherwise)", "FENCEKEEPER_COMPACTION_INTERVAL", integer("compaction-interval", 0, 86_400_000), 5000);
-  opt("--compaction-retention <revisions>", "revisions of etcd's history kept by compaction (page tokens and watches older than this fail)", "FENCEKEEPER_COMPACTION_RETENTION", integer("compaction-retention", 0, 1_000_000_000), 10_000);
+  opt("--compaction-retention <revisions>", "revisions of etcd's history kept by compaction (page tokens and watches older than this fail)", "FENCEKEEPER_COMPACTION_RETENTION", integer("compaction-retention", 0, 1_000_000_000), 1000);
   opt("--max-bytes-per-resource <bytes>", "bytes (keys and values) the store entries of one resource may take (0: no quota)", "FENCEKEEPER_MAX_BYTES_PER_RESOURCE", integer("max-bytes-per-resource", 0, Number.MAX_SAFE_INTEGER), DEFAULT_MAX_BYTES_PER_RESOURCE);
   opt("--etcd-ca <file>", "PEM CA to trust for https:// etcd endpoints instead of the system's", "FENCEKEEPER_ETCD_CA", pemFile("etcd-ca"));
   opt("--etcd-cert <file>", "PEM client certificate for etcd", "FENCEKEEPER_ETCD_CERT", pemFile("etcd-cert"));

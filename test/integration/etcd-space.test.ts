@@ -190,4 +190,36 @@ describe("etcd kept from filling (issue 20, finding 5)", function () {
       expect((await c.store.range({ resource })).entries.map((e) => e.key)).to.deep.equal(["a", "b", "c", "counter"]);
     });
   });
+
+  describe("compaction against a writer that rewrites one key with 1 MiB values (--quota-backend-bytes 32 MiB)", () => {
+    /** On an etcd of its own, rewrites one key n times with 1 MiB; the first refusal's reason, or undefined. */
+    async function rewrite(args: string[], n: number): Promise<string | undefined> {
+      const etcd = await startEtcd({ quotaBackendBytes: 32 * MiB });
+      const server = await startServer({ etcd: etcd.endpoint, args }).catch(async (e) => {
+        await etcd.destroy();
+        throw e;
+      });
+      try {
+        const c = clientsFor(server.url);
+        const resource = uniqueResource("rewrite");
+        const token = (await c.lease.acquire({ resource, ttl: ttl(60) })).token!;
+        for (let i = 0; i < n; i++) {
+          try {
+            await c.store.put({ resource, key: "k", value: randomBytes(MiB), mutation: { token } });
+          } catch (e) {
+            return infoOf(e)?.reason ?? String(e);
+          }
+        }
+        return undefined;
+      } finally {
+        await server.stop();
+        await etcd.destroy();
+      }
+    }
+
+    it("with compaction on, 100 rewrites (100 MiB of history) never fill it; the same writer with compaction off fills it", async () => {
+      expect(await rewrite(["--compaction-interval", "200", "--compaction-retention", "10"], 100), "with compaction").to.equal(undefined);
+      expect(await rewrite(["--compaction-interval", "0"], 100), "without compaction").to.equal("ETCD_NO_SPACE");
+    });
+  });
 });
