@@ -367,6 +367,9 @@ export class Committer {
         this.remember(u.key, now);
         return inner.members;
       }
+      // The fence refused, or an entry is not as known (written elsewhere, or etcd lost its data and
+      // its revisions began again): the next attempt judges the entries on the caller's new read.
+      for (const m of inner.members) for (const e of m.usage!.entries) this.known.delete(e.key.toString("latin1"));
     }
     if (u && succeeded && inner.check) {
       // The usage is as known and the guard holds: the write would take the resource over its quota.

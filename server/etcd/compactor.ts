@@ -42,7 +42,9 @@ export function startCompactor(etcd: Etcd3, calls: EtcdCalls, o: CompactorOption
     const res = await calls.run("compaction", () => etcd.kv.range({ key: o.probeKey, count_only: true }));
     const current = BigInt(res.header.revision);
     // The first round only learns where etcd is: what it sees becomes compactable from the next one on.
-    if (previous === 0n) {
+    // So does a round that finds etcd's revision went back (an etcd that lost its data, or a new one).
+    if (previous === 0n || current < previous) {
+      compacted = 0n;
       previous = current;
       return;
     }
