@@ -16,10 +16,13 @@ import { DomainEvents } from "./domain/events.js";
 import { DEFAULT_LIMITS, type Limits } from "./domain/limits.js";
 import { EtcdCalls, type EtcdCallObserver } from "./etcd/calls.js";
 import { Committer } from "./etcd/committer.js";
+import { startCompactor } from "./etcd/compactor.js";
 import { KeyLayout } from "./etcd/keys.js";
 import { Leases } from "./etcd/leases.js";
+import { etcdOutOfSpace } from "./etcd/alarms.js";
 import { checkEtcdLimits } from "./etcd/limits-probe.js";
 import { Reader } from "./etcd/reader.js";
+import type { EtcdState } from "./health/etcd-probe.js";
 import { LeaseCoordinator } from "./lease/coordinator.js";
 import { FencedStore } from "./store/fenced-store.js";
 import { IdempotencyLeases } from "./store/idempotency.js";
@@ -40,6 +43,8 @@ export interface AppOptions {
   log: Logger;
   /** Told of every etcd call (the metrics). */
   observeEtcd?: EtcdCallObserver;
+  /** etcd's history compaction (compactor.ts); unset or intervalMs 0: none. */
+  compaction?: { intervalMs: number; retention: number };
 }
 
 export interface App {
@@ -50,8 +55,8 @@ export interface App {
   /** Both services with their handlers: for connect's router, and for the unary fast path. */
   readonly services: [DescService, Record<string, unknown>][];
   routes(router: ConnectRouter): void;
-  /** Resolves when etcd answers a linearizable read (which needs a quorum) under the prefix; for health. */
-  pingEtcd(): Promise<void>;
+  /** Resolves when etcd answers a linearizable read (which needs a quorum) under the prefix, saying whether it is out of space (when etcd tells); for health. */
+  pingEtcd(): Promise<EtcdState>;
   /** Checks that etcd accepts the largest request the server may send; throws saying which setting to change. */
   checkEtcdLimits(): Promise<void>;
   close(): void;
@@ -77,6 +82,7 @@ export function createApp(o: AppOptions): App {
   const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits, events });
   const lease = leaseService(coordinator, o.access, new CallerCaps(o.callerCaps), o.log);
   const fenced = storeService(store, o.access, o.log);
+  const compactor = o.compaction && startCompactor(o.etcd, calls, { ...o.compaction, probeKey: Buffer.from(o.prefix) }, o.log);
   return {
     events,
     coordinator,
@@ -91,9 +97,13 @@ export function createApp(o: AppOptions): App {
     },
     async pingEtcd() {
       await reader.range("health probe", { key: Buffer.from(o.prefix), count_only: true });
+      // An etcd that answers reads but not the alarm query (a user without the permission) is not
+      // reported down for it: the probe then tells nothing about space.
+      return { outOfSpace: await etcdOutOfSpace(o.etcd, calls).catch(() => undefined) };
     },
     checkEtcdLimits: () => checkEtcdLimits(o.etcd, calls, keys, o.etcdLimits),
     close() {
+      compactor?.stop();
       leases.close();
     },
   };

@@ -5,7 +5,7 @@ import { X509Certificate, createPrivateKey, type KeyObject } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import { Command, InvalidArgumentError, Option } from "commander";
 import type { AuthenticationConfig, JwtConfig } from "./auth/authenticator.js";
-import { MIN_TTL_SECONDS, TXN_EXTRA_OPS } from "./domain/limits.js";
+import { DEFAULT_MAX_BYTES_PER_RESOURCE, MIN_TTL_SECONDS, TXN_EXTRA_OPS, TXN_EXTRA_OPS_WITH_QUOTA } from "./domain/limits.js";
 import { EMBEDDED_ETCD_MAX_REQUEST_BYTES } from "./etcd/embedded.js";
 
 /** etcd's own default --max-request-bytes. */
@@ -73,6 +73,10 @@ export interface Config {
   /** The Ed25519 key every replica signs tokens with; undefined: one kept in etcd. */
   tokenSigningKey?: KeyObject;
   connections: { handshakeTimeoutMs: number; idleTimeoutMs: number; maxConcurrentStreams: number; requestReadTimeoutMs: number };
+  /** etcd history compaction: every intervalMs (0: never), keeping the last `retention` revisions. */
+  compaction: { intervalMs: number; retention: number };
+  /** Bytes (keys and values) one resource's store entries may take in etcd; 0: no quota. */
+  maxBytesPerResource: number;
   /** Per caller (a principal; without authentication, a client address), on this replica. */
   callerCaps: { streams: number; waiters: number };
   maxLeasesPerCaller: number;
@@ -191,7 +195,7 @@ export function serveOptions(cmd: Command): Command {
   opt("--prefix <prefix>", "etcd key prefix under which all state lives", "FENCEKEEPER_PREFIX", prefix, "/fencekeeper/");
   opt("--max-ttl <seconds>", "longest lease TTL a client may ask for", "FENCEKEEPER_MAX_TTL", integer("max-ttl", MIN_TTL_SECONDS, 86400), 300);
   opt("--max-lock-delay <seconds>", "longest lock-delay an acquisition may ask for (0: none may)", "FENCEKEEPER_MAX_LOCK_DELAY", integer("max-lock-delay", 0, 86400), 60);
-  opt("--max-txn-ops <n>", "most operations in one Txn (at most --etcd-max-txn-ops minus 2)", "FENCEKEEPER_MAX_TXN_OPS", integer("max-txn-ops", 1, 10_000), 64);
+  opt("--max-txn-ops <n>", "most operations in one Txn (at most --etcd-max-txn-ops minus 6, or minus 2 with --max-bytes-per-resource 0)", "FENCEKEEPER_MAX_TXN_OPS", integer("max-txn-ops", 1, 10_000), 64);
   opt("--etcd-max-txn-ops <n>", "etcd's --max-txn-ops: operations etcd accepts in one transaction", "FENCEKEEPER_ETCD_MAX_TXN_OPS", integer("etcd-max-txn-ops", 8, 100_000), 128);
   opt(
     "--etcd-max-request-bytes <n>",
@@ -235,6 +239,9 @@ export function serveOptions(cmd: Command): Command {
   opt("--max-stream-messages-per-second <n>", "KeepAlive messages one stream may send per second (each may renew up to 10,000 leases)", "FENCEKEEPER_MAX_STREAM_MESSAGES_PER_SECOND", integer("max-stream-messages-per-second", 1, 1_000_000), 1000);
   opt("--token-signing-key <file>", "PEM Ed25519 private key that signs tokens, the same for every replica; unset: a key kept in etcd", "FENCEKEEPER_TOKEN_SIGNING_KEY", pemFile("token-signing-key"));
   opt("--allow-unauthenticated <on|off>", "serve beyond loopback without authentication (e.g. behind a mesh that authenticates)", "FENCEKEEPER_ALLOW_UNAUTHENTICATED", boolean("allow-unauthenticated"), false, "off");
+  opt("--compaction-interval <ms>", "how often the server compacts etcd's history (0: never; then compact etcd otherwise)", "FENCEKEEPER_COMPACTION_INTERVAL", integer("compaction-interval", 0, 86_400_000), 5000);
+  opt("--compaction-retention <revisions>", "revisions of etcd's history kept by compaction (page tokens and watches older than this fail)", "FENCEKEEPER_COMPACTION_RETENTION", integer("compaction-retention", 0, 1_000_000_000), 1000);
+  opt("--max-bytes-per-resource <bytes>", "bytes (keys and values) the store entries of one resource may take (0: no quota)", "FENCEKEEPER_MAX_BYTES_PER_RESOURCE", integer("max-bytes-per-resource", 0, Number.MAX_SAFE_INTEGER), DEFAULT_MAX_BYTES_PER_RESOURCE);
   opt("--etcd-ca <file>", "PEM CA to trust for https:// etcd endpoints instead of the system's", "FENCEKEEPER_ETCD_CA", pemFile("etcd-ca"));
   opt("--etcd-cert <file>", "PEM client certificate for etcd", "FENCEKEEPER_ETCD_CERT", pemFile("etcd-cert"));
   opt("--etcd-key <file>", "PEM private key of --etcd-cert", "FENCEKEEPER_ETCD_KEY", pemFile("etcd-key"));
@@ -279,6 +286,8 @@ export function toConfig(o: Record<string, unknown>): Config {
     callerCaps: { streams: o.maxStreamsPerCaller as number, waiters: o.maxWaitersPerCaller as number },
     maxLeasesPerCaller: o.maxLeasesPerCaller as number,
     maxStreamMessagesPerSecond: o.maxStreamMessagesPerSecond as number,
+    compaction: { intervalMs: o.compactionInterval as number, retention: o.compactionRetention as number },
+    maxBytesPerResource: o.maxBytesPerResource as number,
   };
   const authenticated = config.authentication.mtls || config.authentication.jwt !== undefined;
   if (config.policyFile !== undefined && !authenticated) {
@@ -294,11 +303,16 @@ export function toConfig(o: Record<string, unknown>): Config {
     );
   }
   // A Txn commits as one transaction with the fence and the idempotency record beside its operations.
-  if (config.maxTxnOps + TXN_EXTRA_OPS > config.etcdMaxTxnOps) {
+  const extra = config.maxBytesPerResource > 0 ? TXN_EXTRA_OPS_WITH_QUOTA : TXN_EXTRA_OPS;
+  if (config.maxTxnOps + extra > config.etcdMaxTxnOps) {
+    const why =
+      config.maxBytesPerResource > 0
+        ? "(with --max-bytes-per-resource on, a compare per operation plus the fence's, the idempotency record's and the quota's)"
+        : "(the fence and the idempotency record)";
     throw new ConfigError(
-      `--max-txn-ops (FENCEKEEPER_MAX_TXN_OPS) ${config.maxTxnOps} does not fit etcd's limit: a Txn commits with ${TXN_EXTRA_OPS} operations more ` +
-        `(the fence and the idempotency record), and --etcd-max-txn-ops (FENCEKEEPER_ETCD_MAX_TXN_OPS) is ${config.etcdMaxTxnOps}; ` +
-        `use at most ${config.etcdMaxTxnOps - TXN_EXTRA_OPS}, or raise etcd's --max-txn-ops and --etcd-max-txn-ops with it`,
+      `--max-txn-ops (FENCEKEEPER_MAX_TXN_OPS) ${config.maxTxnOps} does not fit etcd's limit: a Txn commits with ${extra} operations more ` +
+        `${why}, and --etcd-max-txn-ops (FENCEKEEPER_ETCD_MAX_TXN_OPS) is ${config.etcdMaxTxnOps}; ` +
+        `use at most ${config.etcdMaxTxnOps - extra}, or raise etcd's --max-txn-ops and --etcd-max-txn-ops with it`,
     );
   }
   const { listen, metricsListen } = config;

@@ -105,11 +105,13 @@ export async function serve(config: Config): Promise<void> {
         maxTxnOps: config.maxTxnOps,
         idempotencyTtlSeconds: config.idempotencyTtlSeconds,
         maxLeasesPerCaller: config.maxLeasesPerCaller,
+        maxBytesPerResource: config.maxBytesPerResource,
       },
       etcdLimits: { maxTxnOps: config.etcdMaxTxnOps, maxRequestBytes: config.etcdMaxRequestBytes },
       etcdTimeoutMs: config.etcdTimeoutMs,
       log,
       observeEtcd: etcdMetrics(metrics),
+      compaction: config.compaction,
     });
     // What the domain does, as it does it: the lease and store metrics, and the ownership log (debug).
     leaseMetrics(metrics, app.events);

@@ -19,6 +19,8 @@ export type Reason =
   | "TOKEN_SIGNATURE_INVALID"
   | "LOCK_DELAY"
   | "SHARED_TOKEN"
+  | "QUOTA_EXCEEDED"
+  | "ETCD_NO_SPACE"
   | "BATCH_TOO_LARGE";
 
 export type Kind =

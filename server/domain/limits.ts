@@ -11,6 +11,8 @@ export interface Limits {
   readonly maxLeasesPerCaller: number;
   /** The longest lock-delay an acquisition may ask for, in seconds (0: none may). */
   readonly maxLockDelaySeconds: number;
+  /** Bytes (keys and values) one resource's store entries may take (0: no quota). */
+  readonly maxBytesPerResource: number;
 }
 
 export const MIN_TTL_SECONDS = 2;
@@ -25,6 +27,13 @@ export const TXN_EXTRA_OPS = 2;
 /** Writes in one Batch call, and their values in all: a batch fits common 4 MiB message limits. */
 export const MAX_BATCH_WRITES = 1000;
 export const MAX_BATCH_VALUE_BYTES = 2 * 1024 * 1024;
+/**
+ * With the quota on (--max-bytes-per-resource), its compares are the longest list: one per operation
+ * (what it replaces has not changed), the fence's (up to 4 under FENCE_MODE_LIVE), the idempotency
+ * record's and the usage key's.
+ */
+export const TXN_EXTRA_OPS_WITH_QUOTA = 6;
+export const DEFAULT_MAX_BYTES_PER_RESOURCE = 64 * 1024 * 1024;
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
 
@@ -35,4 +44,5 @@ export const DEFAULT_LIMITS: Limits = {
   idempotencyTtlSeconds: 24 * 3600,
   maxLeasesPerCaller: 100_000,
   maxLockDelaySeconds: 60,
+  maxBytesPerResource: DEFAULT_MAX_BYTES_PER_RESOURCE,
 };

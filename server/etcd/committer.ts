@@ -22,10 +22,22 @@
 //
 // A transaction queued under a Hold (the writes of one Batch call) waits until every write of its
 // hold is queued, and then they go out together: see hold.ts.
+//
+// A guarded transaction may change its resource's stored bytes (a UsageChange: the quota of
+// --max-bytes-per-resource). The resource's usage key then goes in the group's transaction: compared at
+// the mod revision the committer last knew it at, and rewritten with the group's total change, so that
+// the quota is decided in the transaction that writes, and concurrent writes of one resource do not
+// have to read the counter again: the committer knows what its own commits left there. A member that
+// would take the usage past the limit joins no group; it goes alone as a transaction that only compares
+// (the usage is what the committer knows, and the guard holds), and its success is the refusal. When
+// the usage key is not where the committer thought (another replica wrote the resource), the group
+// learns its value from the failure branch and goes again.
 import type { Etcd3, ICompare, IRequestOp, IResponseOp, ITxnRequest, ITxnResponse } from "etcd3";
 import type { EtcdCalls } from "./calls.js";
 import { EtcdLeaseNotFound, EtcdRefused } from "./errors.js";
+import { decodeUsage, encodeUsage } from "./keys.js";
 import type { HoldMember } from "./hold.js";
+import { cmp, op } from "./ops.js";
 
 export interface Txn {
   compare: ICompare[];
@@ -43,8 +55,30 @@ export interface Guard {
   failure: IRequestOp[];
 }
 
+/**
+ * A key as known at revision seen: its mod revision (0: absent), and the bytes it counts (for the usage
+ * key, the resource's stored bytes; for an entry, its key and value).
+ */
+export interface Known {
+  mod: bigint;
+  bytes: bigint;
+  seen: bigint;
+}
+
+/** What a guarded transaction changes in its resource's stored bytes, under the quota. */
+export interface UsageChange {
+  /** The resource's usage key, as read. */
+  key: Buffer;
+  read: Known;
+  limit: bigint;
+  /** The entries it writes: each as read, and the bytes it leaves there (0: deleted). */
+  entries: { key: Buffer; read: Known; after: bigint }[];
+}
+
 export interface Outcome {
   succeeded: boolean;
+  /** Set when the transaction was refused for the quota: the usage it found, and the limit. Nothing was written. */
+  quota?: { usage: bigint; limit: bigint; delta: bigint };
   /** The revision of the request that committed (or read) this transaction. */
   revision: bigint;
   /** The responses of the branch taken: for a guarded transaction, of its own writes or of the guard's reads. */
@@ -65,6 +99,9 @@ interface Pending {
   txn?: Txn;
   guard?: Guard;
   own?: IRequestOp[];
+  usage?: UsageChange;
+  /** Set when placed: its change to the usage, and the compares that hold what it was computed from. */
+  change?: { delta: bigint; compare: ICompare[] };
   writes: string[];
   /** Keys its compares read (range compares aside: see comparedKeys). */
   compares: string[];
@@ -85,6 +122,13 @@ interface Inner {
   /** For a guarded inner: where each member's own writes start in success, and success's length. */
   offsets: number[];
   successLength: number;
+  /** For a guarded inner: the guard's writes (and the usage key's) that start success. */
+  sharedLength: number;
+  compareLength: number;
+  /** The usage key it compares and rewrites: at current, changed by total. */
+  usage?: { key: Buffer; current: Known; total: bigint; limit: bigint };
+  /** Only checks that the usage is current, for a member over the quota: success is its refusal. */
+  check: boolean;
   /** Its operation count as etcd counts it. */
   size: number;
 }
@@ -92,6 +136,17 @@ interface Inner {
 export class Committer {
   private queue: Pending[] = [];
   private inFlight = 0;
+  /**
+   * Usage keys and entries as this committer's last requests found or left them, by key: a transaction
+   * placed after a commit of its resource is judged on what that commit left, not on its stale read.
+   */
+  private readonly known = new Map<string, Known>();
+  /**
+   * Usage keys that a request in flight rewrites: a transaction of the same resource waits for its
+   * answer (and then joins the next request with everything else that waited), rather than go out
+   * beside it on a usage that request is about to change.
+   */
+  private readonly busy = new Set<string>();
 
   constructor(
     private readonly etcd: Etcd3,
@@ -104,18 +159,46 @@ export class Committer {
     return this.enqueue({ what, txn, writes: writtenKeys(txn), compares: comparedKeys(txn), bytes: txnBytes(txn) });
   }
 
-  /** Commits own writes under a guard that transactions of the same group may share. */
-  commitGuarded(what: string, guard: Guard, own: IRequestOp[], held?: HoldMember): Promise<Outcome> {
+  /**
+   * Commits own writes under a guard that transactions of the same group may share; with usage, also
+   * under the resource's quota (an Outcome with quota set is the refusal).
+   */
+  commitGuarded(what: string, guard: Guard, own: IRequestOp[], usage?: UsageChange, held?: HoldMember): Promise<Outcome> {
     const guardTxn = { compare: guard.compare, success: guard.shared, failure: guard.failure };
+    const usageKey = usage ? [usage.key.toString("latin1")] : [];
     return this.enqueue({
       what,
       guard,
       own,
-      writes: [...writtenKeys(guardTxn), ...writtenKeys({ compare: [], success: own, failure: [] })],
-      compares: comparedKeys(guardTxn),
-      bytes: txnBytes(guardTxn) + opsBytes(own),
       held,
+      usage,
+      writes: [...writtenKeys(guardTxn), ...writtenKeys({ compare: [], success: own, failure: [] }), ...usageKey],
+      compares: [...comparedKeys(guardTxn), ...usageKey, ...(usage ? usage.entries.map((e) => e.key.toString("latin1")) : [])],
+      bytes: txnBytes(guardTxn) + opsBytes(own) + (usage ? (OP_OVERHEAD + usage.key.length) * 3 + usage.entries.reduce((n, e) => n + e.key.length + OP_OVERHEAD, 0) : 0),
     });
+  }
+
+  /** A key as last known: the caller's read, or what a later request of this committer saw. */
+  private latest(key: Buffer, read: Known): Known {
+    const known = this.known.get(key.toString("latin1"));
+    return known && known.seen > read.seen ? known : read;
+  }
+
+  private remember(key: Buffer, state: Known): void {
+    // A cache: the caller's read is the fallback, so forgetting everything costs a retry at most.
+    if (this.known.size >= 100_000) this.known.clear();
+    this.known.set(key.toString("latin1"), state);
+  }
+
+  /** A transaction's change to its usage, on the latest known state of the entries it writes. */
+  private changeOf(u: UsageChange): { delta: bigint; compare: ICompare[] } {
+    let delta = 0n;
+    const compare = u.entries.map((e) => {
+      const now = this.latest(e.key, e.read);
+      delta += e.after - now.bytes;
+      return cmp.modAt(e.key, now.mod);
+    });
+    return { delta, compare };
   }
 
   private enqueue(p: Omit<Pending, "resolve" | "reject" | "alone">): Promise<Outcome> {
@@ -135,7 +218,8 @@ export class Committer {
   private pump(): void {
     while (this.inFlight < this.limits.maxInFlight && this.queue.length > 0) {
       const batch = this.take();
-      // Everything queued waits for a hold.
+      // Everything queued waits for a hold, or for a request in flight (its resource's usage): the
+      // hold's opening or the answer pumps again.
       if (batch.length === 0) return;
       this.inFlight++;
       void this.send(batch).finally(() => {
@@ -168,16 +252,23 @@ export class Committer {
     };
 
     const place = (p: Pending): boolean => {
+      if (p.usage && this.busy.has(p.usage.key.toString("latin1"))) return false;
       if (closed || !disjoint(p.writes, blocked) || !disjoint(p.compares, blocked)) return false;
       if (inners.length > 0 && (p.alone || bytes + p.bytes > maxRequestBytes)) return false;
       const group = p.guard && !p.alone ? byGuard.get(p.guard.key) : undefined;
       if (group) {
+        if (!p.usage !== !group.usage) return false;
+        if (p.usage) p.change = this.changeOf(p.usage);
+        if (p.change && over(group.usage!.current.bytes + group.usage!.total, p.change.delta, group.usage!.limit)) return false;
         // Only its own writes are new to the request: the guard's are in it already.
         const ownKeys = writtenKeys({ compare: [], success: p.own!, failure: [] });
-        const size = Math.max(group.size, group.successLength + p.own!.length);
+        const compareLength = group.compareLength + (p.change?.compare.length ?? 0);
+        const size = Math.max(group.size, group.successLength + p.own!.length, compareLength);
         if (!disjoint(ownKeys, written, compared) || !fits(inners.length, size)) return false;
         group.offsets.push(group.successLength);
         group.successLength += p.own!.length;
+        group.compareLength = compareLength;
+        if (p.change) group.usage!.total += p.change.delta;
         group.members.push(p);
         group.size = size;
         largest = Math.max(largest, size);
@@ -186,14 +277,29 @@ export class Committer {
         return true;
       }
       if (!disjoint(p.writes, written, compared) || !disjoint(p.compares, written)) return false;
-      const inner: Inner = p.guard
-        ? { guard: p.guard, members: [p], offsets: [p.guard.shared.length], successLength: p.guard.shared.length + p.own!.length, size: 0 }
-        : { txn: p.txn, members: [p], offsets: [], successLength: 0, size: 0 };
+      let inner: Inner;
+      if (p.guard) {
+        const current = p.usage && this.latest(p.usage.key, p.usage.read);
+        if (p.usage) p.change = this.changeOf(p.usage);
+        const check = p.change !== undefined && over(current!.bytes, p.change.delta, p.usage!.limit);
+        const sharedLength = p.guard.shared.length + (p.usage && !check ? 1 : 0);
+        inner = {
+          guard: p.guard,
+          members: [p],
+          offsets: [sharedLength],
+          successLength: sharedLength + p.own!.length,
+          sharedLength,
+          compareLength: p.guard.compare.length + (p.change ? 1 + (check ? 0 : p.change.compare.length) : 0),
+          usage: p.usage && { key: p.usage.key, current: current!, total: p.change!.delta, limit: p.usage.limit },
+          check,
+          size: 0,
+        };
+      } else inner = { txn: p.txn, members: [p], offsets: [], successLength: 0, sharedLength: 0, compareLength: 0, check: false, size: 0 };
       inner.size = txnSize(innerTxn(inner));
       // One that fits no request goes alone, and etcd's refusal is its answer.
       if (inners.length > 0 && !fits(inners.length + 1, inner.size)) return false;
       inners.push(inner);
-      if (p.guard && !p.alone) byGuard.set(p.guard.key, inner);
+      if (p.guard && !p.alone && !inner.check) byGuard.set(p.guard.key, inner);
       largest = Math.max(largest, inner.size);
       add(p.writes, written);
       add(p.compares, compared);
@@ -229,6 +335,16 @@ export class Committer {
     const members = inners.flatMap((i) => i.members);
     const whats = new Set(members.map((m) => m.what));
     const what = whats.size === 1 ? members[0].what : "batch";
+    const usageKeys = inners.flatMap((i) => (i.usage ? [i.usage.key.toString("latin1")] : []));
+    for (const k of usageKeys) this.busy.add(k);
+    try {
+      await this.sendNow(inners, members, what);
+    } finally {
+      for (const k of usageKeys) this.busy.delete(k);
+    }
+  }
+
+  private async sendNow(inners: Inner[], members: Pending[], what: string): Promise<void> {
     let res: ITxnResponse;
     try {
       if (inners.length === 1) {
@@ -249,31 +365,73 @@ export class Committer {
       return;
     }
     const revision = BigInt(res.header.revision);
+    const again: Pending[] = [];
     inners.forEach((inner, i) => {
       const r = inners.length === 1 ? res : res.responses[i].response_txn;
-      answer(inner, r.succeeded, revision, r.responses);
+      again.push(...this.answer(inner, r.succeeded, revision, r.responses));
     });
+    this.queue.unshift(...again);
+  }
+
+  /** Answers the members of one inner transaction; returns those that must go again. */
+  private answer(inner: Inner, succeeded: boolean, revision: bigint, responses: IResponseOp[]): Pending[] {
+    if (!inner.guard) {
+      inner.members[0].resolve({ succeeded, revision, responses });
+      return [];
+    }
+    const u = inner.usage;
+    if (u && !succeeded) {
+      // The failure branch ends with the usage key: if it moved, the compares judged a stale usage.
+      const now = { ...decodeUsage(responses[responses.length - 1].response_range.kvs[0]), seen: revision };
+      responses = responses.slice(0, -1);
+      if (now.mod !== u.current.mod) {
+        this.remember(u.key, now);
+        return inner.members;
+      }
+      // The fence refused, or an entry is not as known (written elsewhere, or etcd lost its data and
+      // its revisions began again): the next attempt judges the entries on the caller's new read.
+      for (const m of inner.members) for (const e of m.usage!.entries) this.known.delete(e.key.toString("latin1"));
+    }
+    if (u && succeeded && inner.check) {
+      // The usage is as known and the guard holds: the write would take the resource over its quota.
+      const m = inner.members[0];
+      m.resolve({ succeeded: false, revision, responses: [], quota: { usage: u.current.bytes, limit: u.limit, delta: m.change!.delta } });
+      return [];
+    }
+    if (u && succeeded) {
+      this.remember(u.key, { bytes: clamp(u.current.bytes + u.total), mod: revision, seen: revision });
+      for (const m of inner.members) {
+        for (const e of m.usage!.entries) this.remember(e.key, { bytes: e.after, mod: e.after > 0n ? revision : 0n, seen: revision });
+      }
+    }
+    inner.members.forEach((m, i) => {
+      const from = inner.offsets[i];
+      const own = succeeded ? responses.slice(from, from + m.own!.length) : responses;
+      m.resolve({ succeeded, revision, responses: own });
+    });
+    return [];
   }
 }
 
-function answer(inner: Inner, succeeded: boolean, revision: bigint, responses: IResponseOp[]): void {
-  if (!inner.guard) {
-    inner.members[0].resolve({ succeeded, revision, responses });
-    return;
-  }
-  inner.members.forEach((m, i) => {
-    const from = inner.offsets[i];
-    const own = succeeded ? responses.slice(from, from + m.own!.length) : responses;
-    m.resolve({ succeeded, revision, responses: own });
-  });
+/** A change that would take usage bytes past its limit (freeing bytes never is). */
+function over(bytes: bigint, delta: bigint, limit: bigint): boolean {
+  return delta > 0n && bytes + delta > limit;
 }
+
+const clamp = (bytes: bigint) => (bytes < 0n ? 0n : bytes);
 
 function innerTxn(inner: Inner): ITxnRequest {
   if (!inner.guard) return inner.txn!;
+  const own = inner.members.flatMap((m) => m.own!);
+  const u = inner.usage;
+  if (!u) return { compare: inner.guard.compare, success: [...inner.guard.shared, ...own], failure: inner.guard.failure };
+  const compare = [...inner.guard.compare, cmp.modAt(u.key, u.current.mod)];
+  const failure = [...inner.guard.failure, op.get(u.key)];
+  if (inner.check) return { compare, success: [], failure };
   return {
-    compare: inner.guard.compare,
-    success: [...inner.guard.shared, ...inner.members.flatMap((m) => m.own!)],
-    failure: inner.guard.failure,
+    compare: [...compare, ...inner.members.flatMap((m) => m.change!.compare)],
+    success: [...inner.guard.shared, op.put(u.key, encodeUsage(clamp(u.current.bytes + u.total))), ...own],
+    failure,
   };
 }
 
@@ -292,7 +450,7 @@ function txnSize(txn: ITxnRequest): number {
  * the ones we make (a line is empty, or nobody in it is older) may see a newcomer of the same request or
  * not, as if it had come just before or just after, and either is an answer the caller could get alone.
  */
-function comparedKeys(txn: ITxnRequest): string[] {
+function comparedKeys(txn: Pick<ITxnRequest, "compare" | "success" | "failure">): string[] {
   const keys: string[] = [];
   const visit = (t: ITxnRequest) => {
     for (const c of t.compare ?? []) if (!c.range_end) keys.push(c.key!.toString("latin1"));
@@ -333,7 +491,7 @@ function opsBytes(ops: IRequestOp[] | undefined): number {
   return n;
 }
 
-function txnBytes(txn: ITxnRequest): number {
+function txnBytes(txn: Pick<ITxnRequest, "compare" | "success" | "failure">): number {
   let n = OP_OVERHEAD;
   for (const c of txn.compare ?? []) n += (c.key?.length ?? 0) + (c.range_end?.length ?? 0) + (c.value?.length ?? 0) + OP_OVERHEAD;
   return n + opsBytes(txn.success) + opsBytes(txn.failure);

@@ -7,6 +7,13 @@ import { createServer } from "node:net";
 /** The --max-request-bytes the embedded etcd runs with: room for a Txn of 1 MiB of values, and batches. */
 export const EMBEDDED_ETCD_MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
+/**
+ * The --quota-backend-bytes the embedded etcd runs with (etcd's own default, said explicitly): past it
+ * etcd raises NOSPACE and refuses writes. The server compacts etcd (compactor.ts) and bounds what each
+ * resource stores (--max-bytes-per-resource), so that this is reached only by many resources together.
+ */
+export const EMBEDDED_ETCD_QUOTA_BACKEND_BYTES = 2 * 1024 * 1024 * 1024;
+
 /** The one command that installs etcd, for messages to people. */
 export const ETCD_INSTALL_HINT = "sudo apt-get install -y etcd-server   (Debian/Ubuntu; or put an etcd 3.4+ binary on PATH)";
 
@@ -28,6 +35,8 @@ export interface EmbeddedEtcdOptions {
   binary?: string;
   /** Where etcd's own log goes; default <dataDir>/etcd.log. */
   logFile?: string;
+  /** etcd's --quota-backend-bytes; default EMBEDDED_ETCD_QUOTA_BACKEND_BYTES. */
+  quotaBackendBytes?: number;
 }
 
 export interface EmbeddedEtcd {
@@ -77,6 +86,7 @@ export async function startEmbeddedEtcd(opts: EmbeddedEtcdOptions): Promise<Embe
     "--initial-cluster", `fencekeeper=${peer}`,
     "--initial-cluster-state", "new",
     "--max-request-bytes", String(EMBEDDED_ETCD_MAX_REQUEST_BYTES),
+    "--quota-backend-bytes", String(opts.quotaBackendBytes ?? EMBEDDED_ETCD_QUOTA_BACKEND_BYTES),
     "--log-level", "warn",
   ];
   const log = createWriteStream(opts.logFile ?? join(opts.dataDir, "etcd.log"), { flags: "a" });

@@ -41,12 +41,29 @@ export class EtcdResponseTooLarge extends DomainError {
   }
 }
 
+/**
+ * etcd is out of space: its database reached --quota-backend-bytes, it raised the NOSPACE alarm, and it
+ * refuses every write (reads and deletes go on) until an operator frees space and disarms the alarm.
+ * Not the caller's fault and not retryable by the caller: RESOURCE_EXHAUSTED, saying what to do.
+ */
+export class EtcdNoSpace extends DomainError {
+  constructor(what: string) {
+    super(
+      "resource_exhausted",
+      `etcd is out of space and refuses writes (${what}): its database reached its --quota-backend-bytes. An operator must ` +
+        "free space and disarm the alarm: compact (etcdctl compact), defragment (etcdctl defrag), then `etcdctl alarm disarm`; " +
+        "or raise etcd's --quota-backend-bytes",
+      "ETCD_NO_SPACE",
+    );
+  }
+}
+
 /** Any failure of an etcd call, as the domain's error. */
 export function classify(what: string, err: unknown): Error {
   if (err instanceof DomainError) return err;
   if (err instanceof EtcdLeaseInvalidError) return new EtcdLeaseNotFound(what);
   if (err instanceof GRPCInvalidArgumentError) return new EtcdRefused(what, err);
-  if (err instanceof GRPCResourceExhastedError) return new EtcdResponseTooLarge(what, err);
+  if (err instanceof GRPCResourceExhastedError) return isNoSpace(err) ? new EtcdNoSpace(what) : new EtcdResponseTooLarge(what, err);
   if (err instanceof GRPCOutOfRangeError) return outOfRange(what, err);
   if (err instanceof GRPCFailedPreconditionError) {
     return new DomainError("failed_precondition", `etcd refused the request (${what}): ${etcdMessage(err)}`);
@@ -68,6 +85,14 @@ export function classify(what: string, err: unknown): Error {
   }
   // Data loss, permission and the like: a fault, not something a retry would mend.
   return new DomainError("internal", `etcd failed (${what}): ${etcdMessage(err)}`);
+}
+
+/**
+ * etcd answers RESOURCE_EXHAUSTED for its NOSPACE (rpctypes.ErrGRPCNoSpace), and grpc-js for an answer
+ * over its receive limit: only the text tells them apart.
+ */
+function isNoSpace(err: Error): boolean {
+  return err.message.includes("database space exceeded");
 }
 
 /**

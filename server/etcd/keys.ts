@@ -27,6 +27,10 @@
 //                                       generation issued (its value is not read)
 //   P r/R/fence                         the greatest generation accepted by the store, 20 decimal digits
 //   P r/R/d/<key>                       the fenced store's values
+//   P r/R/usage                         with --max-bytes-per-resource: the bytes (keys and values) of
+//                                       R's store entries, decimal; rewritten by every write of R's
+//                                       entries in the write's transaction (committer.ts). It sorts
+//                                       after the holders, out of Observe's watch
 // and, for all resources:
 //   P i/<sha-256 of the idempotency key, hex>   idempotency records, on shared leases of 24 h and more;
 //                                                with authentication on, the hash is of "principal", NUL, the
@@ -99,6 +103,10 @@ export class KeyLayout {
 
   fenceKey(resource: string): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}fence`);
+  }
+
+  usageKey(resource: string): Buffer {
+    return Buffer.from(`${this.resourceRoot(resource)}usage`);
   }
 
   dataPrefix(resource: string, keyPrefix = ""): Buffer {
@@ -174,6 +182,18 @@ export function encodeGeneration(generation: bigint): Buffer {
 export function decodeGeneration(value: Buffer | undefined): bigint {
   if (!value || value.length === 0) return 0n;
   return BigInt(value.toString());
+}
+
+/** A resource's stored bytes as kept in its usage key. */
+export function encodeUsage(bytes: bigint): Buffer {
+  return Buffer.from((bytes < 0n ? 0n : bytes).toString());
+}
+
+/** A usage key as read: its bytes (0 when absent), and its mod revision (0 when absent), which pins it. */
+export function decodeUsage(kv: IKeyValue | undefined): { bytes: bigint; mod: bigint } {
+  if (!kv) return { bytes: 0n, mod: 0n };
+  const text = kv.value.toString();
+  return { bytes: /^\d+$/.test(text) ? BigInt(text) : 0n, mod: BigInt(kv.mod_revision) };
 }
 
 /** The end of etcd's range for every key that starts with prefix. */

@@ -7,6 +7,8 @@ export const cmp = {
   createdAt: (key: Buffer, rev: bigint): ICompare => ({ key, target: "Create", result: "Equal", create_revision: rev.toString() }),
   /** The key exists. */
   exists: (key: Buffer): ICompare => ({ key, target: "Create", result: "Greater", create_revision: "0" }),
+  /** The key's mod revision equals rev (0: the key does not exist). */
+  modAt: (key: Buffer, rev: bigint): ICompare => ({ key, target: "Mod", result: "Equal", mod_revision: rev.toString() }),
   /** The key's mod revision is greater than rev (a missing key has 0). */
   modAbove: (key: Buffer, rev: bigint): ICompare => ({ key, target: "Mod", result: "Greater", mod_revision: rev.toString() }),
   /** The key is attached to lease id. */

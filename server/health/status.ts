@@ -1,7 +1,7 @@
 // Whether the server takes calls, per service name, as the health service reports it.
 //
-// The server as a whole ("") and each API service are SERVING while etcd answers and the server is not
-// draining, NOT_SERVING otherwise: these are the names for readiness and load balancing. "liveness"
+// The server as a whole ("") and each API service are SERVING while etcd answers, has room for writes
+// (no NOSPACE alarm: etcd refuses every write then) and the server is not draining, NOT_SERVING otherwise: these are the names for readiness and load balancing. "liveness"
 // stays SERVING for as long as the process answers, so that a liveness probe does not restart every
 // replica while etcd is away (a restart would not bring etcd back).
 import { HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
@@ -13,6 +13,7 @@ export const LIVENESS = "liveness";
 
 export class HealthStatus {
   private etcdReachable = false;
+  private etcdNoSpace = false;
   private draining = false;
   private readonly listeners = new Set<() => void>();
 
@@ -23,7 +24,7 @@ export class HealthStatus {
   of(service: string): ServingStatus | undefined {
     if (service === LIVENESS) return ServingStatus.SERVING;
     if (service !== "" && !this.services.includes(service)) return undefined;
-    return this.etcdReachable && !this.draining ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+    return this.etcdReachable && !this.etcdNoSpace && !this.draining ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
   }
 
   /** Every name with its status. */
@@ -42,6 +43,17 @@ export class HealthStatus {
   setEtcdReachable(reachable: boolean): void {
     if (reachable === this.etcdReachable) return;
     this.etcdReachable = reachable;
+    this.changed();
+  }
+
+  get etcdOutOfSpace(): boolean {
+    return this.etcdNoSpace;
+  }
+
+  /** etcd's NOSPACE alarm is raised: it refuses writes until an operator frees space and disarms it. */
+  setEtcdOutOfSpace(noSpace: boolean): void {
+    if (noSpace === this.etcdNoSpace) return;
+    this.etcdNoSpace = noSpace;
     this.changed();
   }
 

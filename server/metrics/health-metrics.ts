@@ -19,4 +19,12 @@ export function healthMetrics(registry: Registry, status: HealthStatus): void {
       this.set(status.etcdUp ? 1 : 0);
     },
   });
+  new Gauge({
+    name: "fencekeeper_etcd_out_of_space",
+    help: "1 while etcd has its NOSPACE alarm raised (it refuses every write until an operator frees space and disarms it), else 0.",
+    registers: [registry],
+    collect() {
+      this.set(status.etcdOutOfSpace ? 1 : 0);
+    },
+  });
 }

@@ -9,18 +9,25 @@
 // idempotency record is among them, so a retry is answered from it whatever the fence says now.
 // Mutations of one resource under one token (without idempotency keys) share their compares and their
 // fence write, so the committer can commit many of them in one inner transaction.
+//
+// With --max-bytes-per-resource, a mutation first reads the entries it replaces or deletes (their sizes
+// make its change to the resource's stored bytes), and its transaction compares their mod revisions,
+// so that the change is exact when it commits; the committer decides the quota in the same transaction
+// (committer.ts, UsageChange). Should an entry have changed between the read and the commit, the
+// mutation reads again. Bytes counted: each entry's key and value.
 import type { IKeyValue, IRequestOp } from "etcd3";
 import { DomainError, invalid, notHolder } from "../domain/errors.js";
 import type { DomainEvents, WriteOp } from "../domain/events.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } from "../domain/limits.js";
 import type { FenceMode, Token } from "../domain/token.js";
 import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../domain/validate.js";
-import type { Committer, Guard } from "../etcd/committer.js";
+import type { Committer, Guard, UsageChange } from "../etcd/committer.js";
 import type { HoldMember } from "../etcd/hold.js";
 import { EtcdLeaseNotFound, EtcdResponseTooLarge } from "../etcd/errors.js";
 import {
   decodeGeneration,
   decodeRecord,
+  decodeUsage,
   encodeGeneration,
   encodeRecord,
   fenceCompares,
@@ -30,6 +37,7 @@ import {
   type KeyLayout,
 } from "../etcd/keys.js";
 import { cmp, op } from "../etcd/ops.js";
+import type { Outcome } from "../etcd/committer.js";
 import type { Reader } from "../etcd/reader.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import { fingerprintOf, hashKey, type IdempotencyLeases } from "./idempotency.js";
@@ -244,7 +252,65 @@ export class FencedStore {
       shared: [op.put(fenceKey, encodeGeneration(g))],
       failure,
     };
-    const res = await committer.commitGuarded(what, guard, own, held);
+    const limit = BigInt(this.d.limits.maxBytesPerResource);
+    for (;;) {
+      const usage = limit > 0n ? await this.usageChange(m, limit) : undefined;
+      const res = await committer.commitGuarded(what, guard, own, usage, held);
+      if (res.quota) {
+        this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "QUOTA_EXCEEDED" });
+        throw quotaExceeded(m.resource, res.quota.usage, res.quota.delta, res.quota.limit);
+      }
+      const commit = this.outcome(m, token, what, live, res, record);
+      // No cause in what the fence says: an entry the change was computed from changed meanwhile.
+      if (commit === undefined && usage) continue;
+      if (commit === undefined) {
+        throw new Error(`mutation of "${m.resource}" refused without a cause (generation ${g})`);
+      }
+      return commit;
+    }
+  }
+
+  /** What a mutation changes in its resource's stored bytes: the entries it writes, as they are now and after. */
+  private async usageChange(m: Mutation, limit: bigint): Promise<UsageChange> {
+    const { keys, reader } = this.d;
+    const usageKey = keys.usageKey(m.resource);
+    const dataKeys = m.ops.map((o) => keys.dataKey(m.resource, o.key));
+    let read: { usage: IKeyValue | undefined; entries: (IKeyValue | undefined)[]; revision: bigint };
+    try {
+      const snap = await reader.snapshot("quota read", [{ key: usageKey }, ...dataKeys.map((key) => ({ key }))]);
+      read = { usage: snap.ranges[0].kvs[0], entries: snap.ranges.slice(1).map((r) => r.kvs[0]), revision: snap.revision };
+    } catch (err) {
+      if (!(err instanceof EtcdResponseTooLarge)) throw err;
+      // Entries too large to read at once: one at a time. Not one snapshot, and need not be: the
+      // transaction compares each one's revision, and the usage key's. Known at the first read's revision.
+      const one = (key: Buffer) => reader.range("quota read", { key });
+      const first = await one(usageKey);
+      read = { usage: first.kvs[0], entries: [], revision: BigInt(first.header.revision) };
+      for (const key of dataKeys) read.entries.push((await one(key)).kvs[0]);
+    }
+    const seen = read.revision;
+    const entries = m.ops.map((o, i) => {
+      const old = read.entries[i];
+      const keyBytes = BigInt(Buffer.byteLength(o.key, "utf8"));
+      return {
+        key: dataKeys[i],
+        read: old ? { mod: BigInt(old.mod_revision), bytes: keyBytes + BigInt(old.value.length), seen } : { mod: 0n, bytes: 0n, seen },
+        after: o.kind === "put" ? keyBytes + BigInt(o.value.byteLength) : 0n,
+      };
+    });
+    return { key: usageKey, read: { ...decodeUsage(read.usage), seen }, limit, entries };
+  }
+
+  /** A committed mutation, the refusal its failed compares say, or undefined when they say none. */
+  private outcome(
+    m: Mutation,
+    token: Token,
+    what: WriteOp,
+    live: boolean,
+    res: Outcome,
+    record?: { key: Buffer; fingerprint: string; lease: bigint },
+  ): Commit | undefined {
+    const g = token.generation;
     if (res.succeeded) {
       this.d.events.emit({ type: "written", op: what, resource: m.resource, generation: g, revision: res.revision });
       return { revision: res.revision, fence: g, replayed: false };
@@ -287,8 +353,18 @@ export class FencedStore {
         { ...meta, lease_id: String(token.leaseId) },
       );
     }
-    throw new Error(`mutation of "${m.resource}" refused without a cause: fence ${currentFence}, issued ${lastIssued}, generation ${g}`);
+    return undefined;
   }
+}
+
+function quotaExceeded(resource: string, usage: bigint, delta: bigint, limit: bigint): DomainError {
+  return new DomainError(
+    "resource_exhausted",
+    `quota exceeded: "${resource}" stores ${usage} bytes and this write adds ${delta}, over its quota of ${limit} bytes ` +
+      "(--max-bytes-per-resource; keys and values count); nothing was written. Delete entries of the resource, or ask the operator for a larger quota",
+    "QUOTA_EXCEEDED",
+    { resource, usage: String(usage), delta: String(delta), limit: String(limit) },
+  );
 }
 
 function replay(kv: IKeyValue, fingerprint: string, idempotencyKey: string): Commit {

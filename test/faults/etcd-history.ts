@@ -1,6 +1,6 @@
 // The truth of a run, read back from etcd after it: every change under the servers' prefix, revision by
 // revision from the first (a watch from revision 1 replays etcd's whole history; nothing compacts it
-// during a run: the servers do not compact, and the cluster runs without auto-compaction), and the
+// during a run: the servers run with --compaction-interval 0, and the cluster runs without auto-compaction), and the
 // final contents. A sentinel key written last tells the watch where the history ends.
 import { Etcd3, type IKeyValue } from "etcd3";
 

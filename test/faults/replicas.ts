@@ -31,7 +31,7 @@ export class Replica {
   /** Starts it (again) on its port. */
   async restart(): Promise<void> {
     // The last --listen and --log-level win over startServer's own.
-    this.server = await startServer({ etcd: this.etcd.join(","), prefix: this.prefix, args: ["--listen", `127.0.0.1:${this.port}`, "--log-level", "info"] });
+    this.server = await startServer({ etcd: this.etcd.join(","), prefix: this.prefix, args: ["--listen", `127.0.0.1:${this.port}`, "--log-level", "info", "--compaction-interval", "0"] });
   }
 
   /** SIGKILL: a crash, nothing cleaned up. */

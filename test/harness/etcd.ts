@@ -16,16 +16,21 @@ export interface TestEtcd {
   destroy(): Promise<void>;
 }
 
-export async function startEtcd(): Promise<TestEtcd> {
+export interface TestEtcdOptions {
+  /** etcd's --quota-backend-bytes: a small one lets a test fill etcd (NOSPACE) in a few seconds. */
+  quotaBackendBytes?: number;
+}
+
+export async function startEtcd(opts: TestEtcdOptions = {}): Promise<TestEtcd> {
   if (!etcdAvailable()) throw new Error(`the tests need etcd on PATH. Install it with:\n  ${ETCD_INSTALL_HINT}`);
   const dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-etcd-"));
-  let etcd: EmbeddedEtcd = await startEmbeddedEtcd({ dataDir: dir });
+  let etcd: EmbeddedEtcd = await startEmbeddedEtcd({ dataDir: dir, quotaBackendBytes: opts.quotaBackendBytes });
   const { clientPort, peerPort, endpoint } = etcd;
   return {
     endpoint,
     stop: () => etcd.stop(),
     async start() {
-      etcd = await startEmbeddedEtcd({ dataDir: dir, clientPort, peerPort });
+      etcd = await startEmbeddedEtcd({ dataDir: dir, clientPort, peerPort, quotaBackendBytes: opts.quotaBackendBytes });
     },
     pause: () => etcd.process.kill("SIGSTOP"),
     resume: () => etcd.process.kill("SIGCONT"),

@@ -330,6 +330,35 @@ describe("the group committer", function () {
     const refusedRequest = sent.find((req) => keysOf(req).includes(`${prefix}bad`) && carried(req) > 1);
     expect(refusedRequest, "a request of several transactions with the one at fault").to.not.equal(undefined);
   });
+
+  it("writes of one resource under one guard share one rewrite of its usage key, with the sum of their changes; those past the limit are refused, and none passes it", async () => {
+    const limits = { maxTxnOps: 128, maxRequestBytes: 1_400_000, maxInFlight: 1 };
+    const c = committer(limits);
+    const guard = { key: "g", compare: [], shared: [op.put(key("fence"), Buffer.from("1"))], failure: [] };
+    const usageOf = (i: number) => ({
+      key: key("usage"),
+      // As every writer read it before any commit: the committer knows better after its first.
+      read: { mod: 0n, bytes: 0n, seen: 0n },
+      limit: 1000n,
+      entries: [{ key: key(`e${i}`), read: { mod: 0n, bytes: 0n, seen: 0n }, after: 100n }],
+    });
+    const outcomes = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => c.commitGuarded(`w${i}`, guard, [op.put(key(`e${i}`), Buffer.alloc(90, 0x61))], usageOf(i))),
+    );
+    const committed = outcomes.filter((o) => o.succeeded);
+    const refusals = outcomes.filter((o) => o.quota);
+    expect(committed.length, "committed").to.equal(10);
+    expect(refusals.length, "refused for the quota").to.equal(10);
+    for (const r of refusals) expect(r.quota).to.deep.equal({ usage: 1000n, limit: 1000n, delta: 100n });
+    expect((await get("usage")).value.toString()).to.equal("1000");
+    for (let i = 0; i < 20; i++) expect((await get(`e${i}`)) !== undefined, `e${i} written`).to.equal(outcomes[i].succeeded);
+    // The first went alone; the nine that fit after it went together, with one rewrite of the usage.
+    const writes = sent.filter((req) => (req.success ?? []).some((o) => o.request_put));
+    expect(writes.length, "requests that wrote").to.equal(2);
+    expect(writes[1].success!.filter((o) => o.request_put?.key?.equals(key("usage")))).to.have.length(1);
+    checkRequests(limits);
+    expect(refused).to.deep.equal([]);
+  });
 });
 
 /** Which response a branch's operation got. */

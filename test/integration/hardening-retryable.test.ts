@@ -110,12 +110,18 @@ describe("hardening: bad input is not answered as retryable (issue 8, item 3)", 
   });
 
   describe("transaction limits that must fit etcd's (128 operations by default)", () => {
-    it("--max-txn-ops 1000: the server refuses to start, naming --max-txn-ops and the largest value that fits (126)", async () => {
-      const { code, output } = await refusedStart(s.etcd.endpoint, ["--max-txn-ops", "1000"]);
-      expect(code, output).to.not.equal(0);
-      expect(output).to.contain("--max-txn-ops");
-      expect(output).to.match(/\b126\b/);
-    });
+    // The per-resource quota (on by default) compares each operation's entry, and the usage key.
+    for (const [fits, args] of [
+      [122, []],
+      [126, ["--max-bytes-per-resource", "0"]],
+    ] as const) {
+      it(`--max-txn-ops 1000${args.length ? ` ${args.join(" ")}` : ""}: the server refuses to start, naming --max-txn-ops and the largest value that fits (${fits})`, async () => {
+        const { code, output } = await refusedStart(s.etcd.endpoint, ["--max-txn-ops", "1000", ...args]);
+        expect(code, output).to.not.equal(0);
+        expect(output).to.contain("--max-txn-ops");
+        expect(output).to.match(new RegExp(`\\b${fits}\\b`));
+      });
+    }
 
     it("--etcd-max-txn-ops 200 against an etcd that accepts 128: the server refuses to start, naming --etcd-max-txn-ops", async () => {
       const { code, output } = await refusedStart(s.etcd.endpoint, ["--etcd-max-txn-ops", "200"]);
@@ -124,40 +130,45 @@ describe("hardening: bad input is not answered as retryable (issue 8, item 3)", 
       expect(output, "a setting the server knows, refused for what etcd accepts").to.match(/\b200\b/).and.not.match(/unknown option/);
     });
 
-    it("--max-txn-ops 126: a Txn of 126 operations commits (also with an idempotency key, and beside other writes); one of 127 is INVALID_ARGUMENT stating the limit", async () => {
-      const server = await startServer({ etcd: s.etcd.endpoint, args: ["--max-txn-ops", "126"] });
-      try {
-        const c = clientsFor(server.url);
-        const r = uniqueResource("txn");
-        const t = (await c.lease.acquire({ resource: r, ttl: ttl(60) })).token!;
-        const ops = (n: number, tag: string) =>
-          Array.from({ length: n }, (_, i) => ({ op: { case: "put" as const, value: { key: `${tag}${i}`, value: Buffer.from(tag) } } }));
+    for (const [n, args] of [
+      [122, []],
+      [126, ["--max-bytes-per-resource", "0"]],
+    ] as const) {
+      it(`--max-txn-ops ${n}${args.length ? ` ${args.join(" ")}` : ""}: a Txn of ${n} operations commits (also with an idempotency key, and beside other writes); one of ${n + 1} is INVALID_ARGUMENT stating the limit`, async () => {
+        const server = await startServer({ etcd: s.etcd.endpoint, args: ["--max-txn-ops", String(n), ...args] });
+        try {
+          const c = clientsFor(server.url);
+          const r = uniqueResource("txn");
+          const t = (await c.lease.acquire({ resource: r, ttl: ttl(60) })).token!;
+          const ops = (count: number, tag: string) =>
+            Array.from({ length: count }, (_, i) => ({ op: { case: "put" as const, value: { key: `${tag}${i}`, value: Buffer.from(tag) } } }));
 
-        await c.store.txn({ resource: r, mutation: { token: t }, ops: ops(126, "plain") });
-        await c.store.txn({ resource: r, mutation: { token: t, idempotencyKey: `txn-${r}` }, ops: ops(126, "keyed") });
-        // Beside concurrent writes, which the server may pack into the same etcd request.
-        const other = uniqueResource("txn-other");
-        const ot = (await c.lease.acquire({ resource: other, ttl: ttl(60) })).token!;
-        await Promise.all([
-          c.store.txn({ resource: r, mutation: { token: t, idempotencyKey: `txn2-${r}` }, ops: ops(126, "busy") }),
-          // Under the same token as the Puts below, so that it may share their guard in one transaction.
-          c.store.txn({ resource: r, mutation: { token: t }, ops: ops(126, "group") }),
-          ...Array.from({ length: 20 }, (_, i) => c.store.put({ resource: other, key: `p${i}`, value: Buffer.from("p"), mutation: { token: ot } })),
-          ...Array.from({ length: 5 }, (_, i) => c.store.put({ resource: r, key: `q${i}`, value: Buffer.from("q"), mutation: { token: t } })),
-        ]);
-        const listed = await c.store.range({ resource: r, pageSize: 1000, keysOnly: true });
-        expect(listed.entries.length).to.equal(4 * 126 + 5);
+          await c.store.txn({ resource: r, mutation: { token: t }, ops: ops(n, "plain") });
+          await c.store.txn({ resource: r, mutation: { token: t, idempotencyKey: `txn-${r}` }, ops: ops(n, "keyed") });
+          // Beside concurrent writes, which the server may pack into the same etcd request.
+          const other = uniqueResource("txn-other");
+          const ot = (await c.lease.acquire({ resource: other, ttl: ttl(60) })).token!;
+          await Promise.all([
+            c.store.txn({ resource: r, mutation: { token: t, idempotencyKey: `txn2-${r}` }, ops: ops(n, "busy") }),
+            // Under the same token as the Puts below, so that it may share their guard in one transaction.
+            c.store.txn({ resource: r, mutation: { token: t }, ops: ops(n, "group") }),
+            ...Array.from({ length: 20 }, (_, i) => c.store.put({ resource: other, key: `p${i}`, value: Buffer.from("p"), mutation: { token: ot } })),
+            ...Array.from({ length: 5 }, (_, i) => c.store.put({ resource: r, key: `q${i}`, value: Buffer.from("q"), mutation: { token: t } })),
+          ]);
+          const listed = await c.store.range({ resource: r, pageSize: 1000, keysOnly: true });
+          expect(listed.entries.length).to.equal(4 * n + 5);
 
-        for (const idempotencyKey of ["", `txn3-${r}`]) {
-          const err = await failure(c.store.txn({ resource: r, mutation: { token: t, idempotencyKey }, ops: ops(127, "over") }));
-          expect(Code[err.code], err.message).to.equal("InvalidArgument");
-          expect(err.rawMessage).to.match(/127 operations; at most 126/);
+          for (const idempotencyKey of ["", `txn3-${r}`]) {
+            const err = await failure(c.store.txn({ resource: r, mutation: { token: t, idempotencyKey }, ops: ops(n + 1, "over") }));
+            expect(Code[err.code], err.message).to.equal("InvalidArgument");
+            expect(err.rawMessage).to.match(new RegExp(`${n + 1} operations; at most ${n}`));
+          }
+          expect((await c.store.range({ resource: r, prefix: "over", keysOnly: true })).entries).to.have.length(0);
+        } finally {
+          await server.stop();
         }
-        expect((await c.store.range({ resource: r, prefix: "over", keysOnly: true })).entries).to.have.length(0);
-      } finally {
-        await server.stop();
-      }
-    });
+      });
+    }
   });
 
   describe("malformed protobuf as the message of Put", () => {

@@ -83,6 +83,16 @@ const (
 	// ACQUIRE_MODE_SHARED). Shared holders may read; only an exclusive acquisition's token writes.
 	// Metadata: "resource", "generation".
 	ErrorReason_SHARED_TOKEN ErrorReason = 15
+	// RESOURCE_EXHAUSTED: the write would take the bytes stored under the resource (keys and values of its
+	// store entries) past the server's --max-bytes-per-resource. Nothing was written. Delete entries of
+	// the resource, or ask the operator for a larger quota. Metadata: "resource", "usage" and "delta"
+	// (bytes: stored now, and what the write adds), "limit" (bytes).
+	ErrorReason_QUOTA_EXCEEDED ErrorReason = 16
+	// RESOURCE_EXHAUSTED: etcd has run out of space (its NOSPACE alarm: the database reached its
+	// --quota-backend-bytes) and refuses every write until an operator frees space and disarms the alarm
+	// (compact, defragment, `etcdctl alarm disarm`, or a larger --quota-backend-bytes). Not retryable
+	// until then; the health service reports NOT_SERVING meanwhile.
+	ErrorReason_ETCD_NO_SPACE ErrorReason = 17
 	// INVALID_ARGUMENT, from FencedStoreService.Batch: the batch as a whole is over its bounds (more
 	// than 1000 writes, or more than 2 MiB of values) or empty. Nothing was applied. Split the writes
 	// into smaller batches. Metadata: "writes" (the count), "value_bytes", "max_writes", "max_value_bytes".
@@ -108,6 +118,8 @@ var (
 		13: "TOKEN_SIGNATURE_INVALID",
 		14: "LOCK_DELAY",
 		15: "SHARED_TOKEN",
+		16: "QUOTA_EXCEEDED",
+		17: "ETCD_NO_SPACE",
 		24: "BATCH_TOO_LARGE",
 	}
 	ErrorReason_value = map[string]int32{
@@ -127,6 +139,8 @@ var (
 		"TOKEN_SIGNATURE_INVALID":  13,
 		"LOCK_DELAY":               14,
 		"SHARED_TOKEN":             15,
+		"QUOTA_EXCEEDED":           16,
+		"ETCD_NO_SPACE":            17,
 		"BATCH_TOO_LARGE":          24,
 	}
 )
@@ -162,7 +176,7 @@ var File_fencekeeper_v1_errors_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\x83\x03\n" +
+	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xaa\x03\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSTALE_TOKEN\x10\x01\x12\x12\n" +
@@ -182,7 +196,9 @@ const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\x17TOKEN_SIGNATURE_INVALID\x10\r\x12\x0e\n" +
 	"\n" +
 	"LOCK_DELAY\x10\x0e\x12\x10\n" +
-	"\fSHARED_TOKEN\x10\x0f\x12\x13\n" +
+	"\fSHARED_TOKEN\x10\x0f\x12\x12\n" +
+	"\x0eQUOTA_EXCEEDED\x10\x10\x12\x11\n" +
+	"\rETCD_NO_SPACE\x10\x11\x12\x13\n" +
 	"\x0fBATCH_TOO_LARGE\x10\x18Bj\n" +
 	"\x11io.fencekeeper.v1B\vErrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 

@@ -9,7 +9,7 @@ import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file fencekeeper/v1/errors.proto.
  */
 export const file_fencekeeper_v1_errors: GenFile = /*@__PURE__*/
-  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKoMDCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJEhMKD1VOQVVUSEVOVElDQVRFRBAKEhUKEVBFUk1JU1NJT05fREVOSUVEEAsSDgoKTk9UX0hPTERFUhAMEhsKF1RPS0VOX1NJR05BVFVSRV9JTlZBTElEEA0SDgoKTE9DS19ERUxBWRAOEhAKDFNIQVJFRF9UT0tFThAPEhMKD0JBVENIX1RPT19MQVJHRRAYQmoKEWlvLmZlbmNla2VlcGVyLnYxQgtFcnJvcnNQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM");
+  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKqoDCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJEhMKD1VOQVVUSEVOVElDQVRFRBAKEhUKEVBFUk1JU1NJT05fREVOSUVEEAsSDgoKTk9UX0hPTERFUhAMEhsKF1RPS0VOX1NJR05BVFVSRV9JTlZBTElEEA0SDgoKTE9DS19ERUxBWRAOEhAKDFNIQVJFRF9UT0tFThAPEhIKDlFVT1RBX0VYQ0VFREVEEBASEQoNRVRDRF9OT19TUEFDRRAREhMKD0JBVENIX1RPT19MQVJHRRAYQmoKEWlvLmZlbmNla2VlcGVyLnYxQgtFcnJvcnNQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM");
 
 /**
  * The reasons fencekeeper puts in the `google.rpc.ErrorInfo` detail of a failed call, with domain
@@ -154,6 +154,26 @@ export enum ErrorReason {
    * @generated from enum value: SHARED_TOKEN = 15;
    */
   SHARED_TOKEN = 15,
+
+  /**
+   * RESOURCE_EXHAUSTED: the write would take the bytes stored under the resource (keys and values of its
+   * store entries) past the server's --max-bytes-per-resource. Nothing was written. Delete entries of
+   * the resource, or ask the operator for a larger quota. Metadata: "resource", "usage" and "delta"
+   * (bytes: stored now, and what the write adds), "limit" (bytes).
+   *
+   * @generated from enum value: QUOTA_EXCEEDED = 16;
+   */
+  QUOTA_EXCEEDED = 16,
+
+  /**
+   * RESOURCE_EXHAUSTED: etcd has run out of space (its NOSPACE alarm: the database reached its
+   * --quota-backend-bytes) and refuses every write until an operator frees space and disarms the alarm
+   * (compact, defragment, `etcdctl alarm disarm`, or a larger --quota-backend-bytes). Not retryable
+   * until then; the health service reports NOT_SERVING meanwhile.
+   *
+   * @generated from enum value: ETCD_NO_SPACE = 17;
+   */
+  ETCD_NO_SPACE = 17,
 
   /**
    * INVALID_ARGUMENT, from FencedStoreService.Batch: the batch as a whole is over its bounds (more

@@ -22,6 +22,8 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TOKEN_SIGNATURE_INVALID: _ClassVar[ErrorReason]
     LOCK_DELAY: _ClassVar[ErrorReason]
     SHARED_TOKEN: _ClassVar[ErrorReason]
+    QUOTA_EXCEEDED: _ClassVar[ErrorReason]
+    ETCD_NO_SPACE: _ClassVar[ErrorReason]
     BATCH_TOO_LARGE: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 STALE_TOKEN: ErrorReason
@@ -39,4 +41,6 @@ NOT_HOLDER: ErrorReason
 TOKEN_SIGNATURE_INVALID: ErrorReason
 LOCK_DELAY: ErrorReason
 SHARED_TOKEN: ErrorReason
+QUOTA_EXCEEDED: ErrorReason
+ETCD_NO_SPACE: ErrorReason
 BATCH_TOO_LARGE: ErrorReason

@@ -171,6 +171,28 @@ public enum ErrorReason
   SHARED_TOKEN(15),
   /**
    * <pre>
+   * RESOURCE_EXHAUSTED: the write would take the bytes stored under the resource (keys and values of its
+   * store entries) past the server's --max-bytes-per-resource. Nothing was written. Delete entries of
+   * the resource, or ask the operator for a larger quota. Metadata: "resource", "usage" and "delta"
+   * (bytes: stored now, and what the write adds), "limit" (bytes).
+   * </pre>
+   *
+   * <code>QUOTA_EXCEEDED = 16;</code>
+   */
+  QUOTA_EXCEEDED(16),
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: etcd has run out of space (its NOSPACE alarm: the database reached its
+   * --quota-backend-bytes) and refuses every write until an operator frees space and disarms the alarm
+   * (compact, defragment, `etcdctl alarm disarm`, or a larger --quota-backend-bytes). Not retryable
+   * until then; the health service reports NOT_SERVING meanwhile.
+   * </pre>
+   *
+   * <code>ETCD_NO_SPACE = 17;</code>
+   */
+  ETCD_NO_SPACE(17),
+  /**
+   * <pre>
    * INVALID_ARGUMENT, from FencedStoreService.Batch: the batch as a whole is over its bounds (more
    * than 1000 writes, or more than 2 MiB of values) or empty. Nothing was applied. Split the writes
    * into smaller batches. Metadata: "writes" (the count), "value_bytes", "max_writes", "max_value_bytes".
@@ -345,6 +367,28 @@ public enum ErrorReason
   public static final int SHARED_TOKEN_VALUE = 15;
   /**
    * <pre>
+   * RESOURCE_EXHAUSTED: the write would take the bytes stored under the resource (keys and values of its
+   * store entries) past the server's --max-bytes-per-resource. Nothing was written. Delete entries of
+   * the resource, or ask the operator for a larger quota. Metadata: "resource", "usage" and "delta"
+   * (bytes: stored now, and what the write adds), "limit" (bytes).
+   * </pre>
+   *
+   * <code>QUOTA_EXCEEDED = 16;</code>
+   */
+  public static final int QUOTA_EXCEEDED_VALUE = 16;
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: etcd has run out of space (its NOSPACE alarm: the database reached its
+   * --quota-backend-bytes) and refuses every write until an operator frees space and disarms the alarm
+   * (compact, defragment, `etcdctl alarm disarm`, or a larger --quota-backend-bytes). Not retryable
+   * until then; the health service reports NOT_SERVING meanwhile.
+   * </pre>
+   *
+   * <code>ETCD_NO_SPACE = 17;</code>
+   */
+  public static final int ETCD_NO_SPACE_VALUE = 17;
+  /**
+   * <pre>
    * INVALID_ARGUMENT, from FencedStoreService.Batch: the batch as a whole is over its bounds (more
    * than 1000 writes, or more than 2 MiB of values) or empty. Nothing was applied. Split the writes
    * into smaller batches. Metadata: "writes" (the count), "value_bytes", "max_writes", "max_value_bytes".
@@ -395,6 +439,8 @@ public enum ErrorReason
       case 13: return TOKEN_SIGNATURE_INVALID;
       case 14: return LOCK_DELAY;
       case 15: return SHARED_TOKEN;
+      case 16: return QUOTA_EXCEEDED;
+      case 17: return ETCD_NO_SPACE;
       case 24: return BATCH_TOO_LARGE;
       default: return null;
     }
