@@ -20,7 +20,11 @@
 // owner (the caller that asked: a principal or a client address), served in turn, one each. A caller
 // that floods renewals fills only its own queue, and another caller's renewal goes out within one turn.
 // A renewal of a lease already waiting, unsent, in the queue joins it: etcd is asked once, after both
-// asked, which is what each of them counts its TTL from.
+// asked, which is what each of them counts its TTL from. (A renewal already sent is not joined: it was
+// sent before the later caller asked, and would renew less than that caller counts on.) What a flood
+// costs is its sender's: its renewals that wait past the timeout are answered UNAVAILABLE and leave its
+// queue, and no amount of waiting renewals slows the sending of the others (the queues are taken from
+// the front without copying), so the stream never goes silent for everyone because of one caller.
 //
 // An acquisition with a lock-delay has a delay lease beside its own (keys.ts, delayLeaseOf): renewing
 // or revoking the acquisition's lease renews or revokes its delay lease too, whoever asks, on any
@@ -62,6 +66,43 @@ interface Link {
   answered: boolean;
 }
 
+/**
+ * Renewals in the order asked, taken from the front. Not an array's shift(): on an array of a flood's
+ * size that copies the array, once for every renewal sent.
+ */
+class Fifo {
+  private items: Renewal[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(r: Renewal): void {
+    this.items.push(r);
+  }
+
+  /** The oldest, without taking it. */
+  peek(): Renewal | undefined {
+    return this.items[this.head];
+  }
+
+  shift(): Renewal | undefined {
+    if (this.head === this.items.length) return undefined;
+    const r = this.items[this.head];
+    this.items[this.head++] = undefined as never;
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return r;
+  }
+
+  all(): Renewal[] {
+    return this.items.slice(this.head);
+  }
+}
+
 /** Most renewals sent to etcd and not answered yet; the rest wait their owner's turn. */
 const SENT_WINDOW = 256;
 /**
@@ -79,12 +120,14 @@ export class Leases {
   /** Renewals taken from a stream that stopped working, to send first on the next one. */
   private resend: Renewal[] = [];
   /** Renewals not sent yet, per owner; the owners in turn order (the next to send first). */
-  private readonly queues = new Map<string, Renewal[]>();
+  private readonly queues = new Map<string, Fifo>();
   /** The unsent renewal of each lease id, which a new request for the same lease joins. */
   private readonly queuedById = new Map<string, Renewal>();
   private queued = 0;
   private sweeper?: NodeJS.Timeout;
+  private lastSweep?: number;
   private readonly stallMs: number;
+  private readonly sweepEveryMs: number;
 
   constructor(
     private readonly etcd: Etcd3,
@@ -92,6 +135,7 @@ export class Leases {
     private readonly renewTimeoutMs: number,
   ) {
     this.stallMs = Math.min(STALL_MS, renewTimeoutMs / 2);
+    this.sweepEveryMs = Math.max(25, this.stallMs / 4);
   }
   /** Grants a lease; with id, that one (etcd refuses an id in use: FAILED_PRECONDITION). */
   async grant(ttlSeconds: number, id?: bigint): Promise<{ id: bigint; ttlSeconds: number }> {
@@ -167,10 +211,17 @@ export class Leases {
       const r: Renewal = { id: key, owner, askedAt: performance.now(), sentAt: 0, answered: false, callers: [{ resolve, reject }] };
       const queue = this.queues.get(owner);
       if (queue) queue.push(r);
-      else this.queues.set(owner, [r]);
+      else {
+        const fresh = new Fifo();
+        fresh.push(r);
+        this.queues.set(owner, fresh);
+      }
       this.queuedById.set(key, r);
       this.queued++;
-      this.sweeper ??= setInterval(() => this.sweep(), Math.max(25, Math.min(this.renewTimeoutMs, this.stallMs) / 4));
+      if (!this.sweeper) {
+        this.lastSweep = undefined;
+        this.sweeper = setInterval(() => this.sweep(), this.sweepEveryMs);
+      }
       this.open();
       this.pump();
     });
@@ -272,6 +323,9 @@ export class Leases {
   /** Answers UNAVAILABLE to renewals past the timeout; replaces the stream when it has gone silent. */
   private sweep(): void {
     const now = performance.now();
+    // How late this sweep runs: a busy event loop, not etcd, kept answers from being read meanwhile.
+    const lag = this.lastSweep === undefined ? 0 : now - this.lastSweep - this.sweepEveryMs;
+    this.lastSweep = now;
     const link = this.link;
     const sent = link ? link.waiting.length - link.head : 0;
     if (sent === 0 && this.queued === 0 && this.resend.length === 0 && !this.opening) return this.stopSweeping();
@@ -286,18 +340,27 @@ export class Leases {
     if (link) for (let i = link.head; i < link.waiting.length; i++) giveUp(link.waiting[i]);
     this.resend.forEach(giveUp);
     this.resend = this.resend.filter((r) => !r.answered);
-    // Unsent ones that waited their turn too long are answered too, and skipped when their turn comes.
-    for (const queue of this.queues.values()) {
-      for (const r of queue) {
-        if (now - r.askedAt <= this.renewTimeoutMs) break;
+    // Unsent ones that waited their turn too long are answered too, and leave their queue (a queue is
+    // in the order asked, so they are its head): a flood that etcd cannot keep up with costs its sender
+    // its renewals, and neither memory nor the sweeps' time.
+    for (const [owner, queue] of this.queues) {
+      for (let r = queue.peek(); r && (r.answered || now - r.askedAt > this.renewTimeoutMs); r = queue.peek()) {
+        queue.shift();
+        this.queued--;
         giveUp(r);
         if (this.queuedById.get(r.id) === r) this.queuedById.delete(r.id);
       }
+      if (queue.length === 0) this.queues.delete(owner);
     }
     const oldest = link?.waiting[link.head];
-    if (link && oldest && now - oldest.sentAt > this.stallMs) {
-      this.lost(link, unavailable("lease keepalive", new Error(`no answer within ${Math.round(this.stallMs)} ms`)), false);
-    }
+    if (!link || !oldest || now - oldest.sentAt <= this.stallMs || lag > this.stallMs / 2) return;
+    // Silent for stallMs, as far as this process can tell: answers that arrived while the event loop was
+    // busy are read before the stream is judged (setImmediate runs after pending I/O).
+    setImmediate(() => {
+      if (link === this.link && link.waiting[link.head] === oldest) {
+        this.lost(link, unavailable("lease keepalive", new Error(`no answer within ${Math.round(this.stallMs)} ms`)), false);
+      }
+    });
   }
 
   private stopSweeping(): void {
@@ -310,7 +373,7 @@ export class Leases {
     const link = this.link;
     this.link = undefined;
     link?.stream.cancel();
-    const waiting = [...(link ? link.waiting.slice(link.head) : []), ...this.resend, ...[...this.queues.values()].flat()];
+    const waiting = [...(link ? link.waiting.slice(link.head) : []), ...this.resend, ...[...this.queues.values()].flatMap((q) => q.all())];
     this.resend = [];
     this.queues.clear();
     this.queuedById.clear();
