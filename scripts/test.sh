@@ -32,7 +32,11 @@ case $tier in
   *) echo "scripts/test.sh: unknown tier \"$tier\" (unit, core, rest or all)" >&2; exit 2 ;;
 esac
 
-[ "$tier" = unit ] || bash scripts/setup.sh --test
+if [ "$tier" != unit ]; then
+  bash scripts/setup.sh --test
+  # Setup compiled dist/: the tests' servers run it (test/harness/server.ts).
+  export FK_TEST_COMPILED=1
+fi
 
 # The files of a tier, one a line.
 files() {
