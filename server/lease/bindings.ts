@@ -5,7 +5,7 @@
 // before authentication was turned on, or one that ended): it is refused like a lease that is gone.
 import type { IRequestOp } from "etcd3";
 import { DomainError, leaseNotFound, notHolder } from "../domain/errors.js";
-import { decodeBinding, encodeBinding, prefixEnd, type KeyLayout } from "../etcd/keys.js";
+import { decodeBinding, encodeBinding, type KeyLayout } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
 import type { Reader } from "../etcd/reader.js";
 
@@ -20,24 +20,6 @@ export interface BindingDeps {
 /** The writes that bind a new lease to its principal, and list it among the principal's leases. */
 export function bindOps(keys: KeyLayout, leaseId: bigint, principal: string): IRequestOp[] {
   return [op.put(keys.bindingKey(leaseId), encodeBinding(principal), leaseId), op.put(keys.principalLeaseKey(principal, leaseId), Buffer.alloc(0), leaseId)];
-}
-
-/**
- * Refuses a new lease to a principal that holds cap leases already (acquisitions of their own and
- * sessions, on every replica). Counted before the lease is made, so calls racing each other may pass
- * the cap by the number of them: it bounds what one principal can hold, not exactly.
- */
-export async function checkLeaseCap(d: BindingDeps, principal: string, cap: number): Promise<void> {
-  const prefix = d.keys.principalLeasesPrefix(principal);
-  const held = Number((await d.reader.range("lease cap", { key: prefix, range_end: prefixEnd(prefix), count_only: true })).count);
-  if (held >= cap) {
-    throw new DomainError(
-      "resource_exhausted",
-      `"${principal}" holds ${held} leases and sessions already, its cap (--max-leases-per-caller ${cap}); release some, or acquire on a session`,
-      undefined,
-      { cap: String(cap), principal },
-    );
-  }
 }
 
 /** Checks that each lease is bound to the principal; throws NOT_FOUND or NOT_HOLDER otherwise. */
