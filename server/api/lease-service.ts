@@ -58,7 +58,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       try {
         const owner = access.owner(ctx);
         const bindings = owner !== undefined ? coordinator.streamBindings(owner) : undefined;
-        yield* keepAlive(coordinator, bindings, access.turnKey(ctx), caps.messageRate(), requests, ctx.signal, log);
+        yield* keepAlive(coordinator, bindings, access.turnKey(ctx), caps.keepAliveBudget(access.callerKey(ctx)), requests, ctx.signal, log);
       } finally {
         done();
       }

@@ -35,11 +35,16 @@ function judge(owner: string | undefined, leaseId: bigint, principal: string, wh
 
 /**
  * The leases one KeepAlive stream may renew: each id is checked once per stream (a lease's binding never
- * changes while it lives), and the ids of one message are checked together, 100 to an etcd request.
+ * changes while it lives), and the ids asked for in one turn of the event loop (one message's, or many
+ * one-id messages') are checked together, 100 to an etcd request. An id whose check is under way is not
+ * read again: a client renewing one id a message faster than etcd answers costs one read per id, not one
+ * per message.
  */
 export class StreamBindings {
   private readonly verified = new Set<bigint>();
   private waiting = new Map<bigint, { resolve: () => void; reject: (err: unknown) => void }[]>();
+  /** Ids being read: their waiters, which later checks of the same id join. */
+  private reading = new Map<bigint, { resolve: () => void; reject: (err: unknown) => void }[]>();
   private flushing = false;
 
   constructor(
@@ -50,13 +55,18 @@ export class StreamBindings {
   check(leaseId: bigint): Promise<void> | undefined {
     if (this.verified.has(leaseId)) return undefined;
     return new Promise<void>((resolve, reject) => {
+      const read = this.reading.get(leaseId);
+      if (read) {
+        read.push({ resolve, reject });
+        return;
+      }
       const waiters = this.waiting.get(leaseId);
       if (waiters) waiters.push({ resolve, reject });
       else this.waiting.set(leaseId, [{ resolve, reject }]);
       if (!this.flushing) {
         this.flushing = true;
-        // Every id of the message being handled joins before the reads go out.
-        queueMicrotask(() => void this.flush());
+        // Every id asked for in this turn joins before the reads go out.
+        setImmediate(() => void this.flush());
       }
     });
   }
@@ -65,6 +75,7 @@ export class StreamBindings {
     const batch = this.waiting;
     this.waiting = new Map();
     this.flushing = false;
+    for (const [id, waiters] of batch) this.reading.set(id, waiters);
     const ids = [...batch.keys()];
     await Promise.all(
       chunks(ids, READS_PER_TXN).map(async (chunk) => {
@@ -74,6 +85,7 @@ export class StreamBindings {
             chunk.map((id) => ({ key: this.d.keys.bindingKey(id) })),
           );
           chunk.forEach((id, i) => {
+            this.reading.delete(id);
             try {
               judge(decodeBinding(snap.ranges[i].kvs[0]), id, this.principal, "lease");
               this.verified.add(id);
@@ -83,7 +95,10 @@ export class StreamBindings {
             }
           });
         } catch (err) {
-          for (const id of chunk) for (const w of batch.get(id)!) w.reject(err);
+          for (const id of chunk) {
+            this.reading.delete(id);
+            for (const w of batch.get(id)!) w.reject(err);
+          }
         }
       }),
     );
