@@ -135,4 +135,119 @@ describe("KeepAlive fair per caller, slowed rather than cut off", function () {
     }
     console.log(`      ${sent} messages, ${Math.round(LEASES / 1)}/s once all ${LEASES} were acquired; longest gap ${gapBefore} ms`);
   });
+
+  // The budget is low (200 a second) so that the flood's renewals do not load etcd on a busy machine:
+  // what is tested is that all 30 streams share it, and are slowed rather than cut.
+  describe("a flooder over 30 streams on 3 connections (bearer JWTs, one principal)", () => {
+    let dir: string;
+    let server: TestServer;
+    let bob: () => Client<typeof LeaseService>;
+    let alice: () => Client<typeof LeaseService>;
+    const as = async (privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"], sub: string) => {
+      const jwt = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer("https://issuer.test").setAudience("fencekeeper").setExpirationTime("10m").sign(privateKey);
+      const bearer: Interceptor = (next) => (req) => {
+        req.header.set("authorization", `Bearer ${jwt}`);
+        return next(req);
+      };
+      // A transport of its own: a connection of its own.
+      return () => createClient(LeaseService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer] }));
+    };
+
+    before(async function () {
+      this.timeout(60_000);
+      dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-keepalive-fair-"));
+      const { publicKey, privateKey } = await generateKeyPair("ES256");
+      writeFileSync(join(dir, "jwt.pem"), await exportSPKI(publicKey));
+      server = await startServer({
+        etcd: etcd.endpoint,
+        args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper", "--max-stream-messages-per-second", "200"],
+      });
+      servers.push(server);
+      bob = await as(privateKey, "bob");
+      alice = await as(privateKey, "alice");
+    });
+    after(() => rmSync(dir, { recursive: true, force: true }));
+
+    it("is read at its one budget (200 messages a second, bursts of 400, for all its streams), none of its streams is cut, the bystander never misses a renewal, and the server stays responsive and small", async () => {
+      const bobConnections = [bob(), bob(), bob()];
+      const bobLeases = await acquireMany(bobConnections[0], 300, 60, "flood");
+      const aliceLease = alice();
+      const victim = (await aliceLease.acquire({ resource: uniqueResource("victim"), ttl: ttl(10), holder: "alice" })).token!.leaseId;
+      const pid = server.process.pid!;
+      const baseline = rssMb(pid);
+      let peakRss = baseline;
+      const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 250);
+
+      const RUN_MS = 10_000;
+      const cpuBefore = cpuSeconds(pid);
+      const stop = new AbortController();
+      let flooded = 0;
+      const floodErrors: string[] = [];
+      const streams = Array.from({ length: 30 }, async (_, s) => {
+        try {
+          for await (const _ of bobConnections[s % 3].keepAlive(
+            (async function* () {
+              for (let i = 0; !stop.signal.aborted; i++) yield { leaseId: bobLeases[(s * 10 + i) % bobLeases.length] };
+            })(),
+            { signal: stop.signal },
+          )) {
+            flooded++;
+          }
+        } catch (e) {
+          if (!stop.signal.aborted) floodErrors.push(String(e));
+        }
+      });
+
+      // alice renews a 10 s lease every 500 ms on a KeepAlive stream of her own, and asks Describe meanwhile.
+      const aliceErrors: string[] = [];
+      const latencies: number[] = [];
+      const describes: number[] = [];
+      const started = Date.now();
+      const mine = (async () => {
+        const asked: number[] = [];
+        const answers = aliceLease.keepAlive(
+          (async function* () {
+            while (Date.now() - started < RUN_MS) {
+              asked.push(Date.now());
+              yield { leaseId: victim };
+              await sleep(500);
+            }
+          })(),
+        );
+        for await (const a of answers) {
+          if (a.error) aliceErrors.push(a.error.message);
+          latencies.push(Date.now() - asked.shift()!);
+        }
+      })();
+      const probing = (async () => {
+        while (Date.now() - started < RUN_MS) {
+          const t = Date.now();
+          await aliceLease.describe({ resource: uniqueResource("probe") });
+          describes.push(Date.now() - t);
+          await sleep(250);
+        }
+      })();
+      await Promise.all([mine, probing]);
+      const elapsed = (Date.now() - started) / 1000;
+      const cpu = (cpuSeconds(pid) - cpuBefore) / elapsed;
+      const floodedInRun = flooded;
+      stop.abort();
+      await Promise.all(streams);
+      clearInterval(sampler);
+
+      console.log(
+        `      bob: ${floodedInRun} renewals in ${elapsed.toFixed(1)} s over 30 streams; alice's slowest renewal ${Math.max(...latencies)} ms, slowest Describe ${Math.max(...describes)} ms; RSS ${baseline.toFixed(0)} -> ${peakRss.toFixed(0)} MB; server CPU ${cpu.toFixed(2)} of a core`,
+      );
+      expect(floodErrors.slice(0, 3), "bob's streams are slowed, not cut").to.deep.equal([]);
+      expect(aliceErrors, "alice's renewals").to.deep.equal([]);
+      expect(latencies.length).to.be.above(15);
+      // Generous bounds: the machine the tests run on may be loaded far beyond this test.
+      expect(Math.max(...latencies), "alice's slowest renewal, ms").to.be.below(5000);
+      expect(Math.max(...describes), "the slowest Describe during the flood, ms").to.be.below(5000);
+      // One budget for all 30 streams on 3 connections: at most the rate over the run, plus the burst.
+      expect(floodedInRun, `bob's renewals answered in ${elapsed.toFixed(1)} s`).to.be.below(200 * elapsed + 400 + 100);
+      expect(floodedInRun, "bob is read, at about his budget").to.be.above(100 * elapsed);
+      expect(peakRss - baseline, `the server's RSS, ${baseline.toFixed(0)} -> ${peakRss.toFixed(0)} MB`).to.be.below(200);
+    });
+  });
 });
