@@ -22,8 +22,12 @@ export interface CapSettings {
   renewalsInFlight?: number;
 }
 
-/** Default of CapSettings.renewalsInFlight. */
-export const DEFAULT_RENEWALS_IN_FLIGHT = 20_000;
+/**
+ * Default of CapSettings.renewalsInFlight. Small on purpose: renewals past what etcd answers in a second
+ * or so only wait, and one that waits longer than the renewal timeout fails; a caller allowed 20,000 in
+ * flight at 3,000 a second had every renewal time out behind its own (10,000 leases lost).
+ */
+export const DEFAULT_RENEWALS_IN_FLIGHT = 1_000;
 
 type Counted = "streams" | "waiters";
 
