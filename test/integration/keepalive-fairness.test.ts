@@ -2,6 +2,7 @@
 // item 6), against real servers: a client that renews thousands of leases the way etcd's own protocol
 // does, one lease id a message, keeps its stream and every lease; a caller that floods over many streams
 // and connections is read more slowly, within one budget for all of them, and costs a bystander nothing.
+import { setMaxListeners } from "node:events";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -181,6 +182,7 @@ describe("KeepAlive fair per caller, slowed rather than cut off", function () {
       const RUN_MS = 10_000;
       const cpuBefore = cpuSeconds(pid);
       const stop = new AbortController();
+      setMaxListeners(64, stop.signal); // one listener for each of the 30 streams
       let flooded = 0;
       const floodErrors: string[] = [];
       const streams = Array.from({ length: 30 }, async (_, s) => {
