@@ -2,12 +2,14 @@
 //
 // Renewals run side by side: one slow lease must not hold up the others. A message renewing many leases
 // (lease_ids) is answered by one message once all of them are. One lease's failure is that lease's
-// answer; the stream goes on. What a stream has in flight is bounded: at the bound the server reads no
-// further message until answers have gone out, so HTTP/2 flow control holds the client back, and one
-// client's flood cannot take the service from the others.
+// answer; the stream goes on. A caller's streams share one budget (auth/caller-caps.ts): messages a
+// second, and renewals in flight until their answer is sent. Over it, the server reads the caller's
+// streams no further until the budget has room, so HTTP/2 flow control holds the client back: a fast
+// sender is slowed, never cut off, and one client's flood cannot take the service from the others.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import { invalid } from "../domain/errors.js";
+import type { KeepAliveBudget } from "../auth/caller-caps.js";
 import type { StreamBindings } from "../lease/bindings.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import type { KeepAliveRequest, KeepAliveResponseSchema, LeaseRenewalSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
@@ -20,8 +22,6 @@ type Renewal = MessageInitShape<typeof LeaseRenewalSchema>;
 
 /** Most lease ids in one message. */
 export const MAX_LEASES_PER_MESSAGE = 10_000;
-/** Most renewals of one stream in flight or waiting to be sent; beyond it the stream is read no further. */
-export const MAX_RENEWALS_IN_FLIGHT = 20_000;
 
 export async function* keepAlive(
   coordinator: LeaseCoordinator,
@@ -29,17 +29,15 @@ export async function* keepAlive(
   bindings: StreamBindings | undefined,
   /** Who the stream's caller is, so that callers' renewals take turns. */
   caller: string,
-  /** Counts each message against the stream's rate; throws once it is exceeded. */
-  countMessage: () => void,
+  /** The caller's budget, which each message waits for. */
+  budget: KeepAliveBudget,
   requests: AsyncIterable<KeepAliveRequest>,
   signal: AbortSignal,
   log: Logger,
 ): AsyncGenerator<Answer> {
   // Each answer with the number of renewals it carries; they count until the answer has been sent.
   const answers = new AsyncQueue<{ answer: Answer; count: number }>();
-  let inFlight = 0;
   let reading = true;
-  let resume: (() => void) | undefined;
   const renewOne = async (leaseId: bigint): Promise<Renewal> => {
     try {
       return { leaseId, ttl: seconds(await coordinator.renew(leaseId, { bindings, caller, via: "KeepAlive" })) };
@@ -62,15 +60,14 @@ export async function* keepAlive(
   void (async () => {
     try {
       for await (const req of requests) {
-        countMessage();
         if (req.leaseIds.length > MAX_LEASES_PER_MESSAGE) {
           throw invalid(`a KeepAliveRequest names ${req.leaseIds.length} leases; at most ${MAX_LEASES_PER_MESSAGE} are allowed in one message`);
         }
         const count = Math.max(1, req.leaseIds.length + (req.leaseId !== 0n && req.leaseIds.length > 0 ? 1 : 0));
-        inFlight += count;
-        void handle(req, count);
-        while (inFlight >= MAX_RENEWALS_IN_FLIGHT && !signal.aborted) await new Promise<void>((r) => (resume = r));
+        const waiting = budget.admit(count);
+        if (waiting) await waiting;
         if (signal.aborted) break;
+        void handle(req, count);
       }
     } catch (err) {
       answers.fail(err);
@@ -79,19 +76,16 @@ export async function* keepAlive(
       if (pending === 0) answers.close();
     }
   })();
-  const onAbort = () => resume?.();
+  // An ended stream gives its share of the budget back at once, and a read waiting for the budget ends.
+  const onAbort = () => budget.close();
   signal.addEventListener("abort", onAbort, { once: true });
   try {
     for await (const { answer, count } of answers) {
       yield answer;
-      inFlight -= count;
-      if (resume && inFlight < MAX_RENEWALS_IN_FLIGHT) {
-        const r = resume;
-        resume = undefined;
-        r();
-      }
+      budget.answered(count);
     }
   } finally {
     signal.removeEventListener("abort", onAbort);
+    budget.close();
   }
 }

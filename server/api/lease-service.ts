@@ -66,7 +66,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         const owner = access.owner(ctx);
         const bindings = owner !== undefined ? coordinator.streamBindings(owner, renewable(ctx)) : undefined;
         yield* access.streams.run(access.streamAuthority(ctx, "KeepAlive", []), ctx.signal, (signal) =>
-          keepAlive(coordinator, bindings, access.turnKey(ctx), caps.messageRate(), requests, signal, log),
+          keepAlive(coordinator, bindings, access.turnKey(ctx), caps.keepAliveBudget(access.callerKey(ctx)), requests, signal, log),
         );
       } finally {
         done();

@@ -57,9 +57,13 @@ export class Access {
     return ctx.values.get(CALLER);
   }
 
-  /** Who the caller is for caps: its principal, or without authentication its client address. */
+  /**
+   * Who the caller is for caps: its principal, or without authentication its connection. Not its client
+   * address: behind a mesh sidecar, or on one machine, every client shares one, and one client's streams
+   * must not lock the others out (docs/limits.md says how a mesh passes the caller's identity instead).
+   */
   callerKey(ctx: HasValues): string {
-    return this.enabled ? `principal ${ctx.values.get(CALLER).name}` : `address ${ctx.values.get(PEER).address}`;
+    return this.turnKey(ctx);
   }
 
   /**

@@ -1,6 +1,11 @@
 // Caps per caller, so that one client cannot take the service from the others: streams it holds open
 // and Acquire calls it has waiting, on this replica. A caller is its principal; without authentication,
-// its client address. Over a cap: RESOURCE_EXHAUSTED naming the cap; the caller's other calls go on.
+// its connection. Over a cap: RESOURCE_EXHAUSTED naming the cap; the caller's other calls go on.
+//
+// KeepAlive is paced rather than refused: a caller's streams share one budget of messages a second and
+// of renewals in flight. A caller over it is read more slowly (its streams are not read until the budget
+// has room, so HTTP/2 flow control holds the sender back); its streams go on, and what it can make the
+// server hold is bounded whatever it sends.
 import { DomainError } from "../domain/errors.js";
 
 export interface CapSettings {
@@ -8,9 +13,22 @@ export interface CapSettings {
   streams: number;
   /** Acquire calls with wait in progress at once. */
   waiters: number;
-  /** KeepAlive messages one stream may send per second (bursts of twice that). */
+  /**
+   * KeepAlive messages one caller may send per second over all its streams (bursts of twice that); a
+   * caller that sends faster is read more slowly.
+   */
   streamMessagesPerSecond: number;
+  /** Renewals of one caller in flight or waiting to be sent, over all its streams; beyond it its streams are read no further. */
+  renewalsInFlight?: number;
 }
+
+/**
+ * Default of CapSettings.renewalsInFlight. Small on purpose: renewals past what etcd answers in a second
+ * or so only wait, and one that waits longer than the renewal timeout fails; a caller allowed 20,000 in
+ * flight at 3,000 a second had every renewal time out behind its own (10,000 leases lost); 4,000 is about
+ * a second of what one etcd answers on a 2-core machine, and enough for 3,000 a second at 1 s per renewal.
+ */
+export const DEFAULT_RENEWALS_IN_FLIGHT = 4_000;
 
 type Counted = "streams" | "waiters";
 
@@ -21,30 +39,27 @@ const WHAT: Record<Counted, string> = {
 
 export class CallerCaps {
   private readonly held = new Map<string, number>();
+  private readonly budgets = new Map<string, SharedBudget>();
 
   constructor(private readonly caps: CapSettings) {}
 
-  /** A stream's budget of messages: throws RESOURCE_EXHAUSTED, naming the rate, when it sends faster. */
-  messageRate(): () => void {
-    const rate = this.caps.streamMessagesPerSecond;
-    const burst = 2 * rate;
-    let tokens = burst;
-    let at = performance.now();
-    return () => {
-      const now = performance.now();
-      tokens = Math.min(burst, tokens + ((now - at) / 1000) * rate);
-      at = now;
-      if (tokens < 1) {
-        throw new DomainError(
-          "resource_exhausted",
-          `this stream sent KeepAlive messages faster than ${rate} a second, the server's cap (--max-stream-messages-per-second); ` +
-            "renew many leases in one message (lease_ids) instead",
-          undefined,
-          { cap: String(rate) },
-        );
+  /**
+   * The KeepAlive budget of a caller, shared by all its streams on this replica (on every connection):
+   * each stream holds it from open to end (close()).
+   */
+  keepAliveBudget(caller: string): KeepAliveBudget {
+    let shared = this.budgets.get(caller);
+    if (!shared) {
+      shared = new SharedBudget(this.caps.streamMessagesPerSecond, this.caps.renewalsInFlight ?? DEFAULT_RENEWALS_IN_FLIGHT);
+      this.budgets.set(caller, shared);
+    }
+    shared.streams++;
+    return new KeepAliveBudget(shared, () => {
+      if (--shared.streams === 0) {
+        shared.stop();
+        this.budgets.delete(caller);
       }
-      tokens -= 1;
-    };
+    });
   }
 
   /** Takes one of the caller's slots; the function returned gives it back (once). */
@@ -69,5 +84,130 @@ export class CallerCaps {
       if (left === 0) this.held.delete(key);
       else this.held.set(key, left);
     };
+  }
+}
+
+/** The budget that one caller's KeepAlive streams share: a token bucket of messages and a bound on renewals in flight. */
+class SharedBudget {
+  streams = 0;
+  private tokens: number;
+  private at = performance.now();
+  private inFlight = 0;
+  /** Messages read and waiting to be let in, in the order read (across the caller's streams). */
+  private readonly queue: { count: number; owner: KeepAliveBudget; resolve: (letIn: boolean) => void }[] = [];
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly rate: number,
+    private readonly maxInFlight: number,
+  ) {
+    this.tokens = 2 * rate;
+  }
+
+  /** Lets a message of count renewals in now (undefined), or queues it: true once let in, false if its stream ended first. */
+  admit(count: number, owner: KeepAliveBudget): Promise<boolean> | undefined {
+    if (this.queue.length === 0 && this.fits(count)) {
+      this.take(count);
+      return undefined;
+    }
+    return new Promise<boolean>((resolve) => {
+      this.queue.push({ count, owner, resolve });
+      this.drain();
+    });
+  }
+
+  answered(count: number): void {
+    this.inFlight -= count;
+    if (this.queue.length > 0) this.drain();
+  }
+
+  /** A stream ended: its queued messages are let go (its reader is told by its signal), its renewals no longer count. */
+  forget(owner: KeepAliveBudget, held: number): void {
+    this.inFlight -= held;
+    for (let i = this.queue.length - 1; i >= 0; i--) {
+      if (this.queue[i].owner === owner) this.queue.splice(i, 1)[0].resolve(false);
+    }
+    if (this.queue.length > 0) this.drain();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private refill(): void {
+    const now = performance.now();
+    this.tokens = Math.min(2 * this.rate, this.tokens + ((now - this.at) / 1000) * this.rate);
+    this.at = now;
+  }
+
+  /** A message fits when a token is left and its renewals fit in flight (one message always may, alone). */
+  private fits(count: number): boolean {
+    this.refill();
+    return this.tokens >= 1 && (this.inFlight === 0 || this.inFlight + count <= this.maxInFlight);
+  }
+
+  private take(count: number): void {
+    this.tokens -= 1;
+    this.inFlight += count;
+  }
+
+  private drain(): void {
+    while (this.queue.length > 0 && this.fits(this.queue[0].count)) {
+      const next = this.queue.shift()!;
+      this.take(next.count);
+      next.resolve(true);
+    }
+    // Out of tokens: one timer for the caller, at the next token (renewals answered wake it otherwise).
+    if (this.queue.length > 0 && this.tokens < 1 && !this.timer) {
+      this.timer = setTimeout(
+        () => {
+          this.timer = undefined;
+          this.drain();
+        },
+        Math.max(1, Math.ceil(((1 - this.tokens) / this.rate) * 1000)),
+      );
+    }
+  }
+}
+
+/** One stream's hold on its caller's KeepAlive budget. */
+export class KeepAliveBudget {
+  /** Renewals of this stream let in and not answered yet. */
+  private held = 0;
+  private closed = false;
+
+  constructor(
+    private readonly shared: SharedBudget,
+    private readonly release: () => void,
+  ) {}
+
+  /** Waits, if the caller is over its budget, until a message of count renewals may be handled. */
+  admit(count: number): Promise<void> | undefined {
+    if (this.closed) return undefined;
+    const waiting = this.shared.admit(count, this);
+    if (!waiting) {
+      this.held += count;
+      return undefined;
+    }
+    return waiting.then((letIn) => {
+      if (!letIn) return;
+      if (this.closed) this.shared.answered(count);
+      else this.held += count;
+    });
+  }
+
+  /** count renewals were answered (their answer sent). */
+  answered(count: number): void {
+    if (this.closed) return;
+    this.held -= count;
+    this.shared.answered(count);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.shared.forget(this, this.held);
+    this.release();
   }
 }

@@ -169,6 +169,19 @@ export class KeyLayout {
       return undefined;
     }
   }
+
+  /**
+   * A principal's cap slots (--max-leases-per-caller): each lease or session of the principal holds one,
+   * attached to it, so that etcd itself keeps the count exact across replicas and frees a slot when the
+   * lease ends. Slot i of n is the key `${prefix}c/<hash>/<i, 8 hex digits>`.
+   */
+  capSlotsPrefix(principal: string): Buffer {
+    return Buffer.from(`${this.prefix}c/${createHash("sha256").update(principal).digest("hex").slice(0, 16)}/`);
+  }
+
+  capSlotKey(principal: string, slot: number): Buffer {
+    return Buffer.concat([this.capSlotsPrefix(principal), Buffer.from(slot.toString(16).padStart(8, "0"))]);
+  }
 }
 
 const hex16 = (id: bigint) => id.toString(16).padStart(16, "0");

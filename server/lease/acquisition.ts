@@ -29,7 +29,8 @@ import type { Leases } from "../etcd/leases.js";
 import { cmp, op } from "../etcd/ops.js";
 import type { Reader, Watch } from "../etcd/reader.js";
 import { eventually } from "../etcd/retry.js";
-import { bindOps, checkLeaseCap } from "./bindings.js";
+import { bindOps } from "./bindings.js";
+import { claimLeaseSlot } from "./lease-cap.js";
 import { grantWithDelay, inLockDelay, lockDelaySeconds, lockDelayWrites } from "./lock-delay.js";
 import { atTime } from "./long-timeout.js";
 import { lineRules, type LineRules } from "./shared.js";
@@ -85,8 +86,15 @@ export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSig
   const delay = lockDelaySeconds(p.lockDelayMs, d.limits, onSession, p.mode === "shared");
   // A session's owner never changes while it lives, so reading it once before acquiring on it is exact.
   if (onSession && p.principal !== undefined) await checkSessionOwner(d, p.sessionId!, p.principal);
-  if (!onSession && p.principal !== undefined) await checkLeaseCap(d, p.principal, d.limits.maxLeasesPerCaller);
   const lease = onSession ? { id: p.sessionId!, ttlSeconds: 0 } : delay > 0 ? await grantWithDelay(d.leases, ttl, delay) : await d.leases.grant(ttl);
+  if (!onSession && p.principal !== undefined) {
+    try {
+      await claimLeaseSlot(d, p.principal, d.limits.maxLeasesPerCaller, lease.id);
+    } catch (err) {
+      void d.leases.revokeEventually(lease.id);
+      throw err;
+    }
+  }
   return new Acquisition(d, p, lease, onSession, signal, delay).run();
 }
 

@@ -5,7 +5,7 @@
 // before authentication was turned on, or one that ended): it is refused like a lease that is gone.
 import type { IRequestOp } from "etcd3";
 import { DomainError, leaseNotFound, notHolder } from "../domain/errors.js";
-import { decodeBinding, encodeBinding, prefixEnd, type KeyLayout } from "../etcd/keys.js";
+import { decodeBinding, encodeBinding, type KeyLayout } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
 import type { Reader } from "../etcd/reader.js";
 
@@ -22,24 +22,6 @@ export function bindOps(keys: KeyLayout, leaseId: bigint, principal: string): IR
   return [op.put(keys.bindingKey(leaseId), encodeBinding(principal), leaseId), op.put(keys.principalLeaseKey(principal, leaseId), Buffer.alloc(0), leaseId)];
 }
 
-/**
- * Refuses a new lease to a principal that holds cap leases already (acquisitions of their own and
- * sessions, on every replica). Counted before the lease is made, so calls racing each other may pass
- * the cap by the number of them: it bounds what one principal can hold, not exactly.
- */
-export async function checkLeaseCap(d: BindingDeps, principal: string, cap: number): Promise<void> {
-  const prefix = d.keys.principalLeasesPrefix(principal);
-  const held = Number((await d.reader.range("lease cap", { key: prefix, range_end: prefixEnd(prefix), count_only: true })).count);
-  if (held >= cap) {
-    throw new DomainError(
-      "resource_exhausted",
-      `"${principal}" holds ${held} leases and sessions already, its cap (--max-leases-per-caller ${cap}); release some, or acquire on a session`,
-      undefined,
-      { cap: String(cap), principal },
-    );
-  }
-}
-
 /** Checks that each lease is bound to the principal; throws NOT_FOUND or NOT_HOLDER otherwise. */
 export async function checkBound(d: BindingDeps, leaseId: bigint, principal: string, what = "lease"): Promise<void> {
   const found = await d.reader.range("check binding", { key: d.keys.bindingKey(leaseId) });
@@ -53,11 +35,16 @@ function judge(owner: string | undefined, leaseId: bigint, principal: string, wh
 
 /**
  * The leases one KeepAlive stream may renew: each id is checked once per stream (a lease's binding never
- * changes while it lives), and the ids of one message are checked together, 100 to an etcd request.
+ * changes while it lives), and the ids asked for in one turn of the event loop (one message's, or many
+ * one-id messages') are checked together, 100 to an etcd request. An id whose check is under way is not
+ * read again: a client renewing one id a message faster than etcd answers costs one read per id, not one
+ * per message.
  */
 export class StreamBindings {
   private readonly verified = new Set<bigint>();
   private waiting = new Map<bigint, { resolve: () => void; reject: (err: unknown) => void }[]>();
+  /** Ids being read: their waiters, which later checks of the same id join. */
+  private reading = new Map<bigint, { resolve: () => void; reject: (err: unknown) => void }[]>();
   private flushing = false;
 
   constructor(
@@ -75,13 +62,18 @@ export class StreamBindings {
 
   private bound(leaseId: bigint): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      const read = this.reading.get(leaseId);
+      if (read) {
+        read.push({ resolve, reject });
+        return;
+      }
       const waiters = this.waiting.get(leaseId);
       if (waiters) waiters.push({ resolve, reject });
       else this.waiting.set(leaseId, [{ resolve, reject }]);
       if (!this.flushing) {
         this.flushing = true;
-        // Every id of the message being handled joins before the reads go out.
-        queueMicrotask(() => void this.flush());
+        // Every id asked for in this turn joins before the reads go out.
+        setImmediate(() => void this.flush());
       }
     });
   }
@@ -90,6 +82,7 @@ export class StreamBindings {
     const batch = this.waiting;
     this.waiting = new Map();
     this.flushing = false;
+    for (const [id, waiters] of batch) this.reading.set(id, waiters);
     const ids = [...batch.keys()];
     await Promise.all(
       chunks(ids, READS_PER_TXN).map(async (chunk) => {
@@ -99,6 +92,7 @@ export class StreamBindings {
             chunk.map((id) => ({ key: this.d.keys.bindingKey(id) })),
           );
           chunk.forEach((id, i) => {
+            this.reading.delete(id);
             try {
               judge(decodeBinding(snap.ranges[i].kvs[0]), id, this.principal, "lease");
               this.verified.add(id);
@@ -108,7 +102,10 @@ export class StreamBindings {
             }
           });
         } catch (err) {
-          for (const id of chunk) for (const w of batch.get(id)!) w.reject(err);
+          for (const id of chunk) {
+            this.reading.delete(id);
+            for (const w of batch.get(id)!) w.reject(err);
+          }
         }
       }),
     );

@@ -10,7 +10,8 @@ import { prefixRange } from "../etcd/reader.js";
 import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acquisition.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import type { TokenSigner } from "../tokens/signer.js";
-import { bindOps, checkBound, checkLeaseCap, StreamBindings } from "./bindings.js";
+import { bindOps, checkBound, StreamBindings } from "./bindings.js";
+import { claimLeaseSlot } from "./lease-cap.js";
 import { liftLockDelay, lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
 import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
 import { decodeShared, sharedHolders } from "./shared.js";
@@ -217,9 +218,9 @@ export class LeaseCoordinator {
     checkHolder(holder);
     const ttl = ttlSeconds(ttlMs, this.d.limits);
     const { keys, committer, leases } = this.d;
-    if (principal !== undefined) await checkLeaseCap(this.d, principal, this.d.limits.maxLeasesPerCaller);
     const lease = await leases.grant(ttl);
     try {
+      if (principal !== undefined) await claimLeaseSlot(this.d, principal, this.d.limits.maxLeasesPerCaller, lease.id);
       const session = op.put(keys.sessionKey(lease.id), encodeHolder({ holder }), lease.id);
       const bind = principal !== undefined ? bindOps(keys, lease.id, principal) : [];
       await committer.commit("open session", { compare: [], success: [session, ...bind], failure: [] });

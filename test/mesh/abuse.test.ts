@@ -178,29 +178,22 @@ describe("limits that hold under abuse", function () {
     });
   });
 
-  it("a KeepAlive stream that sends messages faster than --max-stream-messages-per-second ends RESOURCE_EXHAUSTED naming the rate; one within it goes on", async () => {
+  it("a KeepAlive stream that sends messages faster than --max-stream-messages-per-second is read more slowly, not ended: 300 messages at once at 50 a second (bursts of 100) are all answered, over about 4 s", async () => {
     const server = await serve(["--max-stream-messages-per-second", "50"]);
     const { lease } = clientsFor(server.url);
     const leaseId = (await lease.acquire({ resource: uniqueResource("rate"), ttl: ttl(30), holder: "rate" })).token!.leaseId;
-    const send = (messages: number, gapMs: number) =>
-      (async () => {
-        let answers = 0;
-        for await (const _ of lease.keepAlive(
-          (async function* () {
-            for (let i = 0; i < messages; i++) {
-              yield { leaseId };
-              if (gapMs) await sleep(gapMs);
-            }
-          })(),
-        )) {
-          answers++;
-        }
-        return answers;
-      })();
-    const e = await failure(send(1000, 0));
-    expect(e.code, e.message).to.equal(Code.ResourceExhausted);
-    expect(e.rawMessage).to.include("50");
-    expect(await send(60, 25), "40 messages a second for 1.5 s").to.equal(60);
+    const started = Date.now();
+    let answers = 0;
+    for await (const a of lease.keepAlive(
+      (async function* () {
+        for (let i = 0; i < 300; i++) yield { leaseId };
+      })(),
+    )) {
+      expect(a.error).to.equal(undefined);
+      answers++;
+    }
+    expect(answers).to.equal(300);
+    expect(Date.now() - started, "ms to be read at 50 a second after a burst of 100").to.be.above(3500);
   });
 
   it("one KeepAlive stream sending 100,000 renewals: the server stays within bounds, and a bystander renewing a 5 s lease every 500 ms never misses", async function () {
