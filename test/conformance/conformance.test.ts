@@ -44,13 +44,14 @@ describe("conformance: every language's client against one server", function () 
         const put = (client: Client, token: Record<string, any>, value: string) =>
           call(client, "put", { server, resource, key: "owner", value, generation: token.generation, "lease-id": token.lease_id });
 
-        // A TTL long enough for several process starts between acquire and release.
-        const a = await call(holder, "acquire", { server, resource, holder: holder.name, ttl: "15" });
+        // A TTL long enough for several process starts between acquire and release: nothing renews these
+        // leases, and on a loaded machine a JVM's three starts after the writer's acquire took over 15 s.
+        const a = await call(holder, "acquire", { server, resource, holder: holder.name, ttl: "60" });
         expect(a, "holder acquire").to.include({ ok: true });
         expect(await put(holder, a, `by ${holder.name}`), "holder put").to.deep.equal({ ok: true, fence: a.generation });
         expect(await call(holder, "release", { server, resource, generation: a.generation, "lease-id": a.lease_id })).to.deep.equal({ ok: true });
 
-        const b = await call(writer, "acquire", { server, resource, holder: writer.name, ttl: "15" });
+        const b = await call(writer, "acquire", { server, resource, holder: writer.name, ttl: "60" });
         expect(b, "writer acquire").to.include({ ok: true });
         expect(BigInt(b.generation) > BigInt(a.generation), `generation ${b.generation} after ${a.generation}`).to.equal(true);
         expect(await put(writer, b, `by ${writer.name}`), "writer put").to.deep.equal({ ok: true, fence: b.generation });
