@@ -17,6 +17,7 @@ import { OBSERVED } from "../lifecycle/in-flight.js";
 import type { CallObserver } from "../observability/call-observer.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
 import { readTimedOut } from "../transport.js";
+import { wholeEnvelopes } from "../wire/whole-envelopes.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
@@ -40,8 +41,10 @@ export function connectAdapter(o: ConnectAdapterOptions): (req: Request, res: Re
       return;
     }
     const values = o.contextValues(req);
-    const uReq = universalRequestFromNodeRequest(req as never, res as never, undefined, values);
     const unary = handler.method.methodKind === "unary";
+    const nodeReq = universalRequestFromNodeRequest(req as never, res as never, undefined, values);
+    // A unary body is read whole and its one frame checked by connect; a stream's is read as it comes.
+    const uReq = unary ? nodeReq : { ...nodeReq, body: wholeEnvelopes(nodeReq.body as AsyncIterable<Uint8Array>) };
     let answer: UniversalServerResponse | undefined;
     const body: Uint8Array[] = [];
     if (unary) {
