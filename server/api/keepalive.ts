@@ -46,16 +46,31 @@ export async function* keepAlive(
     }
   };
   let pending = 0;
-  const handle = async (req: KeepAliveRequest, count: number) => {
+  const settled = () => {
+    if (--pending === 0 && !reading) answers.close();
+  };
+  // Per message, only the promise of the renewal itself: a one-id client sends thousands a second.
+  const handle = (req: KeepAliveRequest, count: number) => {
     pending++;
     if (req.leaseIds.length === 0) {
-      const r = await renewOne(req.leaseId);
-      answers.push({ answer: { leaseId: r.leaseId, ttl: r.ttl, error: r.error }, count });
+      const leaseId = req.leaseId;
+      coordinator.renew(leaseId, { bindings, caller, via: "KeepAlive" }).then(
+        (ttl) => {
+          answers.push({ answer: { leaseId, ttl: seconds(ttl) }, count });
+          settled();
+        },
+        (err: unknown) => {
+          answers.push({ answer: { leaseId, error: toStatus(err, log) }, count });
+          settled();
+        },
+      );
     } else {
       const ids = req.leaseId !== 0n ? [req.leaseId, ...req.leaseIds] : req.leaseIds;
-      answers.push({ answer: { renewals: await Promise.all(ids.map(renewOne)) }, count });
+      void Promise.all(ids.map(renewOne)).then((renewals) => {
+        answers.push({ answer: { renewals }, count });
+        settled();
+      });
     }
-    if (--pending === 0 && !reading) answers.close();
   };
   void (async () => {
     try {
@@ -67,7 +82,7 @@ export async function* keepAlive(
         const waiting = budget.admit(count);
         if (waiting) await waiting;
         if (signal.aborted) break;
-        void handle(req, count);
+        handle(req, count);
       }
     } catch (err) {
       answers.fail(err);

@@ -55,9 +55,14 @@ export class OpenStreams {
    * the authority does; in the second case the stream ends with the error that says why, at once, without
    * waiting for the body's next message.
    */
-  async *run<T>(authority: StreamAuthority, signal: AbortSignal, body: (signal: AbortSignal) => AsyncGenerator<T>): AsyncGenerator<T> {
-    // Nothing can end it (no credentials, no policy): the body as it is, without a hop per message.
-    if (authority.expiresAt === undefined && this.policy === undefined) return yield* body(signal);
+  run<T>(authority: StreamAuthority, signal: AbortSignal, body: (signal: AbortSignal) => AsyncGenerator<T>): AsyncGenerator<T> {
+    // Nothing can end it (no credentials, no policy): the body itself, without a generator around it
+    // (a hop of promises per message).
+    if (authority.expiresAt === undefined && this.policy === undefined) return body(signal);
+    return this.guarded(authority, signal, body);
+  }
+
+  private async *guarded<T>(authority: StreamAuthority, signal: AbortSignal, body: (signal: AbortSignal) => AsyncGenerator<T>): AsyncGenerator<T> {
     const abort = new AbortController();
     const onAbort = () => abort.abort(signal.reason);
     if (signal.aborted) onAbort();

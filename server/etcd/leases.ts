@@ -192,11 +192,14 @@ export class Leases {
    * either renewal is. A delay lease that is gone already (its renewals failed while the acquisition's
    * went through) is no reason to fail the acquisition's: the holder keeps its lease, without a delay.
    */
-  async renew(id: bigint, owner = ""): Promise<number> {
-    const ttl = await this.renewOne(id, owner);
+  renew(id: bigint, owner = ""): Promise<number> {
     const delayLease = delayLeaseOf(id);
-    if (delayLease !== undefined && ttl > 0) await this.renewOne(delayLease, owner);
-    return ttl;
+    // Without a delay lease, the renewal's own promise: no frame around it (KeepAlive's thousands a second).
+    if (delayLease === undefined) return this.renewOne(id, owner);
+    return this.renewOne(id, owner).then(async (ttl) => {
+      if (ttl > 0) await this.renewOne(delayLease, owner);
+      return ttl;
+    });
   }
 
   private renewOne(id: bigint, owner: string): Promise<number> {
