@@ -1,5 +1,6 @@
 // FencedStoreService.Batch: many independent writes in one call, each answered exactly as alone, and
 // packed by the server into as few etcd requests as the committer allows.
+import { inspect } from "node:util";
 import { expect } from "chai";
 import { Code } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
@@ -89,7 +90,7 @@ describe("coalesced writes: FencedStoreService.Batch", function () {
     const res = await st.store.batch({ writes: [put(t, "x", "v1", key), put(t, "x", "v1", key), put(t, "y", "other", key)] });
     const got = res.results.map(outcome);
     // Concurrent, as two calls sent at once: one applies, the other is answered from its record.
-    expect(got.slice(0, 2).map((g) => g.replayed).sort()).to.deep.equal([false, true]);
+    expect(got.slice(0, 2).map((g) => g.replayed).sort(), inspect(got)).to.deep.equal([false, true]);
     expect(got.slice(0, 2).map((g) => g.fence)).to.deep.equal([t.generation, t.generation]);
     expect(got[2]).to.deep.include({ code: Code.InvalidArgument, reason: "IDEMPOTENCY_KEY_REUSED" });
     const revisions = res.results.slice(0, 2).map((r) => (r.result.value as { revision: bigint }).revision);
