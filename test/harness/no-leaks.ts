@@ -1,0 +1,41 @@
+// A tier run without mocha's `exit: true` (scripts/test.sh) loads this: after the last test of the
+// process (of each file, in a worker of parallel mode), nothing a test opened may still be open: a socket,
+// a server, a timer or a child process left behind would keep the process alive (mocha would not exit by
+// itself) or leak into the next file. The check names what is left, so the test that left it can be found.
+const watched = new Set(["TCPSocketWrap", "TCPServerWrap", "TCPWrap", "PipeServerWrap", "UDPWrap", "ProcessWrap", "Timeout", "FSEventWrap", "StatWatcher"]);
+
+/** What is open now that a test could have left: counts by type, and what is known of each handle. */
+export function leftOpen(): string[] {
+  const counts = new Map<string, number>();
+  for (const type of process.getActiveResourcesInfo()) if (watched.has(type)) counts.set(type, (counts.get(type) ?? 0) + 1);
+  if (counts.size === 0) return [];
+  const details: string[] = [];
+  // The handles themselves say more than their types: where a socket goes, which program a child runs.
+  for (const h of (process as unknown as { _getActiveHandles(): any[] })._getActiveHandles()) {
+    const kind = h?.constructor?.name;
+    if (kind === "Socket" && h.remotePort !== undefined) details.push(`a socket to ${h.remoteAddress}:${h.remotePort} (from port ${h.localPort})`);
+    else if (kind === "Server" && typeof h.address === "function" && h.address()) details.push(`a server listening on ${JSON.stringify(h.address())}`);
+    else if (kind === "ChildProcess") details.push(`child process ${h.pid}: ${[h.spawnfile, ...(h.spawnargs ?? []).slice(1)].join(" ")}`);
+  }
+  return [[...counts].map(([type, n]) => `${n} ${type}`).join(", "), ...details];
+}
+
+export const mochaHooks = {
+  async afterAll(this: Mocha.Context) {
+    this.timeout(0); // mocha's own timer for the hook would count as an open Timeout; the wait below is bounded
+    // What a test closed may take a few turns of the event loop to be gone.
+    const until = Date.now() + 1000;
+    let open = leftOpen();
+    while (open.length > 0 && Date.now() < until) {
+      await new Promise((r) => setImmediate(r)); // not a timer: it would count as one
+      open = leftOpen();
+    }
+    // Mocha ends without exiting the process: if anything still holds it (what this hook names, or a kind
+    // of handle it does not look for), end it, so that a leak fails the run rather than hangs it.
+    setTimeout(() => {
+      console.error(`no-leaks: the process did not end by itself within 5 s of the last test; open: ${process.getActiveResourcesInfo().join(", ")}`);
+      process.exit(process.exitCode || 1);
+    }, 5000).unref();
+    if (open.length > 0) throw new Error(`the tests left open what would keep the process alive: ${open.join("; ")}`);
+  },
+};
