@@ -32,10 +32,13 @@ export const mochaHooks = {
     }
     // Mocha ends without exiting the process: if anything still holds it (what this hook names, or a kind
     // of handle it does not look for), end it, so that a leak fails the run rather than hangs it.
-    setTimeout(() => {
-      console.error(`no-leaks: the process did not end by itself within 5 s of the last test; open: ${process.getActiveResourcesInfo().join(", ")}`);
-      process.exit(process.exitCode || 1);
-    }, 5000).unref();
+    // (Not in a worker of parallel mode, which its pool keeps and ends.)
+    if (!process.send) {
+      setTimeout(() => {
+        console.error(`no-leaks: the process did not end by itself within 5 s of the last test; open: ${process.getActiveResourcesInfo().join(", ")}`);
+        process.exit(process.exitCode || 1);
+      }, 5000).unref();
+    }
     if (open.length > 0) throw new Error(`the tests left open what would keep the process alive: ${open.join("; ")}`);
   },
 };
