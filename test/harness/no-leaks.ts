@@ -2,12 +2,31 @@
 // process (of each file, in a worker of parallel mode), nothing a test opened may still be open: a socket,
 // a server, a timer or a child process left behind would keep the process alive (mocha would not exit by
 // itself) or leak into the next file. The check names what is left, so the test that left it can be found.
-const watched = new Set(["TCPSocketWrap", "TCPServerWrap", "TCPWrap", "PipeServerWrap", "UDPWrap", "ProcessWrap", "Timeout", "FSEventWrap", "StatWatcher"]);
+import { createHook } from "node:async_hooks";
+
+const watched = new Set(["TCPSocketWrap", "TCPServerWrap", "TCPWrap", "PipeServerWrap", "UDPWrap", "ProcessWrap", "FSEventWrap", "StatWatcher"]);
+
+// Where each timer was set, while it lives: a leaked timer's type alone would not say which test left it.
+const timers = new Map<number, { timer: NodeJS.Timeout; stack: string }>();
+createHook({
+  init(asyncId, type, _trigger, resource) {
+    if (type !== "Timeout") return;
+    const stack = (new Error().stack ?? "").split("\n").slice(1).find((l) => !l.includes("node:") && !l.includes("no-leaks.ts")) ?? "";
+    timers.set(asyncId, { timer: resource as NodeJS.Timeout, stack: stack.trim() });
+  },
+  destroy(asyncId) {
+    timers.delete(asyncId);
+  },
+}).enable();
 
 /** What is open now that a test could have left: counts by type, and what is known of each handle. */
 export function leftOpen(): string[] {
   const counts = new Map<string, number>();
   for (const type of process.getActiveResourcesInfo()) if (watched.has(type)) counts.set(type, (counts.get(type) ?? 0) + 1);
+  // Timers are counted from the ones seen set, without mocha's own (the last test's timeout, cleared later).
+  const live = [...timers.values()].filter(({ timer, stack }) => timer.hasRef() && !(timer as unknown as { _destroyed: boolean })._destroyed && !stack.includes("/mocha/lib/"));
+  counts.delete("Timeout");
+  if (live.length > 0) counts.set("Timeout", live.length);
   if (counts.size === 0) return [];
   const details: string[] = [];
   // The handles themselves say more than their types: where a socket goes, which program a child runs.
@@ -17,6 +36,7 @@ export function leftOpen(): string[] {
     else if (kind === "Server" && typeof h.address === "function" && h.address()) details.push(`a server listening on ${JSON.stringify(h.address())}`);
     else if (kind === "ChildProcess") details.push(`child process ${h.pid}: ${[h.spawnfile, ...(h.spawnargs ?? []).slice(1)].join(" ")}`);
   }
+  for (const { stack } of live) details.push(`a timer set ${stack || "(no stack outside node)"}`);
   return [[...counts].map(([type, n]) => `${n} ${type}`).join(", "), ...details];
 }
 
