@@ -93,6 +93,9 @@ if [ "$tier" = unit ]; then
   # run, naming it, when a test leaves a socket, server, timer or child process open.
   how=(--require test/harness/no-processes.ts --no-exit --require test/harness/no-leaks.ts)
 else
+  # These keep exit: true: with --no-exit --require test/harness/no-leaks.ts, mocha ends by itself, but
+  # some files leave timers running (a Promise.race's timeout in test/integration/watch.test.ts and
+  # wire-abuse.test.ts, a sleep() raced in test/harness/suite.ts, the delay proxy's drain timer).
   how=(--parallel --jobs "${FK_TEST_JOBS:-4}")
 fi
 FK_TEST_TIMINGS=$run_timings npx mocha --reporter test/harness/timings-reporter.cjs "${how[@]}" "$@" "${list[@]}"
