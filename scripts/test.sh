@@ -7,7 +7,8 @@
 #
 # Tiers (folders, so that a new test file joins its folder's tier):
 #   unit  the pure tests: test/unit/ and the fault checker's hand-made histories. No setup, no process
-#         (test/harness/no-processes.ts makes starting one fail), one mocha process.
+#         (test/harness/no-processes.ts makes starting one fail), one mocha process, which must end by
+#         itself (no `exit: true`; test/harness/no-leaks.ts names what a test left open).
 #   core  test/integration/ and test/client/: the server and the TypeScript client against real etcd.
 #   rest  every other folder: mesh, SDKs and conformance in other languages, packaging, PostgreSQL, the
 #         contract, a short fuzz run and a short fault run.
@@ -88,8 +89,13 @@ run_timings=$(mktemp)
 trap 'rm -f "$run_timings"' EXIT
 set +e
 if [ "$tier" = unit ]; then
-  how=(--require test/harness/no-processes.ts)
+  # No `exit: true` (.mocharc.json) here: mocha must end by itself, and test/harness/no-leaks.ts fails the
+  # run, naming it, when a test leaves a socket, server, timer or child process open.
+  how=(--require test/harness/no-processes.ts --no-exit --require test/harness/no-leaks.ts)
 else
+  # These keep exit: true: with --no-exit --require test/harness/no-leaks.ts, mocha ends by itself, but
+  # some files leave timers running (a Promise.race's timeout in test/integration/watch.test.ts and
+  # wire-abuse.test.ts, a sleep() raced in test/harness/suite.ts, the delay proxy's drain timer).
   how=(--parallel --jobs "${FK_TEST_JOBS:-4}")
 fi
 FK_TEST_TIMINGS=$run_timings npx mocha --reporter test/harness/timings-reporter.cjs "${how[@]}" "$@" "${list[@]}"

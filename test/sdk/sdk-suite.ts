@@ -1,0 +1,342 @@
+// One suite for the client libraries in other languages (sdk/go, sdk/python, sdk/java), each driven
+// through its test program (a probe: go-probe.ts, python-probe.ts, java-probe.ts) against real etcd and
+// servers: the conformance scenario through the library (with a client certificate, with a bearer JWT,
+// refused without credentials); a lock delay asked for on acquire; shared holders; a holder really paused
+// (SIGSTOP) past its TTL while another takes over; renewal answers held back past the deadline; and the
+// replica that carries its KeepAlive stream killed or hung. go.test.ts, python.test.ts and java.test.ts
+// call sdkSuite() with what differs between the languages (how a probe is started, its commands, the
+// names its events and error codes have), so that mocha's parallel mode runs the three side by side.
+// scripts/setup-polyglot.sh builds the probes (npm test runs it first).
+import { expect } from "chai";
+import { exportSPKI, generateKeyPair, SignJWT } from "jose";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { FencekeeperClient } from "../../client/index.js";
+import { clientsFor } from "../harness/clients.js";
+import { startDelayProxy, type DelayProxy } from "../harness/delay-proxy.js";
+import { startEtcd, type TestEtcd } from "../harness/etcd.js";
+import { startServer, type TestServer } from "../harness/server.js";
+import { sleep, uniqueResource } from "../harness/suite.js";
+import { makeCerts, type Certs } from "../mesh/support/certs.js";
+import type { Match, ProbeEvent, ProbeProcess } from "./probe-process.js";
+
+/** A holder process: what the lease is held on, and how (not every probe knows every option). */
+export interface HoldOptions {
+  servers: string[];
+  resource: string;
+  ttlMs: number;
+  sessions?: boolean;
+  shared?: boolean;
+  /** The holder's name. */
+  holder?: string;
+  lockDelayMs?: number;
+  /** Python: through fencekeeper.aio rather than threads. */
+  asyncio?: boolean;
+  /** Java: a worker thread writes through the lease this often, as a program acting on its lease would. */
+  writeEveryMs?: number;
+}
+
+export interface ScenarioOptions {
+  sessions?: boolean;
+  tls?: { ca: string; cert: string; key: string };
+  bearer?: string;
+}
+
+/** A probe run to its end: its exit code, and its stdout followed by its stderr. */
+export interface ScenarioRun {
+  code: number | null;
+  output: string;
+}
+
+/** A command line for a holder's stdin, and the event that answers it. */
+export type Command = [command: string, answer: Match];
+
+/** What the suite needs of a language: the titles of its tests, its probe, and what differs in what it prints. */
+export interface Sdk {
+  /** The describe block's title. */
+  title: string;
+  /** The language, in log lines. */
+  name: string;
+  /** The start of the test resources' names (go-sdk, py-sdk, java-sdk). */
+  tag: string;
+  hold(o: HoldOptions): ProbeProcess;
+  /** How long a new holder may take to print "granted" (a JVM starts slowly). */
+  grantedWithinMs: number;
+  /** The holder's commands: its state, and a write through its lease. */
+  state: Command;
+  write(key: string, value: string): Command;
+  /** Tests of this language alone, run first. */
+  own?(env: Env): void;
+  scenario: {
+    title: string;
+    run(server: string, resource: string, o?: ScenarioOptions): Promise<ScenarioRun>;
+    /** Also on sessions. */
+    onSessions: boolean;
+    /** Lines every run with credentials prints, beyond clean up and batch. */
+    everyRun?: RegExp[];
+    /** What a run without the credentials the server requires prints. */
+    refused: RegExp;
+    check?(runs: { own: ScenarioRun; sessions?: ScenarioRun }): void;
+  };
+  lockDelay: { title: string; holders: Partial<HoldOptions>[] };
+  shared: { title: string; holders: Partial<HoldOptions>[]; refused: Record<string, unknown> };
+  paused: {
+    title(on: string): string;
+    /** The holders: on a lease of its own (false) and on a session (true). */
+    sessions: boolean[];
+    /** The key the holder writes and B overwrites. */
+    key: string;
+    /**
+     * When the holder writes through its lease: "worker" (its worker thread writes all along) or "queued" (a
+     * write command waits on the paused process's stdin: the first thing it reads when it runs).
+     */
+    writes: "worker" | "queued";
+    /** The holder's first write after it ran again: refused by the library, unsent, after the loss. */
+    check(c: { lost: ProbeEvent; write: ProbeEvent; holder: ProbeProcess; pausedAt: number; resumedAt: number; bAcquiredAt: number }): void;
+    /** A write with the old token anyway: refused by the fence of B's generation. */
+    force(key: string): Command;
+    forceRefused(fence: string): Record<string, unknown>;
+  };
+  late: {
+    /** A describe block of its own around the test, if any. */
+    group?: string;
+    title: string;
+    hold?: Partial<HoldOptions>;
+    /** The loss at the deadline of the last renewal confirmed in time; nothing after it. */
+    check(c: { lost: ProbeEvent; delayedAt: number; holder: ProbeProcess }): void;
+    /** After every held-back answer has come: the state, and the renewals seen. */
+    checkAfter(c: { lost: ProbeEvent; state: ProbeEvent; holder: ProbeProcess }): Promise<void>;
+  };
+  failover: {
+    group?: string;
+    titles: { killed: string; hung: string };
+    /** Renewals confirmed after the failure, at least. */
+    renewalsAfter(holder: ProbeProcess, failedAt: number): ProbeEvent[];
+    minRenewals: number;
+    /** More on the state after the failure (granted: the "granted" event). */
+    checkState?(state: ProbeEvent, granted: ProbeEvent): void;
+    writeAccepted: Record<string, unknown>;
+    /** More after the write through the surviving replica. */
+    afterWrite?(holder: ProbeProcess): Promise<void>;
+  };
+}
+
+/** The suite's etcd and servers, filled in by its before(). */
+export interface Env {
+  etcd: TestEtcd;
+  /** Without authentication. */
+  server: TestServer;
+  /** Mutual TLS. */
+  mtls: TestServer;
+  /** Bearer JWTs, on cleartext loopback. */
+  bearer: TestServer;
+  certs: Certs;
+  jwt: string;
+}
+
+export function sdkSuite(sdk: Sdk): void {
+  describe(sdk.title, function () {
+    this.timeout(60_000);
+    const ttl = 2000;
+    const args = ["--metrics-listen", "off", "--shutdown-grace", "500"];
+    const issuer = "https://issuer.fencekeeper.test";
+    const env = {} as Env;
+    let holder: ProbeProcess | undefined;
+    const hold = (o: Omit<HoldOptions, "ttlMs"> & { ttlMs?: number }) => (holder = sdk.hold({ ttlMs: ttl, ...o }));
+
+    before(async () => {
+      env.certs = makeCerts();
+      const keys = await generateKeyPair("EdDSA", { crv: "Ed25519" });
+      writeFileSync(join(env.certs.dir, "jwt-public.pem"), await exportSPKI(keys.publicKey));
+      env.jwt = await new SignJWT({}).setProtectedHeader({ alg: "EdDSA" }).setSubject(sdk.tag).setIssuer(issuer).setAudience("fencekeeper").setExpirationTime("30m").sign(keys.privateKey);
+      env.etcd = await startEtcd();
+      const certs = env.certs;
+      [env.server, env.mtls, env.bearer] = await Promise.all([
+        startServer({ etcd: env.etcd.endpoint, args }),
+        startServer({ etcd: env.etcd.endpoint, args: [...args, "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.ca] }),
+        startServer({ etcd: env.etcd.endpoint, args: [...args, "--jwt-keys", join(certs.dir, "jwt-public.pem"), "--jwt-issuer", issuer, "--jwt-audience", "fencekeeper"] }),
+      ]);
+    });
+    after(async () => {
+      await Promise.all([env.server, env.mtls, env.bearer].map((x) => x?.stop()));
+      await env.etcd?.destroy();
+      env.certs?.remove();
+    });
+    afterEach(async () => {
+      await holder?.kill();
+      holder = undefined;
+    });
+
+    sdk.own?.(env);
+
+    it(sdk.scenario.title, async () => {
+      const { certs } = env;
+      const tag = sdk.tag;
+      // All at once: the scenarios spend most of their time waiting (the lease kept over three TTLs).
+      const [own, sessions, withCertificate, withBearer, anonymous] = await Promise.all([
+        sdk.scenario.run(env.server.url, uniqueResource(`${tag}-scenario`)),
+        sdk.scenario.onSessions ? sdk.scenario.run(env.server.url, uniqueResource(`${tag}-sessions`), { sessions: true }) : undefined,
+        sdk.scenario.run(env.mtls.url, uniqueResource(`${tag}-mtls`), { tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey } }),
+        sdk.scenario.run(env.bearer.url, uniqueResource(`${tag}-jwt`), { bearer: env.jwt }),
+        sdk.scenario.run(env.bearer.url, uniqueResource(`${tag}-anonymous`)),
+      ]);
+      const runs = [["", own], [" on sessions", sessions], [" with a client certificate", withCertificate], [" with a bearer JWT", withBearer]] as const;
+      for (const [what, r] of runs) {
+        if (!r) continue;
+        expect(r.code, `the scenario${what} failed:\n${r.output}`).to.equal(0);
+        expect(r.output).to.match(/^ok clean up$/m);
+        expect(r.output).to.match(/^ok batch: two commits/m);
+        for (const line of sdk.scenario.everyRun ?? []) expect(r.output).to.match(line);
+      }
+      sdk.scenario.check?.({ own, sessions });
+      // Without the credentials the server requires, refused.
+      expect(anonymous.code, anonymous.output).to.equal(1);
+      expect(anonymous.output).to.match(sdk.scenario.refused);
+    });
+
+    it(sdk.lockDelay.title, async () => {
+      const c = clientsFor(env.server.url);
+      for (const o of sdk.lockDelay.holders) {
+        const resource = uniqueResource(`${sdk.tag}-lock-delay`);
+        const h = hold({ servers: [env.server.url], resource, lockDelayMs: 3000, ...o });
+        await h.next("granted", sdk.grantedWithinMs);
+        // On a lease of its own, even with sessions on: a lock delay is the lease's own.
+        if (o.sessions) expect(h.seen("session-opened")).to.have.length(0);
+        expect((await c.lease.describe({ resource })).lockDelay, JSON.stringify(o)).to.deep.include({ seconds: 3n });
+        await h.command("release", "released");
+        const after = await c.lease.describe({ resource });
+        expect(after.held).to.equal(false);
+        expect(after.lockDelayUntil).to.equal(undefined);
+        await h.kill();
+      }
+    });
+
+    it(sdk.shared.title, async () => {
+      const resource = uniqueResource(`${sdk.tag}-shared`);
+      const holders = sdk.shared.holders.map((o) => sdk.hold({ servers: [env.server.url], resource, ttlMs: 5000, shared: true, ...o }));
+      try {
+        const granted = await Promise.all(holders.map((h) => h.next("granted", sdk.grantedWithinMs + 10_000)));
+        expect(granted.map((g) => g.token.shared)).to.deep.equal([true, true]);
+        const d = await clientsFor(env.server.url).lease.describe({ resource });
+        expect(d.holders).to.have.length(2);
+        const names = sdk.shared.holders.map((o) => o.holder);
+        if (names.every(Boolean)) expect(d.holders.map((h) => h.holder).sort()).to.deep.equal(names.sort());
+        const write = await holders[0].command(...sdk.write("greeting", "hello"));
+        expect(write).to.include(sdk.shared.refused);
+      } finally {
+        await Promise.all(holders.map((h) => h.kill()));
+      }
+    });
+
+    for (const sessions of sdk.paused.sessions) {
+      const on = sessions ? "on a session" : "on a lease of its own";
+      it(sdk.paused.title(on), async () => {
+        const resource = uniqueResource(`${sdk.tag}-paused`);
+        const worker = sdk.paused.writes === "worker";
+        const key = sdk.paused.key;
+        const h = hold({ servers: [env.server.url], resource, sessions, ...(worker ? { writeEveryMs: 100 } : {}) });
+        const granted = await h.next("granted", sdk.grantedWithinMs);
+        if (sessions) expect(h.seen("session-opened").map((e) => e.session_id)).to.include(granted.token.lease_id);
+        await h.next(sessions ? "session-renewed" : "renewed", ttl * 2);
+        if (worker) await h.next((e) => e.event === "put" && e.ok === true, ttl * 2);
+
+        h.pause();
+        const pausedAt = Date.now();
+        // B takes over once etcd lets the paused holder's lease go, and writes.
+        const b = new FencekeeperClient({ servers: env.server.url });
+        try {
+          const leaseB = await b.acquire(resource, { ttl, wait: 15_000 });
+          const bAcquiredAt = Date.now();
+          expect(leaseB.token.generation > BigInt(granted.token.generation)).to.equal(true);
+          await leaseB.put(key, "from B");
+          if (!worker) h.post(sdk.write(key, "from-A")[0]);
+          await sleep(Math.max(0, pausedAt + 2 * ttl - Date.now())); // paused for twice the TTL
+          const resumedAt = Date.now();
+          h.resume();
+
+          const lost = await h.next("lost", 10_000);
+          const write = await h.next(worker ? (e) => e.event === "put" && e.attempted_at >= resumedAt : sdk.write(key, "from-A")[1], 10_000);
+          console.log(`      ${sdk.name} (${on}): resume to loss signal ${(lost.at - resumedAt).toFixed(1)} ms (paused ${resumedAt - pausedAt} ms, TTL ${ttl} ms)`);
+          sdk.paused.check({ lost, write, holder: h, pausedAt, resumedAt, bAcquiredAt });
+
+          // Written anyway, with the old token: the fence refuses it.
+          const forced = await h.command(...sdk.paused.force(key));
+          expect(forced).to.include(sdk.paused.forceRefused(leaseB.token.generation.toString()));
+          const got = await clientsFor(env.server.url).store.get({ resource, key });
+          expect(new TextDecoder().decode(got.value)).to.equal("from B");
+          expect((await b.describe(resource)).fence).to.equal(leaseB.token.generation);
+          await leaseB.release();
+        } finally {
+          await b.close();
+        }
+      });
+    }
+
+    const late = () => {
+      let proxy: DelayProxy;
+      beforeEach(async () => (proxy = await startDelayProxy(env.server.url)));
+      afterEach(() => proxy.close());
+
+      it(sdk.late.title, async () => {
+        const h = hold({ servers: [proxy.url], resource: uniqueResource(`${sdk.tag}-late`), ...sdk.late.hold });
+        await h.next("granted", sdk.grantedWithinMs);
+        await h.next("renewed", ttl * 2);
+        proxy.setDelay(ttl + 1000, "toClient"); // renewals reach the server; their answers arrive a TTL late
+        const delayedAt = Date.now();
+        const lost = await h.next("lost", ttl * 3);
+        sdk.late.check({ lost, delayedAt, holder: h });
+
+        await sleep(ttl + 1500); // every held-back answer has arrived by now
+        const state = await h.command(...sdk.state);
+        expect(state.held).to.equal(false);
+        await sdk.late.checkAfter({ lost, state, holder: h });
+      });
+    };
+    if (sdk.late.group) describe(sdk.late.group, late);
+    else late();
+
+    const failover = () => {
+      let first: TestServer;
+      let second: TestServer;
+      beforeEach(async () => {
+        const prefix = `/fk-${sdk.tag}-failover-${process.pid}-${Date.now()}/`;
+        [first, second] = await Promise.all([startServer({ etcd: env.etcd.endpoint, prefix, args }), startServer({ etcd: env.etcd.endpoint, prefix, args })]);
+      });
+      afterEach(() => Promise.all([first.stop("SIGKILL"), second.stop("SIGKILL")]));
+
+      for (const [title, signal] of [
+        [sdk.failover.titles.killed, "SIGKILL"],
+        [sdk.failover.titles.hung, "SIGSTOP"],
+      ] as const) {
+        it(title, async () => {
+          const resource = uniqueResource(`${sdk.tag}-failover`);
+          const h = hold({ servers: [first.url, second.url], resource });
+          const granted = await h.next("granted", sdk.grantedWithinMs);
+          await h.next("renewed", ttl * 2);
+          expect(h.seen("stream-opened").map((e) => e.url)).to.deep.equal([first.url]);
+
+          first.process.kill(signal);
+          const failedAt = Date.now();
+          await sleep(ttl * 2); // twice the TTL: the lease lives only if renewals go on through the second replica
+          const state = await h.command(...sdk.state);
+          expect(state.held, "the lease is still held").to.equal(true);
+          sdk.failover.checkState?.(state, granted);
+          expect(h.seen("lost")).to.deep.equal([]);
+          expect(h.seen("stream-failed").some((e) => e.url === first.url)).to.equal(true);
+          expect(h.seen("stream-opened").some((e) => e.url === second.url)).to.equal(true);
+          expect(sdk.failover.renewalsAfter(h, failedAt).length).to.be.at.least(sdk.failover.minRenewals);
+
+          const d = await clientsFor(second.url).lease.describe({ resource });
+          expect(d.held).to.equal(true);
+          expect(String(d.token?.generation)).to.equal(granted.token.generation);
+          expect(String(d.token?.leaseId)).to.equal(granted.token.lease_id);
+          const write = await h.command(...sdk.write("k", "v"));
+          expect(write).to.include({ ok: true, fence: granted.token.generation, ...sdk.failover.writeAccepted });
+          await sdk.failover.afterWrite?.(h);
+        });
+      }
+    };
+    if (sdk.failover.group) describe(sdk.failover.group, failover);
+    else failover();
+  });
+}
