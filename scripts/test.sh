@@ -14,7 +14,7 @@
 #         contract, a short fuzz run and a short fault run.
 #   all   everything (the default; what CI runs, as the three tiers above).
 # core, rest and all run their files side by side in mocha's parallel mode, FK_TEST_JOBS at a time
-# (default 4): most of a test's time is spent waiting on TTLs and on other processes, and waiting overlaps
+# (default 3): most of a test's time is spent waiting on TTLs and on other processes, and waiting overlaps
 # well even on 2 cores. Each file starts its own etcd and servers on free ports (test/harness), so the
 # files are independent. The longest files start first, by the durations of the last run
 # (.test-results/timings.jsonl, written by test/harness/timings-reporter.cjs).
@@ -96,7 +96,7 @@ else
   # These keep exit: true: with --no-exit --require test/harness/no-leaks.ts, mocha ends by itself, but
   # some files leave timers running (a Promise.race's timeout in test/integration/watch.test.ts and
   # wire-abuse.test.ts, a sleep() raced in test/harness/suite.ts, the delay proxy's drain timer).
-  how=(--parallel --jobs "${FK_TEST_JOBS:-4}")
+  how=(--parallel --jobs "${FK_TEST_JOBS:-3}")
 fi
 FK_TEST_TIMINGS=$run_timings npx mocha --reporter test/harness/timings-reporter.cjs "${how[@]}" "$@" "${list[@]}"
 status=$?
