@@ -2,93 +2,24 @@
 // openssl and client certificates over real TLS connections: test/integration/authenticator-tls.test.ts.
 import { expect } from "chai";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SignJWT, base64url, exportJWK, exportSPKI, generateKeyPair, generateSecret, type CryptoKey, type JWTPayload } from "jose";
-import { Authenticator, altNames, type JwtConfig } from "../../server/auth/authenticator.js";
-import { ANONYMOUS, type Principal } from "../../server/auth/principal.js";
-import { ConfigError } from "../../server/config.js";
-import { DomainError } from "../../server/domain/errors.js";
-
-const ISSUER = "https://issuer.example";
-const AUDIENCE = "fencekeeper";
-const now = () => Math.floor(Date.now() / 1000);
-const cleartext = () => new net.Socket();
-
-interface Pair {
-  publicKey: CryptoKey;
-  privateKey: CryptoKey;
-}
-
-/** The refusal of a call that must be refused, sync or async. */
-async function refusal(call: () => Principal | Promise<Principal>): Promise<DomainError> {
-  try {
-    await call();
-  } catch (err) {
-    expect(err).to.be.instanceOf(DomainError);
-    const e = err as DomainError;
-    expect(e.kind).to.equal("unauthenticated");
-    expect(e.reason).to.equal("UNAUTHENTICATED");
-    return e;
-  }
-  throw new Error("the call was accepted");
-}
-
-async function configError(f: () => Promise<unknown>): Promise<ConfigError> {
-  try {
-    await f();
-  } catch (err) {
-    expect(err).to.be.instanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new Error("no ConfigError");
-}
+import { base64url, exportSPKI, generateSecret, type CryptoKey } from "jose";
+import { Authenticator, altNames } from "../../server/auth/authenticator.js";
+import { ANONYMOUS } from "../../server/auth/principal.js";
+import { AUDIENCE, ISSUER, cleartext, configError, issuerKeys, jwtConfig, now, refusal, sign, type Pair } from "../harness/jwt-fixtures.js";
 
 describe("authentication", () => {
   let dir: string;
   let es256: Pair;
   let ed: Pair;
   let stranger: Pair;
-  /** The ES256 key as a PEM file, and the Ed25519 key (kid "ed-1") in a JWK Set with an encryption key beside it. */
   let pemFile: string;
   let jwksFile: string;
 
-  const jwtConfig = (keyFiles: string[], more: Partial<JwtConfig> = {}): JwtConfig => ({
-    keyFiles,
-    issuer: ISSUER,
-    audience: AUDIENCE,
-    principalClaim: "sub",
-    groupsClaim: "groups",
-    clockToleranceSeconds: 30,
-    ...more,
-  });
-
-  /** A token as the issuer would sign it; `claims` overrides the defaults, undefined removes one. */
-  const sign = (key: CryptoKey, claims: JWTPayload = {}, header: { alg: string; kid?: string } = { alg: "ES256" }) => {
-    const payload: JWTPayload = { iss: ISSUER, aud: AUDIENCE, sub: "alice", exp: now() + 600, iat: now(), ...claims };
-    for (const [k, v] of Object.entries(payload)) if (v === undefined) delete payload[k];
-    return new SignJWT(payload).setProtectedHeader(header).sign(key);
-  };
-
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-jwt-"));
-    es256 = await generateKeyPair("ES256", { extractable: true });
-    ed = await generateKeyPair("EdDSA");
-    stranger = await generateKeyPair("ES256");
-    pemFile = join(dir, "es256.pem");
-    writeFileSync(pemFile, await exportSPKI(es256.publicKey));
-    const encryption = await generateKeyPair("RSA-OAEP-256", { modulusLength: 2048 });
-    jwksFile = join(dir, "issuer.jwks.json");
-    writeFileSync(
-      jwksFile,
-      JSON.stringify({
-        keys: [
-          { ...(await exportJWK(encryption.publicKey)), kid: "enc-1", use: "enc", alg: "RSA-OAEP-256" },
-          { ...(await exportJWK(ed.publicKey)), kid: "ed-1", use: "sig", alg: "EdDSA" },
-        ],
-      }),
-    );
+    ({ es256, ed, stranger, pemFile, jwksFile } = await issuerKeys(dir));
   });
 
   after(() => rmSync(dir, { recursive: true, force: true }));
