@@ -12,7 +12,7 @@ import { FencekeeperClient } from "../../client/index.js";
 import { HolderProcess } from "../../demo/holder-process.js";
 import { startEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { eventually, sleep } from "../harness/suite.js";
+import { eventually, sleep, within } from "../harness/suite.js";
 
 const int = (raw: string) => {
   if (!/^\d+$/.test(raw)) throw new InvalidArgumentError(`expected a whole number, got "${raw}"`);
@@ -41,7 +41,7 @@ async function trial(holderServer: TestServer, observer: FencekeeperClient, n: n
     const pausedAt = Date.now();
     if (pauseWhat === "holder") holder.pause();
     else holderServer.process.kill("SIGSTOP");
-    const etcdExpiredAt = await Promise.race([expired, sleep(o.ttl + 5000).then(() => undefined)]);
+    const etcdExpiredAt = await within(expired, o.ttl + 5000, undefined);
     stop.abort();
     if (etcdExpiredAt === undefined) throw new Error("etcd did not expire the lease");
     let resumedAt = NaN;

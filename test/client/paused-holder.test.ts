@@ -3,7 +3,7 @@
 import { expect } from "chai";
 import { FencekeeperClient } from "../../client/index.js";
 import { HolderProcess } from "../../demo/holder-process.js";
-import { eventually, sleep, uniqueResource, useServer } from "../harness/suite.js";
+import { eventually, sleep, uniqueResource, useServer, within } from "../harness/suite.js";
 
 describe("client: a really paused holder", () => {
   const s = useServer(["--metrics-listen", "off"]);
@@ -30,7 +30,7 @@ describe("client: a really paused holder", () => {
 
     holder.pause();
     const pausedAt = Date.now();
-    const etcdExpiredAt = await Promise.race([expired, sleep(ttl + 3000).then(() => undefined)]);
+    const etcdExpiredAt = await within(expired, ttl + 3000, undefined);
     stop.abort();
     expect(etcdExpiredAt, "etcd expired the paused holder's lease").to.be.a("number");
     await sleep(300);

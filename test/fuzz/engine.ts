@@ -325,12 +325,15 @@ export class Connections {
         // Gracefully, as clients do; a connection whose streams the server keeps open is cut after 2 s.
         closing.push(
           new Promise<void>((r) => {
-            session.once("close", () => r());
-            session.close();
-            setTimeout(() => {
+            const cut = setTimeout(() => {
               session.destroy();
               r();
             }, 2000);
+            session.once("close", () => {
+              clearTimeout(cut);
+              r();
+            });
+            session.close();
           }),
         );
       }

@@ -54,6 +54,10 @@ function relay(from: net.Socket, to: net.Socket, delayMs: () => number): void {
   let ended = false;
   const drain = () => {
     timer = undefined;
+    if (to.destroyed) {
+      queue.length = 0;
+      return;
+    }
     while (queue.length > 0 && queue[0].due <= Date.now()) {
       const { chunk } = queue.shift()!;
       if (!to.destroyed) to.write(chunk);
@@ -62,6 +66,7 @@ function relay(from: net.Socket, to: net.Socket, delayMs: () => number): void {
     else if (ended) to.end();
   };
   from.on("data", (chunk: Buffer) => {
+    if (to.destroyed) return;
     const last = queue.at(-1)?.due ?? 0;
     queue.push({ due: Math.max(Date.now() + delayMs(), last), chunk });
     if (!timer) drain();
@@ -71,6 +76,12 @@ function relay(from: net.Socket, to: net.Socket, delayMs: () => number): void {
     if (!timer) drain();
   });
   from.once("error", () => to.destroy());
+  // Nothing held back can be delivered once the receiving side is gone: its timer goes too.
+  to.once("close", () => {
+    clearTimeout(timer);
+    timer = undefined;
+    queue.length = 0;
+  });
   from.once("close", () => {
     if (!ended) to.destroy();
   });

@@ -1,4 +1,4 @@
-// A tier run without mocha's `exit: true` (scripts/test.sh) loads this: after the last test of the
+// Every mocha run loads this (.mocharc.json, which has no `exit: true`): after the last test of the
 // process (of each file, in a worker of parallel mode), nothing a test opened may still be open: a socket,
 // a server, a timer or a child process left behind would keep the process alive (mocha would not exit by
 // itself) or leak into the next file. The check names what is left, so the test that left it can be found.

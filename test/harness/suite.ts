@@ -32,6 +32,16 @@ export const uniqueResource = (name: string) => `${name}-${process.pid}-${++coun
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * p's outcome, or otherwise if p has not settled within ms. The timer goes with the race: a bare
+ * Promise.race with sleep() would leave it running for the rest of its time, holding the process open.
+ */
+export function within<T, F>(p: Promise<T>, ms: number, otherwise: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<F>((resolve) => (timer = setTimeout(() => resolve(otherwise), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 /** Polls until check() is true or timeoutMs passes; fails with message. */
 export async function eventually(check: () => Promise<boolean> | boolean, message: string, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -10,7 +10,7 @@
 import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { DescribeResponse } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { eventually, sleep, uniqueResource, useServer } from "../harness/suite.js";
+import { eventually, sleep, uniqueResource, useServer, within } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 
@@ -30,7 +30,7 @@ describe("hardening: no ghost owner after an etcd outage (issue 8, item 5)", fun
     await s.etcd.stop();
     let wOutcome: string;
     try {
-      wOutcome = await Promise.race([w, sleep(30_000).then(() => "still waiting 30 s into the outage")]);
+      wOutcome = await within(w, 30_000, "still waiting 30 s into the outage");
       // etcd stays away a while longer after W gave up, or comes back at once.
       if (downAfterFailureMs > 0) await sleep(downAfterFailureMs);
     } finally {

@@ -9,7 +9,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AcquireRequestSchema, ObserveResponse } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencekeeperClient, InvalidArgumentError, ResourceHeldError, fencedUpdate, parseToken, tokenToJson, verifyToken } from "../../client/index.js";
 import { delta, writeCounts } from "../harness/batching.js";
-import { useServer, uniqueResource, sleep, eventually, failure } from "../harness/suite.js";
+import { useServer, uniqueResource, sleep, eventually, failure, within } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 const SHARED = AcquireMode.SHARED;
@@ -24,7 +24,7 @@ describe("shared leases", () => {
 
   /** Whether a promise is still pending after a moment: a waiter that must not have been granted yet. */
   async function pending(p: Promise<unknown>, ms = 500): Promise<boolean> {
-    return Promise.race([p.then(() => false, () => false), sleep(ms).then(() => true)]);
+    return within(p.then(() => false, () => false), ms, true);
   }
 
   it("two shared holders co-hold, each with a generation of its own, greater than the last", async () => {

@@ -17,7 +17,7 @@ import { AsyncQueue } from "../../client/async-queue.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { makeCerts, type Certs } from "../mesh/support/certs.js";
-import { failure, sleep, uniqueResource } from "../harness/suite.js";
+import { failure, sleep, uniqueResource, within } from "../harness/suite.js";
 
 const ISSUER = "https://issuer.test";
 const AUDIENCE = "fencekeeper";
@@ -42,7 +42,7 @@ async function endOf(stream: AsyncIterable<unknown>, ms: number): Promise<{ at: 
       return { at: Date.now(), error: ConnectError.from(err) };
     }
   })();
-  return Promise.race([ended, sleep(ms).then(() => "open" as const)]);
+  return within(ended, ms, "open" as const);
 }
 
 describe("open streams end with their authority (issue 20, finding 9)", function () {
@@ -170,7 +170,7 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       expect(end.at - rewritten, "within the reload's pause (100 ms), on a loaded machine").to.be.below(3000);
       // Bob's stream is open and reports what happens next.
       await bob.acquire({ resource, ttl: ttl(5), holder: "bob" });
-      const next = await Promise.race([bobStream.next(), sleep(3000).then(() => undefined)]);
+      const next = await within(bobStream.next(), 3000, undefined);
       expect(next?.value?.holderPrincipal, "bob's Observe goes on").to.equal("bob");
     } finally {
       abort.abort();
@@ -260,7 +260,7 @@ describe("open streams end with their authority (issue 20, finding 9)", function
       expect(end.error?.code, end.error?.message).to.equal(Code.Unauthenticated);
       expect(end.error?.rawMessage).to.match(/no longer accepted, after the server's keys changed: bearer token refused/);
       await bob.acquire({ resource, ttl: ttl(5), holder: "bob" });
-      const next = await Promise.race([bobStream.next(), sleep(3000).then(() => undefined)]);
+      const next = await within(bobStream.next(), 3000, undefined);
       expect(next?.value?.holderPrincipal, "bob's Observe goes on").to.equal("bob");
     } finally {
       abort.abort();

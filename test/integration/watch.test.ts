@@ -8,6 +8,7 @@ import { DomainError } from "../../server/domain/errors.js";
 import { EtcdCalls } from "../../server/etcd/calls.js";
 import { Reader, type Watch } from "../../server/etcd/reader.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
+import { within } from "../harness/suite.js";
 
 /** The keys a watch reports, as they come, until it ends; and how it ended. */
 function keysOf(watch: Watch): { keys: string[]; ended: Promise<unknown> } {
@@ -91,7 +92,7 @@ describe("a watch of etcd", () => {
       outcome = await seen.ended;
       expect(seen.keys).to.deep.equal([]);
       // Its users close it on every path out (finally): that must not wait for etcd, which has let it go.
-      closing = await Promise.race([watch.close().then(() => "closed"), new Promise<string>((resolve) => setTimeout(() => resolve("still closing after 20 s"), 20_000))]);
+      closing = await within(watch.close().then(() => "closed"), 20_000, "still closing after 20 s");
     } catch (err) {
       outcome = err;
     }

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { eventually, useServer } from "../harness/suite.js";
+import { eventually, useServer, within } from "../harness/suite.js";
 import { connectUnary, grpcWeb } from "../harness/wire.js";
 import { scrape } from "../mesh/support/metrics.js";
 
@@ -202,7 +202,7 @@ describe("wire abuse: requests that never finish arriving", function () {
       if (!socket.destroyed) socket.write(Buffer.from([0x0a]), () => sent++);
     }, 300);
     try {
-      const outcome = await Promise.race([closed.then(() => "closed"), new Promise((r) => setTimeout(() => r("open"), LIMIT_MS + 6000))]);
+      const outcome = await within(closed.then(() => "closed"), LIMIT_MS + 6000, "open");
       expect(outcome).to.equal("closed");
       expect(Date.now() - started).to.be.below(LIMIT_MS + 2500);
       expect(sent, "bytes trickled before the cut").to.be.below(15);
@@ -230,7 +230,7 @@ describe("wire abuse: requests that never finish arriving", function () {
       if (!socket.destroyed && i < header.length) socket.write(header[i++]);
     }, 100);
     try {
-      const outcome = await Promise.race([closed.then(() => "closed"), new Promise((r) => setTimeout(() => r("open"), HANDSHAKE_MS + 8000))]);
+      const outcome = await within(closed.then(() => "closed"), HANDSHAKE_MS + 8000, "open");
       expect(outcome).to.equal("closed");
       expect(Date.now() - started).to.be.below(HANDSHAKE_MS + 3000);
     } finally {
@@ -266,10 +266,7 @@ function h1Stall(url: string, path: string, contentType: string, timeoutMs: numb
   const socket = net.connect(Number(port), hostname);
   socket.on("error", () => undefined);
   socket.write(`POST ${path} HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: ${contentType}\r\ncontent-length: 100\r\n\r\n\x0a`);
-  return Promise.race([
-    new Promise<"closed">((resolve) => socket.once("close", () => resolve("closed"))),
-    new Promise<"open">((resolve) => setTimeout(() => resolve("open"), timeoutMs)),
-  ]).finally(() => socket.destroy());
+  return within(new Promise<"closed">((resolve) => socket.once("close", () => resolve("closed"))), timeoutMs, "open" as const).finally(() => socket.destroy());
 }
 
 for (const fastPath of ["on", "off"]) describe(`wire abuse: every refusal is logged and counted, on every protocol (--unary-fast-path ${fastPath})`, function () {

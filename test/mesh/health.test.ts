@@ -2,7 +2,7 @@
 // are NOT_SERVING while etcd is away and SERVING again when it is back; liveness never follows etcd.
 import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { eventually } from "../harness/suite.js";
+import { eventually, within } from "../harness/suite.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import type { TestServer } from "../harness/server.js";
 import { HealthCheckResponse_ServingStatus as Status } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
@@ -66,7 +66,7 @@ describe("gRPC health", () => {
     const watch = collect(health.watch({ service: "no.such.Service" }, { signal: ctl.signal }));
     await eventually(() => watch.items.length === 1, "the watch's first answer");
     expect(watch.items[0].status).to.equal(Status.SERVICE_UNKNOWN);
-    const state = await Promise.race([watch.done.then(() => "ended"), new Promise((r) => setTimeout(() => r("open"), 300))]);
+    const state = await within(watch.done.then(() => "ended"), 300, "open");
     expect(state).to.equal("open");
     ctl.abort();
     await watch.done;

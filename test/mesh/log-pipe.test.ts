@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { ConnectError } from "@connectrpc/connect";
 import { clientsFor, type Clients } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
-import { eventually, sleep, uniqueResource } from "../harness/suite.js";
+import { eventually, sleep, uniqueResource, within } from "../harness/suite.js";
 import { freePort } from "../../server/etcd/embedded.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -83,7 +83,7 @@ const logOneLine = (s: PipedServer) => describeOnce(s.port, "");
 
 /** The exit code (or signal), or "still running" once ms have passed. */
 function exitsWithin(server: PipedServer, ms: number): Promise<number | string> {
-  return Promise.race([server.exited, sleep(ms).then(() => "still running")]);
+  return within(server.exited, ms, "still running" as const);
 }
 
 describe("a server whose log pipe is broken or full", () => {
