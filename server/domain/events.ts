@@ -34,7 +34,8 @@ export type DomainEvent =
   | { type: "lease gone"; leaseId: bigint }
   /** An Acquire with wait joined the line of resource; "done waiting" follows once it leaves it, granted or not. */
   | { type: "waiting"; resource: string }
-  | { type: "done waiting"; resource: string }
+  /** seconds: how long it waited; turn: its turn came (a grant is tried next), else it left the line (deadline, cancel, shutdown). */
+  | { type: "done waiting"; resource: string; seconds: number; turn: boolean }
   /** An acquisition, a release or a write refused for what the caller holds (not for etcd failing). */
   | { type: "refused"; operation: "acquire" | "release" | WriteOp; resource: string; reason: Reason }
   /** A mutation committed under generation. */
@@ -85,9 +86,13 @@ export function kindOf(err: unknown): Kind {
 /** Runs wait between "waiting" and "done waiting", however it ends. */
 export async function inLine<T>(events: DomainEvents, resource: string, wait: () => Promise<T>): Promise<T> {
   events.emit({ type: "waiting", resource });
+  const started = performance.now();
+  let turn = false;
   try {
-    return await wait();
+    const result = await wait();
+    turn = true;
+    return result;
   } finally {
-    events.emit({ type: "done waiting", resource });
+    events.emit({ type: "done waiting", resource, seconds: (performance.now() - started) / 1000, turn });
   }
 }

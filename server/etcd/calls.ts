@@ -2,21 +2,24 @@
 // failure classified once (errors.ts).
 import { classify } from "./errors.js";
 
-/** Told of every etcd call: what it was, how long it took, and its error if it failed. */
-export type EtcdCallObserver = (what: string, seconds: number, error?: unknown) => void;
+/**
+ * Told of every etcd call: what it was, how long it took, its error if it failed, and, for the group
+ * commit's requests, how many writes it carried.
+ */
+export type EtcdCallObserver = (what: string, seconds: number, error?: unknown, writes?: number) => void;
 
 export class EtcdCalls {
   constructor(private readonly observer: EtcdCallObserver = () => undefined) {}
 
-  /** Runs one etcd call; its failure leaves as the domain's error. */
-  async run<T>(what: string, call: () => Promise<T>): Promise<T> {
+  /** Runs one etcd call (writes: of the group commit, the writes it carries); its failure leaves as the domain's error. */
+  async run<T>(what: string, call: () => Promise<T>, writes?: number): Promise<T> {
     const started = performance.now();
     try {
       const result = await call();
-      this.observer(what, (performance.now() - started) / 1000);
+      this.observer(what, (performance.now() - started) / 1000, undefined, writes);
       return result;
     } catch (err) {
-      this.observer(what, (performance.now() - started) / 1000, err);
+      this.observer(what, (performance.now() - started) / 1000, err, writes);
       throw classify(what, err);
     }
   }

@@ -348,10 +348,10 @@ export class Committer {
     let res: ITxnResponse;
     try {
       if (inners.length === 1) {
-        res = await this.calls.run(what, () => this.etcd.kv.txn(innerTxn(inners[0])));
+        res = await this.calls.run(what, () => this.etcd.kv.txn(innerTxn(inners[0])), members.length);
       } else {
         const outer = { compare: [], success: inners.map((i) => ({ request_txn: innerTxn(i) })), failure: [] };
-        res = await this.calls.run(what, () => this.etcd.kv.txn(outer));
+        res = await this.calls.run(what, () => this.etcd.kv.txn(outer), members.length);
       }
     } catch (err) {
       // etcd refuses a whole request for what one of its transactions asks (a lease that is gone, a

@@ -22,9 +22,16 @@ export function etcdMetrics(registry: Registry): EtcdCallObserver {
     labelNames: ["operation", "error"],
     registers: [registry],
   });
+  const writes = new Histogram({
+    name: "fencekeeper_etcd_request_writes",
+    help: "Writes carried by each of the group commit's etcd requests (1: a write alone; more: a batch that rode one request).",
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+    registers: [registry],
+  });
   // Every etcd call and renewal is observed: look each operation's histograms up once.
   const byOperation = new Map<string, { ok: ReturnType<typeof seconds.labels>; error: ReturnType<typeof seconds.labels> }>();
-  return (what, s, error) => {
+  return (what, s, error, carried) => {
+    if (carried !== undefined) writes.observe(carried);
     let h = byOperation.get(what);
     if (!h) {
       const operation = operationLabel(what);

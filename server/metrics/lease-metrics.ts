@@ -8,7 +8,7 @@
 // replica are not seen, so a lease renewed only elsewhere drops out of this count early; with each
 // client on one replica (gRPC keeps a client on one HTTP/2 connection) the sum over replicas is the
 // number of leases held.
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { codeNameOf } from "../api/errors.js";
 import type { DomainEvents } from "../domain/events.js";
 
@@ -38,13 +38,30 @@ class HeldLeases {
 
 export function leaseMetrics(registry: Registry, events: DomainEvents): void {
   const held = new HeldLeases();
+  // Sessions are among the leases held (one lease each) and also counted on their own.
+  const sessions = new HeldLeases();
   new Gauge({
     name: "fencekeeper_leases_held",
-    help: "Leases granted by this replica and not yet seen released or expired.",
+    help: "Leases granted by this replica and not yet seen released or expired (a session counts as one).",
     registers: [registry],
     collect() {
       this.set(held.count());
     },
+  });
+  new Gauge({
+    name: "fencekeeper_sessions_held",
+    help: "Sessions opened through this replica and not yet seen closed or expired.",
+    registers: [registry],
+    collect() {
+      this.set(sessions.count());
+    },
+  });
+  const waited = new Histogram({
+    name: "fencekeeper_acquire_wait_seconds",
+    help: "Time an Acquire with wait spent in line, by result (turn: its turn came; left: deadline, cancel or shutdown first).",
+    labelNames: ["result"],
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [registry],
   });
   const waiting = new Gauge({
     name: "fencekeeper_acquire_waiting",
@@ -68,22 +85,27 @@ export function leaseMetrics(registry: Registry, events: DomainEvents): void {
         if (!e.onSession) held.hold(e.leaseId, e.ttlSeconds ?? 0);
         return;
       case "session opened":
+        sessions.hold(e.sessionId, e.ttlSeconds);
         return held.hold(e.sessionId, e.ttlSeconds);
       case "released":
         if (!e.onSession) held.end(e.leaseId);
         return;
       case "session closed":
+        sessions.end(e.sessionId);
         return held.end(e.sessionId);
       case "lease gone":
+        sessions.end(e.leaseId);
         return held.end(e.leaseId);
       case "renewed":
         renewedOk[e.via].inc();
+        sessions.renewed(e.leaseId, e.ttlSeconds);
         return held.renewed(e.leaseId, e.ttlSeconds);
       case "not renewed":
         return renewals.inc({ grpc_method: e.via, result: codeNameOf(e.kind) });
       case "waiting":
         return waiting.inc();
       case "done waiting":
+        waited.observe({ result: e.turn ? "turn" : "left" }, e.seconds);
         return waiting.dec();
     }
   });

@@ -97,15 +97,19 @@ describe("metrics", () => {
 
   it("counts a session as one lease held, however many acquisitions it carries, until it is closed", async () => {
     const held = async () => (await scrape(server)).value("fencekeeper_leases_held");
+    const sessions = async () => (await scrape(server)).value("fencekeeper_sessions_held");
     const before = await held();
+    const sessionsBefore = await sessions();
     const { sessionId } = await c.lease.openSession({ ttl: ttl(10), holder: "s" });
     const a = await c.lease.acquire({ resource: uniqueResource("metrics-session"), holder: "a", sessionId });
     await c.lease.acquire({ resource: uniqueResource("metrics-session"), holder: "b", sessionId });
     expect(await held()).to.equal(before + 1);
+    expect(await sessions()).to.equal(sessionsBefore + 1);
     await c.lease.release({ token: a.token });
     expect(await held(), "releasing one acquisition leaves its session held").to.equal(before + 1);
     await c.lease.closeSession({ sessionId });
     expect(await held()).to.equal(before);
+    expect(await sessions()).to.equal(sessionsBefore);
   });
 
   it("counts etcd errors and UNAVAILABLE answers while etcd does not answer, and the health gauges follow", async function () {
