@@ -43,8 +43,9 @@ export function leftOpen(): string[] {
 export const mochaHooks = {
   async afterAll(this: Mocha.Context) {
     this.timeout(0); // mocha's own timer for the hook would count as an open Timeout; the wait below is bounded
-    // What a test closed may take a few turns of the event loop to be gone.
-    const until = Date.now() + 1000;
+    // What a test closed may take a few turns of the event loop to be gone, or, on a loaded machine, a
+    // few seconds (a server's last connections closing after it exits).
+    const until = Date.now() + 3000;
     let open = leftOpen();
     while (open.length > 0 && Date.now() < until) {
       await new Promise((r) => setImmediate(r)); // not a timer: it would count as one
