@@ -17,7 +17,7 @@
 // when the handler returns or throws; streams when their last message is taken, when they fail, or when
 // they are closed early (the client went away, the server ended them).
 import { Code, ConnectError, createContextKey, type Interceptor, type StreamRequest, type StreamResponse, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
-import type { CallObserver, CallWatch } from "../observability/call-observer.js";
+import type { CallObserver, CallWatch } from "./call-observer.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
 
 type AnyRequest = UnaryRequest | StreamRequest;
