@@ -11,7 +11,7 @@
 // client cancels it (CANCELLED), whatever its handler is waiting for: a handler reading the client's
 // next message, or waiting for a change to report, does not have to watch for either.
 //
-// The observers (the request log, the metrics: server/observability/call-observer.ts) are told when a
+// The observers (the request log, the metrics: call-observer.ts) are told when a
 // call starts, of each message a stream sends, and how the call ends, with the status the client gets:
 // after a shutdown's interruption, a deadline or a cancel has become the call's status. Unary calls end
 // when the handler returns or throws; streams when their last message is taken, when they fail, or when

@@ -6,10 +6,10 @@
 // (timeouts, trailers, error JSON), and hands every other request to connect unchanged: streams, GET
 // requests, compression other than gzip and br, gRPC-Web over text, and anything it does not recognise.
 //
-// What it does per call: read the body, decode it (a malformed message is INVALID_ARGUMENT, as it is the
-// caller's), run the handler with a context whose signal is made only if the handler asks for it, and
-// write the answer. The call observers (logs, metrics) and the shutdown's registry of calls see each
-// call as they see connect's.
+// It is an adapter: it speaks the wire (read the body, inflate and decode it, a malformed message being
+// INVALID_ARGUMENT as it is the caller's; keep the deadline; write the answer) and hands the call to the
+// pipeline (pipeline.ts), which runs it as it runs connect's, with a context whose signal is made only
+// if the handler asks for it.
 import type http from "node:http";
 import type http2 from "node:http2";
 import { promisify } from "node:util";
