@@ -2,7 +2,7 @@
 // and at 64 callers, each row run twice in turn (the machine's neighbours move single rows). A quick
 // check that a change to the call path does not make each call dearer; `npm run bench -- --only
 // coalesce` gives the same figure beside the SDK's and etcd's.
-//   node --import tsx bench/put-cpu.ts [--seconds S] [--profile DIR]
+//   node --import tsx bench/put-cpu.ts [--seconds S] [--callers 1,64] [--profile DIR]
 // --profile: the server writes a CPU profile into DIR when it exits (as node --cpu-prof).
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -13,8 +13,9 @@ import { GrpcStore } from "./grpc-store.js";
 import { measure } from "./measure.js";
 import { readProcess } from "./process-stats.js";
 
-const { values } = parseArgs({ options: { seconds: { type: "string", default: "5" }, profile: { type: "string" } } });
+const { values } = parseArgs({ options: { seconds: { type: "string", default: "5" }, callers: { type: "string", default: "1,64" }, profile: { type: "string" } } });
 const seconds = Number(values.seconds);
+const rows = values.callers.split(",").map(Number);
 const VALUE = Buffer.alloc(100, "v");
 const PROFILER = fileURLToPath(new URL("./cpu-profile.mjs", import.meta.url));
 
@@ -31,7 +32,7 @@ try {
   const grpc = new GrpcStore(server.url);
   const pid = server.process.pid!;
   for (const round of [1, 2]) {
-    for (const callers of [1, 64]) {
+    for (const callers of rows) {
       const op = (w: number, i: number) => grpc.put({ resource: names[w], key: `r${round}/${i}`, value: VALUE, mutation: { token: tokens[w] } });
       await measure({ workers: callers, seconds: 1, op });
       const before = readProcess(pid)!;
