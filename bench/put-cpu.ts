@@ -2,7 +2,7 @@
 // and at 64 callers, each row run twice in turn (the machine's neighbours move single rows). A quick
 // check that a change to the call path does not make each call dearer; `npm run bench -- --only
 // coalesce` gives the same figure beside the SDK's and etcd's.
-//   node --import tsx bench/put-cpu.ts [--seconds S] [--callers 1,64] [--profile DIR]
+//   node --import tsx bench/put-cpu.ts [--seconds S] [--callers 1,64] [--unary-fast-path on|off] [--profile DIR]
 // --profile: the server writes a CPU profile into DIR when it exits (as node --cpu-prof).
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -13,7 +13,7 @@ import { GrpcStore } from "./grpc-store.js";
 import { measure } from "./measure.js";
 import { readProcess } from "./process-stats.js";
 
-const { values } = parseArgs({ options: { seconds: { type: "string", default: "5" }, callers: { type: "string", default: "1,64" }, profile: { type: "string" } } });
+const { values } = parseArgs({ options: { seconds: { type: "string", default: "5" }, callers: { type: "string", default: "1,64" }, "unary-fast-path": { type: "string", default: "on" }, profile: { type: "string" } } });
 const seconds = Number(values.seconds);
 const rows = values.callers.split(",").map(Number);
 const VALUE = Buffer.alloc(100, "v");
@@ -22,7 +22,7 @@ const PROFILER = fileURLToPath(new URL("./cpu-profile.mjs", import.meta.url));
 const etcd = await startEtcd();
 const server = await startServer({
   etcd: etcd.endpoint,
-  args: ["--log-level", "info"],
+  args: ["--log-level", "info", "--unary-fast-path", values["unary-fast-path"]],
   env: values.profile ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import ${PROFILER}`.trim(), FENCEKEEPER_BENCH_PROFILE_DIR: values.profile } : {},
 });
 try {
