@@ -26,6 +26,8 @@ import type { EtcdState } from "./health/etcd-probe.js";
 import { LeaseCoordinator } from "./lease/coordinator.js";
 import { FencedStore } from "./store/fenced-store.js";
 import { IdempotencyLeases } from "./store/idempotency.js";
+import { Authorization, checkRules } from "./rpc/authorization.js";
+import { handlers } from "./rpc/pipeline.js";
 
 export interface AppOptions {
   etcd: Etcd3;
@@ -52,7 +54,7 @@ export interface App {
   readonly events: DomainEvents;
   readonly coordinator: LeaseCoordinator;
   readonly store: FencedStore;
-  /** Both services with their handlers: for connect's router, and for the unary fast path. */
+  /** Both services with their handlers (authorized, failures mapped): for connect's router, and for the unary fast path. */
   readonly services: [DescService, Record<string, unknown>][];
   routes(router: ConnectRouter): void;
   /** Resolves when etcd answers a linearizable read (which needs a quorum) under the prefix, saying whether it is out of space (when etcd tells); for health. */
@@ -80,8 +82,11 @@ export function createApp(o: AppOptions): App {
   const tokens = new TokenChecks(signer, o.access.enabled);
   const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens, events });
   const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits, events });
-  const lease = leaseService(coordinator, o.access, new CallerCaps(o.callerCaps), o.log);
-  const fenced = storeService(store, o.access, o.log);
+  // The handlers as every call reaches them: authorized from one table, failures mapped (server/rpc).
+  checkRules([LeaseService, FencedStoreService]);
+  const authorization = new Authorization(o.access);
+  const lease = handlers(LeaseService, leaseService(coordinator, o.access, new CallerCaps(o.callerCaps), o.log), authorization);
+  const fenced = handlers(FencedStoreService, storeService(store, o.access, o.log), authorization);
   const compactor = o.compaction && startCompactor(o.etcd, calls, { ...o.compaction, probeKey: Buffer.from(o.prefix) }, o.log);
   return {
     events,

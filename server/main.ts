@@ -11,7 +11,7 @@ import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";
 import { Access } from "./auth/access.js";
-import { authenticating, credentialsOf } from "./auth/authenticating.js";
+import { credentialsOf } from "./rpc/authentication.js";
 import { Authenticator } from "./auth/authenticator.js";
 import { PolicyFile } from "./auth/policy-file.js";
 import { serverCommand } from "./command.js";
@@ -24,7 +24,7 @@ import { probeEtcd } from "./health/etcd-probe.js";
 import { healthService } from "./health/health-service.js";
 import { HealthStatus } from "./health/status.js";
 import { drain } from "./lifecycle/drain.js";
-import { InFlightCalls } from "./lifecycle/in-flight.js";
+import { InFlightCalls } from "./rpc/in-flight.js";
 import { etcdMetrics } from "./metrics/etcd-metrics.js";
 import { serveMetrics, type MetricsEndpoint } from "./metrics/exporter.js";
 import { healthMetrics } from "./metrics/health-metrics.js";
@@ -33,13 +33,12 @@ import { createMetricsRegistry } from "./metrics/registry.js";
 import { rpcMetrics } from "./metrics/rpc-metrics.js";
 import { storeMetrics } from "./metrics/store-metrics.js";
 import { createLogger, logWritten } from "./observability/logger.js";
-import { allOf } from "./observability/call-observer.js";
+import { allOf } from "./rpc/call-observer.js";
 import { ownershipLog } from "./observability/ownership-log.js";
 import { requestLog } from "./observability/request-log.js";
 import { registerReflection } from "./reflection/reflection-service.js";
-import { callerFaults } from "./rpc/caller-faults.js";
 import { connectAdapter } from "./rpc/connect-adapter.js";
-import { sendableErrors } from "./rpc/sendable-errors.js";
+import { CallPipeline, handlers } from "./rpc/pipeline.js";
 import { unaryFastPath } from "./rpc/unary-fast-path.js";
 import { listen } from "./transport.js";
 import { installStrictUtf8, strictUtf8Json } from "./wire/utf8.js";
@@ -121,7 +120,7 @@ export async function serve(config: Config): Promise<void> {
     healthMetrics(metrics, health);
     const calls = new InFlightCalls();
 
-    const healthImpl = healthService(health);
+    const healthImpl = handlers(Health, healthService(health));
     // Paths whose requests are streams of messages, which no read limit binds (the transport's).
     const requestStreams = new Set<string>();
     const routes = (router: ConnectRouter) => {
@@ -132,15 +131,12 @@ export async function serve(config: Config): Promise<void> {
         if (h.method.methodKind === "client_streaming" || h.method.methodKind === "bidi_streaming") requestStreams.add(h.requestPath);
       }
     };
-    // Outermost first: every error leaves with a message gRPC can send (sendableErrors); the request
-    // log and metrics see each call as the client does, through the in-flight registry, which turns a
-    // shutdown's interruption, a deadline or a cancel into the call's status.
-    const observer = allOf([requestLog(log), rpcMetrics(metrics)]);
-    const interceptors = [sendableErrors, calls.interceptor(observer), callerFaults, ...(authenticator.enabled ? [authenticating(authenticator)] : [])];
+    // Every call, whichever adapter brings it, runs through one pipeline (server/rpc/README.md).
+    const pipeline = new CallPipeline({ observer: allOf([requestLog(log), rpcMetrics(metrics)]), calls, authenticator: authenticator.enabled ? authenticator : undefined });
     const viaConnect = connectAdapter({
       routes,
-      observer,
-      interceptors,
+      observer: pipeline.observer,
+      interceptors: pipeline.interceptors(),
       readMaxBytes: READ_MAX_BYTES,
       // A KeepAlive renewal's error carries its ErrorInfo in an Any: JSON names its type, from the registry.
       jsonOptions: { ...strictUtf8Json, registry: createRegistry(ErrorInfoSchema) },
@@ -148,10 +144,7 @@ export async function serve(config: Config): Promise<void> {
     });
     // The short path pays: about 2.5x the writes per second at 64 writers (npm run bench -- --only put,
     // with FENCEKEEPER_UNARY_FAST_PATH=off for the comparison).
-    const handler = !config.unaryFastPath ? viaConnect : unaryFastPath(
-      { services: [...app.services, [Health, healthImpl]], observer, calls, readMaxBytes: READ_MAX_BYTES, authenticator: authenticator.enabled ? authenticator : undefined },
-      viaConnect,
-    );
+    const handler = !config.unaryFastPath ? viaConnect : unaryFastPath({ services: [...app.services, [Health, healthImpl]], pipeline, readMaxBytes: READ_MAX_BYTES }, viaConnect);
 
     const probe = probeEtcd(() => app.pingEtcd(), health, config.healthProbeIntervalMs, log);
     await probe.first;

@@ -15,7 +15,7 @@ import type { LeaseCoordinator } from "../lease/coordinator.js";
 import type { KeepAliveRequest, KeepAliveResponseSchema, LeaseRenewalSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { AsyncQueue } from "../etcd/async-queue.js";
 import { seconds } from "./convert.js";
-import { toStatus } from "./errors.js";
+import { toStatus } from "../rpc/errors.js";
 
 type Answer = MessageInitShape<typeof KeepAliveResponseSchema>;
 type Renewal = MessageInitShape<typeof LeaseRenewalSchema>;

@@ -10,7 +10,7 @@ import { ALGORITHM } from "../tokens/signer.js";
 import { LeaseService, type AcquireRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import type { HolderState } from "../lease/observe.js";
 import { acquireModeFromProto, durationMs, lockDelayToProto, seconds, tokenFromProto, tokenToProto } from "./convert.js";
-import { streaming, unary, type CallContext } from "./errors.js";
+import type { CallContext } from "../rpc/call-context.js";
 import { keepAlive } from "./keepalive.js";
 
 export function leaseService(coordinator: LeaseCoordinator, access: Access, caps: CallerCaps, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
@@ -49,18 +49,17 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
   };
 
   return {
-    acquire: unary(async (req, ctx) => {
+    acquire: async (req, ctx) => {
       checkResource(req.resource);
-      access.authorize(ctx, "acquire", req.resource);
       const done = req.wait ? caps.take(access.callerKey(ctx), "waiters") : undefined;
       try {
         return await acquire(req, ctx);
       } finally {
         done?.();
       }
-    }),
+    },
 
-    keepAlive: streaming(async function* (requests, ctx) {
+    keepAlive: async function* (requests, ctx) {
       const done = caps.take(access.callerKey(ctx), "streams");
       try {
         const owner = access.owner(ctx);
@@ -71,28 +70,24 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       } finally {
         done();
       }
-    }),
+    },
 
-    renew: unary(async (req, ctx) => {
+    renew: async (req, ctx) => {
       const principal = access.owner(ctx);
       const allowed = principal !== undefined ? renewable(ctx) : undefined;
       return { ttl: seconds(await coordinator.renew(req.leaseId, { principal, caller: access.turnKey(ctx), via: "Renew", allowed })) };
-    }),
+    },
 
-    release: unary(async (req, ctx) => {
-      // Releasing is part of acquiring: the same verb. An admin of the resource may release anyone's.
+    release: async (req, ctx) => {
+      // An admin of the resource may release anyone's lease of it.
       const token = tokenFromProto(req.token);
-      if (token) {
-        checkResource(token.resource, "token.resource");
-        access.authorize(ctx, "acquire", token.resource);
-      }
+      if (token) checkResource(token.resource, "token.resource");
       await coordinator.release(token, token ? access.ownerUnlessAdmin(ctx, token.resource) : undefined);
       return {};
-    }),
+    },
 
-    describe: unary(async (req, ctx) => {
+    describe: async (req, ctx) => {
       checkResource(req.resource);
-      access.authorize(ctx, "observe", req.resource);
       const d = await coordinator.describe(req.resource);
       return {
         held: d.held,
@@ -107,11 +102,10 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         lastIssued: d.lastIssued,
         ...lockDelayToProto(d),
       };
-    }),
+    },
 
-    observe: streaming(async function* (req, ctx) {
+    observe: async function* (req, ctx) {
       checkResource(req.resource);
-      access.authorize(ctx, "observe", req.resource);
       const done = caps.take(access.callerKey(ctx), "streams");
       try {
         const authority = access.streamAuthority(ctx, "Observe", [{ verb: "observe", resource: req.resource }]);
@@ -131,29 +125,28 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       } finally {
         done();
       }
-    }),
+    },
 
-    openSession: unary(async (req, ctx) => {
+    openSession: async (req, ctx) => {
       const s = await coordinator.openSession(durationMs(req.ttl, "ttl"), req.holder, access.owner(ctx));
       return { sessionId: s.sessionId, ttl: seconds(s.ttlSeconds) };
-    }),
+    },
 
-    closeSession: unary(async (req, ctx) => {
+    closeSession: async (req, ctx) => {
       await coordinator.closeSession(req.sessionId, access.owner(ctx));
       return {};
-    }),
+    },
 
-    liftLockDelay: unary(async (req, ctx) => {
+    liftLockDelay: async (req, ctx) => {
       checkResource(req.resource);
-      access.authorize(ctx, "admin", req.resource);
       const { lifted, generation } = await coordinator.liftLockDelay(req.resource);
       if (lifted) log.warn({ resource: req.resource, generation: String(generation), by: access.caller(ctx).name }, "lock-delay lifted");
       return { lifted, generation };
-    }),
+    },
 
-    listTokenKeys: unary(async () => ({
+    listTokenKeys: async () => ({
       keys: (await coordinator.tokenKeys()).map((k) => ({ keyId: k.keyId, algorithm: ALGORITHM, publicKey: k.raw })),
-    })),
+    }),
   };
 }
 

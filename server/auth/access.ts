@@ -1,5 +1,6 @@
-// Who may do what, as the handlers ask it: the caller of a call (put there by authentication), whether
-// the policy grants a verb on a resource, and which principal a lease must be bound to for the call.
+// Who may do what: the caller of a call (put there by authentication), the policy's decision on a verb
+// and a resource (made once per call by server/rpc/authorization.ts), and which principal a lease must be
+// bound to for the call.
 import { createContextKey, type ContextValues } from "@connectrpc/connect";
 import type { Socket } from "node:net";
 import type { Authenticator } from "./authenticator.js";
@@ -18,6 +19,17 @@ export const CREDENTIALS = createContextKey<{ socket: Socket; authorization: str
 
 /** The client end of a call's connection: who the caller is when there is no authentication. */
 export const PEER = createContextKey<{ address: string; port: number }>({ address: "", port: 0 }, { description: "the client's address and port" });
+
+/** What the policy decided on one resource for a call: granted, and whether as its admin (undefined: not asked). */
+export interface Decision {
+  readonly admin: boolean | undefined;
+}
+const ADMIN: Decision = Object.freeze({ admin: true });
+const NOT_ADMIN: Decision = Object.freeze({ admin: false });
+const GRANTED: Decision = Object.freeze({ admin: undefined });
+
+/** The call's decisions, by resource: granted, or the refusal (a Batch's writes are answered each on its own). */
+export const GRANTS = createContextKey<Map<string, Decision | Error> | undefined>(undefined, { description: "the policy's decisions for the call" });
 
 /** What a handler sees of its call's values. */
 export interface HasValues {
@@ -75,14 +87,28 @@ export class Access {
     return this.enabled ? `principal ${ctx.values.get(CALLER).name}` : `connection ${peer.address} ${peer.port}`;
   }
 
-  /** Throws PERMISSION_DENIED unless the policy (if any) grants the caller verb, or admin, on resource. */
-  authorize(ctx: HasValues, verb: Verb, resource: string): void {
-    if (!this.policy) return;
+  /** A policy is set: calls are authorized (server/rpc/authorization.ts). */
+  get authorizing(): boolean {
+    return this.policy !== undefined;
+  }
+
+  /**
+   * The policy's one decision on the caller doing verb on resource. Throws PERMISSION_DENIED (naming the
+   * verb) when neither the verb nor admin (who may do everything on a resource) is granted. asAdmin: the
+   * call acts differently for an admin (it may release, or write under, other principals' leases), so
+   * admin is asked first, and the verb only for a caller who is not one; otherwise the verb is asked
+   * first. Without a policy, everything is allowed.
+   */
+  decide(caller: Principal, verb: Verb, resource: string, asAdmin: boolean): Decision {
+    if (!this.policy) return NOT_ADMIN;
     const policy = this.policy.current();
-    const caller = ctx.values.get(CALLER);
-    // An admin of a resource may do everything on it.
-    if (policy.allows(caller, verb, resource) || policy.allows(caller, "admin", resource)) return;
+    if (asAdmin) {
+      if (policy.allows(caller, "admin", resource)) return ADMIN;
+    } else if (policy.allows(caller, verb, resource) || (verb !== "admin" && policy.allows(caller, "admin", resource))) {
+      return GRANTED;
+    }
     authorize(policy, caller, verb, resource);
+    return NOT_ADMIN;
   }
 
   /** The principal the caller's leases are bound to; undefined without authentication. */
@@ -94,7 +120,21 @@ export class Access {
   ownerUnlessAdmin(ctx: HasValues, resource: string): string | undefined {
     if (!this.enabled) return undefined;
     const p = ctx.values.get(CALLER);
-    if (this.policy?.current().allows(p, "admin", resource)) return undefined;
-    return p.name;
+    const decided = ctx.values.get(GRANTS)?.get(resource);
+    const known = decided && !(decided instanceof Error) ? decided.admin : undefined;
+    const admin = known ?? this.policy?.current().allows(p, "admin", resource);
+    return admin ? undefined : p.name;
+  }
+
+  /**
+   * What the call's authorization decided on resource: the pipeline decides each resource its method
+   * names, once, before the handler runs (server/rpc/authorization.ts). Throws the refusal of a resource
+   * it denied: a Batch answers each of its writes on its own. A resource not decided yet is decided now.
+   */
+  granted(ctx: HasValues, verb: Verb, resource: string): Decision {
+    if (!this.policy) return NOT_ADMIN;
+    const decided = ctx.values.get(GRANTS)?.get(resource);
+    if (decided instanceof Error) throw decided;
+    return decided ?? this.decide(ctx.values.get(CALLER), verb, resource, true);
   }
 }

@@ -3,7 +3,7 @@
 import type { Logger } from "pino";
 import type { HealthStatus } from "../health/status.js";
 import type { Transport } from "../transport.js";
-import type { InFlightCalls } from "./in-flight.js";
+import type { InFlightCalls } from "../rpc/in-flight.js";
 
 export interface DrainParts {
   health: HealthStatus;

@@ -2,7 +2,7 @@
 // interceptors use (grpc_server_*), so that existing dashboards and alerts work unchanged.
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { codeName, type CallObserver } from "../observability/call-observer.js";
+import { codeName, type CallObserver } from "../rpc/call-observer.js";
 
 const GRPC_TYPES = {
   unary: "unary",

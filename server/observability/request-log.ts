@@ -2,7 +2,7 @@
 // or response contents. A line whose level is off is not built at all.
 import { Code, type ConnectError } from "@connectrpc/connect";
 import type { Level, Logger } from "pino";
-import { codeName, type CallObserver } from "./call-observer.js";
+import { codeName, type CallObserver } from "../rpc/call-observer.js";
 import { errorReason } from "./error-reason.js";
 
 /** Success is routine (debug); a caller's mistake is worth a note (info); the server's own failures are not. */

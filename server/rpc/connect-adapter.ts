@@ -13,8 +13,8 @@ import { createAsyncIterable, type UniversalServerResponse } from "@connectrpc/c
 import { codeFromHttpStatus, codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
-import { OBSERVED } from "../lifecycle/in-flight.js";
-import type { CallObserver } from "../observability/call-observer.js";
+import { OBSERVED } from "./in-flight.js";
+import type { CallObserver } from "./call-observer.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
 import { readTimedOut } from "../transport.js";
 import { wholeEnvelopes } from "../wire/whole-envelopes.js";

@@ -57,10 +57,10 @@ export async function connectUnary(baseUrl: string, path: string, body: string |
  * POST a gRPC-Web call over HTTP/1.1 whose one message frame holds `message` as is (for a server stream
  * too: its messages are skipped, its status is what counts).
  */
-export async function grpcWeb(baseUrl: string, path: string, message: Uint8Array, contentType = "application/grpc-web+proto"): Promise<WireStatus> {
+export async function grpcWeb(baseUrl: string, path: string, message: Uint8Array, contentType = "application/grpc-web+proto", headers: Record<string, string> = {}): Promise<WireStatus> {
   const res = await fetch(baseUrl + path, {
     method: "POST",
-    headers: { "content-type": contentType, "x-grpc-web": "1" },
+    headers: { "content-type": contentType, "x-grpc-web": "1", ...headers },
     body: frame(message),
   });
   const body = Buffer.from(await res.arrayBuffer());

@@ -7,7 +7,7 @@ import net from "node:net";
 import { constants, createBrotliCompress, gzipSync } from "node:zlib";
 import { expect } from "chai";
 import { Code } from "@connectrpc/connect";
-import { exportSPKI, generateKeyPair } from "jose";
+import { SignJWT, exportSPKI, generateKeyPair } from "jose";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -275,16 +275,30 @@ for (const fastPath of ["on", "off"]) describe(`wire abuse: every refusal is log
   let dir: string;
   let etcd: TestEtcd;
   let server: TestServer;
+  /** Bearer credentials of a caller the policy grants nothing. */
+  let denied: Record<string, string>;
 
   before(async function () {
     this.timeout(60_000);
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-refusals-"));
     const pair = await generateKeyPair("ES256");
     writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
+    writeFileSync(join(dir, "policy.json"), JSON.stringify({ version: 1, rules: [{ principals: ["someone-else"], verbs: ["observe"], resources: ["*"] }] }));
+    const jwt = await new SignJWT({ sub: "mallory" })
+      .setProtectedHeader({ alg: "ES256" })
+      .setIssuer("https://issuer.test")
+      .setAudience("fencekeeper")
+      .setIssuedAt()
+      .setExpirationTime("10m")
+      .sign(pair.privateKey);
+    denied = { authorization: `Bearer ${jwt}` };
     etcd = await startEtcd();
     server = await startServer({
       etcd: etcd.endpoint,
-      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper", "--request-read-timeout", String(LIMIT_MS), "--unary-fast-path", fastPath],
+      args: [
+        ...["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper", "--policy", join(dir, "policy.json")],
+        ...["--request-read-timeout", String(LIMIT_MS), "--unary-fast-path", fastPath],
+      ],
     });
   });
   after(async function () {
@@ -295,6 +309,15 @@ for (const fastPath of ["on", "off"]) describe(`wire abuse: every refusal is log
   });
 
   const DESCRIBE = "/fencekeeper.v1.LeaseService/Describe";
+  const OBSERVE = "/fencekeeper.v1.LeaseService/Observe";
+  const resourceX = Buffer.from([0x0a, 0x01, 0x78]);
+  /** A Connect server stream (Observe): its error arrives in the end-of-stream message. */
+  const connectStream = (path: string, message: Buffer, headers: Record<string, string>) =>
+    fetch(server.url + path, {
+      method: "POST",
+      headers: { "content-type": "application/connect+proto", "connect-protocol-version": "1", ...headers },
+      body: frame(message),
+    }).then((res) => res.arrayBuffer());
   const notProtobuf = Buffer.from([0x0e]);
   const oversized = Buffer.alloc(5 * 1024 * 1024, 0x0a);
   const half = frame(Buffer.alloc(100)).subarray(0, 15);
@@ -308,6 +331,8 @@ for (const fastPath of ["on", "off"]) describe(`wire abuse: every refusal is log
         ["a message that is not protobuf", "InvalidArgument", () => h2call(server.url, { path: HEALTH, chunks: [frame(notProtobuf)] })],
         ["a message over 4 MiB", "ResourceExhausted", () => h2call(server.url, { path: HEALTH, chunks: [frame(oversized)] })],
         ["a body that never ends", "DeadlineExceeded", () => h2call(server.url, { path: HEALTH, chunks: [half], end: false, timeoutMs: LIMIT_MS + 5000 })],
+        ["denied by the policy", "PermissionDenied", () => h2call(server.url, { path: DESCRIBE, headers: denied, chunks: [frame(resourceX)] })],
+        ["a stream denied by the policy", "PermissionDenied", () => h2call(server.url, { path: OBSERVE, headers: denied, chunks: [frame(resourceX)] })],
       ],
     ],
     [
@@ -317,6 +342,8 @@ for (const fastPath of ["on", "off"]) describe(`wire abuse: every refusal is log
         ["a message that is not protobuf", "InvalidArgument", () => grpcWeb(server.url, HEALTH, notProtobuf)],
         ["a message over 4 MiB", "ResourceExhausted", () => grpcWeb(server.url, HEALTH, oversized)],
         ["a body that never ends", "DeadlineExceeded", () => h1Stall(server.url, HEALTH, "application/grpc-web+proto", LIMIT_MS + 5000)],
+        ["denied by the policy", "PermissionDenied", () => grpcWeb(server.url, DESCRIBE, resourceX, undefined, denied)],
+        ["a stream denied by the policy", "PermissionDenied", () => grpcWeb(server.url, OBSERVE, resourceX, undefined, denied)],
       ],
     ],
     [
@@ -326,6 +353,8 @@ for (const fastPath of ["on", "off"]) describe(`wire abuse: every refusal is log
         ["a message that is not protobuf", "InvalidArgument", () => connectUnary(server.url, HEALTH, notProtobuf, { "content-type": "application/proto" })],
         ["a message over 4 MiB", "ResourceExhausted", () => connectUnary(server.url, HEALTH, oversized, { "content-type": "application/proto" })],
         ["a body that never ends", "DeadlineExceeded", () => h1Stall(server.url, HEALTH, "application/proto", LIMIT_MS + 5000)],
+        ["denied by the policy", "PermissionDenied", () => connectUnary(server.url, DESCRIBE, resourceX, { "content-type": "application/proto", ...denied })],
+        ["a stream denied by the policy", "PermissionDenied", () => connectStream(OBSERVE, resourceX, denied)],
       ],
     ],
   ];
@@ -333,7 +362,11 @@ for (const fastPath of ["on", "off"]) describe(`wire abuse: every refusal is log
   for (const [protocol, refusals] of protocols) {
     it(`${protocol}: ${refusals.map(([name]) => name).join(", ")}`, async () => {
       for (const [name, code, send] of refusals) {
-        const rpc = name === "no credentials" ? { service: "fencekeeper.v1.LeaseService", method: "Describe" } : { service: "grpc.health.v1.Health", method: "Check" };
+        const rpc = name.includes("stream")
+          ? { service: "fencekeeper.v1.LeaseService", method: "Observe" }
+          : name === "no credentials" || name.includes("policy")
+            ? { service: "fencekeeper.v1.LeaseService", method: "Describe" }
+            : { service: "grpc.health.v1.Health", method: "Check" };
         const labels = { grpc_service: rpc.service, grpc_method: rpc.method, grpc_code: code };
         const before = (await scrape(server)).value("grpc_server_handled_total", labels);
         const logged = () => server.logs.filter((l) => l.includes('"msg":"call"') && l.includes(`"rpc":"${rpc.service}/${rpc.method}"`) && l.includes(`"code":"${code}"`)).length;

@@ -11,13 +11,13 @@
 // client cancels it (CANCELLED), whatever its handler is waiting for: a handler reading the client's
 // next message, or waiting for a change to report, does not have to watch for either.
 //
-// The observers (the request log, the metrics: server/observability/call-observer.ts) are told when a
+// The observers (the request log, the metrics: call-observer.ts) are told when a
 // call starts, of each message a stream sends, and how the call ends, with the status the client gets:
 // after a shutdown's interruption, a deadline or a cancel has become the call's status. Unary calls end
 // when the handler returns or throws; streams when their last message is taken, when they fail, or when
 // they are closed early (the client went away, the server ended them).
 import { Code, ConnectError, createContextKey, type Interceptor, type StreamRequest, type StreamResponse, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
-import type { CallObserver, CallWatch } from "../observability/call-observer.js";
+import type { CallObserver, CallWatch } from "./call-observer.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
 
 type AnyRequest = UnaryRequest | StreamRequest;

@@ -2,12 +2,12 @@
 // can match, and a message a person can act on. Anything unexpected becomes INTERNAL without details.
 import { create } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { DomainError, type Kind } from "../domain/errors.js";
 import { FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
-import { tokenToProto } from "./convert.js";
+import { tokenToProto } from "../api/convert.js";
 import { StatusSchema, type Status } from "../../gen/ts/google/rpc/status_pb.js";
 
 /** The domain of every ErrorInfo fencekeeper sends. */
@@ -55,36 +55,4 @@ export function toStatus(err: unknown, log: Logger): Status {
     message: ce.rawMessage,
     details: ce.details.flatMap((d) => ("desc" in d ? [anyPack(d.desc, create(d.desc, d.value))] : [])),
   });
-}
-
-/** What a handler sees of its call: both connect and the unary fast path (server/rpc) give it. */
-export interface CallContext {
-  /** Aborted when the caller goes away, its deadline passes, or the server gives up the call. */
-  readonly signal: AbortSignal;
-  /** The time left before the caller's deadline, in ms; undefined without one. */
-  timeoutMs(): number | undefined;
-  /** The call's context values: its caller (server/auth/access.ts). */
-  readonly values: ContextValues;
-}
-
-/** Wraps a unary handler so that every failure leaves as a proper ConnectError. */
-export function unary<I, O>(fn: (req: I, ctx: CallContext) => Promise<O>) {
-  return async (req: I, ctx: CallContext): Promise<O> => {
-    try {
-      return await fn(req, ctx);
-    } catch (err) {
-      throw toConnectError(err);
-    }
-  };
-}
-
-/** Wraps a streaming handler in the same way. */
-export function streaming<I, O>(fn: (req: I, ctx: CallContext) => AsyncIterable<O>) {
-  return async function* (req: I, ctx: CallContext): AsyncIterable<O> {
-    try {
-      yield* fn(req, ctx);
-    } catch (err) {
-      throw toConnectError(err);
-    }
-  };
 }

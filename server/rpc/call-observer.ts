@@ -1,7 +1,6 @@
 // What watches calls from outside the handlers (the request log, the metrics): told when a call starts,
-// of each message a stream sends, and how the call ends. Both ways calls come in feed it: connect's
-// handlers through the interceptor that also tracks them for the shutdown (server/lifecycle/in-flight.ts),
-// and the unary fast path (server/rpc) directly.
+// of each message a stream sends, and how the call ends. The pipeline's first step (pipeline.ts), on
+// both ways calls come in.
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, type ConnectError } from "@connectrpc/connect";
 
