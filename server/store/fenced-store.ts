@@ -19,7 +19,7 @@ import type { IKeyValue, IRequestOp } from "etcd3";
 import { DomainError, invalid, notHolder } from "../domain/errors.js";
 import type { DomainEvents, WriteOp } from "../domain/events.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } from "../domain/limits.js";
-import type { FenceMode, Token } from "../domain/token.js";
+import type { Token } from "../domain/token.js";
 import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../domain/validate.js";
 import type { Committer, Guard, UsageChange } from "../etcd/committer.js";
 import type { HoldMember } from "../etcd/hold.js";
@@ -41,25 +41,10 @@ import type { Outcome } from "../etcd/committer.js";
 import type { Reader } from "../etcd/reader.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import { fingerprintOf, hashKey, type IdempotencyLeases } from "./idempotency.js";
+import type { Mutation } from "./mutation.js";
 import { decodePageToken, encodePageToken, fitting } from "./paging.js";
 
-export type StoreOp = { kind: "put"; key: string; value: Uint8Array } | { kind: "delete"; key: string };
-
-export interface Mutation {
-  /** The resource the request writes; must be the token's. */
-  resource: string;
-  token: Token | undefined;
-  mode: FenceMode;
-  idempotencyKey: string;
-  ops: StoreOp[];
-  /**
-   * With authentication on, the caller, unless it administers the resource: the token (signed, so its
-   * principal is the one that acquired it) must be this principal's.
-   */
-  principal?: string;
-  /** The authenticated caller, admins too, whose idempotency keys this one's is among; undefined without authentication. */
-  caller?: string;
-}
+export type { Mutation, StoreOp } from "./mutation.js";
 
 export interface Commit {
   revision: bigint;
