@@ -89,6 +89,36 @@ export class KeyLayout {
     return Buffer.from(`${this.resourceRoot(resource)}s/${hex16(leaseId)}`);
   }
 
+  // The ranges below are where the order keys sort in is relied on; callers take them from here.
+
+  /** The whole line, exclusive and shared waiters: [q/, past q/). */
+  lineRange(resource: string): [Buffer, Buffer] {
+    const line = this.queuePrefix(resource);
+    return [line, prefixEnd(line)];
+  }
+
+  /** The exclusive waiters alone: [q/, q/s/), since their keys' lease ids are hex digits, which sort before "s". */
+  exclusiveLineRange(resource: string): [Buffer, Buffer] {
+    return [this.queuePrefix(resource), this.sharedQueuePrefix(resource)];
+  }
+
+  /**
+   * The places of a lease (an acquisition's, or a session's) in the line, exclusive and shared: each
+   * waiter's key is its lease's id, fixed-width, then a nonce, so the id's keys are those that start with it.
+   */
+  linePlacesOf(resource: string, leaseId: bigint): [Buffer, Buffer][] {
+    return [this.queueKey(resource, leaseId), this.sharedQueueKey(resource, leaseId)].map((p) => [p, prefixEnd(p)]);
+  }
+
+  /**
+   * Who holds or waits for a resource, in one range: the owner key, the lock-delay key, the line and the
+   * shared holders sort in this order ("owner" < "owner-delay" < "q/" < "s/"), with nothing else of the
+   * resource between them ("fence", "issued" and "d/" sort before, "usage" after).
+   */
+  holdersRange(resource: string): [Buffer, Buffer] {
+    return [this.ownerKey(resource), prefixEnd(this.sharedPrefix(resource))];
+  }
+
   ownerKey(resource: string): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}owner`);
   }
