@@ -1,6 +1,6 @@
 // Translation between protobuf messages and domain values.
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate, type Duration } from "@bufbuild/protobuf/wkt";
+import type { Duration } from "@bufbuild/protobuf/wkt";
 import { invalid } from "../domain/errors.js";
 import type { AcquireMode, FenceMode, Token } from "../domain/token.js";
 import { AcquireMode as ProtoAcquireMode, FenceMode as ProtoFenceMode, type FencingToken, type FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
@@ -49,14 +49,6 @@ export function durationMs(d: Duration | undefined, field: string): number | und
 
 export function seconds(s: number): { seconds: bigint; nanos: number } {
   return { seconds: BigInt(Math.max(0, Math.floor(s))), nanos: 0 };
-}
-
-/** DescribeResponse's and ObserveResponse's lock_delay and lock_delay_until, set only when there is one. */
-export function lockDelayToProto(s: { lockDelaySeconds?: number; lockDelayUntil?: Date }) {
-  return {
-    lockDelay: s.lockDelaySeconds !== undefined ? seconds(s.lockDelaySeconds) : undefined,
-    lockDelayUntil: s.lockDelayUntil ? timestampFromDate(s.lockDelayUntil) : undefined,
-  };
 }
 
 export function fenceModeFromProto(mode: ProtoFenceMode): FenceMode {
