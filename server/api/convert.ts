@@ -21,7 +21,7 @@ export function tokenToProto(t: Token): MessageInitShape<typeof FencingTokenSche
     principal: t.principal ?? "",
     keyId: t.keyId ?? "",
     signature: t.signature ?? new Uint8Array(),
-    // Unset on an exclusive token, as before shared tokens existed.
+    // Unset on an exclusive token: a client that knows no modes reads the token it always read.
     mode: t.mode === "shared" ? ProtoAcquireMode.SHARED : ProtoAcquireMode.UNSPECIFIED,
   };
 }

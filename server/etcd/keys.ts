@@ -63,20 +63,20 @@ export class KeyLayout {
     return `${this.prefix}r/${encodeURIComponent(resource)}/`;
   }
 
-  queuePrefix(resource: string): Buffer {
+  linePrefix(resource: string): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}q/`);
   }
 
-  queueKey(resource: string, leaseId: bigint): Buffer {
+  lineKey(resource: string, leaseId: bigint): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}q/${hex16(leaseId)}`);
   }
 
   /** The shared acquisitions waiting in line: a part of the line, after every exclusive waiter. */
-  sharedQueuePrefix(resource: string): Buffer {
+  sharedLinePrefix(resource: string): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}q/s/`);
   }
 
-  sharedQueueKey(resource: string, leaseId: bigint): Buffer {
+  sharedLineKey(resource: string, leaseId: bigint): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}q/s/${hex16(leaseId)}`);
   }
 
@@ -93,13 +93,13 @@ export class KeyLayout {
 
   /** The whole line, exclusive and shared waiters: [q/, past q/). */
   lineRange(resource: string): [Buffer, Buffer] {
-    const line = this.queuePrefix(resource);
+    const line = this.linePrefix(resource);
     return [line, prefixEnd(line)];
   }
 
   /** The exclusive waiters alone: [q/, q/s/), since their keys' lease ids are hex digits, which sort before "s". */
   exclusiveLineRange(resource: string): [Buffer, Buffer] {
-    return [this.queuePrefix(resource), this.sharedQueuePrefix(resource)];
+    return [this.linePrefix(resource), this.sharedLinePrefix(resource)];
   }
 
   /**
@@ -107,7 +107,7 @@ export class KeyLayout {
    * waiter's key is its lease's id, fixed-width, then a nonce, so the id's keys are those that start with it.
    */
   linePlacesOf(resource: string, leaseId: bigint): [Buffer, Buffer][] {
-    return [this.queueKey(resource, leaseId), this.sharedQueueKey(resource, leaseId)].map((p) => [p, prefixEnd(p)]);
+    return [this.lineKey(resource, leaseId), this.sharedLineKey(resource, leaseId)].map((p) => [p, prefixEnd(p)]);
   }
 
   /**

@@ -2,7 +2,7 @@
 // here writes.
 import type { Etcd3, IRangeRequest, IRangeResponse, IWatchResponse, Watcher } from "etcd3";
 import { DomainError } from "../domain/errors.js";
-import { AsyncQueue } from "./async-queue.js";
+import { AsyncQueue } from "../streams/async-queue.js";
 import type { EtcdCalls } from "./calls.js";
 import { classify } from "./errors.js";
 import { prefixEnd } from "./keys.js";

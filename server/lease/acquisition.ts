@@ -234,14 +234,12 @@ class Acquisition {
   /** Waits for its turn and takes the resource: the generation. */
   private async waitInLine(): Promise<bigint> {
     if (!this.joined) await this.joinOnSession();
-    const myRev = this.joined!.revision;
-    let ahead = this.joined!.ahead;
-    let seenAt = myRev;
+    const { revision: myRev, ahead } = this.joined!;
     // One renewal rhythm for the whole wait, however many holders go ahead of it: a rhythm restarted at
     // each handover would put off the next renewal by up to a third of the TTL each time.
     const place = this.keepPlace();
     try {
-      return await this.takeTurn(myRev, ahead, seenAt, place.lost);
+      return await this.takeTurn(myRev, ahead, myRev, place.lost);
     } finally {
       place.stop();
     }

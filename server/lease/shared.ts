@@ -10,10 +10,10 @@
 //  - a shared acquisition waits for the exclusive acquisitions ahead of it only: the exclusive part of
 //    the line and the owner key. Shared holders never hold it up, but an exclusive waiter does, so that
 //    shared acquisitions arriving one after another never starve an exclusive one.
-// The exclusive rules are those of before shared holders existed, plus one compare in the same
-// transactions (no shared holder) and one read in their failure branch (the newest shared holder, to
-// watch it): an uncontended exclusive Acquire is still one transaction, and each handover one watch
-// event and one transaction. An exclusive waiter behind shared holders watches the newest of them and
+// Shared holders cost an exclusive acquisition one compare in its transactions (no shared holder) and
+// one read in their failure branch (the newest shared holder, to watch it), nothing more: an
+// uncontended exclusive Acquire stays one transaction, and each handover one watch event and one
+// transaction. An exclusive waiter behind shared holders watches the newest of them and
 // tries again when it goes: one transaction for each shared holder still there when the one it watched
 // left.
 import type { ICompare, IKeyValue, IRangeResponse } from "etcd3";
@@ -76,7 +76,7 @@ function exclusiveRules(keys: KeyLayout, resource: string): LineRules {
   return {
     mode: "exclusive",
     holderKey: owner,
-    lineKey: (leaseId) => keys.queueKey(resource, leaseId),
+    lineKey: (leaseId) => keys.lineKey(resource, leaseId),
     free: () => [cmp.rangeEmpty(line, lineEnd), cmp.createdAt(owner, 0n), cmp.rangeEmpty(shared, prefixEnd(shared)), noLockDelay(keys, resource)],
     firstInLine: (myRev) => [
       cmp.rangeCreatedFrom(line, lineEnd, myRev),
@@ -112,7 +112,7 @@ function sharedRules(keys: KeyLayout, resource: string, leaseId: bigint): LineRu
   return {
     mode: "shared",
     holderKey: keys.sharedKey(resource, leaseId),
-    lineKey: (leaseId) => keys.sharedQueueKey(resource, leaseId),
+    lineKey: (leaseId) => keys.sharedLineKey(resource, leaseId),
     free: () => [cmp.rangeEmpty(line, lineEnd), cmp.createdAt(owner, 0n), noLockDelay(keys, resource)],
     // etcd judges a compare of an empty range on a key that does not exist, and a waiter's own key is not
     // among the exclusive ones: "every exclusive waiter came after me" fails when there are none. So

@@ -16,7 +16,7 @@
 // (committer.ts, UsageChange). Should an entry have changed between the read and the commit, the
 // mutation reads again. Bytes counted: each entry's key and value.
 import type { IKeyValue, IRangeResponse, IRequestOp } from "etcd3";
-import { DomainError, invalid, notHolder } from "../domain/errors.js";
+import { DomainError, invalid } from "../domain/errors.js";
 import type { DomainEvents, WriteOp } from "../domain/events.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } from "../domain/limits.js";
 import type { Token } from "../domain/token.js";
