@@ -3,5 +3,5 @@ import type { Command } from "commander";
 import { serverCommand } from "../../server/command.js";
 
 export function serveCommand(): Command {
-  return serverCommand("serve");
+  return serverCommand("serve", async () => (await import("../../server/main.js")).serve);
 }

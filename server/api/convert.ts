@@ -1,6 +1,6 @@
 // Translation between protobuf messages and domain values.
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate, type Duration } from "@bufbuild/protobuf/wkt";
+import type { Duration } from "@bufbuild/protobuf/wkt";
 import { invalid } from "../domain/errors.js";
 import type { AcquireMode, FenceMode, Token } from "../domain/token.js";
 import { AcquireMode as ProtoAcquireMode, FenceMode as ProtoFenceMode, type FencingToken, type FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
@@ -21,7 +21,7 @@ export function tokenToProto(t: Token): MessageInitShape<typeof FencingTokenSche
     principal: t.principal ?? "",
     keyId: t.keyId ?? "",
     signature: t.signature ?? new Uint8Array(),
-    // Unset on an exclusive token, as before shared tokens existed.
+    // Unset on an exclusive token: a client that knows no modes reads the token it always read.
     mode: t.mode === "shared" ? ProtoAcquireMode.SHARED : ProtoAcquireMode.UNSPECIFIED,
   };
 }
@@ -49,14 +49,6 @@ export function durationMs(d: Duration | undefined, field: string): number | und
 
 export function seconds(s: number): { seconds: bigint; nanos: number } {
   return { seconds: BigInt(Math.max(0, Math.floor(s))), nanos: 0 };
-}
-
-/** DescribeResponse's and ObserveResponse's lock_delay and lock_delay_until, set only when there is one. */
-export function lockDelayToProto(s: { lockDelaySeconds?: number; lockDelayUntil?: Date }) {
-  return {
-    lockDelay: s.lockDelaySeconds !== undefined ? seconds(s.lockDelaySeconds) : undefined,
-    lockDelayUntil: s.lockDelayUntil ? timestampFromDate(s.lockDelayUntil) : undefined,
-  };
 }
 
 export function fenceModeFromProto(mode: ProtoFenceMode): FenceMode {

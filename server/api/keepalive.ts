@@ -13,7 +13,7 @@ import type { KeepAliveBudget } from "../auth/caller-caps.js";
 import type { StreamBindings } from "../lease/bindings.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import type { KeepAliveRequest, KeepAliveResponseSchema, LeaseRenewalSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { AsyncQueue } from "../etcd/async-queue.js";
+import { AsyncQueue } from "../streams/async-queue.js";
 import { seconds } from "./convert.js";
 import { toStatus } from "../rpc/errors.js";
 

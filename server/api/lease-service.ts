@@ -8,8 +8,8 @@ import { checkResource } from "../domain/validate.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import { ALGORITHM } from "../tokens/signer.js";
 import { LeaseService, type AcquireRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import type { HolderState } from "../lease/observe.js";
-import { acquireModeFromProto, durationMs, lockDelayToProto, seconds, tokenFromProto, tokenToProto } from "./convert.js";
+import { acquireModeFromProto, durationMs, seconds, tokenFromProto, tokenToProto } from "./convert.js";
+import { describeToProto, ownershipToProto } from "./ownership-proto.js";
 import type { CallContext } from "../rpc/call-context.js";
 import { keepAlive } from "./keepalive.js";
 
@@ -88,20 +88,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
 
     describe: async (req, ctx) => {
       checkResource(req.resource);
-      const d = await coordinator.describe(req.resource);
-      return {
-        held: d.held,
-        holder: d.holder ?? "",
-        holderPrincipal: d.holderPrincipal ?? "",
-        token: d.token ? tokenToProto(d.token) : undefined,
-        ttl: d.ttlSeconds !== undefined ? seconds(d.ttlSeconds) : undefined,
-        holders: d.holders.map(holderToProto),
-        holdersWithoutTtl: d.holdersWithoutTtl,
-        waiters: d.waiters,
-        fence: d.fence,
-        lastIssued: d.lastIssued,
-        ...lockDelayToProto(d),
-      };
+      return describeToProto(await coordinator.describe(req.resource));
     },
 
     observe: async function* (req, ctx) {
@@ -110,17 +97,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       try {
         const authority = access.streamAuthority(ctx, "Observe", [{ verb: "observe", resource: req.resource }]);
         for await (const o of access.streams.run(authority, ctx.signal, (signal) => coordinator.observe(req.resource, signal))) {
-          yield {
-            held: o.held,
-            holder: o.holder ?? "",
-            holderPrincipal: o.holderPrincipal ?? "",
-            token: o.token ? tokenToProto(o.token) : undefined,
-            revision: o.revision,
-            ...lockDelayToProto(o),
-            holders: o.holders.map(holderToProto),
-            joined: o.joined.map(holderToProto),
-            left: o.left.map(holderToProto),
-          };
+          yield ownershipToProto(o);
         }
       } finally {
         done();
@@ -147,14 +124,5 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
     listTokenKeys: async () => ({
       keys: (await coordinator.tokenKeys()).map((k) => ({ keyId: k.keyId, algorithm: ALGORITHM, publicKey: k.raw })),
     }),
-  };
-}
-
-function holderToProto(h: HolderState) {
-  return {
-    holder: h.holder,
-    holderPrincipal: h.holderPrincipal ?? "",
-    token: tokenToProto(h.token),
-    ttl: h.ttlSeconds !== undefined ? seconds(h.ttlSeconds) : undefined,
   };
 }

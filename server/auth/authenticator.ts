@@ -9,47 +9,14 @@ import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from "jose"
 import { ConfigError } from "../config.js";
 import { DomainError } from "../domain/errors.js";
 import { JwtKeys } from "./jwt-keys.js";
+import type { AuthenticationConfig, JwtConfig } from "./authentication-config.js";
 import { ANONYMOUS, type Principal, unfitName } from "./principal.js";
-
-export interface JwtConfig {
-  /** Files with the verification keys: each a PEM public key (SPKI: RSA, EC or Ed25519), a JWK, or a JWKS ({"keys": [...]}) */
-  keyFiles: string[];
-  /** The required "iss". */
-  issuer: string;
-  /** The required "aud" (the token's "aud" contains it). */
-  audience: string;
-  /** The claim whose string value is the principal's name ("sub" by default at the call site). */
-  principalClaim: string;
-  /** A string array claim ("groups" by default); a single string counts as one group; absent: no groups. */
-  groupsClaim: string;
-  /** How far the issuer's clock and ours may disagree on "exp" and "nbf", e.g. 30. */
-  clockToleranceSeconds: number;
-  /**
-   * Longest a token may be valid: "exp" minus "iat", or minus now without "iat" (DEFAULT_JWT_MAX_LIFETIME_SECONDS
-   * when unset). A token valid for a year is a password that cannot be changed; refusing it makes a leaked one
-   * worthless within this time.
-   */
-  maxLifetimeSeconds?: number;
-  /**
-   * Whether a token's principal may look like a URI with an authority ("spiffe://…", "https://…"). Off by
-   * default: certificates name their callers by such URIs (the URI SAN), and a token issuer that lets
-   * anyone pick their subject would then mint alice's certificate identity; on, the two share one
-   * namespace, for an issuer trusted to name SPIFFE ids.
-   */
-  uriSubjects?: boolean;
-}
 
 /** What a certificate's URI SAN usually looks like: a scheme and "://". */
 const URI_LIKE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 
 /** --jwt-max-lifetime's default: a day. */
 export const DEFAULT_JWT_MAX_LIFETIME_SECONDS = 86_400;
-
-export interface AuthenticationConfig {
-  /** Client certificates identify callers (the server's TLS requires them: --tls-client-ca is set). */
-  mtls: boolean;
-  jwt?: JwtConfig;
-}
 
 /** Most verified tokens kept: callers rarely hold more than one or two each, and the oldest go first. */
 const MAX_CACHED_TOKENS = 10_000;

@@ -11,8 +11,9 @@ import {
 } from "./limits.js";
 import type { Token } from "./token.js";
 
-// C0 and C1 control characters, including NUL and DEL.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+// C0 and C1 control characters, including NUL and DEL. Shared with the policy file's check of resource
+// patterns (auth/policy-schema.ts), which must refuse what no resource name can hold.
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
 // A lone surrogate means the bytes on the wire were not valid UTF-8.
 export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -24,7 +25,7 @@ function checkName(what: string, value: string, maxBytes: number, required: bool
   const bytes = Buffer.byteLength(value, "utf8");
   if (bytes > maxBytes) throw invalid(`${what} is ${bytes} bytes; at most ${maxBytes} bytes are allowed`);
   if (LONE_SURROGATE.test(value)) throw invalid(`${what} is not valid UTF-8`);
-  const m = CONTROL.exec(value);
+  const m = CONTROL_CHARACTER.exec(value);
   if (m) {
     const code = m[0].charCodeAt(0).toString(16).padStart(4, "0");
     throw invalid(`${what} contains the control character U+${code} at position ${m.index}; control characters are not allowed`);

@@ -63,20 +63,20 @@ export class KeyLayout {
     return `${this.prefix}r/${encodeURIComponent(resource)}/`;
   }
 
-  queuePrefix(resource: string): Buffer {
+  linePrefix(resource: string): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}q/`);
   }
 
-  queueKey(resource: string, leaseId: bigint): Buffer {
+  lineKey(resource: string, leaseId: bigint): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}q/${hex16(leaseId)}`);
   }
 
   /** The shared acquisitions waiting in line: a part of the line, after every exclusive waiter. */
-  sharedQueuePrefix(resource: string): Buffer {
+  sharedLinePrefix(resource: string): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}q/s/`);
   }
 
-  sharedQueueKey(resource: string, leaseId: bigint): Buffer {
+  sharedLineKey(resource: string, leaseId: bigint): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}q/s/${hex16(leaseId)}`);
   }
 
@@ -87,6 +87,36 @@ export class KeyLayout {
 
   sharedKey(resource: string, leaseId: bigint): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}s/${hex16(leaseId)}`);
+  }
+
+  // The ranges below are where the order keys sort in is relied on; callers take them from here.
+
+  /** The whole line, exclusive and shared waiters: [q/, past q/). */
+  lineRange(resource: string): [Buffer, Buffer] {
+    const line = this.linePrefix(resource);
+    return [line, prefixEnd(line)];
+  }
+
+  /** The exclusive waiters alone: [q/, q/s/), since their keys' lease ids are hex digits, which sort before "s". */
+  exclusiveLineRange(resource: string): [Buffer, Buffer] {
+    return [this.linePrefix(resource), this.sharedLinePrefix(resource)];
+  }
+
+  /**
+   * The places of a lease (an acquisition's, or a session's) in the line, exclusive and shared: each
+   * waiter's key is its lease's id, fixed-width, then a nonce, so the id's keys are those that start with it.
+   */
+  linePlacesOf(resource: string, leaseId: bigint): [Buffer, Buffer][] {
+    return [this.lineKey(resource, leaseId), this.sharedLineKey(resource, leaseId)].map((p) => [p, prefixEnd(p)]);
+  }
+
+  /**
+   * Who holds or waits for a resource, in one range: the owner key, the lock-delay key, the line and the
+   * shared holders sort in this order ("owner" < "owner-delay" < "q/" < "s/"), with nothing else of the
+   * resource between them ("fence", "issued" and "d/" sort before, "usage" after).
+   */
+  holdersRange(resource: string): [Buffer, Buffer] {
+    return [this.ownerKey(resource), prefixEnd(this.sharedPrefix(resource))];
   }
 
   ownerKey(resource: string): Buffer {

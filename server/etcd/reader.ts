@@ -2,15 +2,17 @@
 // here writes.
 import type { Etcd3, IRangeRequest, IRangeResponse, IWatchResponse, Watcher } from "etcd3";
 import { DomainError } from "../domain/errors.js";
-import { AsyncQueue } from "./async-queue.js";
+import { AsyncQueue } from "../streams/async-queue.js";
 import type { EtcdCalls } from "./calls.js";
 import { classify } from "./errors.js";
 import { prefixEnd } from "./keys.js";
+import type { Reads } from "./reads.js";
 
-export interface Snapshot {
+export interface Snapshot<T> {
   /** The etcd revision all the ranges were read at. */
   revision: bigint;
-  ranges: IRangeResponse[];
+  /** What the reads found, by their names. */
+  found: T;
 }
 
 export class Reader {
@@ -20,14 +22,9 @@ export class Reader {
   ) {}
 
   /** Reads several ranges at one revision (a transaction with no compares and no writes). */
-  async snapshot(what: string, ranges: IRangeRequest[]): Promise<Snapshot> {
-    const res = await this.calls.run(what, () =>
-      this.etcd.kv.txn({ compare: [], success: ranges.map((r) => ({ request_range: r })), failure: [] }),
-    );
-    return {
-      revision: BigInt(res.header.revision),
-      ranges: res.responses.map((r) => r.response_range),
-    };
+  async snapshot<T>(what: string, reads: Reads<T>): Promise<Snapshot<T>> {
+    const res = await this.calls.run(what, () => this.etcd.kv.txn({ compare: [], success: reads.ops(), failure: [] }));
+    return { revision: BigInt(res.header.revision), found: reads.decodeTxn(res.responses) };
   }
 
   range(what: string, req: IRangeRequest): Promise<IRangeResponse> {

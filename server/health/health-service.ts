@@ -1,7 +1,7 @@
 // grpc.health.v1.Health: Check, List and Watch over HealthStatus.
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { Health } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
-import { AsyncQueue } from "../etcd/async-queue.js";
+import { AsyncQueue } from "../streams/async-queue.js";
 import { ServingStatus, type HealthStatus } from "./status.js";
 
 export function healthService(status: HealthStatus): ServiceImpl<typeof Health> {

@@ -24,10 +24,11 @@ import type { Limits } from "../domain/limits.js";
 import type { AcquireMode, Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, ttlSeconds } from "../domain/validate.js";
 import type { Committer } from "../etcd/committer.js";
-import { decodeBinding, encodeGeneration, encodeHolder, encodeOwner, prefixEnd, type KeyLayout } from "../etcd/keys.js";
+import { decodeBinding, encodeGeneration, encodeHolder, encodeOwner, type KeyLayout } from "../etcd/keys.js";
 import type { Leases } from "../etcd/leases.js";
 import { cmp, op } from "../etcd/ops.js";
-import type { Reader, Watch } from "../etcd/reader.js";
+import type { Reader, Snapshot, Watch } from "../etcd/reader.js";
+import { Reads, reads } from "../etcd/reads.js";
 import { eventually } from "../etcd/retry.js";
 import { bindOps } from "./bindings.js";
 import { claimLeaseSlot } from "./lease-cap.js";
@@ -69,6 +70,15 @@ export interface AcquireDeps {
   leases: Leases;
   limits: Limits;
   events: DomainEvents;
+}
+
+/** What a session acquisition's checks read (sessionReads). */
+interface SessionFound {
+  session: IRangeResponse;
+  owner: IRangeResponse;
+  shared: IRangeResponse;
+  /** The session's places in the line, exclusive and shared (counts). */
+  places: IRangeResponse[];
 }
 
 /** The TTL of a session waiter's place in line: how long it outlives a call that died with its server. */
@@ -196,27 +206,25 @@ class Acquisition {
     // a shared grant does not otherwise look at shared holders or shared waiters.
     const sessionChecks = this.sessionKey ? [cmp.exists(this.sessionKey), ...this.sessionFree()] : [];
     const joinNow = p.wait && !this.onSession;
-    const aheadReads = rules.aheadReads();
-    const reads = [...aheadReads, ...this.sessionReads()];
+    const look = reads({ ahead: rules.aheadReads(), session: this.sessionReads() });
     // A lease of its own is bound to the caller by the first transaction that puts a key on it.
     const bind = p.principal !== undefined && !this.onSession ? bindOps(this.keys, this.lease.id, p.principal) : [];
     this.maybeGranted = true;
     const res = await this.d.committer.commit("acquire", {
       compare: [...rules.free(), ...sessionChecks],
       success: [...this.grantWrites(), ...bind],
-      failure: joinNow ? [...reads, op.put(this.lineKey, encodeHolder(p), this.lease.id), ...bind] : reads,
+      failure: joinNow ? [...look.ops(), op.put(this.lineKey, encodeHolder(p), this.lease.id), ...bind] : look.ops(),
     });
     if (res.succeeded) return res.revision;
     this.maybeGranted = false;
 
-    const ranges = res.responses.slice(0, reads.length).map((r) => r.response_range);
-    if (this.sessionKey) this.checkSession(ranges.slice(aheadReads.length));
+    const { ahead, session } = look.decodeTxn(res.responses);
+    if (session) this.checkSession(session);
     if (!p.wait) {
       // Nobody holds it, and a lock-delay runs: the refusal says until when.
-      const delay = rules.lockDelay(ranges);
-      throw delay && !rules.ahead(ranges).owner ? await inLockDelay(this.d.leases, p.resource, delay) : rules.held(ranges);
+      throw ahead.lockDelay && !ahead.owner ? await inLockDelay(this.d.leases, p.resource, ahead.lockDelay) : ahead.refusal();
     }
-    if (joinNow) this.joined = { revision: res.revision, ahead: rules.ahead(ranges).key };
+    if (joinNow) this.joined = { revision: res.revision, ahead: ahead.key };
     return undefined;
   }
 
@@ -226,14 +234,12 @@ class Acquisition {
   /** Waits for its turn and takes the resource: the generation. */
   private async waitInLine(): Promise<bigint> {
     if (!this.joined) await this.joinOnSession();
-    const myRev = this.joined!.revision;
-    let ahead = this.joined!.ahead;
-    let seenAt = myRev;
+    const { revision: myRev, ahead } = this.joined!;
     // One renewal rhythm for the whole wait, however many holders go ahead of it: a rhythm restarted at
     // each handover would put off the next renewal by up to a third of the TTL each time.
     const place = this.keepPlace();
     try {
-      return await this.takeTurn(myRev, ahead, seenAt, place.lost);
+      return await this.takeTurn(myRev, ahead, myRev, place.lost);
     } finally {
       place.stop();
     }
@@ -242,58 +248,64 @@ class Acquisition {
   private async takeTurn(myRev: bigint, ahead: Buffer | undefined, seenAt: bigint, lost: AbortSignal): Promise<bigint> {
     for (;;) {
       if (ahead) await this.waitForDeletion(ahead, seenAt, lost);
-      const aheadReads = this.rules.aheadReads(myRev);
-      const reads = [...aheadReads, op.get(this.lineKey), ...(this.sessionKey ? [op.get(this.sessionKey)] : [])];
-      let look: { revision: bigint; ranges: IRangeResponse[] };
+      const look = reads({
+        ahead: this.rules.aheadReads(myRev),
+        mine: { key: this.lineKey },
+        session: Reads.maybe(this.sessionKey && { key: this.sessionKey }),
+      });
+      let seen: Snapshot<ReturnType<typeof look.decode>>;
       if (this.rules.grantable(ahead)) {
         this.maybeGranted = true;
         const res = await this.d.committer.commit("acquire", {
           compare: [cmp.createdAt(this.lineKey, myRev), ...this.rules.firstInLine(myRev), ...(this.sessionKey ? [cmp.exists(this.sessionKey)] : [])],
           success: [op.del(this.lineKey), ...this.grantWrites()],
-          failure: reads,
+          failure: look.ops(),
         });
         if (res.succeeded) return res.revision;
         this.maybeGranted = false;
-        look = { revision: res.revision, ranges: res.responses.map((r) => r.response_range) };
+        seen = { revision: res.revision, found: look.decodeTxn(res.responses) };
       } else {
-        look = await this.d.reader.snapshot("acquire", reads.map((r) => r.request_range!));
+        seen = await this.d.reader.snapshot("acquire", look);
       }
-      const [mine, session] = look.ranges.slice(aheadReads.length).map((r) => r.kvs[0]);
-      if (this.sessionKey && !session) throw sessionGone(this.lease.id);
-      if (!mine) throw placeLost(this.p.resource, this.place?.id ?? this.lease.id);
-      ahead = this.rules.ahead(look.ranges).key;
-      seenAt = look.revision;
+      const { mine, session } = seen.found;
+      if (this.sessionKey && !session?.kvs[0]) throw sessionGone(this.lease.id);
+      if (!mine.kvs[0]) throw placeLost(this.p.resource, this.place?.id ?? this.lease.id);
+      ahead = seen.found.ahead.key;
+      seenAt = seen.revision;
     }
   }
 
   /** A session waiter joins the line on a place lease of its own. */
   private async joinOnSession(): Promise<void> {
     this.place = await this.d.leases.grant(PLACE_TTL_SECONDS);
+    const ahead = this.rules.aheadReads();
+    const session = this.sessionReads();
     const res = await this.d.committer.commit("acquire", {
       compare: [cmp.exists(this.sessionKey!), ...this.sessionFree()],
-      success: [...this.rules.aheadReads(), op.put(this.lineKey, encodeHolder(this.p), this.place.id)],
-      failure: this.sessionReads(),
+      success: [...ahead.ops(), op.put(this.lineKey, encodeHolder(this.p), this.place.id)],
+      failure: session.ops(),
     });
     if (!res.succeeded) {
-      this.checkSession(res.responses.map((r) => r.response_range));
+      const found = session.decodeTxn(res.responses);
+      if (found) this.checkSession(found);
       throw new Error(`joining the line of "${this.p.resource}" failed without a cause`);
     }
-    this.joined = { revision: res.revision, ahead: this.rules.ahead(res.responses.map((r) => r.response_range)).key };
+    this.joined = { revision: res.revision, ahead: ahead.decodeTxn(res.responses).key };
   }
 
-  /** What checkSession() judges, read in the transaction that found the resource taken. */
-  private sessionReads() {
-    if (!this.sessionKey) return [];
-    return [
-      op.get(this.sessionKey),
-      op.get(this.keys.ownerKey(this.p.resource)),
-      op.get(this.sharedHolding()),
-      ...this.sessionPlaceRanges().map(([key, range_end]) => op.range({ key, range_end, count_only: true })),
-    ];
+  /** What checkSession() judges, read in the transaction that found the resource taken; nothing off a session. */
+  private sessionReads(): Reads<SessionFound | undefined> {
+    if (!this.sessionKey) return Reads.nothing();
+    return reads({
+      session: { key: this.sessionKey },
+      owner: { key: this.keys.ownerKey(this.p.resource) },
+      shared: { key: this.sharedHolding() },
+      places: this.keys.linePlacesOf(this.p.resource, this.lease.id).map(([key, range_end]) => ({ key, range_end, count_only: true })),
+    });
   }
 
   /** Refuses an acquisition on a session that is gone, or that holds or waits for the resource already, in either mode. */
-  private checkSession([session, owner, shared, ...places]: IRangeResponse[]): void {
+  private checkSession({ session, owner, shared, places }: SessionFound): void {
     const id = this.lease.id;
     if (!session.kvs[0]) throw sessionGone(id);
     const holding = owner.kvs[0] && BigInt(owner.kvs[0].lease) === id ? owner.kvs[0] : shared.kvs[0];
@@ -309,17 +321,12 @@ class Acquisition {
 
   /** The session neither holds the resource shared nor waits for it (checkSession() judges the exclusive holding). */
   private sessionFree() {
-    return [cmp.createdAt(this.sharedHolding(), 0n), ...this.sessionPlaceRanges().map(([key, end]) => cmp.rangeEmpty(key, end))];
+    return [cmp.createdAt(this.sharedHolding(), 0n), ...this.keys.linePlacesOf(this.p.resource, this.lease.id).map(([key, end]) => cmp.rangeEmpty(key, end))];
   }
 
   /** The key of a shared holding of the resource on this acquisition's session (keys are named by lease). */
   private sharedHolding(): Buffer {
     return this.keys.sharedKey(this.p.resource, this.lease.id);
-  }
-
-  /** The places of this acquisition's session in the line, exclusive and shared (by key name: they start with its id). */
-  private sessionPlaceRanges(): [Buffer, Buffer][] {
-    return [this.keys.queueKey(this.p.resource, this.lease.id), this.keys.sharedQueueKey(this.p.resource, this.lease.id)].map((prefix) => [prefix, prefixEnd(prefix)]);
   }
 
   /**

@@ -4,10 +4,11 @@
 // binding is no acquisition of anyone's (an idempotency record's lease, a waiter's place, a lease made
 // before authentication was turned on, or one that ended): it is refused like a lease that is gone.
 import type { IRequestOp } from "etcd3";
-import { DomainError, leaseNotFound, notHolder } from "../domain/errors.js";
+import { leaseNotFound, notHolder } from "../domain/errors.js";
 import { decodeBinding, encodeBinding, type KeyLayout } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
 import type { Reader } from "../etcd/reader.js";
+import { Reads } from "../etcd/reads.js";
 
 /** Most binding keys read in one etcd transaction (etcd allows 128 operations by default). */
 const READS_PER_TXN = 100;
@@ -89,12 +90,12 @@ export class StreamBindings {
         try {
           const snap = await this.d.reader.snapshot(
             "check binding",
-            chunk.map((id) => ({ key: this.d.keys.bindingKey(id) })),
+            Reads.each(chunk.map((id) => ({ key: this.d.keys.bindingKey(id) }))).map((found) => found.map((r) => decodeBinding(r.kvs[0]))),
           );
           chunk.forEach((id, i) => {
             this.reading.delete(id);
             try {
-              judge(decodeBinding(snap.ranges[i].kvs[0]), id, this.principal, "lease");
+              judge(snap.found[i], id, this.principal, "lease");
               this.verified.add(id);
               for (const w of batch.get(id)!) w.resolve();
             } catch (err) {

@@ -6,7 +6,7 @@ import type { Token } from "../domain/token.js";
 import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../domain/validate.js";
 import { decodeGeneration, decodeOwner, encodeHolder, holderKeyOf, holds, lastIssuedOf } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
-import { prefixRange } from "../etcd/reader.js";
+import { reads } from "../etcd/reads.js";
 import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acquisition.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import type { TokenSigner } from "../tokens/signer.js";
@@ -127,10 +127,11 @@ export class LeaseCoordinator {
     const t = checkToken(token, "token");
     const { keys, committer, leases } = this.d;
     await this.tokens.check(t, principal, "token");
+    const session = reads({ session: { key: keys.sessionKey(t.leaseId) } });
     const res = await committer.commit("release", {
       compare: holds(keys, t),
       // A release ends the acquisition without its lock-delay: the lock-delay key goes with the owner key.
-      success: [op.del(holderKeyOf(keys, t)), op.get(keys.sessionKey(t.leaseId)), ...(t.mode === "shared" ? [] : releaseWrites(keys, t))],
+      success: [...session.ops(), op.del(holderKeyOf(keys, t)), ...(t.mode === "shared" ? [] : releaseWrites(keys, t))],
       failure: [],
     });
     if (!res.succeeded) {
@@ -144,7 +145,7 @@ export class LeaseCoordinator {
     }
     // A lease of its own backed this acquisition alone: it goes too, so that renewing it says NOT_FOUND.
     // The release itself is done (the owner key is gone): the revocation does not hold up the answer.
-    const onSession = res.responses[1].response_range.kvs.length > 0;
+    const onSession = session.decodeTxn(res.responses).session.kvs.length > 0;
     this.d.events.emit({ type: "released", resource: t.resource, generation: t.generation, leaseId: t.leaseId, onSession });
     if (!onSession) void leases.revokeEventually(t.leaseId);
   }
@@ -158,15 +159,19 @@ export class LeaseCoordinator {
   async describe(resource: string): Promise<Description> {
     checkResource(resource);
     const { keys, reader, leases } = this.d;
-    const snap = await reader.snapshot("describe", [
-      { key: keys.ownerKey(resource) },
-      prefixRange(keys.queuePrefix(resource), { count_only: true }),
-      { key: keys.fenceKey(resource) },
-      { key: keys.issuedKey(resource) },
-      sharedHolders(keys, resource),
-      { key: keys.lockDelayKey(resource) },
-    ]);
-    const [owner, line, fence, issued, shared, lockDelay] = snap.ranges;
+    const [line, lineEnd] = keys.lineRange(resource);
+    const { found } = await reader.snapshot(
+      "describe",
+      reads({
+        owner: { key: keys.ownerKey(resource) },
+        line: { key: line, range_end: lineEnd, count_only: true },
+        fence: { key: keys.fenceKey(resource) },
+        issued: { key: keys.issuedKey(resource) },
+        shared: sharedHolders(keys, resource),
+        lockDelay: { key: keys.lockDelayKey(resource) },
+      }),
+    );
+    const { owner, fence, issued, shared, lockDelay } = found;
     const exclusive = owner.kvs[0] ? decodeOwner(owner.kvs[0]) : undefined;
     const owners = exclusive ? [{ o: exclusive, mode: "exclusive" as const }] : decodeShared(shared.kvs).map((o) => ({ o, mode: "shared" as const }));
     // Each holder's token as Acquire gave it, signature included: with authentication on, it is of no
@@ -184,7 +189,7 @@ export class LeaseCoordinator {
       held: holders.length > 0,
       holders,
       holdersWithoutTtl: Math.max(0, holders.length - MAX_HOLDER_TTLS),
-      waiters: Number(line.count),
+      waiters: Number(found.line.count),
       fence: decodeGeneration(fence.kvs[0]?.value),
       lastIssued: lastIssuedOf(issued.kvs[0]),
       ...(await lockDelayState(leases, lockDelay.kvs[0], owner.kvs.length > 0)),

@@ -7,6 +7,7 @@ import { DomainError } from "../domain/errors.js";
 import type { Committer } from "../etcd/committer.js";
 import { prefixEnd, type KeyLayout } from "../etcd/keys.js";
 import { cmp, op } from "../etcd/ops.js";
+import { Reads } from "../etcd/reads.js";
 
 export interface LeaseCapDeps {
   keys: KeyLayout;
@@ -23,16 +24,17 @@ const MAX_TRIES = 64;
  */
 export async function claimLeaseSlot(d: LeaseCapDeps, principal: string, cap: number, leaseId: bigint): Promise<void> {
   const prefix = d.keys.capSlotsPrefix(principal);
+  const slots = Reads.one({ key: prefix, range_end: prefixEnd(prefix), keys_only: true });
   let slot = Math.floor(Math.random() * cap);
   for (let tries = 0; tries < MAX_TRIES; tries++) {
     const key = d.keys.capSlotKey(principal, slot);
     const res = await d.committer.commit("lease cap", {
       compare: [cmp.createdAt(key, 0n)],
       success: [op.put(key, Buffer.alloc(0), leaseId)],
-      failure: [op.range({ key: prefix, range_end: prefixEnd(prefix), keys_only: true })],
+      failure: slots.ops(),
     });
     if (res.succeeded) return;
-    const taken = new Set(res.responses[0].response_range.kvs.map((kv) => parseInt(kv.key.subarray(prefix.length).toString(), 16)));
+    const taken = new Set(slots.decodeTxn(res.responses).kvs.map((kv) => parseInt(kv.key.subarray(prefix.length).toString(), 16)));
     // Slots past the cap (left from a larger cap) count too.
     if (taken.size >= cap) throw exhausted(principal, cap, taken.size);
     const free: number[] = [];

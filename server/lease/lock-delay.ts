@@ -23,6 +23,7 @@ import { decodeLockDelay, delayedLeaseIds, delayLeaseOf, encodeLockDelay, type K
 import type { Committer } from "../etcd/committer.js";
 import type { Leases } from "../etcd/leases.js";
 import { cmp, op } from "../etcd/ops.js";
+import { Reads } from "../etcd/reads.js";
 
 /** Draws of a pair of lease ids before giving up: each draw collides with one in use 1 in 2^32 times per delayed lease. */
 const ID_DRAWS = 5;
@@ -92,12 +93,13 @@ export function releaseWrites(keys: KeyLayout, token: Token): IRequestOp[] {
 export async function liftLockDelay(d: { keys: KeyLayout; committer: Committer; leases: Leases }, resource: string): Promise<{ lifted: boolean; generation: bigint }> {
   const { keys, committer, leases } = d;
   const key = keys.lockDelayKey(resource);
+  const lifted = Reads.one({ key });
   const res = await committer.commit("lift lock-delay", {
     compare: [cmp.createdAt(keys.ownerKey(resource), 0n), cmp.exists(key)],
-    success: [op.get(key), op.del(key)],
+    success: [...lifted.ops(), op.del(key)],
     failure: [],
   });
-  const kv = res.succeeded ? res.responses[0].response_range.kvs[0] : undefined;
+  const kv = res.succeeded ? lifted.decodeTxn(res.responses).kvs[0] : undefined;
   if (!kv) return { lifted: false, generation: 0n };
   const entry = decodeLockDelay(kv);
   if (entry.delayLease !== 0n) void leases.revokeEventually(entry.delayLease);

@@ -1,7 +1,7 @@
 // Observe: the holders of a resource now, then each change of holders.
 //
-// It watches the owner key, the lock-delay key, the line and the shared holders together (they sort in
-// this order, "owner" < "owner-delay" < "q/" < "s/", with nothing else of the resource between). When
+// It watches the owner key, the lock-delay key, the line and the shared holders together, in one range
+// (keys.ts, holdersRange). When
 // the owner key goes while acquisitions wait in line, the first of them is about to be granted: that is a
 // handover, reported once the next holder is there; so is the last shared holder leaving while an
 // exclusive acquisition waits. Shared holders joining and leaving are reported as they happen. A
@@ -10,8 +10,8 @@
 import type { IKeyValue } from "etcd3";
 import { checkResource } from "../domain/validate.js";
 import type { Token } from "../domain/token.js";
-import { decodeOwner, prefixEnd, type Owner } from "../etcd/keys.js";
-import { prefixRange } from "../etcd/reader.js";
+import { decodeOwner, type Owner } from "../etcd/keys.js";
+import { reads } from "../etcd/reads.js";
 import type { AcquireDeps } from "./acquisition.js";
 import { lockDelayState, type LockDelayState } from "./lock-delay.js";
 import { sharedHolders } from "./shared.js";
@@ -46,20 +46,19 @@ export async function* observe(d: AcquireDeps, resource: string, signal: AbortSi
   checkResource(resource);
   const { keys, reader } = d;
   const ownerKey = keys.ownerKey(resource);
-  const linePrefix = keys.queuePrefix(resource);
+  const [line, lineEnd] = keys.lineRange(resource);
   const sharedPrefix = keys.sharedPrefix(resource);
   const lockDelayKey = keys.lockDelayKey(resource);
-  const start = await reader.snapshot("observe", [
-    { key: ownerKey },
-    prefixRange(linePrefix, { count_only: true }),
-    sharedHolders(keys, resource),
-    { key: lockDelayKey },
-  ]);
-  let owner = start.ranges[0].kvs[0] ? decodeOwner(start.ranges[0].kvs[0]) : undefined;
-  let waiting = Number(start.ranges[1].count);
+  const start = await reader.snapshot(
+    "observe",
+    reads({ owner: { key: ownerKey }, line: { key: line, range_end: lineEnd, count_only: true }, shared: sharedHolders(keys, resource), lockDelay: { key: lockDelayKey } }),
+  );
+  const found = start.found;
+  let owner = found.owner.kvs[0] ? decodeOwner(found.owner.kvs[0]) : undefined;
+  let waiting = Number(found.line.count);
   /** The shared holders by key, in the order they joined (their generations'). */
-  const shared = new Map<string, Owner>(start.ranges[2].kvs.map((kv) => [kv.key.toString("hex"), decodeOwner(kv)]));
-  let lockDelay: IKeyValue | undefined = start.ranges[3].kvs[0];
+  const shared = new Map<string, Owner>(found.shared.kvs.map((kv) => [kv.key.toString("hex"), decodeOwner(kv)]));
+  let lockDelay: IKeyValue | undefined = found.lockDelay.kvs[0];
   let joined: Owner[] = [];
   let left: Owner[] = [];
   const report = async (revision: bigint): Promise<Ownership> => ({
@@ -70,7 +69,8 @@ export async function* observe(d: AcquireDeps, resource: string, signal: AbortSi
   let reported = stateOf(owner, shared, lockDelay, 0);
   yield await report(start.revision);
 
-  const watch = await reader.watch("observe", { key: ownerKey, rangeEnd: prefixEnd(sharedPrefix), fromRevision: start.revision + 1n }, signal);
+  const [from, to] = keys.holdersRange(resource);
+  const watch = await reader.watch("observe", { key: from, rangeEnd: to, fromRevision: start.revision + 1n }, signal);
   try {
     for await (const res of watch) {
       // One transaction can both take a waiter out of the line and make it a holder: judge the state

@@ -10,29 +10,34 @@
 //  - a shared acquisition waits for the exclusive acquisitions ahead of it only: the exclusive part of
 //    the line and the owner key. Shared holders never hold it up, but an exclusive waiter does, so that
 //    shared acquisitions arriving one after another never starve an exclusive one.
-// The exclusive rules are those of before shared holders existed, plus one compare in the same
-// transactions (no shared holder) and one read in their failure branch (the newest shared holder, to
-// watch it): an uncontended exclusive Acquire is still one transaction, and each handover one watch
-// event and one transaction. An exclusive waiter behind shared holders watches the newest of them and
+// Shared holders cost an exclusive acquisition one compare in its transactions (no shared holder) and
+// one read in their failure branch (the newest shared holder, to watch it), nothing more: an
+// uncontended exclusive Acquire stays one transaction, and each handover one watch event and one
+// transaction. An exclusive waiter behind shared holders watches the newest of them and
 // tries again when it goes: one transaction for each shared holder still there when the one it watched
 // left.
-import type { ICompare, IKeyValue, IRangeResponse, IRequestOp } from "etcd3";
+import type { ICompare, IKeyValue, IRangeResponse } from "etcd3";
 import { DomainError } from "../domain/errors.js";
 import type { AcquireMode } from "../domain/token.js";
 import { decodeOwner, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
-import { cmp, op } from "../etcd/ops.js";
+import { cmp } from "../etcd/ops.js";
+import { reads, type Reads } from "../etcd/reads.js";
 import { prefixRange } from "../etcd/reader.js";
 import { noLockDelay } from "./lock-delay.js";
 
 /** Most shared holders a refusal names (it says how many there are in all). */
 const NAMED_HOLDERS = 5;
 
-/** What a waiter needs to know of the state that kept it from being granted. */
+/** What kept an acquisition from being granted, as aheadReads() found it. */
 export interface Ahead {
   /** The key to watch for deletion: the acquisition it waits behind; undefined: none, try again. */
   key?: Buffer;
   /** The exclusive holder, if any. */
   owner?: IKeyValue;
+  /** The lock-delay key, if a lock-delay is in force (lock-delay.ts). */
+  lockDelay?: IKeyValue;
+  /** The refusal of an Acquire without wait (when read with no `before`). */
+  refusal(): DomainError;
 }
 
 /** The rules of one mode, for one resource. */
@@ -52,13 +57,7 @@ export interface LineRules {
    */
   grantable(ahead: Buffer | undefined): boolean;
   /** Reads of the state that keeps it waiting: those ahead of it (created before `before`, if given). */
-  aheadReads(before?: bigint): IRequestOp[];
-  /** What aheadReads() found. */
-  ahead(ranges: IRangeResponse[]): Ahead;
-  /** The refusal of an Acquire without wait, from aheadReads() (read with no `before`). */
-  held(ranges: IRangeResponse[]): DomainError;
-  /** The lock-delay key aheadReads() found, if a lock-delay is in force (lock-delay.ts). */
-  lockDelay(ranges: IRangeResponse[]): IKeyValue | undefined;
+  aheadReads(before?: bigint): Reads<Ahead>;
 }
 
 /** The rules of a mode for an acquisition of resource on lease leaseId (its own, or its session). */
@@ -67,51 +66,53 @@ export function lineRules(keys: KeyLayout, resource: string, mode: AcquireMode, 
 }
 
 // A lock-delay (lock-delay.ts) holds up both modes alike: every grant checks that no lock-delay key
-// exists; aheadReads() read it last, and a waiter with nobody else ahead of it watches it.
-
+// exists; aheadReads() read it, and a waiter with nobody else ahead of it watches it.
 
 function exclusiveRules(keys: KeyLayout, resource: string): LineRules {
   const owner = keys.ownerKey(resource);
-  const line = keys.queuePrefix(resource);
+  const [line, lineEnd] = keys.lineRange(resource);
   const shared = keys.sharedPrefix(resource);
   const delayKey = keys.lockDelayKey(resource);
   return {
     mode: "exclusive",
     holderKey: owner,
-    lineKey: (leaseId) => keys.queueKey(resource, leaseId),
-    free: () => [cmp.rangeEmpty(line, prefixEnd(line)), cmp.createdAt(owner, 0n), cmp.rangeEmpty(shared, prefixEnd(shared)), noLockDelay(keys, resource)],
+    lineKey: (leaseId) => keys.lineKey(resource, leaseId),
+    free: () => [cmp.rangeEmpty(line, lineEnd), cmp.createdAt(owner, 0n), cmp.rangeEmpty(shared, prefixEnd(shared)), noLockDelay(keys, resource)],
     firstInLine: (myRev) => [
-      cmp.rangeCreatedFrom(line, prefixEnd(line), myRev),
+      cmp.rangeCreatedFrom(line, lineEnd, myRev),
       cmp.createdAt(owner, 0n),
       cmp.rangeEmpty(shared, prefixEnd(shared)),
       noLockDelay(keys, resource),
     ],
     grantable: () => true,
-    aheadReads: (before) => [
-      op.range(newest(line, prefixEnd(line), before)),
-      op.get(owner),
-      op.range(newest(shared, prefixEnd(shared), undefined, NAMED_HOLDERS)),
-      op.get(delayKey),
-    ],
-    ahead: ([before, o, holders, delay]) => ({ key: before.kvs[0]?.key ?? (o.kvs[0] ? owner : (holders.kvs[0]?.key ?? delay.kvs[0]?.key)), owner: o.kvs[0] }),
-    lockDelay: (ranges) => ranges[3].kvs[0],
-    held: ([, o, holders]) => {
-      if (o.kvs[0]) return heldBy(resource, decodeOwner(o.kvs[0]));
-      if (holders.kvs.length > 0) return heldShared(resource, holders);
-      return handingOver(resource);
-    },
+    aheadReads: (before) =>
+      reads({
+        before: newest(line, lineEnd, before),
+        owner: { key: owner },
+        holders: newest(shared, prefixEnd(shared), undefined, NAMED_HOLDERS),
+        lockDelay: { key: delayKey },
+      }).map(({ before, owner: o, holders, lockDelay }) => ({
+        key: before.kvs[0]?.key ?? (o.kvs[0] ? owner : (holders.kvs[0]?.key ?? lockDelay.kvs[0]?.key)),
+        owner: o.kvs[0],
+        lockDelay: lockDelay.kvs[0],
+        refusal: () => {
+          if (o.kvs[0]) return heldBy(resource, decodeOwner(o.kvs[0]));
+          if (holders.kvs.length > 0) return heldShared(resource, holders);
+          return handingOver(resource);
+        },
+      })),
   };
 }
 
 function sharedRules(keys: KeyLayout, resource: string, leaseId: bigint): LineRules {
   const owner = keys.ownerKey(resource);
   // The exclusive waiters: the line up to its shared part.
-  const [line, lineEnd] = [keys.queuePrefix(resource), keys.sharedQueuePrefix(resource)];
+  const [line, lineEnd] = keys.exclusiveLineRange(resource);
   const delayKey = keys.lockDelayKey(resource);
   return {
     mode: "shared",
     holderKey: keys.sharedKey(resource, leaseId),
-    lineKey: (leaseId) => keys.sharedQueueKey(resource, leaseId),
+    lineKey: (leaseId) => keys.sharedLineKey(resource, leaseId),
     free: () => [cmp.rangeEmpty(line, lineEnd), cmp.createdAt(owner, 0n), noLockDelay(keys, resource)],
     // etcd judges a compare of an empty range on a key that does not exist, and a waiter's own key is not
     // among the exclusive ones: "every exclusive waiter came after me" fails when there are none. So
@@ -120,21 +121,24 @@ function sharedRules(keys: KeyLayout, resource: string, leaseId: bigint): LineRu
     // revision, and an exclusive waiter behind it, or arriving, waits for it.
     firstInLine: () => [cmp.createdAt(owner, 0n), noLockDelay(keys, resource)],
     grantable: (ahead) => ahead === undefined || ahead.equals(owner) || ahead.equals(delayKey),
-    aheadReads: (before) => [op.range(newest(line, lineEnd, before)), op.get(owner), op.get(delayKey)],
-    ahead: ([before, o, delay]) => ({ key: before.kvs[0]?.key ?? (o.kvs[0] ? owner : delay.kvs[0]?.key), owner: o.kvs[0] }),
-    lockDelay: (ranges) => ranges[2].kvs[0],
-    held: ([before, o]) => {
-      if (o.kvs[0]) return heldBy(resource, decodeOwner(o.kvs[0]));
-      if (before.kvs[0]) {
-        return new DomainError(
-          "aborted",
-          `an exclusive acquisition waits for "${resource}", and shared ones queue behind it; acquire with wait set to queue for it`,
-          "RESOURCE_HELD",
-          { resource },
-        );
-      }
-      return handingOver(resource);
-    },
+    aheadReads: (before) =>
+      reads({ before: newest(line, lineEnd, before), owner: { key: owner }, lockDelay: { key: delayKey } }).map(({ before, owner: o, lockDelay }) => ({
+        key: before.kvs[0]?.key ?? (o.kvs[0] ? owner : lockDelay.kvs[0]?.key),
+        owner: o.kvs[0],
+        lockDelay: lockDelay.kvs[0],
+        refusal: () => {
+          if (o.kvs[0]) return heldBy(resource, decodeOwner(o.kvs[0]));
+          if (before.kvs[0]) {
+            return new DomainError(
+              "aborted",
+              `an exclusive acquisition waits for "${resource}", and shared ones queue behind it; acquire with wait set to queue for it`,
+              "RESOURCE_HELD",
+              { resource },
+            );
+          }
+          return handingOver(resource);
+        },
+      })),
   };
 }
 

@@ -15,11 +15,11 @@
 // so that the change is exact when it commits; the committer decides the quota in the same transaction
 // (committer.ts, UsageChange). Should an entry have changed between the read and the commit, the
 // mutation reads again. Bytes counted: each entry's key and value.
-import type { IKeyValue, IRequestOp } from "etcd3";
-import { DomainError, invalid, notHolder } from "../domain/errors.js";
+import type { IKeyValue, IRangeResponse, IRequestOp } from "etcd3";
+import { DomainError, invalid } from "../domain/errors.js";
 import type { DomainEvents, WriteOp } from "../domain/events.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } from "../domain/limits.js";
-import type { FenceMode, Token } from "../domain/token.js";
+import type { Token } from "../domain/token.js";
 import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../domain/validate.js";
 import type { Committer, Guard, UsageChange } from "../etcd/committer.js";
 import type { HoldMember } from "../etcd/hold.js";
@@ -39,27 +39,13 @@ import {
 import { cmp, op } from "../etcd/ops.js";
 import type { Outcome } from "../etcd/committer.js";
 import type { Reader } from "../etcd/reader.js";
+import { Reads, reads } from "../etcd/reads.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import { fingerprintOf, hashKey, type IdempotencyLeases } from "./idempotency.js";
+import type { Mutation } from "./mutation.js";
 import { decodePageToken, encodePageToken, fitting } from "./paging.js";
 
-export type StoreOp = { kind: "put"; key: string; value: Uint8Array } | { kind: "delete"; key: string };
-
-export interface Mutation {
-  /** The resource the request writes; must be the token's. */
-  resource: string;
-  token: Token | undefined;
-  mode: FenceMode;
-  idempotencyKey: string;
-  ops: StoreOp[];
-  /**
-   * With authentication on, the caller, unless it administers the resource: the token (signed, so its
-   * principal is the one that acquired it) must be this principal's.
-   */
-  principal?: string;
-  /** The authenticated caller, admins too, whose idempotency keys this one's is among; undefined without authentication. */
-  caller?: string;
-}
+export type { Mutation, StoreOp } from "./mutation.js";
 
 export interface Commit {
   revision: bigint;
@@ -118,13 +104,13 @@ export class FencedStore {
     checkResource(resource);
     checkKey(key);
     const { keys, reader } = this.d;
-    const snap = await reader.snapshot("get", [{ key: keys.dataKey(resource, key) }, { key: keys.fenceKey(resource) }]);
-    const kv = snap.ranges[0].kvs[0];
+    const { found } = await reader.snapshot("get", reads({ entry: { key: keys.dataKey(resource, key) }, fence: { key: keys.fenceKey(resource) } }));
+    const kv = found.entry.kvs[0];
     return {
       found: kv !== undefined,
       value: kv?.value ?? new Uint8Array(),
       modRevision: kv ? BigInt(kv.mod_revision) : 0n,
-      fence: decodeGeneration(snap.ranges[1].kvs[0]?.value),
+      fence: decodeGeneration(found.fence.kvs[0]?.value),
     };
   }
 
@@ -174,8 +160,8 @@ export class FencedStore {
   async getFence(resource: string): Promise<{ fence: bigint; lastIssued: bigint }> {
     checkResource(resource);
     const { keys, reader } = this.d;
-    const snap = await reader.snapshot("get fence", [{ key: keys.fenceKey(resource) }, { key: keys.issuedKey(resource) }]);
-    return { fence: decodeGeneration(snap.ranges[0].kvs[0]?.value), lastIssued: lastIssuedOf(snap.ranges[1].kvs[0]) };
+    const { found } = await reader.snapshot("get fence", reads({ fence: { key: keys.fenceKey(resource) }, issued: { key: keys.issuedKey(resource) } }));
+    return { fence: decodeGeneration(found.fence.kvs[0]?.value), lastIssued: lastIssuedOf(found.issued.kvs[0]) };
   }
 
   private check(m: Mutation, what: string): Token {
@@ -233,15 +219,19 @@ export class FencedStore {
     const ownerKey = keys.ownerKey(m.resource);
 
     const compare = fenceCompares(keys, token, live);
-    const failure: IRequestOp[] = [op.get(issuedKey), op.get(fenceKey)];
-    if (live) failure.push(op.get(ownerKey));
+    // What the compares judged, read back when they fail, to say why; and the record, to replay it.
+    const failure = reads({
+      issued: { key: issuedKey },
+      fence: { key: fenceKey },
+      owner: Reads.maybe(live ? { key: ownerKey } : undefined),
+      record: Reads.maybe(record && { key: record.key }),
+    });
 
     const own: IRequestOp[] = m.ops.map((o) =>
       o.kind === "put" ? op.put(keys.dataKey(m.resource, o.key), Buffer.from(o.value)) : op.del(keys.dataKey(m.resource, o.key)),
     );
     if (record) {
       compare.push(cmp.createdAt(record.key, 0n));
-      failure.push(op.get(record.key));
       own.push(op.put(record.key, encodeRecord({ fingerprint: record.fingerprint, fence: g }), record.lease));
     }
     // Mutations under one token and mode share a guard; one with an idempotency record has a compare of
@@ -250,7 +240,7 @@ export class FencedStore {
       key: `${m.resource}\0${g}\0${token.leaseId}\0${m.mode}${record ? `\0${record.key.toString("hex")}` : ""}`,
       compare,
       shared: [op.put(fenceKey, encodeGeneration(g))],
-      failure,
+      failure: failure.ops(),
     };
     const limit = BigInt(this.d.limits.maxBytesPerResource);
     for (;;) {
@@ -260,7 +250,7 @@ export class FencedStore {
         this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "QUOTA_EXCEEDED" });
         throw quotaExceeded(m.resource, res.quota.usage, res.quota.delta, res.quota.limit);
       }
-      const commit = this.outcome(m, token, what, live, res, record);
+      const commit = this.outcome(m, token, what, live, res, failure, record?.fingerprint);
       // No cause in what the fence says: an entry the change was computed from changed meanwhile.
       if (commit === undefined && usage) continue;
       if (commit === undefined) {
@@ -277,8 +267,8 @@ export class FencedStore {
     const dataKeys = m.ops.map((o) => keys.dataKey(m.resource, o.key));
     let read: { usage: IKeyValue | undefined; entries: (IKeyValue | undefined)[]; revision: bigint };
     try {
-      const snap = await reader.snapshot("quota read", [{ key: usageKey }, ...dataKeys.map((key) => ({ key }))]);
-      read = { usage: snap.ranges[0].kvs[0], entries: snap.ranges.slice(1).map((r) => r.kvs[0]), revision: snap.revision };
+      const snap = await reader.snapshot("quota read", reads({ usage: { key: usageKey }, entries: dataKeys.map((key) => ({ key })) }));
+      read = { usage: snap.found.usage.kvs[0], entries: snap.found.entries.map((r) => r.kvs[0]), revision: snap.revision };
     } catch (err) {
       if (!(err instanceof EtcdResponseTooLarge)) throw err;
       // Entries too large to read at once: one at a time. Not one snapshot, and need not be: the
@@ -308,7 +298,8 @@ export class FencedStore {
     what: WriteOp,
     live: boolean,
     res: Outcome,
-    record?: { key: Buffer; fingerprint: string; lease: bigint },
+    failure: Reads<FailureFound>,
+    fingerprint?: string,
   ): Commit | undefined {
     const g = token.generation;
     if (res.succeeded) {
@@ -316,13 +307,13 @@ export class FencedStore {
       return { revision: res.revision, fence: g, replayed: false };
     }
 
-    const [issued, fence, ...rest] = res.responses.map((r) => r.response_range.kvs[0]);
-    const owner = live ? rest.shift() : undefined;
-    const found = record ? rest.shift() : undefined;
+    const found = failure.decodeTxn(res.responses);
+    const owner = found.owner?.kvs[0];
+    const kept = found.record?.kvs[0];
     // A request with the same idempotency key committed first.
-    if (found) return replay(found, record!.fingerprint, m.idempotencyKey);
-    const lastIssued = lastIssuedOf(issued);
-    const currentFence = decodeGeneration(fence?.value);
+    if (kept) return replay(kept, fingerprint!, m.idempotencyKey);
+    const lastIssued = lastIssuedOf(found.issued.kvs[0]);
+    const currentFence = decodeGeneration(found.fence.kvs[0]?.value);
     const meta = { resource: m.resource, generation: String(g) };
     if (lastIssued < g) {
       this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "GENERATION_NOT_ISSUED" });
@@ -355,6 +346,16 @@ export class FencedStore {
     }
     return undefined;
   }
+}
+
+/** What a mutation's transaction reads back when its compares fail (commitMutation). */
+interface FailureFound {
+  issued: IRangeResponse;
+  fence: IRangeResponse;
+  /** LIVE only: the owner key. */
+  owner: IRangeResponse | undefined;
+  /** With an idempotency key: its record. */
+  record: IRangeResponse | undefined;
 }
 
 function quotaExceeded(resource: string, usage: bigint, delta: bigint, limit: bigint): DomainError {

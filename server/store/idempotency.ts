@@ -9,7 +9,7 @@
 // hour share one lease that lasts the retention time plus that hour.
 import { createHash } from "node:crypto";
 import type { Leases } from "../etcd/leases.js";
-import type { Mutation } from "./fenced-store.js";
+import type { Mutation } from "./mutation.js";
 import type { Token } from "../domain/token.js";
 
 const BUCKET_MS = 3600_000;

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { writeFileSync } from "node:fs";
 import { expect } from "chai";
 import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey, type JWTPayload } from "jose";
-import type { JwtConfig } from "../../server/auth/authenticator.js";
+import type { JwtConfig } from "../../server/auth/authentication-config.js";
 import type { Principal } from "../../server/auth/principal.js";
 import { ConfigError } from "../../server/config.js";
 import { DomainError } from "../../server/domain/errors.js";

@@ -1,9 +1,9 @@
-// The two queues that feed streams: the server's (server/etcd/async-queue.ts: etcd's watches, KeepAlive's
+// The two queues that feed streams: the server's (server/streams/async-queue.ts: etcd's watches, KeepAlive's
 // answers, the health Watch) and the client's (client/async-queue.ts: the requests of a KeepAlive stream,
 // also what tests send on client streams). What their users rely on: order, a reader woken by a push, an
 // end once what was pushed is read, the server's failure after its items, and an early end by the reader.
 import { expect } from "chai";
-import { AsyncQueue as ServerQueue } from "../../server/etcd/async-queue.js";
+import { AsyncQueue as ServerQueue } from "../../server/streams/async-queue.js";
 import { AsyncQueue as ClientQueue } from "../../client/async-queue.js";
 
 /** Reads the whole stream: its items, and the error it ended with, if any. */

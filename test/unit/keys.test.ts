@@ -18,7 +18,7 @@ describe("etcd key layout", () => {
     const ab = keys.dataKey("a/b", "x");
     const end = prefixEnd(a);
     expect(Buffer.compare(ab, a) >= 0 && Buffer.compare(ab, end) < 0).to.equal(false);
-    expect(keys.queuePrefix("a/b").toString()).to.equal("/fk/r/a%2Fb/q/");
+    expect(keys.linePrefix("a/b").toString()).to.equal("/fk/r/a%2Fb/q/");
   });
 
   it("reads the resource back from a holder key (owner or shared), and from no other key", () => {
@@ -26,14 +26,14 @@ describe("etcd key layout", () => {
       expect(keys.heldResourceOf(keys.ownerKey(r))).to.equal(r);
       expect(keys.heldResourceOf(keys.sharedKey(r, 42n))).to.equal(r);
     }
-    for (const other of [keys.lockDelayKey("a"), keys.queueKey("a", 1n), keys.sharedQueueKey("a", 1n), keys.dataKey("a", "owner"), keys.bindingKey(1n), keys.sessionKey(1n)]) {
+    for (const other of [keys.lockDelayKey("a"), keys.lineKey("a", 1n), keys.sharedLineKey("a", 1n), keys.dataKey("a", "owner"), keys.bindingKey(1n), keys.sessionKey(1n)]) {
       expect(keys.heldResourceOf(other), other.toString()).to.equal(undefined);
     }
     expect(new KeyLayout("/other/").heldResourceOf(keys.ownerKey("a"))).to.equal(undefined);
   });
 
   it("puts the lock-delay key between the owner key and the line, where Observe's watch sees it", () => {
-    const [owner, delay, line] = [keys.ownerKey("r"), keys.lockDelayKey("r"), keys.queuePrefix("r")];
+    const [owner, delay, line] = [keys.ownerKey("r"), keys.lockDelayKey("r"), keys.linePrefix("r")];
     expect(Buffer.compare(owner, delay) < 0 && Buffer.compare(delay, line) < 0).to.equal(true);
   });
 
@@ -57,18 +57,18 @@ describe("etcd key layout", () => {
 
   it("puts shared waiters in the line after every exclusive waiter, and shared holders after the line, for Observe's one range", () => {
     const inRange = (k: Buffer, start: Buffer, end: Buffer) => Buffer.compare(k, start) >= 0 && Buffer.compare(k, end) < 0;
-    const line = keys.queuePrefix("r");
-    const sharedLine = keys.sharedQueuePrefix("r");
+    const line = keys.linePrefix("r");
+    const sharedLine = keys.sharedLinePrefix("r");
     for (const lease of [1n, 0xabcdefn, 2n ** 63n - 1n]) {
       const nonce = Buffer.from("ffffffffffffffff");
-      const exclusive = Buffer.concat([keys.queueKey("r", lease), nonce]);
-      const shared = Buffer.concat([keys.sharedQueueKey("r", lease), nonce]);
+      const exclusive = Buffer.concat([keys.lineKey("r", lease), nonce]);
+      const shared = Buffer.concat([keys.sharedLineKey("r", lease), nonce]);
       // Exclusive waiters are [q/, q/s/); shared ones inside the line, after them.
       expect(inRange(exclusive, line, sharedLine)).to.equal(true);
       expect(inRange(shared, line, prefixEnd(line))).to.equal(true);
       expect(inRange(shared, line, sharedLine)).to.equal(false);
       // A session's exclusive places do not take in its shared ones.
-      expect(inRange(shared, keys.queueKey("r", lease), prefixEnd(keys.queueKey("r", lease)))).to.equal(false);
+      expect(inRange(shared, keys.lineKey("r", lease), prefixEnd(keys.lineKey("r", lease)))).to.equal(false);
       // Observe watches [owner, end of s/): the owner, the whole line and the shared holders, no other key of the resource.
       const holder = keys.sharedKey("r", lease);
       for (const k of [exclusive, shared, holder]) expect(inRange(k, keys.ownerKey("r"), prefixEnd(keys.sharedPrefix("r")))).to.equal(true);

@@ -1,8 +1,8 @@
 // The server's queue for streams: one side pushes, the other reads an async iterable that ends once
 // close() is called and what was pushed is read, or fails with fail()'s error after it. Unbounded: its
 // users bound what they push (KeepAlive reads no further request at its bound). It feeds etcd's watches
-// (reader.ts), KeepAlive's answers (api/keepalive.ts) and the health Watch (health/health-service.ts),
-// and lives here, in the lowest layer that streams, so that each of them imports it downward.
+// (etcd/reader.ts), KeepAlive's answers (api/keepalive.ts) and the health Watch (health/health-service.ts).
+// It knows nothing of etcd or gRPC: a folder of its own, below all three, which import it downward.
 
 export class AsyncQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
