@@ -9,7 +9,7 @@
 #   unit  the pure tests: test/unit/ and the fault checker's hand-made histories. No setup, no process
 #         (test/harness/no-processes.ts makes starting one fail), one mocha process.
 #   core  test/integration/ and test/client/: the server and the TypeScript client against real etcd.
-#   rest  every other folder: mesh, SDKs and conformance in other languages, packaging, PostgreSQL, the
+#   rest  every other folder: operations, SDKs and conformance in other languages, packaging, PostgreSQL, the
 #         contract, a short fuzz run and a short fault run.
 #   all   everything (the default; what CI runs, as the three tiers above).
 # core, rest and all run their files side by side in mocha's parallel mode, FK_TEST_JOBS at a time

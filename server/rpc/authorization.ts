@@ -11,7 +11,7 @@ import { LeaseService, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/l
 import { tokenFromProto } from "../api/convert.js";
 import { CALLER, GRANTS, type Access, type Decision } from "../auth/access.js";
 import type { Verb } from "../auth/policy.js";
-import { checkResource } from "../domain/validate.js";
+import { checkResource } from "../validation/validate.js";
 
 interface Rule {
   verb: Verb;

@@ -19,7 +19,7 @@ import { Code, ConnectError, createContextValues, type ContextValues } from "@co
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
-import { invalid } from "../domain/errors.js";
+import { invalid } from "../errors/errors.js";
 import type { CallContext } from "./call-context.js";
 import type { CallPipeline, StoppableCall } from "./pipeline.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
