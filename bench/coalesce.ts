@@ -13,7 +13,7 @@ import { tokenFromProto } from "../client/token.js";
 import type { FencingToken } from "../gen/ts/fencekeeper/v1/token_pb.js";
 import { clientsFor } from "../test/harness/clients.js";
 import type { TestServer } from "../test/harness/server.js";
-import { scrape } from "../test/mesh/support/metrics.js";
+import { scrape } from "../test/operations/support/metrics.js";
 import { GrpcStore } from "./grpc-store.js";
 import { measure, type Measurement } from "./measure.js";
 import { readProcess } from "./process-stats.js";

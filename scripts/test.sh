@@ -10,7 +10,7 @@
 #         (test/harness/no-processes.ts makes starting one fail), one mocha process, which must end by
 #         itself (no `exit: true`; test/harness/no-leaks.ts names what a test left open).
 #   core  test/integration/ and test/client/: the server and the TypeScript client against real etcd.
-#   rest  every other folder: mesh, SDKs and conformance in other languages, packaging, PostgreSQL, the
+#   rest  every other folder: operations, SDKs and conformance in other languages, packaging, PostgreSQL, the
 #         contract, a short fuzz run and a short fault run.
 #   all   everything (the default; what CI runs, as the three tiers above).
 # core, rest and all run their files side by side in mocha's parallel mode, FK_TEST_JOBS at a time

@@ -5,7 +5,7 @@ import { X509Certificate, createPrivateKey, type KeyObject } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import { Command, InvalidArgumentError, Option } from "commander";
 import type { AuthenticationConfig, JwtConfig } from "./auth/authentication-config.js";
-import { DEFAULT_MAX_BYTES_PER_RESOURCE, MIN_TTL_SECONDS, TXN_EXTRA_OPS, TXN_EXTRA_OPS_WITH_QUOTA } from "./domain/limits.js";
+import { DEFAULT_MAX_BYTES_PER_RESOURCE, MIN_TTL_SECONDS, TXN_EXTRA_OPS, TXN_EXTRA_OPS_WITH_QUOTA } from "./validation/limits.js";
 import { EMBEDDED_ETCD_MAX_REQUEST_BYTES } from "./etcd/embedded.js";
 
 /** etcd's own default --max-request-bytes. */

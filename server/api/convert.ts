@@ -1,8 +1,8 @@
 // Translation between protobuf messages and domain values.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Duration } from "@bufbuild/protobuf/wkt";
-import { invalid } from "../domain/errors.js";
-import type { AcquireMode, FenceMode, Token } from "../domain/token.js";
+import { invalid } from "../errors/errors.js";
+import type { AcquireMode, FenceMode, Token } from "../tokens/token.js";
 import { AcquireMode as ProtoAcquireMode, FenceMode as ProtoFenceMode, type FencingToken, type FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 
 /** field: where the token is in the request, for the message of a mode that is not an AcquireMode. */

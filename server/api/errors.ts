@@ -5,7 +5,7 @@ import { anyPack } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
-import { DomainError, type Kind } from "../domain/errors.js";
+import { DomainError, type Kind } from "../errors/errors.js";
 import { FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { tokenToProto } from "./convert.js";
 import { StatusSchema, type Status } from "../../gen/ts/google/rpc/status_pb.js";

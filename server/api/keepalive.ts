@@ -8,7 +8,7 @@
 // sender is slowed, never cut off, and one client's flood cannot take the service from the others.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
-import { invalid } from "../domain/errors.js";
+import { invalid } from "../errors/errors.js";
 import type { KeepAliveBudget } from "../auth/caller-caps.js";
 import type { StreamBindings } from "../lease/bindings.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";

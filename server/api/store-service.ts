@@ -2,8 +2,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { Access, HasValues } from "../auth/access.js";
-import { invalid } from "../domain/errors.js";
-import { checkResource } from "../domain/validate.js";
+import { invalid } from "../errors/errors.js";
+import { checkResource } from "../validation/validate.js";
 import { FencedStoreService, type BatchWrite, type Mutation as ProtoMutation } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { Hold, type HoldMember } from "../etcd/hold.js";
 import { checkBatch } from "../store/batch-limits.js";

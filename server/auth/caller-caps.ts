@@ -6,7 +6,7 @@
 // of renewals in flight. A caller over it is read more slowly (its streams are not read until the budget
 // has room, so HTTP/2 flow control holds the sender back); its streams go on, and what it can make the
 // server hold is bounded whatever it sends.
-import { DomainError } from "../domain/errors.js";
+import { DomainError } from "../errors/errors.js";
 
 export interface CapSettings {
   /** KeepAlive and Observe streams open at once. */

@@ -11,7 +11,7 @@
 //   as its next call would be refused.
 // A client that reconnects with fresh credentials, still granted, carries on where it was. How a stream
 // ended is in the request log and the call metrics, as for any call.
-import { DomainError } from "../domain/errors.js";
+import { DomainError } from "../errors/errors.js";
 import { atTime } from "../lease/long-timeout.js";
 import type { Socket } from "node:net";
 import type { Authenticator } from "./authenticator.js";

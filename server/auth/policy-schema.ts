@@ -1,7 +1,7 @@
 // The schema of a policy file (docs/authorization.md): what a rule may say, checked field by field, with
 // an error that names where in the file the first problem is, what was found and what is allowed.
-import { MAX_RESOURCE_BYTES } from "../domain/limits.js";
-import { CONTROL_CHARACTER, LONE_SURROGATE } from "../domain/validate.js";
+import { MAX_RESOURCE_BYTES } from "../validation/limits.js";
+import { CONTROL_CHARACTER, LONE_SURROGATE } from "../validation/validate.js";
 import { PolicyError } from "./policy-error.js";
 import { field, type Json, type JsonObject } from "./policy-json.js";
 

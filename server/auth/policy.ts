@@ -5,7 +5,7 @@
 // rules are folded, per verb, into who (a name, any authenticated principal, a group, a set of claims)
 // may touch which resources, and allows() is a few map lookups and a binary search, with no allocation.
 // Reading the file is policy-json.ts's, checking its rules policy-schema.ts's.
-import { DomainError } from "../domain/errors.js";
+import { DomainError } from "../errors/errors.js";
 import { JsonReader } from "./policy-json.js";
 import { checkPolicy, VERBS, type ClaimWant, type Rule, type Verb } from "./policy-schema.js";
 import type { Principal } from "./principal.js";

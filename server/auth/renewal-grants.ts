@@ -7,7 +7,7 @@
 // What a lease holds is asked of etcd (the keys attached to it), once per lease and policy: a reload
 // forgets every decision. Before the first reload nothing is asked: each lease was acquired under the
 // policy in force, so renewals cost nothing extra on a server whose policy has not changed.
-import { DomainError } from "../domain/errors.js";
+import { DomainError } from "../errors/errors.js";
 import type { PolicyFile } from "./policy-file.js";
 import { describePrincipal } from "./policy.js";
 import type { Principal } from "./principal.js";

@@ -16,7 +16,7 @@
 import type { Etcd3 } from "etcd3";
 import type { Logger } from "pino";
 import type { EtcdCalls } from "./calls.js";
-import { DomainError } from "../domain/errors.js";
+import { DomainError } from "../errors/errors.js";
 
 export interface CompactorOptions {
   /** How often to compact, in ms; 0: never. */

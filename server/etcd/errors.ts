@@ -18,7 +18,7 @@ import {
   GRPCUnavailableError,
   GRPCUnknownError,
 } from "etcd3";
-import { DomainError, unavailable } from "../domain/errors.js";
+import { DomainError, unavailable } from "../errors/errors.js";
 
 /** etcd has no such lease (any more): it expired, was revoked, or never existed. */
 export class EtcdLeaseNotFound extends DomainError {

@@ -31,7 +31,7 @@
 // replica, so that the delay lease outlives the acquisition's by the delay when, and only when, the
 // acquisition's expires.
 import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
-import { DomainError, unavailable } from "../domain/errors.js";
+import { DomainError, unavailable } from "../errors/errors.js";
 import type { EtcdCalls } from "./calls.js";
 import { EtcdLeaseNotFound } from "./errors.js";
 import { delayLeaseOf } from "./keys.js";

@@ -1,7 +1,7 @@
 // Reads from etcd: consistent snapshots of several ranges at once, single ranges, and watches. Nothing
 // here writes.
 import type { Etcd3, IRangeRequest, IRangeResponse, IWatchResponse, Watcher } from "etcd3";
-import { DomainError } from "../domain/errors.js";
+import { DomainError } from "../errors/errors.js";
 import { AsyncQueue } from "../streams/async-queue.js";
 import type { EtcdCalls } from "./calls.js";
 import { classify } from "./errors.js";

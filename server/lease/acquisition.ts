@@ -18,11 +18,11 @@
 // exists, and the first in line waits for its deletion as for the owner key's.
 import { randomBytes } from "node:crypto";
 import type { IRangeResponse } from "etcd3";
-import { DomainError, leaseNotFound, notHolder } from "../domain/errors.js";
-import { inLine, type DomainEvents } from "../domain/events.js";
-import type { Limits } from "../domain/limits.js";
-import type { AcquireMode, Token } from "../domain/token.js";
-import { checkHolder, checkLeaseId, checkResource, ttlSeconds } from "../domain/validate.js";
+import { DomainError, leaseNotFound, notHolder } from "../errors/errors.js";
+import { inLine, type DomainEvents } from "../events/events.js";
+import type { Limits } from "../validation/limits.js";
+import type { AcquireMode, Token } from "../tokens/token.js";
+import { checkHolder, checkLeaseId, checkResource, ttlSeconds } from "../validation/validate.js";
 import type { Committer } from "../etcd/committer.js";
 import { decodeBinding, encodeGeneration, encodeHolder, encodeOwner, type KeyLayout } from "../etcd/keys.js";
 import type { Leases } from "../etcd/leases.js";

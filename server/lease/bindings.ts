@@ -4,7 +4,7 @@
 // binding is no acquisition of anyone's (an idempotency record's lease, a waiter's place, a lease made
 // before authentication was turned on, or one that ended): it is refused like a lease that is gone.
 import type { IRequestOp } from "etcd3";
-import { leaseNotFound, notHolder } from "../domain/errors.js";
+import { leaseNotFound, notHolder } from "../errors/errors.js";
 import { decodeBinding, encodeBinding, type KeyLayout } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
 import type { Reader } from "../etcd/reader.js";

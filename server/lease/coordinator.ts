@@ -1,9 +1,9 @@
 // The lease coordinator: who holds a resource, in which generation, and who waits. Acquire is in
 // acquisition.ts and Observe in observe.ts; this is the rest: renewal, release, description, sessions.
-import { DomainError, leaseNotFound } from "../domain/errors.js";
-import { kindOf, refusalOf, type RenewalVia } from "../domain/events.js";
-import type { Token } from "../domain/token.js";
-import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../domain/validate.js";
+import { DomainError, leaseNotFound } from "../errors/errors.js";
+import { kindOf, refusalOf, type RenewalVia } from "../events/events.js";
+import type { Token } from "../tokens/token.js";
+import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../validation/validate.js";
 import { decodeGeneration, decodeOwner, encodeHolder, holderKeyOf, holds, lastIssuedOf } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
 import { reads } from "../etcd/reads.js";

@@ -3,7 +3,7 @@
 // slot key lives on the lease. Two calls cannot take one slot, so however calls interleave, on one replica
 // or many, a principal never holds more than cap leases; a slot comes free by itself when its lease ends
 // (released, revoked or expired).
-import { DomainError } from "../domain/errors.js";
+import { DomainError } from "../errors/errors.js";
 import type { Committer } from "../etcd/committer.js";
 import { prefixEnd, type KeyLayout } from "../etcd/keys.js";
 import { cmp, op } from "../etcd/ops.js";

@@ -16,9 +16,9 @@
 // one more compare), renewals and releases as before (its lease id says it has no delay lease).
 import { randomBytes } from "node:crypto";
 import type { ICompare, IKeyValue, IRequestOp } from "etcd3";
-import { DomainError, invalid } from "../domain/errors.js";
-import type { Limits } from "../domain/limits.js";
-import type { Token } from "../domain/token.js";
+import { DomainError, invalid } from "../errors/errors.js";
+import type { Limits } from "../validation/limits.js";
+import type { Token } from "../tokens/token.js";
 import { decodeLockDelay, delayedLeaseIds, delayLeaseOf, encodeLockDelay, type KeyLayout, type LockDelayEntry } from "../etcd/keys.js";
 import type { Committer } from "../etcd/committer.js";
 import type { Leases } from "../etcd/leases.js";

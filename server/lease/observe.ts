@@ -8,8 +8,8 @@
 // lock-delay (lock-delay.ts) is reported when it starts, at the holder's expiry, whether or not anyone
 // waits. The resource is reported free only when nobody holds it, no lock-delay runs, and nobody waits.
 import type { IKeyValue } from "etcd3";
-import { checkResource } from "../domain/validate.js";
-import type { Token } from "../domain/token.js";
+import { checkResource } from "../validation/validate.js";
+import type { Token } from "../tokens/token.js";
 import { decodeOwner, type Owner } from "../etcd/keys.js";
 import { reads } from "../etcd/reads.js";
 import type { AcquireDeps } from "./acquisition.js";

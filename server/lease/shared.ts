@@ -17,8 +17,8 @@
 // tries again when it goes: one transaction for each shared holder still there when the one it watched
 // left.
 import type { ICompare, IKeyValue, IRangeResponse } from "etcd3";
-import { DomainError } from "../domain/errors.js";
-import type { AcquireMode } from "../domain/token.js";
+import { DomainError } from "../errors/errors.js";
+import type { AcquireMode } from "../tokens/token.js";
 import { decodeOwner, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
 import { cmp } from "../etcd/ops.js";
 import { reads, type Reads } from "../etcd/reads.js";

@@ -1,4 +1,4 @@
-// Leases as the domain reports them on this replica (server/domain/events.ts): held, waiting, renewed.
+// Leases as the domain reports them on this replica (server/events/events.ts): held, waiting, renewed.
 //
 // Leases held: the leases this replica granted to holders (an acquisition's lease of its own, and a
 // session: one lease, however many acquisitions it carries) that it has not seen end. One ends here
@@ -10,7 +10,7 @@
 // number of leases held.
 import { Counter, Gauge, type Registry } from "prom-client";
 import { codeNameOf } from "../api/errors.js";
-import type { DomainEvents } from "../domain/events.js";
+import type { DomainEvents } from "../events/events.js";
 
 /** The leases granted here and not seen end, each with when its last-known TTL runs out (ms since the epoch). */
 class HeldLeases {

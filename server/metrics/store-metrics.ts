@@ -1,8 +1,8 @@
 // Mutations of the fenced store refused for their token, by reason, as the store reports them
-// (server/domain/events.ts): STALE_TOKEN (a newer generation has written), LEASE_NOT_HELD
+// (server/events/events.ts): STALE_TOKEN (a newer generation has written), LEASE_NOT_HELD
 // (FENCE_MODE_LIVE, the lease is gone), GENERATION_NOT_ISSUED.
 import { Counter, type Registry } from "prom-client";
-import type { DomainEvents, WriteOp } from "../domain/events.js";
+import type { DomainEvents, WriteOp } from "../events/events.js";
 
 const FENCING_REASONS = ["STALE_TOKEN", "LEASE_NOT_HELD", "GENERATION_NOT_ISSUED"];
 /** Each mutation under the name of its RPC, as the label has always been. */

@@ -2,7 +2,7 @@
 // field and the values it takes: read leniently, a misspelled FENCE_MODE_LIVE would become unset, and
 // unset means FENCE_MODE_ORDER, a weaker rule than the one asked for.
 import type { DescField, DescMessage } from "@bufbuild/protobuf";
-import { invalid } from "../domain/errors.js";
+import { invalid } from "../errors/errors.js";
 
 /** Throws INVALID_ARGUMENT if an enum field of the JSON request holds a name or number its enum does not have. */
 export function checkJsonEnums(desc: DescMessage, json: unknown, path = ""): void {

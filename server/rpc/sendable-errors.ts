@@ -5,7 +5,7 @@
 // reset, or the call is never answered at all. Every error leaves through sendable(): the fast path's
 // writer calls it, and the interceptor below covers what connect serves.
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
-import { LONE_SURROGATE } from "../domain/validate.js";
+import { LONE_SURROGATE } from "../validation/validate.js";
 
 /** The error with each lone surrogate of its message replaced by U+FFFD; the error itself when it has none. */
 export function sendable(err: ConnectError): ConnectError {

@@ -23,7 +23,7 @@ import { toConnectError, type CallContext } from "../api/errors.js";
 import { CALLER, PEER } from "../auth/access.js";
 import type { Authenticator } from "../auth/authenticator.js";
 import { answersAnyone } from "../auth/authenticating.js";
-import { invalid } from "../domain/errors.js";
+import { invalid } from "../errors/errors.js";
 import type { InFlightCalls } from "../lifecycle/in-flight.js";
 import type { CallObserver, CallWatch } from "../observability/call-observer.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";

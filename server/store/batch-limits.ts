@@ -1,6 +1,6 @@
 // The bounds of one Batch call as a whole; each write in it is then checked as it would be alone.
-import { DomainError, invalid } from "../domain/errors.js";
-import { MAX_BATCH_VALUE_BYTES, MAX_BATCH_WRITES } from "../domain/limits.js";
+import { DomainError, invalid } from "../errors/errors.js";
+import { MAX_BATCH_VALUE_BYTES, MAX_BATCH_WRITES } from "../validation/limits.js";
 
 /** Refuses a batch that can never be taken as it is (empty, too many writes, too many bytes of values). */
 export function checkBatch(writes: number, valueBytes: number): void {

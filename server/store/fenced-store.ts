@@ -16,11 +16,11 @@
 // (committer.ts, UsageChange). Should an entry have changed between the read and the commit, the
 // mutation reads again. Bytes counted: each entry's key and value.
 import type { IKeyValue, IRangeResponse, IRequestOp } from "etcd3";
-import { DomainError, invalid } from "../domain/errors.js";
-import type { DomainEvents, WriteOp } from "../domain/events.js";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } from "../domain/limits.js";
-import type { Token } from "../domain/token.js";
-import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../domain/validate.js";
+import { DomainError, invalid } from "../errors/errors.js";
+import type { DomainEvents, WriteOp } from "../events/events.js";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } from "../validation/limits.js";
+import type { Token } from "../tokens/token.js";
+import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../validation/validate.js";
 import type { Committer, Guard, UsageChange } from "../etcd/committer.js";
 import type { HoldMember } from "../etcd/hold.js";
 import { EtcdLeaseNotFound, EtcdResponseTooLarge } from "../etcd/errors.js";

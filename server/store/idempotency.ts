@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import type { Leases } from "../etcd/leases.js";
 import type { Mutation } from "./mutation.js";
-import type { Token } from "../domain/token.js";
+import type { Token } from "../tokens/token.js";
 
 const BUCKET_MS = 3600_000;
 

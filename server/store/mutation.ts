@@ -1,6 +1,6 @@
 // A mutation of the fenced store, as the API hands it to the store: what fenced-store.ts commits and
 // idempotency.ts fingerprints. Apart from both, so that each imports it without importing the other.
-import type { FenceMode, Token } from "../domain/token.js";
+import type { FenceMode, Token } from "../tokens/token.js";
 
 export type StoreOp = { kind: "put"; key: string; value: Uint8Array } | { kind: "delete"; key: string };
 

@@ -1,5 +1,5 @@
 // Pages of a Range: a cursor that continues a listing at its snapshot, and the bound on a page's bytes.
-import { invalid } from "../domain/errors.js";
+import { invalid } from "../errors/errors.js";
 
 /** A page ends before its keys and values pass this, so that it fits the 4 MiB message limit of common gRPC clients. */
 export const MAX_PAGE_BYTES = 3 * 1024 * 1024;

@@ -1,8 +1,8 @@
 // What a token presented for a write or a release must be: signed by this deployment when the server
 // requires it (authentication on) or whenever it carries a signature, and, with authentication on, the
 // caller's own (the signed principal), unless the caller administers the resource.
-import { notHolder } from "../domain/errors.js";
-import type { Token } from "../domain/token.js";
+import { notHolder } from "../errors/errors.js";
+import type { Token } from "./token.js";
 import type { TokenSigner } from "./signer.js";
 
 export class TokenChecks {

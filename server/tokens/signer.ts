@@ -1,13 +1,13 @@
 // Signed tokens: every token Acquire hands out carries an Ed25519 signature over its canonical encoding
-// (domain/token.ts), so that the fenced store, and any resource outside fencekeeper, can tell a token
+// (tokens/token.ts), so that the fenced store, and any resource outside fencekeeper, can tell a token
 // fencekeeper issued from one somebody wrote. Every replica must sign with keys every other replica
 // knows, so the keys live in etcd (keys.ts): the signing key, created by the first replica that needs
 // one (or given to every replica by --token-signing-key), and every public key that ever signed, so
 // that tokens signed before a rotation still verify. Whoever can read etcd can sign; whoever can write
 // etcd can also rewrite fences, so the keys add no new trust in etcd.
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
-import { DomainError } from "../domain/errors.js";
-import { canonicalToken, type Token } from "../domain/token.js";
+import { DomainError } from "../errors/errors.js";
+import { canonicalToken, type Token } from "./token.js";
 import type { Committer } from "../etcd/committer.js";
 import { decodeSigningKey, encodeSigningKey, prefixEnd, type KeyLayout } from "../etcd/keys.js";
 import { cmp, op } from "../etcd/ops.js";

@@ -4,7 +4,7 @@
 // U+FFFD: the bytes \xff and \xfe both arrived as "\ufffd" and named the same resource. Decoded here
 // instead, each byte of an invalid sequence becomes the lone surrogate U+DC80..U+DCFF (U+DC00 + the byte,
 // as Python's "surrogateescape" does). No valid UTF-8 decodes to a lone surrogate, so nothing valid
-// changes, two different inputs never meet, and server/domain/validate.ts refuses the result with
+// changes, two different inputs never meet, and server/validation/validate.ts refuses the result with
 // INVALID_ARGUMENT, naming the field.
 import type { JsonReadOptions, JsonWriteOptions } from "@bufbuild/protobuf";
 import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire";

@@ -16,7 +16,7 @@ import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { uniqueResource } from "../harness/suite.js";
-import { clientCertFor, makeCerts, type Certs } from "../mesh/support/certs.js";
+import { clientCertFor, makeCerts, type Certs } from "../operations/support/certs.js";
 import { call, CLIENTS, run, tokenFlags, type Client, type Run, type TokenJson } from "./typescript/run-clients.js";
 
 const ISSUER = "https://issuer.fencekeeper.test";

@@ -10,7 +10,7 @@ import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { clientsFor, type Clients } from "./clients.js";
 import { startEtcd, type TestEtcd } from "./etcd.js";
 import { startServer, type TestServer } from "./server.js";
-import { scrape } from "../mesh/support/metrics.js";
+import { scrape } from "../operations/support/metrics.js";
 import { eventually, uniqueResource } from "./suite.js";
 
 export interface Stack extends Clients {

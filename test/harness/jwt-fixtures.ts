@@ -9,7 +9,7 @@ import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey, type J
 import type { JwtConfig } from "../../server/auth/authentication-config.js";
 import type { Principal } from "../../server/auth/principal.js";
 import { ConfigError } from "../../server/config.js";
-import { DomainError } from "../../server/domain/errors.js";
+import { DomainError } from "../../server/errors/errors.js";
 
 export const ISSUER = "https://issuer.example";
 export const AUDIENCE = "fencekeeper";

@@ -14,8 +14,8 @@ import { exportJWK, exportPKCS8, generateSecret } from "jose";
 import type { AuthenticationConfig } from "../../server/auth/authentication-config.js";
 import { Authenticator } from "../../server/auth/authenticator.js";
 import type { Principal } from "../../server/auth/principal.js";
-import { DomainError } from "../../server/domain/errors.js";
-import { clientCertFor, makeCerts, type Certs, type ClientCert } from "../mesh/support/certs.js";
+import { DomainError } from "../../server/errors/errors.js";
+import { clientCertFor, makeCerts, type Certs, type ClientCert } from "../operations/support/certs.js";
 import { AUDIENCE, ISSUER, cleartext, configError, issuerKeys, jwtConfig, refusal, sign, type Pair } from "../harness/jwt-fixtures.js";
 
 describe("authentication", () => {

@@ -13,7 +13,7 @@ import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { eventually, uniqueResource } from "../harness/suite.js";
 import type { TestServer } from "../harness/server.js";
 import { layout } from "../harness/batching.js";
-import { scrape } from "../mesh/support/metrics.js";
+import { scrape } from "../operations/support/metrics.js";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";

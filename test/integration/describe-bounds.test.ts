@@ -2,7 +2,7 @@
 // etcd calls (the TTLs of the 100 oldest holders), however many hold it; the rest are listed and counted.
 import { expect } from "chai";
 import { AcquireMode } from "../../gen/ts/fencekeeper/v1/token_pb.js";
-import { scrape } from "../mesh/support/metrics.js";
+import { scrape } from "../operations/support/metrics.js";
 import { uniqueResource, useServer } from "../harness/suite.js";
 
 const HOLDERS = 130;

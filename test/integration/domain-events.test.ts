@@ -1,4 +1,4 @@
-// The domain's events (server/domain/events.ts), as the metrics and the ownership log hear them: the
+// The domain's events (server/events/events.ts), as the metrics and the ownership log hear them: the
 // services run in this process on a real etcd, called through connect's in-memory transport, and each
 // test asserts on the events its calls cause, in order.
 import { expect } from "chai";
@@ -8,7 +8,7 @@ import type { Etcd3 } from "etcd3";
 import { createApp, type App } from "../../server/app.js";
 import { Access } from "../../server/auth/access.js";
 import { Authenticator } from "../../server/auth/authenticator.js";
-import { DomainEvents, type DomainEvent } from "../../server/domain/events.js";
+import { DomainEvents, type DomainEvent } from "../../server/events/events.js";
 import { connectEtcd } from "../../server/etcd/client.js";
 import { ownershipLog } from "../../server/observability/ownership-log.js";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";

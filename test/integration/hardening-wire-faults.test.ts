@@ -7,7 +7,7 @@ import { gzipSync } from "node:zlib";
 import { expect } from "chai";
 import { Code } from "@connectrpc/connect";
 import { useServer, eventually, sleep } from "../harness/suite.js";
-import { scrape } from "../mesh/support/metrics.js";
+import { scrape } from "../operations/support/metrics.js";
 
 interface RawAnswer {
   /** grpc-status, or undefined when the stream was reset or never answered. */

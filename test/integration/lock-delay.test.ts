@@ -17,7 +17,7 @@ import { startDelayProxy } from "../harness/delay-proxy.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { eventually, failure, sleep, uniqueResource, useServer } from "../harness/suite.js";
-import { scrape } from "../mesh/support/metrics.js";
+import { scrape } from "../operations/support/metrics.js";
 
 const secs = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 /** The lock-delay of these timelines, and the holder's TTL. */

@@ -15,7 +15,7 @@ import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { eventually, failure, uniqueResource } from "../harness/suite.js";
-import { clientCertFor, makeCerts, type Certs } from "../mesh/support/certs.js";
+import { clientCertFor, makeCerts, type Certs } from "../operations/support/certs.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 const ISSUER = "https://issuer.test";

@@ -16,7 +16,7 @@ import { FencekeeperClient, type ClientEvent } from "../../client/index.js";
 import { AsyncQueue } from "../../client/async-queue.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { makeCerts, type Certs } from "../mesh/support/certs.js";
+import { makeCerts, type Certs } from "../operations/support/certs.js";
 import { failure, sleep, uniqueResource } from "../harness/suite.js";
 
 const ISSUER = "https://issuer.test";

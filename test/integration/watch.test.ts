@@ -4,7 +4,7 @@
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
 import { Etcd3, type IWatchResponse } from "etcd3";
-import { DomainError } from "../../server/domain/errors.js";
+import { DomainError } from "../../server/errors/errors.js";
 import { EtcdCalls } from "../../server/etcd/calls.js";
 import { Reader, type Watch } from "../../server/etcd/reader.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";

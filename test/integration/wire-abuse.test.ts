@@ -15,7 +15,7 @@ import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { eventually, useServer } from "../harness/suite.js";
 import { connectUnary, grpcWeb } from "../harness/wire.js";
-import { scrape } from "../mesh/support/metrics.js";
+import { scrape } from "../operations/support/metrics.js";
 
 const HEALTH = "/grpc.health.v1.Health/Check";
 

@@ -17,7 +17,7 @@ import { startDelayProxy, type DelayProxy } from "../harness/delay-proxy.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
-import { makeCerts, type Certs } from "../mesh/support/certs.js";
+import { makeCerts, type Certs } from "../operations/support/certs.js";
 import type { Match, ProbeEvent, ProbeProcess } from "./probe-process.js";
 
 /** A holder process: what the lease is held on, and how (not every probe knows every option). */

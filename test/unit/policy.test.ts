@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { ConfigError } from "../../server/config.js";
-import { DomainError } from "../../server/domain/errors.js";
+import { DomainError } from "../../server/errors/errors.js";
 import { PolicyFile } from "../../server/auth/policy-file.js";
 import { authorize, Policy, PolicyError, VERBS, type Verb } from "../../server/auth/policy.js";
 import { ANONYMOUS, type Principal } from "../../server/auth/principal.js";

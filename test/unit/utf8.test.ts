@@ -4,7 +4,7 @@ import { expect } from "chai";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire";
 import { DescribeRequestSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { checkResource } from "../../server/domain/validate.js";
+import { checkResource } from "../../server/validation/validate.js";
 import { decodeUtf8Escaped, installStrictUtf8 } from "../../server/wire/utf8.js";
 
 const bytes = (...b: number[]) => new Uint8Array(b);

@@ -1,7 +1,7 @@
 // Input checks: what is refused, and that the message says what is allowed.
 import { expect } from "chai";
-import { DEFAULT_LIMITS } from "../../server/domain/limits.js";
-import { checkKey, checkResource, checkToken, ttlSeconds } from "../../server/domain/validate.js";
+import { DEFAULT_LIMITS } from "../../server/validation/limits.js";
+import { checkKey, checkResource, checkToken, ttlSeconds } from "../../server/validation/validate.js";
 
 describe("input validation", () => {
   it("accepts 1 to 256 bytes of UTF-8 without control characters as a resource", () => {

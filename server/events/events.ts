@@ -6,7 +6,7 @@
 // Delivery is synchronous and in order, on the emitter's turn (a log line written by a listener carries
 // the call's request id): a listener must be quick. One that throws is reported and skipped; the
 // operation and the other listeners go on as if it had not been there.
-import { DomainError, type Kind, type Reason } from "./errors.js";
+import { DomainError, type Kind, type Reason } from "../errors/errors.js";
 
 /** How a renewal came in. */
 export type RenewalVia = "Renew" | "KeepAlive";

@@ -1,6 +1,6 @@
 // Input checks shared by the lease coordinator and the fenced store. Each failure says what was wrong
 // and what is allowed, so that a person can fix the request.
-import { invalid } from "./errors.js";
+import { invalid } from "../errors/errors.js";
 import {
   MAX_HOLDER_BYTES,
   MAX_IDEMPOTENCY_KEY_BYTES,
@@ -9,7 +9,7 @@ import {
   MAX_VALUE_BYTES,
   type Limits,
 } from "./limits.js";
-import type { Token } from "./token.js";
+import type { Token } from "../tokens/token.js";
 
 // C0 and C1 control characters, including NUL and DEL. Shared with the policy file's check of resource
 // patterns (auth/policy-schema.ts), which must refuse what no resource name can hold.
