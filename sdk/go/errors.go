@@ -144,7 +144,7 @@ const (
 	LostFenced LossCause = "fenced"
 	// LostReleased: this program released it (Release, or Client.Close).
 	LostReleased LossCause = "released"
-	// LostCanceled: the context given to Acquire ended.
+	// LostCanceled: AcquireOptions.LeaseContext (or WithLease's context) ended.
 	LostCanceled LossCause = "canceled"
 )
 
@@ -161,7 +161,7 @@ type LeaseLostError struct {
 	// LostAt is when the client decided the lease was lost.
 	LostAt time.Time
 	// Cause is what made it so, if anything: the refused write's error, the LeaseNotFoundError of a
-	// renewal, the cause of the Acquire context.
+	// renewal, the cause of AcquireOptions.LeaseContext.
 	Cause error
 }
 
@@ -177,7 +177,7 @@ func (e *LeaseLostError) Error() string {
 	case LostReleased:
 		return lease + " was released"
 	default:
-		return lease + " ended: the context given to Acquire ended"
+		return lease + " ended: the context its lease was tied to (AcquireOptions.LeaseContext) ended"
 	}
 }
 

@@ -37,6 +37,7 @@ export function hold(o: HoldOptions): ProbeProcess {
     ...(o.shared ? ["--shared"] : []),
     ...(o.lockDelayMs ? ["--lock-delay", `${o.lockDelayMs}ms`] : []),
     ...(o.holder ? ["--holder", o.holder] : []),
+    ...(o.acquireTimeoutMs ? ["--acquire-timeout", `${o.acquireTimeoutMs}ms`] : []),
   ];
   return new ProbeProcess("the Go holder", PROBE, args);
 }

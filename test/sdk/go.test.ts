@@ -1,6 +1,8 @@
 // The Go client library (sdk/go) through its test program (sdk/go/cmd/fk-sdk-probe): the SDK suite
 // (sdk-suite.ts).
 import { expect } from "chai";
+import { clientsFor } from "../harness/clients.js";
+import { sleep, uniqueResource } from "../harness/suite.js";
 import { hold, runScenario } from "./go-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 
@@ -12,6 +14,23 @@ sdkSuite({
   grantedWithinMs: 15_000,
   state: ["state", "state"],
   write: (key, value) => [`write ${key} ${value}`, "write"],
+  own(env) {
+    it("the context given to Acquire bounds the call, not the lease: acquired with a 1 s context.WithTimeout cancelled at once, the lease is still held 3 s later", async () => {
+      const resource = uniqueResource("go-sdk-ctx");
+      const h = hold({ servers: [env.server.url], resource, ttlMs: 2000, acquireTimeoutMs: 1000 });
+      try {
+        const granted = await h.next("granted", 15_000);
+        await sleep(3000); // past the context's 1 s, and past a 2 s TTL a released lease would not outlive
+        const d = await clientsFor(env.server.url).lease.describe({ resource });
+        expect(d.held, "held after the Acquire's context ended").to.equal(true);
+        expect(String(d.token?.generation)).to.equal(granted.token.generation);
+        expect(h.seen("lost")).to.deep.equal([]);
+        expect((await h.command("state", "state")).held).to.equal(true);
+      } finally {
+        await h.kill();
+      }
+    });
+  },
   scenario: {
     title: "runs the conformance scenario through the library: without credentials, with a client certificate (mutual TLS), with a bearer JWT",
     run: runScenario,

@@ -34,6 +34,8 @@ export interface HoldOptions {
   asyncio?: boolean;
   /** Java: a worker thread writes through the lease this often, as a program acting on its lease would. */
   writeEveryMs?: number;
+  /** Go: Acquire's context is a context.WithTimeout of this, cancelled as Acquire returns. */
+  acquireTimeoutMs?: number;
 }
 
 export interface ScenarioOptions {

@@ -2,8 +2,9 @@
 //
 //	fk-sdk-probe scenario --server URLS --resource R
 //	    the conformance scenario of test/conformance/SCENARIO.md, through the library
-//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--shared] [--lock-delay 3s]
-//	    acquires R (on a session with --sessions, shared with --shared) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
+//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--shared] [--lock-delay 3s] [--acquire-timeout 1s]
+//	    acquires R (on a session with --sessions, shared with --shared; with --acquire-timeout, with a
+//	    context.WithTimeout context whose cancel runs as Acquire returns, as a Go program would write it) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
 //	    stream-failed, ...), then runs the commands it reads on stdin, one a line:
 //	      write K V   a write through the lease (checked first: a lost lease sends nothing)
 //	      force K V   a write with the lease's token through the store, whatever the lease's state
@@ -47,6 +48,7 @@ func main() {
 	sessions := flags.Bool("sessions", false, "hold: acquire on a session (Options.Sessions)")
 	lockDelay := flags.Duration("lock-delay", 0, "hold: the lock-delay (AcquireOptions.LockDelay)")
 	shared := flags.Bool("shared", false, "hold: a shared acquisition (AcquireOptions.Shared)")
+	acquireTimeout := flags.Duration("acquire-timeout", 0, "hold: Acquire's context is a context.WithTimeout of this, cancelled once Acquire returns")
 	bearer := flags.String("bearer", "", "a JWT, sent as authorization: Bearer")
 	ca := flags.String("tls-ca", "", "PEM CA of the server's certificate")
 	cert := flags.String("tls-cert", "", "PEM client certificate")
@@ -67,7 +69,7 @@ func main() {
 			os.Exit(1)
 		}
 	case "hold":
-		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay}); err != nil {
+		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay}, *acquireTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -141,7 +143,7 @@ func outcome(commit fencekeeper.Commit, err error) map[string]any {
 	return out
 }
 
-func hold(options fencekeeper.Options, resource string, acquire fencekeeper.AcquireOptions) error {
+func hold(options fencekeeper.Options, resource string, acquire fencekeeper.AcquireOptions, acquireTimeout time.Duration) error {
 	var p printer
 	options.OnEvent = func(e fencekeeper.Event) {
 		fields := map[string]any{"event": string(e.Type), "at": ms(e.At)}
@@ -165,7 +167,7 @@ func hold(options fencekeeper.Options, resource string, acquire fencekeeper.Acqu
 		return err
 	}
 	defer c.Close()
-	lease, err := c.Acquire(context.Background(), resource, acquire)
+	lease, err := acquireWithin(c, resource, acquire, acquireTimeout)
 	if err != nil {
 		return err
 	}
@@ -204,6 +206,18 @@ func hold(options fencekeeper.Options, resource string, acquire fencekeeper.Acqu
 		cancel()
 	}
 	return nil
+}
+
+// acquireWithin acquires with the everyday Go bound on a call: a context.WithTimeout, cancelled by a
+// defer when the function returns. The lease outlives it.
+func acquireWithin(c *fencekeeper.Client, resource string, o fencekeeper.AcquireOptions, timeout time.Duration) (*fencekeeper.Lease, error) {
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return c.Acquire(ctx, resource, o)
 }
 
 func merge(a, b map[string]any) map[string]any {
