@@ -131,6 +131,7 @@ func (c *Client) acquireOwn(ctx context.Context, resource string, o AcquireOptio
 		return nil, canceled(ctx, resource)
 	}
 	k := newKeeper(c, token.LeaseID, granted, false, sentAt, answeredAt)
+	k.lockDelay = o.LockDelay > 0 || res.GetLockDelay() != nil
 	l := newLease(c, ctx, o.LeaseContext, token, k)
 	c.emit(Event{Type: EventAcquired, Token: token, TTL: granted, ValidUntil: l.ValidUntil()})
 	k.start(sentAt)

@@ -14,6 +14,9 @@ sdkSuite({
   grantedWithinMs: 15_000,
   state: ["state", "state"],
   write: (key, value) => [`write ${key} ${value}`, "write"],
+  describe: ["describe", "describe"],
+  acquire: ["acquire", "acquire"],
+  lockDelayError: "LockDelayError",
   own(env) {
     it("the context given to Acquire bounds the call, not the lease: acquired with a 1 s context.WithTimeout cancelled at once, the lease is still held 3 s later", async () => {
       const resource = uniqueResource("go-sdk-ctx");
@@ -40,6 +43,9 @@ sdkSuite({
   lockDelay: {
     title: "AcquireOptions.LockDelay reaches the server, on a lease of its own also with Options.Sessions; Release leaves no delay",
     holders: [{ sessions: true }],
+    expired: {
+      title: "a lock-delayed lease lost at its deadline is left to expire, not released: the delay applies, Describe shows it, and an Acquire fails LockDelayError",
+    },
   },
   shared: {
     title: "two Go holders acquire shared and co-hold; their writes are refused SHARED_TOKEN",

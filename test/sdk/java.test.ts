@@ -14,6 +14,9 @@ sdkSuite({
   state: ["state", "state"],
   // Writes of the worker thread answer "put" too: the command's answer is the one from stdin.
   write: (key, value) => [`put ${key} ${value}`, (e) => e.event === "put" && e.source === "stdin"],
+  describe: ["describe", "describe"],
+  acquire: ["acquire", "acquire"],
+  lockDelayError: "LockDelayException",
   own(env) {
     it("keeps its own promises: release, fail fast, wait at most, cancel by future or interrupt, withLease, fenced writes", async () => {
       const r = await runChecks("semantics", env.server.url, uniqueResource("java-sdk-semantics"));
@@ -25,7 +28,7 @@ sdkSuite({
     title: "runs the conformance scenario of SCENARIO.md through the library: own leases, on sessions, with a client certificate (mutual TLS), with a bearer JWT",
     run: (server, resource, o) => runChecks("scenario", server, resource, o),
     onSessions: true,
-    everyRun: [/^ok acquire: the token verifies offline \(key \w+\)$/m],
+    everyRun: [/^ok acquire: the token verifies offline \(key \w+\)$/m, /^ok list: 2 entries, in key order$/m],
     refused: /^FAIL UnauthenticatedException UNAUTHENTICATED /m,
     check({ sessions }) {
       const out = sessions!.output;
@@ -39,6 +42,9 @@ sdkSuite({
   lockDelay: {
     title: "AcquireOptions.withLockDelay reaches the server, on a lease of its own also with sessions; release leaves no delay",
     holders: [{ sessions: true }],
+    expired: {
+      title: "a lock-delayed lease lost at its deadline is left to expire, not released: the delay applies, describe() shows it, and an acquire throws LockDelayException",
+    },
   },
   shared: {
     title: "two Java holders acquire shared and co-hold; their writes are refused SHARED_TOKEN",

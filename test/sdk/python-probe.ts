@@ -42,5 +42,6 @@ export function hold(o: HoldOptions): ProbeProcess {
   const args = [PROBE, "hold", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs / 1000), ...(o.shared ? ["--shared"] : [])];
   if (o.lockDelayMs) args.push("--lock-delay", String(o.lockDelayMs / 1000));
   if (o.asyncio) args.push("--asyncio");
+  if (o.scoped) args.push("--scoped");
   return new ProbeProcess("the Python holder", PYTHON, args);
 }

@@ -13,6 +13,9 @@ sdkSuite({
   grantedWithinMs: 15_000,
   state: ["status", "status"],
   write: (key, value) => [`write ${key} ${value}`, "write"],
+  describe: ["describe", "describe"],
+  acquire: ["acquire", "acquire"],
+  lockDelayError: "LockDelayError",
   own() {
     it("passes its unit tests (deadlines, error mapping, backoff, tokens, token verification)", async () => {
       const r = await runUnitTests();
@@ -31,12 +34,16 @@ sdkSuite({
     },
   },
   lockDelay: {
-    title: "acquire(lock_delay=...) reaches the server (on fencekeeper.aio too); release leaves no delay",
-    holders: [{ asyncio: false }, { asyncio: true }],
+    title: "acquire(lock_delay=...) and the scoped lease(lock_delay=...) reach the server (on fencekeeper.aio too); release leaves no delay",
+    holders: [{ asyncio: false }, { asyncio: true, scoped: true }, { scoped: true }],
+    expired: {
+      title: "a lock-delayed lease lost at its deadline (fencekeeper.aio) is left to expire, not released: the delay applies, describe() shows it, and an acquire raises LockDelayError",
+      hold: { asyncio: true },
+    },
   },
   shared: {
-    title: "two Python holders acquire shared and co-hold; their writes are refused SHARED_TOKEN",
-    holders: [{ asyncio: false }, { asyncio: true }],
+    title: "two Python holders acquire shared through the scoped lease(shared=True), threads and fencekeeper.aio, and co-hold; their writes are refused SHARED_TOKEN",
+    holders: [{ scoped: true }, { asyncio: true, scoped: true }],
     refused: { sent: true, ok: false, reason: "SHARED_TOKEN", code: "INVALID_ARGUMENT" },
   },
   paused: {

@@ -10,7 +10,12 @@
 //	      force K V   a write with the lease's token through the store, whatever the lease's state
 //	      state       the lease's state: held, valid_until, last_confirmed_at
 //	      release     releases the lease
+//	      describe    Describe of the resource: held, holders, lock_delay_ms, lock_delay_until
+//	      acquire     another Acquire of the resource, without waiting: its error's type, or its token
 //	    and exits at the end of stdin.
+//	fk-sdk-probe reasons
+//	    prints the error type the library returns for each reason of the generated ErrorReason enum ("" for
+//	    none), and for NOT_FOUND without a reason, as one JSON object.
 //
 // Times are ms since the epoch (wall clock, with fractions); 64-bit integers are decimal strings.
 // Credentials: --bearer JWT, --tls-ca FILE, --tls-cert FILE --tls-key FILE, as the conformance clients.
@@ -32,6 +37,8 @@ import (
 	"time"
 
 	fencekeeper "github.com/fencekeeper/fencekeeper/sdk/go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func main() {
@@ -40,6 +47,12 @@ func main() {
 		os.Exit(2)
 	}
 	command := os.Args[1]
+	if command == "reasons" {
+		bare := fencekeeper.FromStatus(status.New(codes.NotFound, "not found"))
+		line, _ := json.Marshal(map[string]any{"reasons": fencekeeper.ErrorTypes(), "not_found_without_reason": strings.TrimPrefix(fmt.Sprintf("%T", bare), "*fencekeeper.")})
+		fmt.Println(string(line))
+		return
+	}
 	flags := flag.NewFlagSet(command, flag.ContinueOnError)
 	server := flags.String("server", "", "server URLs, comma-separated")
 	resource := flags.String("resource", "", "the resource")
@@ -197,6 +210,31 @@ func hold(options fencekeeper.Options, resource string, acquire fencekeeper.Acqu
 			p.print(merge(map[string]any{"event": "force", "at": ms(at), "done_at": ms(time.Now())}, outcome(commit, err)))
 		case args[0] == "state":
 			p.print(map[string]any{"event": "state", "at": ms(time.Now()), "held": lease.Held(), "valid_until": ms(lease.ValidUntil()), "last_confirmed_at": ms(lease.LastConfirmedAt())})
+		case args[0] == "describe":
+			d, err := c.Describe(ctx, resource)
+			if err != nil {
+				p.print(map[string]any{"event": "describe", "at": ms(time.Now()), "error": err.Error()})
+				break
+			}
+			holders := []map[string]any{}
+			for _, h := range d.Holders {
+				holders = append(holders, map[string]any{"holder": h.Holder, "generation": itoa(h.Token.Generation), "ttl_ms": h.TTL.Milliseconds()})
+			}
+			fields := map[string]any{"event": "describe", "at": ms(time.Now()), "held": d.Held, "holders": holders, "lock_delay_ms": d.LockDelay.Milliseconds()}
+			if !d.LockDelayUntil.IsZero() {
+				fields["lock_delay_until"] = ms(d.LockDelayUntil)
+			}
+			p.print(fields)
+		case args[0] == "acquire":
+			other, err := c.Acquire(ctx, resource, fencekeeper.AcquireOptions{TTL: acquire.TTL, Holder: acquire.Holder})
+			fields := map[string]any{"event": "acquire", "at": ms(time.Now()), "ok": err == nil}
+			if err != nil {
+				fields["error"], fields["message"] = errorType(err), err.Error()
+			} else {
+				fields["token"] = tokenJSON(other.Token())
+				other.Release(ctx)
+			}
+			p.print(fields)
 		case args[0] == "release":
 			lease.Release(ctx)
 			p.print(map[string]any{"event": "released", "at": ms(time.Now())})
@@ -218,6 +256,22 @@ func acquireWithin(c *fencekeeper.Client, resource string, o fencekeeper.Acquire
 		defer cancel()
 	}
 	return c.Acquire(ctx, resource, o)
+}
+
+// errorType names the library's typed error in err: the outermost one errors.As finds.
+func errorType(err error) string {
+	var lockDelay *fencekeeper.LockDelayError
+	var held *fencekeeper.ResourceHeldError
+	var se *fencekeeper.StatusError
+	switch {
+	case errors.As(err, &lockDelay):
+		return "LockDelayError"
+	case errors.As(err, &held):
+		return "ResourceHeldError"
+	case errors.As(err, &se):
+		return "StatusError " + se.Reason
+	}
+	return fmt.Sprintf("%T", err)
 }
 
 func merge(a, b map[string]any) map[string]any {
