@@ -3,6 +3,7 @@
 // the conformance scenario through the library.
 import { existsSync, readFileSync } from "node:fs";
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
+import type { ReasonTypes } from "./reasons-table.js";
 import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
 const PROBE = `${ROOT}/.conformance/sdk-go/fk-sdk-probe`;
@@ -20,6 +21,14 @@ export async function runScenario(server: string, resource: string, o: ScenarioO
   const flags = [...(o.tls ? ["--tls-ca", o.tls.ca, "--tls-cert", o.tls.cert, "--tls-key", o.tls.key] : []), ...(o.bearer ? ["--bearer", o.bearer] : [])];
   const r = await runToEnd(PROBE, ["scenario", "--server", server, "--resource", resource, ...flags]);
   return { code: r.code, output: r.stdout + r.stderr };
+}
+
+/** `fk-sdk-probe reasons`: the error type the library returns for each reason of its generated enum. */
+export async function reasons(): Promise<ReasonTypes> {
+  assertProbeBuilt();
+  const r = await runToEnd(PROBE, ["reasons"]);
+  if (r.code !== 0) throw new Error(`fk-sdk-probe reasons failed:\n${r.stdout}${r.stderr}`);
+  return JSON.parse(r.stdout);
 }
 
 /** `fk-sdk-probe hold`: a Go process holding a lease. */

@@ -3,7 +3,7 @@
 import { expect } from "chai";
 import { clientsFor } from "../harness/clients.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
-import { hold, runScenario } from "./go-probe.js";
+import { hold, reasons, runScenario } from "./go-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 
 sdkSuite({
@@ -17,6 +17,7 @@ sdkSuite({
   describe: ["describe", "describe"],
   acquire: ["acquire", "acquire"],
   lockDelayError: "LockDelayError",
+  reasons: { column: "Go", run: reasons, base: "StatusError" },
   own(env) {
     it("the context given to Acquire bounds the call, not the lease: acquired with a 1 s context.WithTimeout cancelled at once, the lease is still held 3 s later", async () => {
       const resource = uniqueResource("go-sdk-ctx");

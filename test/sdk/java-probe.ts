@@ -3,6 +3,7 @@
 // commands on stdin.
 import { existsSync, readFileSync } from "node:fs";
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
+import type { ReasonTypes } from "./reasons-table.js";
 import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
 const JAR = "sdk/java/probe/target/fk-sdk-probe.jar";
@@ -24,6 +25,14 @@ export async function runChecks(command: "scenario" | "semantics", server: strin
   ];
   const r = await runToEnd("java", ["-jar", JAR, command, "--server", server, "--resource", resource, ...flags]);
   return { code: r.code, output: r.stdout + r.stderr };
+}
+
+/** The probe's `reasons`: the exception class the library throws for each reason of its generated enum. */
+export async function reasons(): Promise<ReasonTypes> {
+  assertProbeBuilt();
+  const r = await runToEnd("java", ["-jar", JAR, "reasons"]);
+  if (r.code !== 0) throw new Error(`the Java probe's reasons failed:\n${r.stdout}${r.stderr}`);
+  return JSON.parse(r.stdout);
 }
 
 /** A `hold` process: a lease held through the Java library, reporting what it sees. */

@@ -1,7 +1,7 @@
 // The Java client library (sdk/java) through its probe (sdk/java/probe): the SDK suite (sdk-suite.ts),
 // and the library's own promises. A holder's worker thread writes through its lease all along.
 import { expect } from "chai";
-import { hold, runChecks } from "./java-probe.js";
+import { hold, reasons, runChecks } from "./java-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 import { uniqueResource } from "../harness/suite.js";
 
@@ -17,6 +17,7 @@ sdkSuite({
   describe: ["describe", "describe"],
   acquire: ["acquire", "acquire"],
   lockDelayError: "LockDelayException",
+  reasons: { column: "Java", run: reasons, base: "FencekeeperException" },
   own(env) {
     it("keeps its own promises: release, fail fast, wait at most, cancel by future or interrupt, withLease, fenced writes", async () => {
       const r = await runChecks("semantics", env.server.url, uniqueResource("java-sdk-semantics"));

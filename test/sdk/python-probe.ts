@@ -3,6 +3,7 @@
 // and takes commands on stdin; its `scenario` runs the conformance scenario through the library.
 import { existsSync, readFileSync } from "node:fs";
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
+import type { ReasonTypes } from "./reasons-table.js";
 import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
 const PYTHON = `${ROOT}.conformance/venv/bin/python`;
@@ -34,6 +35,14 @@ export async function runUnitTests(): Promise<ScenarioRun> {
   assertInstalled();
   const r = await runToEnd(PYTHON, ["-m", "unittest", "discover", "-s", `${ROOT}sdk/python/tests`, "-p", "test_*.py"]);
   return { code: r.code, output: r.stdout + r.stderr };
+}
+
+/** `probe.py reasons`: the error class the library raises for each reason of its generated enum. */
+export async function reasons(): Promise<ReasonTypes> {
+  assertInstalled();
+  const r = await runToEnd(PYTHON, [PROBE, "reasons"]);
+  if (r.code !== 0) throw new Error(`probe.py reasons failed:\n${r.stdout}${r.stderr}`);
+  return JSON.parse(r.stdout);
 }
 
 /** `probe.py hold`: holds one lease (through fencekeeper.aio with `asyncio`) until killed. */

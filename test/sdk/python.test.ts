@@ -2,7 +2,7 @@
 // tests, then the SDK suite (sdk-suite.ts), with leases of their own and on sessions, through threads
 // and through fencekeeper.aio.
 import { expect } from "chai";
-import { hold, runScenario, runUnitTests } from "./python-probe.js";
+import { hold, reasons, runScenario, runUnitTests } from "./python-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 
 sdkSuite({
@@ -16,6 +16,7 @@ sdkSuite({
   describe: ["describe", "describe"],
   acquire: ["acquire", "acquire"],
   lockDelayError: "LockDelayError",
+  reasons: { column: "Python", run: reasons, base: "FencekeeperError" },
   own() {
     it("passes its unit tests (deadlines, error mapping, backoff, tokens, token verification)", async () => {
       const r = await runUnitTests();

@@ -19,6 +19,7 @@ import { startServer, type TestServer } from "../harness/server.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
 import { makeCerts, type Certs } from "../mesh/support/certs.js";
 import type { Match, ProbeEvent, ProbeProcess } from "./probe-process.js";
+import { documentedReasons, generatedReasons, type Language, type ReasonTypes } from "./reasons-table.js";
 
 /** A holder process: what the lease is held on, and how (not every probe knows every option). */
 export interface HoldOptions {
@@ -78,6 +79,14 @@ export interface Sdk {
   acquire: Command;
   /** The name of the library's lock-delay error type. */
   lockDelayError: string;
+  reasons: {
+    /** The library's column in the table of docs/client-semantics.md. */
+    column: Exclude<Language, "TypeScript">;
+    /** Its test program's `reasons`: the type it raises for each reason of its generated ErrorReason enum. */
+    run(): Promise<ReasonTypes>;
+    /** Its base error type, which carries any status. */
+    base: string;
+  };
   /** Tests of this language alone, run first. */
   own?(env: Env): void;
   scenario: {
@@ -186,6 +195,18 @@ export function sdkSuite(sdk: Sdk): void {
     });
 
     sdk.own?.(env);
+
+    it("raises, for every reason of its generated ErrorReason enum, the type the table of docs/client-semantics.md names; NOT_FOUND without a reason is no lease-not-found", async () => {
+      const { reasons, not_found_without_reason } = await sdk.reasons.run();
+      const generated = generatedReasons();
+      expect(Object.keys(reasons).sort(), `the reasons of the ${sdk.name} stubs (gen/) are those of the TypeScript ones: regenerate`).to.deep.equal(generated);
+      const unmapped = Object.keys(reasons).filter((r) => !reasons[r]);
+      expect(unmapped, `reasons the ${sdk.name} library's table has no entry for`).to.deep.equal([]);
+      const table = documentedReasons();
+      expect(Object.keys(table).sort(), "the reasons with a row in docs/client-semantics.md").to.deep.equal(generated);
+      for (const r of generated) expect(reasons[r], `${r} in ${sdk.name}`).to.equal(table[r][sdk.reasons.column]);
+      expect(not_found_without_reason).to.equal(sdk.reasons.base);
+    });
 
     it(sdk.scenario.title, async () => {
       const { certs } = env;
