@@ -82,6 +82,8 @@ if ! command -v go >/dev/null 2>&1; then
 elif ! built sdk-go "$hash" || [ ! -x "$out/sdk-go/fk-sdk-probe" ]; then
   echo "setup-polyglot: building the Go client library and its probe" >&2
   (cd sdk/go && go vet ./... && go build -o "../../$out/sdk-go/fk-sdk-probe" ./cmd/fk-sdk-probe)
+  # A module of its own that requires the library by its module path, as a user's program would.
+  (cd sdk/go/consumer-test && go vet . && go build -o "../../../$out/sdk-go/fk-user" .)
   mark_built sdk-go "$hash"
 fi
 

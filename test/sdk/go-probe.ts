@@ -31,6 +31,16 @@ export async function reasons(): Promise<ReasonTypes> {
   return JSON.parse(r.stdout);
 }
 
+/**
+ * The ten-line program of sdk/go/consumer-test, a module of its own that requires the library by its
+ * module path: acquires resource on server, writes, releases.
+ */
+export async function runConsumer(server: string, resource: string): Promise<ScenarioRun> {
+  assertProbeBuilt();
+  const r = await runToEnd(`${ROOT}/.conformance/sdk-go/fk-user`, [server, resource]);
+  return { code: r.code, output: r.stdout + r.stderr };
+}
+
 /** `fk-sdk-probe hold`: a Go process holding a lease. */
 export function hold(o: HoldOptions): ProbeProcess {
   assertProbeBuilt();

@@ -3,7 +3,7 @@
 import { expect } from "chai";
 import { clientsFor } from "../harness/clients.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
-import { hold, reasons, runScenario } from "./go-probe.js";
+import { hold, reasons, runConsumer, runScenario } from "./go-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 
 sdkSuite({
@@ -19,6 +19,11 @@ sdkSuite({
   lockDelayError: "LockDelayError",
   reasons: { column: "Go", run: reasons, base: "StatusError" },
   own(env) {
+    it("a module of its own requires the library by its module path (sdk/go/consumer-test) and its ten-line program acquires, writes and releases", async () => {
+      const r = await runConsumer(env.server.url, uniqueResource("go-sdk-user"));
+      expect(r.code, r.output).to.equal(0);
+      expect(r.output).to.match(/^ok generation \d+ fence \d+$/m);
+    });
     it("the context given to Acquire bounds the call, not the lease: acquired with a 1 s context.WithTimeout cancelled at once, the lease is still held 3 s later", async () => {
       const resource = uniqueResource("go-sdk-ctx");
       const h = hold({ servers: [env.server.url], resource, ttlMs: 2000, acquireTimeoutMs: 1000 });
