@@ -114,3 +114,24 @@ elif ! built sdk-python "$hash" || ! "$out/venv/bin/python" -c 'import fencekeep
   rm -rf "$copy"
   mark_built sdk-python "$hash"
 fi
+
+# The Python library as a user installs it: wheels of fencekeeper-api and fencekeeper-client, installed
+# with pip (dependencies resolved from the index, at the versions of toolchain.env) into a fresh venv,
+# $out/venv-user, which test/sdk/python.test.ts runs sdk/python/consumer-test/user.py with.
+hash=$(fingerprint gen/python sdk/python)
+if [ -f "$out/python.missing" ]; then
+  missing sdk-python-wheel "$(cat "$out/python.missing")"
+elif ! built sdk-python-wheel "$hash" || [ ! -x "$out/venv-user/bin/python" ]; then
+  echo "setup-polyglot: building the Python wheels and installing them in a fresh $out/venv-user" >&2
+  rm -rf "$out/wheels" "$out/venv-user"
+  api=$(mktemp -d)
+  lib=$(mktemp -d)
+  cp -r gen/python "$api/"
+  cp -r sdk/python "$lib/"
+  "$out/venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$out/wheels" "$api/python" "$lib/python"
+  rm -rf "$api" "$lib"
+  python3 -m venv "$out/venv-user"
+  "$out/venv-user/bin/python" -m pip install -q --disable-pip-version-check --find-links "$out/wheels" fencekeeper-client \
+    "grpcio==${GRPCIO_VERSION}" "protobuf==${PROTOBUF_PYTHON_VERSION}" "googleapis-common-protos==${GOOGLEAPIS_COMMON_PROTOS_VERSION}"
+  mark_built sdk-python-wheel "$hash"
+fi

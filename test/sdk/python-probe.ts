@@ -45,6 +45,18 @@ export async function reasons(): Promise<ReasonTypes> {
   return JSON.parse(r.stdout);
 }
 
+/**
+ * sdk/python/consumer-test/user.py, a user's ten-line program, run with the venv into which
+ * setup-polyglot.sh installed the built wheels with pip: acquires resource on server, writes, releases.
+ */
+export async function runConsumer(server: string, resource: string): Promise<ScenarioRun> {
+  assertInstalled();
+  const python = `${ROOT}.conformance/venv-user/bin/python`;
+  if (!existsSync(python)) throw new Error("the Python wheels are not installed: run bash scripts/setup-polyglot.sh (npm test runs it)");
+  const r = await runToEnd(python, [`${ROOT}sdk/python/consumer-test/user.py`, server, resource]);
+  return { code: r.code, output: r.stdout + r.stderr };
+}
+
 /** `probe.py hold`: holds one lease (through fencekeeper.aio with `asyncio`) until killed. */
 export function hold(o: HoldOptions): ProbeProcess {
   assertInstalled();

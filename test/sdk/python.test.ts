@@ -2,7 +2,8 @@
 // tests, then the SDK suite (sdk-suite.ts), with leases of their own and on sessions, through threads
 // and through fencekeeper.aio.
 import { expect } from "chai";
-import { hold, reasons, runScenario, runUnitTests } from "./python-probe.js";
+import { hold, reasons, runConsumer, runScenario, runUnitTests } from "./python-probe.js";
+import { uniqueResource } from "../harness/suite.js";
 import { sdkSuite } from "./sdk-suite.js";
 
 sdkSuite({
@@ -17,7 +18,12 @@ sdkSuite({
   acquire: ["acquire", "acquire"],
   lockDelayError: "LockDelayError",
   reasons: { column: "Python", run: reasons, base: "FencekeeperError" },
-  own() {
+  own(env) {
+    it("installed the usual way (its wheel, with pip, in a fresh venv), a user's ten-line program acquires, writes and releases", async () => {
+      const r = await runConsumer(env.server.url, uniqueResource("py-sdk-user"));
+      expect(r.code, r.output).to.equal(0);
+      expect(r.output).to.match(/^ok generation \d+ fence \d+ from .*\/\.conformance\/venv-user\/lib\/.*site-packages\/fencekeeper\/__init__\.py$/m);
+    });
     it("passes its unit tests (deadlines, error mapping, backoff, tokens, token verification)", async () => {
       const r = await runUnitTests();
       expect(r.code, r.output).to.equal(0);
