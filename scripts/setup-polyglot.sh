@@ -135,3 +135,22 @@ elif ! built sdk-python-wheel "$hash" || [ ! -x "$out/venv-user/bin/python" ]; t
     "grpcio==${GRPCIO_VERSION}" "protobuf==${PROTOBUF_PYTHON_VERSION}" "googleapis-common-protos==${GOOGLEAPIS_COMMON_PROTOS_VERSION}"
   mark_built sdk-python-wheel "$hash"
 fi
+
+# The Java library as a user's project gets it: its jar installed into a throwaway local repository (the
+# machine's own, ~/.m2, serves the rest as a file:// mirror, so nothing is downloaded), then a separate
+# Maven project, sdk/java/consumer-test, built against it by its coordinates; test/sdk/java.test.ts runs
+# its ten-line program (sdk/java/consumer-test/target/fk-user.jar).
+hash=$(fingerprint gen/java sdk/java)
+if [ -f "$out/java-sdk.missing" ]; then
+  missing java-sdk-user "$(cat "$out/java-sdk.missing")"
+elif ! built java-sdk-user "$hash" || [ ! -f sdk/java/consumer-test/target/fk-user.jar ]; then
+  echo "setup-polyglot: installing the Java SDK into a throwaway repository and building a project against it" >&2
+  throwaway=$(mktemp -d)
+  cat >"$throwaway/settings.xml" <<SETTINGS
+<settings><mirrors><mirror><id>machine-m2</id><mirrorOf>*</mirrorOf><url>file://$HOME/.m2/repository</url></mirror></mirrors></settings>
+SETTINGS
+  mvnq -s "$throwaway/settings.xml" -Dmaven.repo.local="$throwaway/repository" -f sdk/java/pom.xml install
+  mvnq -s "$throwaway/settings.xml" -Dmaven.repo.local="$throwaway/repository" -f sdk/java/consumer-test/pom.xml package
+  rm -rf "$throwaway"
+  mark_built java-sdk-user "$hash"
+fi

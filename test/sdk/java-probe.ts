@@ -35,6 +35,18 @@ export async function reasons(): Promise<ReasonTypes> {
   return JSON.parse(r.stdout);
 }
 
+/**
+ * The ten-line program of sdk/java/consumer-test, a separate Maven project built against the library's jar
+ * as installed into a throwaway local repository: acquires resource on server, writes, releases.
+ */
+export async function runConsumer(server: string, resource: string): Promise<ScenarioRun> {
+  assertProbeBuilt();
+  const jar = `${ROOT}/sdk/java/consumer-test/target/fk-user.jar`;
+  if (!existsSync(jar)) throw new Error("the Java user project is not built: run bash scripts/setup-polyglot.sh (npm test runs it)");
+  const r = await runToEnd("java", ["-jar", jar, server, resource]);
+  return { code: r.code, output: r.stdout + r.stderr };
+}
+
 /** A `hold` process: a lease held through the Java library, reporting what it sees. */
 export function hold(o: HoldOptions): ProbeProcess {
   assertProbeBuilt();

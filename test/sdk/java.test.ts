@@ -1,7 +1,7 @@
 // The Java client library (sdk/java) through its probe (sdk/java/probe): the SDK suite (sdk-suite.ts),
 // and the library's own promises. A holder's worker thread writes through its lease all along.
 import { expect } from "chai";
-import { hold, reasons, runChecks } from "./java-probe.js";
+import { hold, reasons, runChecks, runConsumer } from "./java-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 import { uniqueResource } from "../harness/suite.js";
 
@@ -19,6 +19,11 @@ sdkSuite({
   lockDelayError: "LockDelayException",
   reasons: { column: "Java", run: reasons, base: "FencekeeperException" },
   own(env) {
+    it("a separate Maven project, built against the jar installed into a throwaway local repository, runs a ten-line program: acquire, write, release", async () => {
+      const r = await runConsumer(env.server.url, uniqueResource("java-sdk-user"));
+      expect(r.code, r.output).to.equal(0);
+      expect(r.output).to.match(/^ok generation \d+ fence \d+$/m);
+    });
     it("keeps its own promises: release, fail fast, wait at most, cancel by future or interrupt, withLease, fenced writes", async () => {
       const r = await runChecks("semantics", env.server.url, uniqueResource("java-sdk-semantics"));
       expect(r.code, `a check failed:\n${r.output}`).to.equal(0);
