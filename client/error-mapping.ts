@@ -38,7 +38,6 @@ const BY_CODE: Partial<Record<Code, Plain>> = {
   [Code.DeadlineExceeded]: TimeoutError,
   [Code.InvalidArgument]: InvalidArgumentError,
   [Code.Canceled]: CanceledError,
-  [Code.NotFound]: LeaseNotFoundError,
   [Code.Unauthenticated]: UnauthenticatedError,
   [Code.PermissionDenied]: PermissionDeniedError,
 };

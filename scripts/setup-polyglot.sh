@@ -82,6 +82,8 @@ if ! command -v go >/dev/null 2>&1; then
 elif ! built sdk-go "$hash" || [ ! -x "$out/sdk-go/fk-sdk-probe" ]; then
   echo "setup-polyglot: building the Go client library and its probe" >&2
   (cd sdk/go && go vet ./... && go build -o "../../$out/sdk-go/fk-sdk-probe" ./cmd/fk-sdk-probe)
+  # A module of its own that requires the library by its module path, as a user's program would.
+  (cd sdk/go/consumer-test && go vet . && go build -o "../../../$out/sdk-go/fk-user" .)
   mark_built sdk-go "$hash"
 fi
 
@@ -111,4 +113,44 @@ elif ! built sdk-python "$hash" || ! "$out/venv/bin/python" -c 'import fencekeep
   "$out/venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$copy/python"
   rm -rf "$copy"
   mark_built sdk-python "$hash"
+fi
+
+# The Python library as a user installs it: wheels of fencekeeper-api and fencekeeper-client, installed
+# with pip (dependencies resolved from the index, at the versions of toolchain.env) into a fresh venv,
+# $out/venv-user, which test/sdk/python.test.ts runs sdk/python/consumer-test/user.py with.
+hash=$(fingerprint gen/python sdk/python)
+if [ -f "$out/python.missing" ]; then
+  missing sdk-python-wheel "$(cat "$out/python.missing")"
+elif ! built sdk-python-wheel "$hash" || [ ! -x "$out/venv-user/bin/python" ]; then
+  echo "setup-polyglot: building the Python wheels and installing them in a fresh $out/venv-user" >&2
+  rm -rf "$out/wheels" "$out/venv-user"
+  api=$(mktemp -d)
+  lib=$(mktemp -d)
+  cp -r gen/python "$api/"
+  cp -r sdk/python "$lib/"
+  "$out/venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$out/wheels" "$api/python" "$lib/python"
+  rm -rf "$api" "$lib"
+  python3 -m venv "$out/venv-user"
+  "$out/venv-user/bin/python" -m pip install -q --disable-pip-version-check --find-links "$out/wheels" fencekeeper-client \
+    "grpcio==${GRPCIO_VERSION}" "protobuf==${PROTOBUF_PYTHON_VERSION}" "googleapis-common-protos==${GOOGLEAPIS_COMMON_PROTOS_VERSION}"
+  mark_built sdk-python-wheel "$hash"
+fi
+
+# The Java library as a user's project gets it: its jar installed into a throwaway local repository (the
+# machine's own, ~/.m2, serves the rest as a file:// mirror, so nothing is downloaded), then a separate
+# Maven project, sdk/java/consumer-test, built against it by its coordinates; test/sdk/java.test.ts runs
+# its ten-line program (sdk/java/consumer-test/target/fk-user.jar).
+hash=$(fingerprint gen/java sdk/java)
+if [ -f "$out/java-sdk.missing" ]; then
+  missing java-sdk-user "$(cat "$out/java-sdk.missing")"
+elif ! built java-sdk-user "$hash" || [ ! -f sdk/java/consumer-test/target/fk-user.jar ]; then
+  echo "setup-polyglot: installing the Java SDK into a throwaway repository and building a project against it" >&2
+  throwaway=$(mktemp -d)
+  cat >"$throwaway/settings.xml" <<SETTINGS
+<settings><mirrors><mirror><id>machine-m2</id><mirrorOf>*</mirrorOf><url>file://$HOME/.m2/repository</url></mirror></mirrors></settings>
+SETTINGS
+  mvnq -s "$throwaway/settings.xml" -Dmaven.repo.local="$throwaway/repository" -f sdk/java/pom.xml install
+  mvnq -s "$throwaway/settings.xml" -Dmaven.repo.local="$throwaway/repository" -f sdk/java/consumer-test/pom.xml package
+  rm -rf "$throwaway"
+  mark_built java-sdk-user "$hash"
 fi

@@ -137,10 +137,10 @@ done
 # The Java SDK and its test probe (sdk/java): versions only, as for the conformance client. The library
 # is versioned with the API it is built on (the project's version: the pom's first <version>).
 sed -i "0,/<version>[^<]*<\/version>/s//<version>$version<\/version>/" sdk/java/pom.xml
-for pom in sdk/java/pom.xml sdk/java/probe/pom.xml; do
+for pom in sdk/java/pom.xml sdk/java/probe/pom.xml sdk/java/consumer-test/pom.xml; do
   pins=("fencekeeper-api.version=$version" "grpc.version=$GRPC_JAVA_VERSION"
     "maven-compiler-plugin.version=$MAVEN_COMPILER_PLUGIN_VERSION" "maven-jar-plugin.version=$MAVEN_JAR_PLUGIN_VERSION")
-  [ "$pom" = sdk/java/probe/pom.xml ] && pins+=("maven-dependency-plugin.version=$MAVEN_DEPENDENCY_PLUGIN_VERSION")
+  [ "$pom" != sdk/java/pom.xml ] && pins+=("maven-dependency-plugin.version=$MAVEN_DEPENDENCY_PLUGIN_VERSION")
   for pin in "${pins[@]}"; do
     name=${pin%%=*}
     grep -q "<$name>" "$pom" || { echo "write-manifests: $pom has no <$name> property" >&2; exit 1; }

@@ -32,6 +32,10 @@ type AcquireOptions struct {
 	// exclusive acquisition holds or waits. Its token's Shared is true, and the fenced store refuses its
 	// writes (reason SHARED_TOKEN). Default false: exclusive.
 	Shared bool
+	// LeaseContext, if set, ties the lease's life to a context, as etcd's concurrency.WithContext ties a
+	// session's: when it ends, the lease is released (LostCanceled). Nil: the lease lives until Release,
+	// Client.Close or its loss, whatever becomes of the context given to Acquire.
+	LeaseContext context.Context
 }
 
 func (o AcquireOptions) mode() fencekeeperv1.AcquireMode {
@@ -48,9 +52,11 @@ type opening struct {
 	err  error
 }
 
-// Acquire acquires a resource and keeps its lease alive until it is released or lost. ctx bounds the
-// call and, once the lease is granted, the lease: when ctx ends, the lease is released (LostCanceled).
-// Bound only the wait with AcquireOptions.WaitTimeout.
+// Acquire acquires a resource and keeps its lease alive until it is released, the client closed, or the
+// lease lost. ctx bounds the wait and the call only, as the context of etcd's Mutex.Lock does: a ctx
+// that ends while the call is on its way ends the wait (*CanceledError) and leaves nothing behind; once
+// Acquire has returned, ctx's end changes nothing. To end the lease with a context, set
+// AcquireOptions.LeaseContext.
 func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
 	c.mu.Lock()
 	closed := c.closed
@@ -125,7 +131,8 @@ func (c *Client) acquireOwn(ctx context.Context, resource string, o AcquireOptio
 		return nil, canceled(ctx, resource)
 	}
 	k := newKeeper(c, token.LeaseID, granted, false, sentAt, answeredAt)
-	l := newLease(c, ctx, token, k)
+	k.lockDelay = o.LockDelay > 0 || res.GetLockDelay() != nil
+	l := newLease(c, ctx, o.LeaseContext, token, k)
 	c.emit(Event{Type: EventAcquired, Token: token, TTL: granted, ValidUntil: l.ValidUntil()})
 	k.start(sentAt)
 	return l, nil
@@ -175,7 +182,7 @@ func (c *Client) acquireOnSession(ctx context.Context, resource string, o Acquir
 			c.release(token)
 			return nil, canceled(ctx, resource)
 		}
-		l := newLease(c, ctx, token, session)
+		l := newLease(c, ctx, o.LeaseContext, token, session)
 		c.emit(Event{Type: EventAcquired, Token: token, TTL: session.ttl, ValidUntil: l.ValidUntil()})
 		return l, nil
 	}
@@ -239,8 +246,12 @@ func (c *Client) forgetSession(k *keeper) {
 
 // WithLease runs fn under a lease on resource, with the lease's context (cancelled on loss), and
 // releases the lease afterwards, also when fn fails (then fn's error is returned). If the lease was lost
-// before fn returned, it returns the *LeaseLostError.
+// before fn returned, it returns the *LeaseLostError. ctx bounds the whole scope, the work included: its
+// end ends the lease (LostCanceled, as AcquireOptions.LeaseContext) and so cancels fn's context.
 func WithLease(ctx context.Context, c *Client, resource string, o AcquireOptions, fn func(ctx context.Context, l *Lease) error) error {
+	if o.LeaseContext == nil {
+		o.LeaseContext = ctx
+	}
 	l, err := c.Acquire(ctx, resource, o)
 	if err != nil {
 		return err

@@ -122,14 +122,32 @@ func New(o Options) (*Client, error) {
 
 // Description is who holds a resource, with which token, for how much longer, and how many wait.
 type Description struct {
-	Held   bool
+	// Held: exclusively, or by shared holders.
+	Held bool
+	// Holder, Token and TTL are the exclusive holder's; unset when the holders are shared.
 	Holder string
 	Token  *Token
 	// TTL left on the holder's lease, as etcd reports it (whole seconds).
-	TTL        time.Duration
+	TTL time.Duration
+	// Holders is every holder: the exclusive one, or the shared ones, oldest first.
+	Holders    []Holder
 	Waiters    int
 	Fence      int64
 	LastIssued int64
+	// LockDelay is the holder's lock-delay, or, while the resource is in a lock-delay, the one being served.
+	LockDelay time.Duration
+	// LockDelayUntil is set while the resource is in a lock-delay (its holder's lease expired): about when it ends.
+	LockDelayUntil time.Time
+}
+
+// Holder is one holder of a resource.
+type Holder struct {
+	Holder string
+	Token  Token
+	// TTL left on its lease, as etcd reports it (whole seconds).
+	TTL time.Duration
+	// Principal is the holder's authenticated principal, when the server has authentication on.
+	Principal string
 }
 
 // Describe says who holds a resource.
@@ -146,6 +164,15 @@ func (c *Client) Describe(ctx context.Context, resource string) (Description, er
 	if d.GetToken() != nil {
 		t := tokenFromProto(d.GetToken())
 		out.Token = &t
+	}
+	for _, h := range d.GetHolders() {
+		out.Holders = append(out.Holders, Holder{Holder: h.GetHolder(), Token: tokenFromProto(h.GetToken()), TTL: h.GetTtl().AsDuration(), Principal: h.GetHolderPrincipal()})
+	}
+	if d.GetLockDelay() != nil {
+		out.LockDelay = d.GetLockDelay().AsDuration()
+	}
+	if d.GetLockDelayUntil() != nil {
+		out.LockDelayUntil = d.GetLockDelayUntil().AsTime()
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	fencekeeperv1 "github.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1"
@@ -84,6 +85,20 @@ type ResourceHeldError struct {
 
 func (e *ResourceHeldError) Unwrap() error { return e.StatusError }
 
+// LockDelayError (LOCK_DELAY): Acquire without waiting found the resource in a lock-delay
+// (AcquireOptions.LockDelay, docs/lock-delay.md): its last holder's lease expired, and nobody is granted
+// it before Until. It embeds the *ResourceHeldError (with no holder), so code that branches on that
+// one still does.
+type LockDelayError struct {
+	*ResourceHeldError
+	// Until is about when the delay ends (the server's estimate, within about a second); zero if not sent.
+	Until time.Time
+	// Generation is the one whose lease expired.
+	Generation int64
+}
+
+func (e *LockDelayError) Unwrap() error { return e.ResourceHeldError }
+
 // LeaseNotFoundError (LEASE_NOT_FOUND): the lease expired, was released, or never existed.
 type LeaseNotFoundError struct {
 	*StatusError
@@ -144,7 +159,7 @@ const (
 	LostFenced LossCause = "fenced"
 	// LostReleased: this program released it (Release, or Client.Close).
 	LostReleased LossCause = "released"
-	// LostCanceled: the context given to Acquire ended.
+	// LostCanceled: AcquireOptions.LeaseContext (or WithLease's context) ended.
 	LostCanceled LossCause = "canceled"
 )
 
@@ -161,7 +176,7 @@ type LeaseLostError struct {
 	// LostAt is when the client decided the lease was lost.
 	LostAt time.Time
 	// Cause is what made it so, if anything: the refused write's error, the LeaseNotFoundError of a
-	// renewal, the cause of the Acquire context.
+	// renewal, the cause of AcquireOptions.LeaseContext.
 	Cause error
 }
 
@@ -177,7 +192,7 @@ func (e *LeaseLostError) Error() string {
 	case LostReleased:
 		return lease + " was released"
 	default:
-		return lease + " ended: the context given to Acquire ended"
+		return lease + " ended: the context its lease was tied to (AcquireOptions.LeaseContext) ended"
 	}
 }
 
@@ -199,6 +214,15 @@ func toError(err error) error {
 	return statusError(st, err)
 }
 
+// FromStatus is the typed error of a gRPC status, as the client's calls return it: for a program that
+// also calls the generated stubs (gen/go) itself.
+func FromStatus(st *status.Status) error {
+	if st == nil || st.Code() == codes.OK {
+		return nil
+	}
+	return statusError(st, st.Err())
+}
+
 // statusError maps a gRPC status (of a call, or inside a KeepAlive answer) to its typed error.
 func statusError(st *status.Status, cause error) error {
 	se := &StatusError{Code: st.Code(), Message: st.Message(), Metadata: map[string]string{}, Err: cause}
@@ -215,21 +239,10 @@ func statusError(st *status.Status, cause error) error {
 			holder = &t
 		}
 	}
-	switch se.Reason {
-	case "STALE_TOKEN":
-		return &StaleTokenError{StatusError: se, Resource: se.Metadata["resource"], Fence: se.int64("fence"), Generation: se.int64("generation")}
-	case "LEASE_NOT_HELD":
-		return &LeaseNotHeldError{StatusError: se, Resource: se.Metadata["resource"], Generation: se.int64("generation"), LeaseID: se.int64("lease_id")}
-	case "GENERATION_NOT_ISSUED":
-		return &GenerationNotIssuedError{StatusError: se, Generation: se.int64("generation"), LastIssued: se.int64("last_issued")}
-	case "RESOURCE_HELD":
-		return &ResourceHeldError{StatusError: se, Holder: se.Metadata["holder"], HolderToken: holder}
-	case "LEASE_NOT_FOUND":
-		return &LeaseNotFoundError{StatusError: se, LeaseID: se.int64("lease_id")}
-	case "IDEMPOTENCY_KEY_REUSED":
-		return &IdempotencyKeyReusedError{StatusError: se, IdempotencyKey: se.Metadata["idempotency_key"]}
-	case "ETCD_UNAVAILABLE":
-		return &UnavailableError{se}
+	if reason, ok := fencekeeperv1.ErrorReason_value[se.Reason]; ok && reason != 0 {
+		if typed, ok := byReason[fencekeeperv1.ErrorReason(reason)]; ok {
+			return typed(se, holder)
+		}
 	}
 	switch se.Code {
 	case codes.Unavailable:
@@ -240,12 +253,74 @@ func statusError(st *status.Status, cause error) error {
 		return &InvalidArgumentError{se}
 	case codes.Canceled:
 		return &CanceledError{se}
-	case codes.NotFound:
-		return &LeaseNotFoundError{StatusError: se, LeaseID: se.int64("lease_id")}
 	case codes.Unauthenticated:
 		return &UnauthenticatedError{se}
 	case codes.PermissionDenied:
 		return &PermissionDeniedError{se}
 	}
 	return se
+}
+
+// byReason is the typed error of each reason of the generated ErrorReason enum (gen/go, from
+// proto/fencekeeper/v1/errors.proto). A reason added to the proto without an entry here fails the
+// reasons test of test/sdk/go.test.ts (fk-sdk-probe reasons). NOT_FOUND without the reason
+// LEASE_NOT_FOUND is no LeaseNotFoundError: only the server says a lease is gone, and it says why.
+var byReason = map[fencekeeperv1.ErrorReason]func(se *StatusError, holder *Token) error{
+	fencekeeperv1.ErrorReason_STALE_TOKEN: func(se *StatusError, _ *Token) error {
+		return &StaleTokenError{StatusError: se, Resource: se.Metadata["resource"], Fence: se.int64("fence"), Generation: se.int64("generation")}
+	},
+	fencekeeperv1.ErrorReason_LEASE_NOT_HELD: func(se *StatusError, _ *Token) error {
+		return &LeaseNotHeldError{StatusError: se, Resource: se.Metadata["resource"], Generation: se.int64("generation"), LeaseID: se.int64("lease_id")}
+	},
+	fencekeeperv1.ErrorReason_GENERATION_NOT_ISSUED: func(se *StatusError, _ *Token) error {
+		return &GenerationNotIssuedError{StatusError: se, Generation: se.int64("generation"), LastIssued: se.int64("last_issued")}
+	},
+	fencekeeperv1.ErrorReason_RESOURCE_HELD: func(se *StatusError, holder *Token) error {
+		return &ResourceHeldError{StatusError: se, Holder: se.Metadata["holder"], HolderToken: holder}
+	},
+	fencekeeperv1.ErrorReason_LEASE_NOT_FOUND: func(se *StatusError, _ *Token) error {
+		return &LeaseNotFoundError{StatusError: se, LeaseID: se.int64("lease_id")}
+	},
+	fencekeeperv1.ErrorReason_IDEMPOTENCY_KEY_REUSED: func(se *StatusError, _ *Token) error {
+		return &IdempotencyKeyReusedError{StatusError: se, IdempotencyKey: se.Metadata["idempotency_key"]}
+	},
+	fencekeeperv1.ErrorReason_ETCD_UNAVAILABLE: func(se *StatusError, _ *Token) error { return &UnavailableError{se} },
+	// Answered to the client's own session acquisitions, which handle it.
+	fencekeeperv1.ErrorReason_ALREADY_ACQUIRED:   plain,
+	fencekeeperv1.ErrorReason_REVISION_COMPACTED: plain,
+	fencekeeperv1.ErrorReason_UNAUTHENTICATED:    func(se *StatusError, _ *Token) error { return &UnauthenticatedError{se} },
+	fencekeeperv1.ErrorReason_PERMISSION_DENIED:  func(se *StatusError, _ *Token) error { return &PermissionDeniedError{se} },
+	fencekeeperv1.ErrorReason_NOT_HOLDER:         func(se *StatusError, _ *Token) error { return &PermissionDeniedError{se} },
+	fencekeeperv1.ErrorReason_TOKEN_SIGNATURE_INVALID: func(se *StatusError, _ *Token) error {
+		return &InvalidArgumentError{se}
+	},
+	fencekeeperv1.ErrorReason_LOCK_DELAY: func(se *StatusError, _ *Token) error {
+		until, _ := time.Parse(time.RFC3339Nano, se.Metadata["lock_delay_until"])
+		return &LockDelayError{ResourceHeldError: &ResourceHeldError{StatusError: se}, Until: until, Generation: se.int64("generation")}
+	},
+	fencekeeperv1.ErrorReason_SHARED_TOKEN:    func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
+	fencekeeperv1.ErrorReason_QUOTA_EXCEEDED:  plain,
+	fencekeeperv1.ErrorReason_ETCD_NO_SPACE:   plain,
+	fencekeeperv1.ErrorReason_BATCH_TOO_LARGE: func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
+}
+
+// plain: the reason is for a person, or for the client itself; the *StatusError carries it.
+func plain(se *StatusError, _ *Token) error { return se }
+
+// ErrorTypes names the error type the client returns for each reason of the generated ErrorReason enum,
+// and "" for a reason it has no entry for: for tests and docs (docs/client-semantics.md).
+func ErrorTypes() map[string]string {
+	out := map[string]string{}
+	for name, n := range fencekeeperv1.ErrorReason_value {
+		if n == 0 {
+			continue
+		}
+		typed, ok := byReason[fencekeeperv1.ErrorReason(n)]
+		if !ok {
+			out[name] = ""
+			continue
+		}
+		out[name] = strings.TrimPrefix(fmt.Sprintf("%T", typed(&StatusError{Reason: name, Metadata: map[string]string{}}, nil)), "*fencekeeper.")
+	}
+	return out
 }

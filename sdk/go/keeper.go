@@ -19,7 +19,10 @@ type keeper struct {
 	ttl      time.Duration
 	interval time.Duration
 	session  bool
-	c        *Client
+	// lockDelay: acquired with a lock-delay. Lost at its deadline, it is left to expire: a release would
+	// end it without the delay, which is there for its writes sent before the deadline still on their way.
+	lockDelay bool
+	c         *Client
 
 	mu     sync.Mutex
 	dl     deadline
@@ -112,7 +115,8 @@ func (k *keeper) event(own, session EventType, e Event) Event {
 
 // lose ends the keeper, lost (LostDeadline, LostNotFound), or closed (LostReleased, by Client.Close),
 // and every lease on it. Past its deadline the etcd lease may still be alive: it is released (a
-// session: closed), so that its resources pass to the next in line at once.
+// session: closed), so that its resources pass to the next in line at once; unless it has a
+// lock-delay: then it is left to expire, and the delay to apply.
 func (k *keeper) lose(why LossCause, cause error) {
 	k.mu.Lock()
 	if k.ended != "" {
@@ -134,6 +138,7 @@ func (k *keeper) lose(why LossCause, cause error) {
 		defer close(cleaned)
 		switch {
 		case why == LostNotFound:
+		case why == LostDeadline && k.lockDelay:
 		case k.session:
 			k.c.closeSession(k.id)
 		case len(leases) == 1:

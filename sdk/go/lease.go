@@ -23,20 +23,24 @@ type Lease struct {
 
 	mu      sync.Mutex
 	lost    *LeaseLostError
-	unwatch func() bool // stops watching the Acquire's context
+	unwatch func() bool // stops watching AcquireOptions.LeaseContext
 }
 
-// newLease makes the lease of token, kept by k; ctx's end ends it (LostCanceled).
-func newLease(c *Client, ctx context.Context, token Token, k *keeper) *Lease {
+// newLease makes the lease of token, kept by k, with the values of the Acquire's ctx; the end of
+// leaseCtx, if given, ends it (LostCanceled).
+func newLease(c *Client, ctx, leaseCtx context.Context, token Token, k *keeper) *Lease {
 	l := &Lease{token: token, k: k, c: c, done: make(chan struct{}), ending: make(chan struct{}), unwatch: func() bool { return false }}
-	// The lease's context keeps the Acquire context's values, not its cancellation: that ends the lease
-	// (LostCanceled), which then cancels this one with the LeaseLostError as its cause.
+	// The lease's context keeps the Acquire context's values, not its cancellation, which bounds the
+	// call alone; it is cancelled with the LeaseLostError as its cause when the lease ends.
 	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.mu.Lock()
 	c.leases[l] = struct{}{}
 	c.mu.Unlock()
 	k.attach(l)
-	unwatch := context.AfterFunc(ctx, func() { l.end(LostCanceled, context.Cause(ctx)) })
+	if leaseCtx == nil {
+		return l
+	}
+	unwatch := context.AfterFunc(leaseCtx, func() { l.end(LostCanceled, context.Cause(leaseCtx)) })
 	l.mu.Lock()
 	l.unwatch = unwatch
 	lost := l.lost != nil

@@ -3,6 +3,7 @@
 // the conformance scenario through the library.
 import { existsSync, readFileSync } from "node:fs";
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
+import type { ReasonTypes } from "./reasons-table.js";
 import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
 const PROBE = `${ROOT}/.conformance/sdk-go/fk-sdk-probe`;
@@ -22,6 +23,24 @@ export async function runScenario(server: string, resource: string, o: ScenarioO
   return { code: r.code, output: r.stdout + r.stderr };
 }
 
+/** `fk-sdk-probe reasons`: the error type the library returns for each reason of its generated enum. */
+export async function reasons(): Promise<ReasonTypes> {
+  assertProbeBuilt();
+  const r = await runToEnd(PROBE, ["reasons"]);
+  if (r.code !== 0) throw new Error(`fk-sdk-probe reasons failed:\n${r.stdout}${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/**
+ * The ten-line program of sdk/go/consumer-test, a module of its own that requires the library by its
+ * module path: acquires resource on server, writes, releases.
+ */
+export async function runConsumer(server: string, resource: string): Promise<ScenarioRun> {
+  assertProbeBuilt();
+  const r = await runToEnd(`${ROOT}/.conformance/sdk-go/fk-user`, [server, resource]);
+  return { code: r.code, output: r.stdout + r.stderr };
+}
+
 /** `fk-sdk-probe hold`: a Go process holding a lease. */
 export function hold(o: HoldOptions): ProbeProcess {
   assertProbeBuilt();
@@ -37,6 +56,7 @@ export function hold(o: HoldOptions): ProbeProcess {
     ...(o.shared ? ["--shared"] : []),
     ...(o.lockDelayMs ? ["--lock-delay", `${o.lockDelayMs}ms`] : []),
     ...(o.holder ? ["--holder", o.holder] : []),
+    ...(o.acquireTimeoutMs ? ["--acquire-timeout", `${o.acquireTimeoutMs}ms`] : []),
   ];
   return new ProbeProcess("the Go holder", PROBE, args);
 }

@@ -1,7 +1,9 @@
 // The Go client library (sdk/go) through its test program (sdk/go/cmd/fk-sdk-probe): the SDK suite
 // (sdk-suite.ts).
 import { expect } from "chai";
-import { hold, runScenario } from "./go-probe.js";
+import { clientsFor } from "../harness/clients.js";
+import { sleep, uniqueResource } from "../harness/suite.js";
+import { hold, reasons, runConsumer, runScenario } from "./go-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 
 sdkSuite({
@@ -12,6 +14,32 @@ sdkSuite({
   grantedWithinMs: 15_000,
   state: ["state", "state"],
   write: (key, value) => [`write ${key} ${value}`, "write"],
+  describe: ["describe", "describe"],
+  acquire: ["acquire", "acquire"],
+  lockDelayError: "LockDelayError",
+  reasons: { column: "Go", run: reasons, base: "StatusError" },
+  own(env) {
+    it("a module of its own requires the library by its module path (sdk/go/consumer-test) and its ten-line program acquires, writes and releases", async () => {
+      const r = await runConsumer(env.server.url, uniqueResource("go-sdk-user"));
+      expect(r.code, r.output).to.equal(0);
+      expect(r.output).to.match(/^ok generation \d+ fence \d+$/m);
+    });
+    it("the context given to Acquire bounds the call, not the lease: acquired with a 1 s context.WithTimeout cancelled at once, the lease is still held 3 s later", async () => {
+      const resource = uniqueResource("go-sdk-ctx");
+      const h = hold({ servers: [env.server.url], resource, ttlMs: 2000, acquireTimeoutMs: 1000 });
+      try {
+        const granted = await h.next("granted", 15_000);
+        await sleep(3000); // past the context's 1 s, and past a 2 s TTL a released lease would not outlive
+        const d = await clientsFor(env.server.url).lease.describe({ resource });
+        expect(d.held, "held after the Acquire's context ended").to.equal(true);
+        expect(String(d.token?.generation)).to.equal(granted.token.generation);
+        expect(h.seen("lost")).to.deep.equal([]);
+        expect((await h.command("state", "state")).held).to.equal(true);
+      } finally {
+        await h.kill();
+      }
+    });
+  },
   scenario: {
     title: "runs the conformance scenario through the library: without credentials, with a client certificate (mutual TLS), with a bearer JWT",
     run: runScenario,
@@ -21,6 +49,9 @@ sdkSuite({
   lockDelay: {
     title: "AcquireOptions.LockDelay reaches the server, on a lease of its own also with Options.Sessions; Release leaves no delay",
     holders: [{ sessions: true }],
+    expired: {
+      title: "a lock-delayed lease lost at its deadline is left to expire, not released: the delay applies, Describe shows it, and an Acquire fails LockDelayError",
+    },
   },
   shared: {
     title: "two Go holders acquire shared and co-hold; their writes are refused SHARED_TOKEN",

@@ -3,6 +3,7 @@
 // commands on stdin.
 import { existsSync, readFileSync } from "node:fs";
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
+import type { ReasonTypes } from "./reasons-table.js";
 import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
 const JAR = "sdk/java/probe/target/fk-sdk-probe.jar";
@@ -23,6 +24,26 @@ export async function runChecks(command: "scenario" | "semantics", server: strin
     ...(o.bearer ? ["--bearer", o.bearer] : []),
   ];
   const r = await runToEnd("java", ["-jar", JAR, command, "--server", server, "--resource", resource, ...flags]);
+  return { code: r.code, output: r.stdout + r.stderr };
+}
+
+/** The probe's `reasons`: the exception class the library throws for each reason of its generated enum. */
+export async function reasons(): Promise<ReasonTypes> {
+  assertProbeBuilt();
+  const r = await runToEnd("java", ["-jar", JAR, "reasons"]);
+  if (r.code !== 0) throw new Error(`the Java probe's reasons failed:\n${r.stdout}${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/**
+ * The ten-line program of sdk/java/consumer-test, a separate Maven project built against the library's jar
+ * as installed into a throwaway local repository: acquires resource on server, writes, releases.
+ */
+export async function runConsumer(server: string, resource: string): Promise<ScenarioRun> {
+  assertProbeBuilt();
+  const jar = `${ROOT}/sdk/java/consumer-test/target/fk-user.jar`;
+  if (!existsSync(jar)) throw new Error("the Java user project is not built: run bash scripts/setup-polyglot.sh (npm test runs it)");
+  const r = await runToEnd("java", ["-jar", jar, server, resource]);
   return { code: r.code, output: r.stdout + r.stderr };
 }
 

@@ -1,7 +1,7 @@
 // The Java client library (sdk/java) through its probe (sdk/java/probe): the SDK suite (sdk-suite.ts),
 // and the library's own promises. A holder's worker thread writes through its lease all along.
 import { expect } from "chai";
-import { hold, runChecks } from "./java-probe.js";
+import { hold, reasons, runChecks, runConsumer } from "./java-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 import { uniqueResource } from "../harness/suite.js";
 
@@ -14,7 +14,16 @@ sdkSuite({
   state: ["state", "state"],
   // Writes of the worker thread answer "put" too: the command's answer is the one from stdin.
   write: (key, value) => [`put ${key} ${value}`, (e) => e.event === "put" && e.source === "stdin"],
+  describe: ["describe", "describe"],
+  acquire: ["acquire", "acquire"],
+  lockDelayError: "LockDelayException",
+  reasons: { column: "Java", run: reasons, base: "FencekeeperException" },
   own(env) {
+    it("a separate Maven project, built against the jar installed into a throwaway local repository, runs a ten-line program: acquire, write, release", async () => {
+      const r = await runConsumer(env.server.url, uniqueResource("java-sdk-user"));
+      expect(r.code, r.output).to.equal(0);
+      expect(r.output).to.match(/^ok generation \d+ fence \d+$/m);
+    });
     it("keeps its own promises: release, fail fast, wait at most, cancel by future or interrupt, withLease, fenced writes", async () => {
       const r = await runChecks("semantics", env.server.url, uniqueResource("java-sdk-semantics"));
       expect(r.code, `a check failed:\n${r.output}`).to.equal(0);
@@ -25,7 +34,7 @@ sdkSuite({
     title: "runs the conformance scenario of SCENARIO.md through the library: own leases, on sessions, with a client certificate (mutual TLS), with a bearer JWT",
     run: (server, resource, o) => runChecks("scenario", server, resource, o),
     onSessions: true,
-    everyRun: [/^ok acquire: the token verifies offline \(key \w+\)$/m],
+    everyRun: [/^ok acquire: the token verifies offline \(key \w+\)$/m, /^ok list: 2 entries, in key order$/m],
     refused: /^FAIL UnauthenticatedException UNAUTHENTICATED /m,
     check({ sessions }) {
       const out = sessions!.output;
@@ -39,6 +48,9 @@ sdkSuite({
   lockDelay: {
     title: "AcquireOptions.withLockDelay reaches the server, on a lease of its own also with sessions; release leaves no delay",
     holders: [{ sessions: true }],
+    expired: {
+      title: "a lock-delayed lease lost at its deadline is left to expire, not released: the delay applies, describe() shows it, and an acquire throws LockDelayException",
+    },
   },
   shared: {
     title: "two Java holders acquire shared and co-hold; their writes are refused SHARED_TOKEN",

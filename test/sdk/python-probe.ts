@@ -3,6 +3,7 @@
 // and takes commands on stdin; its `scenario` runs the conformance scenario through the library.
 import { existsSync, readFileSync } from "node:fs";
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
+import type { ReasonTypes } from "./reasons-table.js";
 import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
 const PYTHON = `${ROOT}.conformance/venv/bin/python`;
@@ -36,11 +37,32 @@ export async function runUnitTests(): Promise<ScenarioRun> {
   return { code: r.code, output: r.stdout + r.stderr };
 }
 
+/** `probe.py reasons`: the error class the library raises for each reason of its generated enum. */
+export async function reasons(): Promise<ReasonTypes> {
+  assertInstalled();
+  const r = await runToEnd(PYTHON, [PROBE, "reasons"]);
+  if (r.code !== 0) throw new Error(`probe.py reasons failed:\n${r.stdout}${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/**
+ * sdk/python/consumer-test/user.py, a user's ten-line program, run with the venv into which
+ * setup-polyglot.sh installed the built wheels with pip: acquires resource on server, writes, releases.
+ */
+export async function runConsumer(server: string, resource: string): Promise<ScenarioRun> {
+  assertInstalled();
+  const python = `${ROOT}.conformance/venv-user/bin/python`;
+  if (!existsSync(python)) throw new Error("the Python wheels are not installed: run bash scripts/setup-polyglot.sh (npm test runs it)");
+  const r = await runToEnd(python, [`${ROOT}sdk/python/consumer-test/user.py`, server, resource]);
+  return { code: r.code, output: r.stdout + r.stderr };
+}
+
 /** `probe.py hold`: holds one lease (through fencekeeper.aio with `asyncio`) until killed. */
 export function hold(o: HoldOptions): ProbeProcess {
   assertInstalled();
   const args = [PROBE, "hold", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs / 1000), ...(o.shared ? ["--shared"] : [])];
   if (o.lockDelayMs) args.push("--lock-delay", String(o.lockDelayMs / 1000));
   if (o.asyncio) args.push("--asyncio");
+  if (o.scoped) args.push("--scoped");
   return new ProbeProcess("the Python holder", PYTHON, args);
 }

@@ -2,7 +2,8 @@
 // tests, then the SDK suite (sdk-suite.ts), with leases of their own and on sessions, through threads
 // and through fencekeeper.aio.
 import { expect } from "chai";
-import { hold, runScenario, runUnitTests } from "./python-probe.js";
+import { hold, reasons, runConsumer, runScenario, runUnitTests } from "./python-probe.js";
+import { uniqueResource } from "../harness/suite.js";
 import { sdkSuite } from "./sdk-suite.js";
 
 sdkSuite({
@@ -13,7 +14,16 @@ sdkSuite({
   grantedWithinMs: 15_000,
   state: ["status", "status"],
   write: (key, value) => [`write ${key} ${value}`, "write"],
-  own() {
+  describe: ["describe", "describe"],
+  acquire: ["acquire", "acquire"],
+  lockDelayError: "LockDelayError",
+  reasons: { column: "Python", run: reasons, base: "FencekeeperError" },
+  own(env) {
+    it("installed the usual way (its wheel, with pip, in a fresh venv), a user's ten-line program acquires, writes and releases", async () => {
+      const r = await runConsumer(env.server.url, uniqueResource("py-sdk-user"));
+      expect(r.code, r.output).to.equal(0);
+      expect(r.output).to.match(/^ok generation \d+ fence \d+ from .*\/\.conformance\/venv-user\/lib\/.*site-packages\/fencekeeper\/__init__\.py$/m);
+    });
     it("passes its unit tests (deadlines, error mapping, backoff, tokens, token verification)", async () => {
       const r = await runUnitTests();
       expect(r.code, r.output).to.equal(0);
@@ -31,12 +41,16 @@ sdkSuite({
     },
   },
   lockDelay: {
-    title: "acquire(lock_delay=...) reaches the server (on fencekeeper.aio too); release leaves no delay",
-    holders: [{ asyncio: false }, { asyncio: true }],
+    title: "acquire(lock_delay=...) and the scoped lease(lock_delay=...) reach the server (on fencekeeper.aio too); release leaves no delay",
+    holders: [{ asyncio: false }, { asyncio: true, scoped: true }, { scoped: true }],
+    expired: {
+      title: "a lock-delayed lease lost at its deadline (fencekeeper.aio) is left to expire, not released: the delay applies, describe() shows it, and an acquire raises LockDelayError",
+      hold: { asyncio: true },
+    },
   },
   shared: {
-    title: "two Python holders acquire shared and co-hold; their writes are refused SHARED_TOKEN",
-    holders: [{ asyncio: false }, { asyncio: true }],
+    title: "two Python holders acquire shared through the scoped lease(shared=True), threads and fencekeeper.aio, and co-hold; their writes are refused SHARED_TOKEN",
+    holders: [{ scoped: true }, { asyncio: true, scoped: true }],
     refused: { sent: true, ok: false, reason: "SHARED_TOKEN", code: "INVALID_ARGUMENT" },
   },
   paused: {

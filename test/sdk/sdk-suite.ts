@@ -19,6 +19,7 @@ import { startServer, type TestServer } from "../harness/server.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
 import { makeCerts, type Certs } from "../operations/support/certs.js";
 import type { Match, ProbeEvent, ProbeProcess } from "./probe-process.js";
+import { documentedReasons, generatedReasons, type Language, type ReasonTypes } from "./reasons-table.js";
 
 /** A holder process: what the lease is held on, and how (not every probe knows every option). */
 export interface HoldOptions {
@@ -34,6 +35,10 @@ export interface HoldOptions {
   asyncio?: boolean;
   /** Java: a worker thread writes through the lease this often, as a program acting on its lease would. */
   writeEveryMs?: number;
+  /** Go: Acquire's context is a context.WithTimeout of this, cancelled as Acquire returns. */
+  acquireTimeoutMs?: number;
+  /** Python: through the scoped form, client.lease() (aio's with asyncio). */
+  scoped?: boolean;
 }
 
 export interface ScenarioOptions {
@@ -65,6 +70,23 @@ export interface Sdk {
   /** The holder's commands: its state, and a write through its lease. */
   state: Command;
   write(key: string, value: string): Command;
+  /**
+   * The holder's Describe of its resource, printed as {held, holders: [{holder, generation}], lock_delay_ms,
+   * lock_delay_until (ms since the epoch, while in a lock-delay)}.
+   */
+  describe: Command;
+  /** Another Acquire of the holder's resource, without waiting, printed as {ok, error: the type's name}. */
+  acquire: Command;
+  /** The name of the library's lock-delay error type. */
+  lockDelayError: string;
+  reasons: {
+    /** The library's column in the table of docs/client-semantics.md. */
+    column: Exclude<Language, "TypeScript">;
+    /** Its test program's `reasons`: the type it raises for each reason of its generated ErrorReason enum. */
+    run(): Promise<ReasonTypes>;
+    /** Its base error type, which carries any status. */
+    base: string;
+  };
   /** Tests of this language alone, run first. */
   own?(env: Env): void;
   scenario: {
@@ -78,7 +100,12 @@ export interface Sdk {
     refused: RegExp;
     check?(runs: { own: ScenarioRun; sessions?: ScenarioRun }): void;
   };
-  lockDelay: { title: string; holders: Partial<HoldOptions>[] };
+  lockDelay: {
+    title: string;
+    holders: Partial<HoldOptions>[];
+    /** The test of a lock-delayed lease lost at its deadline (renewal answers held back): left to expire. */
+    expired: { title: string; hold?: Partial<HoldOptions> };
+  };
   shared: { title: string; holders: Partial<HoldOptions>[]; refused: Record<string, unknown> };
   paused: {
     title(on: string): string;
@@ -169,6 +196,18 @@ export function sdkSuite(sdk: Sdk): void {
 
     sdk.own?.(env);
 
+    it("raises, for every reason of its generated ErrorReason enum, the type the table of docs/client-semantics.md names; NOT_FOUND without a reason is no lease-not-found", async () => {
+      const { reasons, not_found_without_reason } = await sdk.reasons.run();
+      const generated = generatedReasons();
+      expect(Object.keys(reasons).sort(), `the reasons of the ${sdk.name} stubs (gen/) are those of the TypeScript ones: regenerate`).to.deep.equal(generated);
+      const unmapped = Object.keys(reasons).filter((r) => !reasons[r]);
+      expect(unmapped, `reasons the ${sdk.name} library's table has no entry for`).to.deep.equal([]);
+      const table = documentedReasons();
+      expect(Object.keys(table).sort(), "the reasons with a row in docs/client-semantics.md").to.deep.equal(generated);
+      for (const r of generated) expect(reasons[r], `${r} in ${sdk.name}`).to.equal(table[r][sdk.reasons.column]);
+      expect(not_found_without_reason).to.equal(sdk.reasons.base);
+    });
+
     it(sdk.scenario.title, async () => {
       const { certs } = env;
       const tag = sdk.tag;
@@ -203,6 +242,10 @@ export function sdkSuite(sdk: Sdk): void {
         // On a lease of its own, even with sessions on: a lock delay is the lease's own.
         if (o.sessions) expect(h.seen("session-opened")).to.have.length(0);
         expect((await c.lease.describe({ resource })).lockDelay, JSON.stringify(o)).to.deep.include({ seconds: 3n });
+        // The library's Describe says so too.
+        const described = await h.command(...sdk.describe);
+        expect(described, JSON.stringify(o)).to.include({ held: true, lock_delay_ms: 3000 });
+        expect(described.holders, JSON.stringify(o)).to.have.length(1);
         await h.command("release", "released");
         const after = await c.lease.describe({ resource });
         expect(after.held).to.equal(false);
@@ -221,6 +264,10 @@ export function sdkSuite(sdk: Sdk): void {
         expect(d.holders).to.have.length(2);
         const names = sdk.shared.holders.map((o) => o.holder);
         if (names.every(Boolean)) expect(d.holders.map((h) => h.holder).sort()).to.deep.equal(names.sort());
+        // The library's Describe lists both holders.
+        const described = await holders[0].command(...sdk.describe);
+        expect(described.held).to.equal(true);
+        expect(described.holders.map((h: { generation: string }) => h.generation).sort()).to.deep.equal(granted.map((g) => g.token.generation).sort());
         const write = await holders[0].command(...sdk.write("greeting", "hello"));
         expect(write).to.include(sdk.shared.refused);
       } finally {
@@ -290,6 +337,31 @@ export function sdkSuite(sdk: Sdk): void {
         const state = await h.command(...sdk.state);
         expect(state.held).to.equal(false);
         await sdk.late.checkAfter({ lost, state, holder: h });
+      });
+
+      it(sdk.lockDelay.expired.title, async () => {
+        const resource = uniqueResource(`${sdk.tag}-lock-delay-expired`);
+        const h = hold({ servers: [proxy.url], resource, lockDelayMs: 3000, ...sdk.lockDelay.expired.hold });
+        await h.next("granted", sdk.grantedWithinMs);
+        await h.next("renewed", ttl * 2);
+        proxy.setDelay(ttl + 1000, "toClient"); // renewals reach etcd; the library sees no answer in time
+        expect(String((await h.next("lost", ttl * 3)).why).toLowerCase()).to.equal("deadline");
+        // The etcd lease outlives the library's deadline by at most a TTL; released, it would be gone at once,
+        // with no delay. Left to expire, the resource goes into its lock-delay.
+        const c = clientsFor(env.server.url);
+        const deadline = Date.now() + ttl + 1500;
+        let d = await c.lease.describe({ resource });
+        while (d.held && Date.now() < deadline) {
+          await sleep(100);
+          d = await c.lease.describe({ resource });
+        }
+        expect(d.held, "the lease expired").to.equal(false);
+        expect(d.lockDelayUntil, "in a lock-delay (a release ends the lease without one)").to.not.equal(undefined);
+        proxy.setDelay(0);
+        const described = await h.command(...sdk.describe);
+        expect(described).to.include({ held: false, lock_delay_ms: 3000 });
+        expect(described.lock_delay_until).to.be.a("number");
+        expect(await h.command(...sdk.acquire)).to.include({ ok: false, error: sdk.lockDelayError });
       });
     };
     if (sdk.late.group) describe(sdk.late.group, late);

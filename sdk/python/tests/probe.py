@@ -3,8 +3,8 @@
   probe.py scenario --server URL --resource R [--sessions] [credentials]
       the conformance scenario (test/conformance/SCENARIO.md) through the library; "ok ..." per step,
       exit 0, or "FAIL ..." on stderr and exit 1.
-  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--lock-delay SECONDS] [--asyncio] [--shared] [credentials]
-      acquires R and keeps it, printing one JSON line per event, times in ms since the epoch:
+  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--lock-delay SECONDS] [--asyncio] [--shared] [--scoped] [credentials]
+      acquires R (with --scoped, through the scoped form client.lease()) and keeps it, printing one JSON line per event, times in ms since the epoch:
         {"event": "granted", "token": {...}, "valid_until": ms, "at": ms}
         {"event": "renewed" | "stream-opened" | "stream-failed", ...}     (the client's events)
         {"event": "lost", "why": ..., "at": ms (when the loss signal fired), "valid_until": ms}
@@ -14,7 +14,13 @@
         force-write KEY VALUE  the same write with the lease's token, bypassing the lease (FENCE_MODE_ORDER)
         status                 {"event": "status", "held": bool, "token": {...}, "valid_until": ms}
         release                {"event": "released"}
+        describe               {"event": "describe", "held": bool, "holders": [...], "lock_delay_ms": ms, "lock_delay_until": ms}
+        acquire                another acquire of R without wait: {"event": "acquire", "ok": bool, "error": class name}
       --asyncio runs the same on fencekeeper.aio, the loss seen through its asyncio.Event.
+
+  probe.py reasons
+      prints the error class the library raises for each reason of the generated ErrorReason enum (null for
+      none), and for NOT_FOUND without a reason, as one JSON object.
 
 credentials: --bearer JWT, --tls-ca FILE, --tls-cert FILE --tls-key FILE (as the conformance clients)."""
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import threading
@@ -31,6 +38,9 @@ from typing import Any, Awaitable, Callable
 
 import fencekeeper
 import fencekeeper.aio
+import grpc
+from fencekeeper._error_mapping import error_types, from_status
+from google.rpc import status_pb2
 from scenario import Unexpected, run_scenario
 
 _print_lock = threading.Lock()
@@ -79,9 +89,33 @@ def lost_fields(error: fencekeeper.LeaseLostError) -> dict[str, Any]:
     return {"why": error.why, "at": ms(error.lost_at), "valid_until": ms(error.valid_until)}
 
 
+def described(d: fencekeeper.Description) -> dict[str, Any]:
+    return {
+        "held": d.held,
+        "holders": [{"holder": h.holder, "generation": str(h.token.generation)} for h in d.holders],
+        "lock_delay_ms": round(d.lock_delay * 1000) if d.lock_delay is not None else 0,
+        **({"lock_delay_until": ms(d.lock_delay_until)} if d.lock_delay_until else {}),
+    }
+
+
+def acquired(call: Callable[[], Any]) -> dict[str, Any]:
+    try:
+        call()
+        return {"ok": True}
+    except fencekeeper.FencekeeperError as e:
+        return {"ok": False, "error": type(e).__name__, "reason": e.reason or ""}
+
+
 def hold(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) -> int:
     client = fencekeeper.Client(args.server, credentials=credentials, holder="python-sdk-probe", on_event=client_event)
-    lease = client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared)
+    if args.scoped:
+        with contextlib.ExitStack() as scope:
+            lease = scope.enter_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
+            return serve(args, client, lease)
+    return serve(args, client, client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
+
+
+def serve(args: argparse.Namespace, client: fencekeeper.Client, lease: fencekeeper.Lease) -> int:
     out("granted", token=lease.token.to_json(), valid_until=ms(lease.valid_until))
 
     # Printed by a loss listener, which runs on the thread that finds the loss, right after the event is
@@ -98,13 +132,24 @@ def hold(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) 
         elif cmd == "release":
             lease.release()
             out("released")
+        elif cmd == "describe":
+            out("describe", **described(client.describe(args.resource)))
+        elif cmd == "acquire":
+            out("acquire", **acquired(lambda: client.acquire(args.resource, ttl=args.ttl).release()))
     client.close()
     return 0
 
 
 async def hold_async(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) -> int:
     client = fencekeeper.aio.Client(args.server, credentials=credentials, holder="python-sdk-probe-aio", on_event=client_event)
-    lease = await client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared)
+    if args.scoped:
+        async with contextlib.AsyncExitStack() as scope:
+            lease = await scope.enter_async_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
+            return await serve_async(args, client, lease)
+    return await serve_async(args, client, await client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
+
+
+async def serve_async(args: argparse.Namespace, client: fencekeeper.aio.Client, lease: fencekeeper.aio.Lease) -> int:
     out("granted", token=lease.token.to_json(), valid_until=ms(lease.valid_until))
 
     async def watch() -> None:
@@ -132,6 +177,18 @@ async def hold_async(args: argparse.Namespace, credentials: fencekeeper.Credenti
         elif cmd == "release":
             await lease.release()
             out("released")
+        elif cmd == "describe":
+            out("describe", **described(await client.describe(args.resource)))
+        elif cmd == "acquire":
+
+            async def again() -> None:
+                await (await client.acquire(args.resource, ttl=args.ttl)).release()
+
+            try:
+                await again()
+                out("acquire", ok=True)
+            except fencekeeper.FencekeeperError as e:
+                out("acquire", ok=False, error=type(e).__name__, reason=e.reason or "")
     watcher.cancel()
     await client.close()
     return 0
@@ -139,9 +196,10 @@ async def hold_async(args: argparse.Namespace, credentials: fencekeeper.Credenti
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="probe.py")
-    parser.add_argument("command", choices=["scenario", "hold"])
-    parser.add_argument("--server", required=True, help="http(s)://host:port, several comma-separated")
-    parser.add_argument("--resource", required=True)
+    parser.add_argument("command", choices=["scenario", "hold", "reasons"])
+    parser.add_argument("--server", default="", help="http(s)://host:port, several comma-separated")
+    parser.add_argument("--resource", default="")
+    parser.add_argument("--scoped", action="store_true", help="hold: through client.lease(), the scoped form")
     parser.add_argument("--ttl", type=float, default=2.0, help="seconds")
     parser.add_argument("--asyncio", action="store_true")
     parser.add_argument("--sessions", action="store_true", help="acquire on sessions (Client(sessions=True))")
@@ -152,6 +210,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tls-cert", default="")
     parser.add_argument("--tls-key", default="")
     args = parser.parse_args(argv)
+    if args.command == "reasons":
+        bare = from_status(status_pb2.Status(code=grpc.StatusCode.NOT_FOUND.value[0], message="not found"))
+        print(json.dumps({"reasons": error_types(), "not_found_without_reason": type(bare).__name__}), flush=True)
+        return 0
+    if not args.server or not args.resource:
+        parser.error("--server and --resource are required")
 
     def read(path: str) -> bytes | None:
         if not path:

@@ -2,14 +2,20 @@
 //
 //	fk-sdk-probe scenario --server URLS --resource R
 //	    the conformance scenario of test/conformance/SCENARIO.md, through the library
-//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--shared] [--lock-delay 3s]
-//	    acquires R (on a session with --sessions, shared with --shared) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
+//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--shared] [--lock-delay 3s] [--acquire-timeout 1s]
+//	    acquires R (on a session with --sessions, shared with --shared; with --acquire-timeout, with a
+//	    context.WithTimeout context whose cancel runs as Acquire returns, as a Go program would write it) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
 //	    stream-failed, ...), then runs the commands it reads on stdin, one a line:
 //	      write K V   a write through the lease (checked first: a lost lease sends nothing)
 //	      force K V   a write with the lease's token through the store, whatever the lease's state
 //	      state       the lease's state: held, valid_until, last_confirmed_at
 //	      release     releases the lease
+//	      describe    Describe of the resource: held, holders, lock_delay_ms, lock_delay_until
+//	      acquire     another Acquire of the resource, without waiting: its error's type, or its token
 //	    and exits at the end of stdin.
+//	fk-sdk-probe reasons
+//	    prints the error type the library returns for each reason of the generated ErrorReason enum ("" for
+//	    none), and for NOT_FOUND without a reason, as one JSON object.
 //
 // Times are ms since the epoch (wall clock, with fractions); 64-bit integers are decimal strings.
 // Credentials: --bearer JWT, --tls-ca FILE, --tls-cert FILE --tls-key FILE, as the conformance clients.
@@ -31,6 +37,8 @@ import (
 	"time"
 
 	fencekeeper "github.com/fencekeeper/fencekeeper/sdk/go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func main() {
@@ -39,6 +47,12 @@ func main() {
 		os.Exit(2)
 	}
 	command := os.Args[1]
+	if command == "reasons" {
+		bare := fencekeeper.FromStatus(status.New(codes.NotFound, "not found"))
+		line, _ := json.Marshal(map[string]any{"reasons": fencekeeper.ErrorTypes(), "not_found_without_reason": strings.TrimPrefix(fmt.Sprintf("%T", bare), "*fencekeeper.")})
+		fmt.Println(string(line))
+		return
+	}
 	flags := flag.NewFlagSet(command, flag.ContinueOnError)
 	server := flags.String("server", "", "server URLs, comma-separated")
 	resource := flags.String("resource", "", "the resource")
@@ -47,6 +61,7 @@ func main() {
 	sessions := flags.Bool("sessions", false, "hold: acquire on a session (Options.Sessions)")
 	lockDelay := flags.Duration("lock-delay", 0, "hold: the lock-delay (AcquireOptions.LockDelay)")
 	shared := flags.Bool("shared", false, "hold: a shared acquisition (AcquireOptions.Shared)")
+	acquireTimeout := flags.Duration("acquire-timeout", 0, "hold: Acquire's context is a context.WithTimeout of this, cancelled once Acquire returns")
 	bearer := flags.String("bearer", "", "a JWT, sent as authorization: Bearer")
 	ca := flags.String("tls-ca", "", "PEM CA of the server's certificate")
 	cert := flags.String("tls-cert", "", "PEM client certificate")
@@ -67,7 +82,7 @@ func main() {
 			os.Exit(1)
 		}
 	case "hold":
-		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay}); err != nil {
+		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay}, *acquireTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -141,7 +156,7 @@ func outcome(commit fencekeeper.Commit, err error) map[string]any {
 	return out
 }
 
-func hold(options fencekeeper.Options, resource string, acquire fencekeeper.AcquireOptions) error {
+func hold(options fencekeeper.Options, resource string, acquire fencekeeper.AcquireOptions, acquireTimeout time.Duration) error {
 	var p printer
 	options.OnEvent = func(e fencekeeper.Event) {
 		fields := map[string]any{"event": string(e.Type), "at": ms(e.At)}
@@ -165,7 +180,7 @@ func hold(options fencekeeper.Options, resource string, acquire fencekeeper.Acqu
 		return err
 	}
 	defer c.Close()
-	lease, err := c.Acquire(context.Background(), resource, acquire)
+	lease, err := acquireWithin(c, resource, acquire, acquireTimeout)
 	if err != nil {
 		return err
 	}
@@ -195,6 +210,31 @@ func hold(options fencekeeper.Options, resource string, acquire fencekeeper.Acqu
 			p.print(merge(map[string]any{"event": "force", "at": ms(at), "done_at": ms(time.Now())}, outcome(commit, err)))
 		case args[0] == "state":
 			p.print(map[string]any{"event": "state", "at": ms(time.Now()), "held": lease.Held(), "valid_until": ms(lease.ValidUntil()), "last_confirmed_at": ms(lease.LastConfirmedAt())})
+		case args[0] == "describe":
+			d, err := c.Describe(ctx, resource)
+			if err != nil {
+				p.print(map[string]any{"event": "describe", "at": ms(time.Now()), "error": err.Error()})
+				break
+			}
+			holders := []map[string]any{}
+			for _, h := range d.Holders {
+				holders = append(holders, map[string]any{"holder": h.Holder, "generation": itoa(h.Token.Generation), "ttl_ms": h.TTL.Milliseconds()})
+			}
+			fields := map[string]any{"event": "describe", "at": ms(time.Now()), "held": d.Held, "holders": holders, "lock_delay_ms": d.LockDelay.Milliseconds()}
+			if !d.LockDelayUntil.IsZero() {
+				fields["lock_delay_until"] = ms(d.LockDelayUntil)
+			}
+			p.print(fields)
+		case args[0] == "acquire":
+			other, err := c.Acquire(ctx, resource, fencekeeper.AcquireOptions{TTL: acquire.TTL, Holder: acquire.Holder})
+			fields := map[string]any{"event": "acquire", "at": ms(time.Now()), "ok": err == nil}
+			if err != nil {
+				fields["error"], fields["message"] = errorType(err), err.Error()
+			} else {
+				fields["token"] = tokenJSON(other.Token())
+				other.Release(ctx)
+			}
+			p.print(fields)
 		case args[0] == "release":
 			lease.Release(ctx)
 			p.print(map[string]any{"event": "released", "at": ms(time.Now())})
@@ -204,6 +244,34 @@ func hold(options fencekeeper.Options, resource string, acquire fencekeeper.Acqu
 		cancel()
 	}
 	return nil
+}
+
+// acquireWithin acquires with the everyday Go bound on a call: a context.WithTimeout, cancelled by a
+// defer when the function returns. The lease outlives it.
+func acquireWithin(c *fencekeeper.Client, resource string, o fencekeeper.AcquireOptions, timeout time.Duration) (*fencekeeper.Lease, error) {
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return c.Acquire(ctx, resource, o)
+}
+
+// errorType names the library's typed error in err: the outermost one errors.As finds.
+func errorType(err error) string {
+	var lockDelay *fencekeeper.LockDelayError
+	var held *fencekeeper.ResourceHeldError
+	var se *fencekeeper.StatusError
+	switch {
+	case errors.As(err, &lockDelay):
+		return "LockDelayError"
+	case errors.As(err, &held):
+		return "ResourceHeldError"
+	case errors.As(err, &se):
+		return "StatusError " + se.Reason
+	}
+	return fmt.Sprintf("%T", err)
 }
 
 func merge(a, b map[string]any) map[string]any {

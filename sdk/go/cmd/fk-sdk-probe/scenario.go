@@ -259,8 +259,9 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	leaseW.Release(ctx)
 	step("wait: granted in line at the holder's release, valid from its confirming renewal")
 
-	// Cancelling: the context of a waiting acquire ends the wait; once granted, it ends the lease, which
-	// is released on the server.
+	// Cancelling: the context of a waiting acquire ends the wait. Once granted, the lease outlives the
+	// Acquire's context, unless it was tied to one (AcquireOptions.LeaseContext): that one's end ends it,
+	// and it is released on the server.
 	waiting, stopWaiting := context.WithCancel(ctx)
 	time.AfterFunc(300*time.Millisecond, stopWaiting)
 	if _, err := a.Acquire(waiting, resource, fencekeeper.AcquireOptions{TTL: ttl, Wait: true}); !is[*fencekeeper.CanceledError](err) {
@@ -268,7 +269,7 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	}
 	holding, stopHolding := context.WithCancel(ctx)
 	defer stopHolding()
-	leaseD, err := a.Acquire(holding, resource+"-canceled", fencekeeper.AcquireOptions{TTL: ttl})
+	leaseD, err := a.Acquire(ctx, resource+"-canceled", fencekeeper.AcquireOptions{TTL: ttl, LeaseContext: holding})
 	if err != nil {
 		return fmt.Errorf("cancel: acquire: %w", err)
 	}
@@ -276,7 +277,7 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	select {
 	case <-leaseD.Context().Done():
 	case <-time.After(ttl):
-		return errors.New("cancel: the lease's context was not cancelled with the acquire's")
+		return errors.New("cancel: the lease's context was not cancelled with its LeaseContext")
 	}
 	if !errors.As(context.Cause(leaseD.Context()), &lost) || lost.Why != fencekeeper.LostCanceled {
 		return fmt.Errorf("cancel: expected the lease's context cancelled with LeaseLostError canceled, got %v", context.Cause(leaseD.Context()))
@@ -285,7 +286,7 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	if d, err := a.Describe(ctx, resource+"-canceled"); err != nil || d.Held {
 		return fmt.Errorf("cancel: expected the cancelled lease released on the server, got held=%v (%v)", d.Held, err)
 	}
-	step("cancel: a cancelled wait fails CanceledError; a cancelled holding releases the lease")
+	step("cancel: a cancelled wait fails CanceledError; the end of a LeaseContext releases the lease")
 
 	// A lease the server no longer knows (released with its token behind the holder's back): its next
 	// renewal is answered NOT_FOUND, which ends it.

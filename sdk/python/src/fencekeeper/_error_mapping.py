@@ -10,29 +10,57 @@ from google.rpc import error_details_pb2, status_pb2
 
 from fencekeeper import errors
 from fencekeeper.token import Token
-from fencekeeper.v1 import token_pb2
+from fencekeeper.v1 import errors_pb2, token_pb2
 
 DOMAIN = "fencekeeper.io"
 
-_BY_REASON: dict[str, type[errors.FencekeeperError]] = {
-    "STALE_TOKEN": errors.StaleTokenError,
-    "LEASE_NOT_HELD": errors.LeaseNotHeldError,
-    "GENERATION_NOT_ISSUED": errors.GenerationNotIssuedError,
-    "RESOURCE_HELD": errors.ResourceHeldError,
-    "LEASE_NOT_FOUND": errors.LeaseNotFoundError,
-    "IDEMPOTENCY_KEY_REUSED": errors.IdempotencyKeyReusedError,
-    "ETCD_UNAVAILABLE": errors.UnavailableError,
+_R = errors_pb2.ErrorReason
+
+_BY_REASON: dict[int, type[errors.FencekeeperError]] = {
+    _R.STALE_TOKEN: errors.StaleTokenError,
+    _R.LEASE_NOT_HELD: errors.LeaseNotHeldError,
+    _R.GENERATION_NOT_ISSUED: errors.GenerationNotIssuedError,
+    _R.RESOURCE_HELD: errors.ResourceHeldError,
+    _R.LEASE_NOT_FOUND: errors.LeaseNotFoundError,
+    _R.IDEMPOTENCY_KEY_REUSED: errors.IdempotencyKeyReusedError,
+    _R.ETCD_UNAVAILABLE: errors.UnavailableError,
+    # Answered to the client's own session acquisitions, which handle it.
+    _R.ALREADY_ACQUIRED: errors.FencekeeperError,
+    _R.REVISION_COMPACTED: errors.FencekeeperError,
+    _R.UNAUTHENTICATED: errors.UnauthenticatedError,
+    _R.PERMISSION_DENIED: errors.PermissionDeniedError,
+    _R.NOT_HOLDER: errors.PermissionDeniedError,
+    _R.TOKEN_SIGNATURE_INVALID: errors.InvalidArgumentError,
+    _R.LOCK_DELAY: errors.LockDelayError,
+    _R.SHARED_TOKEN: errors.InvalidArgumentError,
+    _R.QUOTA_EXCEEDED: errors.FencekeeperError,
+    _R.ETCD_NO_SPACE: errors.FencekeeperError,
+    _R.BATCH_TOO_LARGE: errors.InvalidArgumentError,
 }
+"""The typed error of each reason of the generated ErrorReason enum (gen/python, from
+proto/fencekeeper/v1/errors.proto). A reason added to the proto without an entry here fails the reasons
+test of test/sdk/python.test.ts (probe.py reasons). NOT_FOUND without the reason LEASE_NOT_FOUND is no
+LeaseNotFoundError: only the server says a lease is gone, and it says why."""
 
 _BY_CODE: dict[grpc.StatusCode, type[errors.FencekeeperError]] = {
     grpc.StatusCode.UNAVAILABLE: errors.UnavailableError,
     grpc.StatusCode.DEADLINE_EXCEEDED: errors.TimeoutError,
     grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgumentError,
     grpc.StatusCode.CANCELLED: errors.CanceledError,
-    grpc.StatusCode.NOT_FOUND: errors.LeaseNotFoundError,
     grpc.StatusCode.UNAUTHENTICATED: errors.UnauthenticatedError,
     grpc.StatusCode.PERMISSION_DENIED: errors.PermissionDeniedError,
 }
+
+
+def error_types() -> dict[str, str | None]:
+    """The error class the library raises for each reason of the generated ErrorReason enum (None for a
+    reason it has no entry for): for tests and docs (docs/client-semantics.md)."""
+    return {
+        name: (_BY_REASON[number].__name__ if number in _BY_REASON else None)
+        for name, number in _R.items()
+        if number != _R.ERROR_REASON_UNSPECIFIED
+    }
+
 
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
 
@@ -64,7 +92,8 @@ def from_status(status: status_pb2.Status, cause: BaseException | None = None) -
             t = token_pb2.FencingToken()
             detail.Unpack(t)
             holder = Token.from_proto(t)
-    cls = (_BY_REASON.get(reason) if reason else None) or _BY_CODE.get(code) or errors.FencekeeperError
+    number = _R.Value(reason) if reason and reason in _R.keys() else None
+    cls = (_BY_REASON.get(number) if number else None) or _BY_CODE.get(code) or errors.FencekeeperError
     error = cls(status.message or code.name, code, reason, metadata)
     if isinstance(error, errors.ResourceHeldError):
         error.holder_token = holder

@@ -114,6 +114,8 @@ class OwnLease(Keeper):
     """An etcd lease that backs one acquisition alone."""
 
     lease: Lease | None = None
+    lock_delay = False
+    """Acquired with a lock-delay: lost at its deadline, it is left to expire, so that the delay applies."""
 
     def attach(self, lease: Lease) -> None:
         self.lease = lease
@@ -139,8 +141,11 @@ class OwnLease(Keeper):
             self.ctx.keepalive.remove(self.lease_id)
             if self.lease is None:
                 return
-            # A lease the server says is gone needs no release; one past its deadline may still be held in etcd.
-            ending = done() if why == "not-found" else self.ctx.release(self.lease.token)
+            # A lease the server says is gone needs no release; one past its deadline may still be held in etcd,
+            # and is released then, unless it has a lock-delay: releasing would end, without the delay, a lease
+            # whose writes sent before the deadline may still be on their way, which is what the delay is for.
+            left = why == "not-found" or (why == "deadline" and self.lock_delay)
+            ending = done() if left else self.ctx.release(self.lease.token)
             notify = self.lease._mark(why, cause, ending)
         if notify is not None:
             notify()

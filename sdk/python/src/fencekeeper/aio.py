@@ -195,9 +195,18 @@ class Client:
         return Lease(core, self._run, loop)
 
     @asynccontextmanager
-    async def lease(self, resource: str, *, ttl: float = DEFAULT_TTL, wait: bool | float = False, holder: str | None = None) -> AsyncIterator[Lease]:
-        """`async with client.lease(resource) as lease:` as fencekeeper.Client.lease()."""
-        lease = await self.acquire(resource, ttl=ttl, wait=wait, holder=holder)
+    async def lease(
+        self,
+        resource: str,
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: bool | float = False,
+        holder: str | None = None,
+        lock_delay: float = 0,
+        shared: bool = False,
+    ) -> AsyncIterator[Lease]:
+        """`async with client.lease(resource) as lease:` as fencekeeper.Client.lease(), with acquire()'s options."""
+        lease = await self.acquire(resource, ttl=ttl, wait=wait, holder=holder, lock_delay=lock_delay, shared=shared)
         try:
             yield lease
             error = lease.error

@@ -14,6 +14,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Sequence
 
 import grpc
@@ -38,15 +39,35 @@ whatever its call waits for: this only keeps close() with many leases from sendi
 
 
 @dataclass(frozen=True)
+class Holder:
+    """One holder of a resource."""
+
+    holder: str
+    token: Token
+    ttl: float | None
+    """The TTL left on its lease, as etcd reports it (whole seconds)."""
+    principal: str | None
+    """Its authenticated principal, when the server has authentication on."""
+
+
+@dataclass(frozen=True)
 class Description:
     held: bool
+    """Held exclusively, or by shared holders."""
     holder: str | None
+    """The exclusive holder's label (with token and ttl); None when the holders are shared."""
     token: Token | None
     ttl: float | None
     """The TTL left on the holder's lease, as etcd reports it (whole seconds)."""
     waiters: int
     fence: int
     last_issued: int
+    holders: tuple[Holder, ...] = ()
+    """Every holder: the exclusive one, or the shared ones, oldest first."""
+    lock_delay: float | None = None
+    """The holder's lock-delay in seconds, or, while the resource is in a lock-delay, the one being served."""
+    lock_delay_until: datetime | None = None
+    """Set while the resource is in a lock-delay (its holder's lease expired): about when it ends."""
 
 
 @dataclass(frozen=True)
@@ -204,6 +225,7 @@ class Client:
             granted, answered_at = _seconds(renewed.ttl), now()
         self._canceled(resource, token, cancel)
         keeper = OwnLease(token.lease_id, granted, sent_at, answered_at, self._keepers)
+        keeper.lock_delay = bool(lock_delay) or res.HasField("lock_delay")
         lease = self._held(Lease(token, keeper, self._ctx, cancel))
         keeper.start()
         return lease
@@ -298,11 +320,13 @@ class Client:
         wait: bool | float = False,
         cancel: threading.Event | None = None,
         holder: str | None = None,
+        lock_delay: float = 0,
+        shared: bool = False,
     ) -> Iterator[Lease]:
-        """`with client.lease(resource) as lease:` runs the block under a lease and releases it afterwards,
-        also when the block raises (its exception goes on). If the lease was lost before the block ended,
-        leaving it raises the LeaseLostError."""
-        lease = self.acquire(resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder)
+        """`with client.lease(resource) as lease:` runs the block under a lease acquired as acquire() does,
+        with the same options, and releases it afterwards, also when the block raises (its exception goes
+        on). If the lease was lost before the block ended, leaving it raises the LeaseLostError."""
+        lease = self.acquire(resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared)
         try:
             yield lease
             error = lease.error
@@ -323,6 +347,12 @@ class Client:
             d.waiters,
             d.fence,
             d.last_issued,
+            tuple(
+                Holder(h.holder, Token.from_proto(h.token), _seconds(h.ttl) if h.HasField("ttl") else None, h.holder_principal or None)
+                for h in d.holders
+            ),
+            _seconds(d.lock_delay) if d.HasField("lock_delay") else None,
+            d.lock_delay_until.ToDatetime(tzinfo=timezone.utc) if d.HasField("lock_delay_until") else None,
         )
 
     def observe(self, resource: str) -> Observation:

@@ -98,6 +98,23 @@ class ResourceHeldError(FencekeeperError):
         return self.metadata.get("holder")
 
 
+class LockDelayError(ResourceHeldError):
+    """LOCK_DELAY: an acquire without wait found the resource in a lock-delay (acquire(lock_delay=...),
+    docs/lock-delay.md): its last holder's lease expired, and nobody is granted it before `until`. A
+    ResourceHeldError with no holder."""
+
+    @property
+    def until(self) -> datetime | None:
+        """About when the delay ends (the server's estimate, within about a second)."""
+        value = self.metadata.get("lock_delay_until")
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+    @property
+    def generation(self) -> int | None:
+        """The generation whose lease expired."""
+        return _int(self.metadata.get("generation"))
+
+
 class LeaseNotFoundError(FencekeeperError):
     """LEASE_NOT_FOUND: the lease expired, was released, or never existed."""
 

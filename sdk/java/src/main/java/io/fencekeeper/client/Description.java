@@ -2,10 +2,29 @@ package io.fencekeeper.client;
 
 import io.fencekeeper.v1.FencingToken;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
 
 /**
- * Who holds a resource (FencekeeperClient.describe): when held, the holder's label, token, the TTL left
- * on its lease as etcd reports it, and its principal; how many wait; the resource's fence and the
- * greatest generation issued.
+ * Who holds a resource (FencekeeperClient.describe): held exclusively or by shared holders; the exclusive
+ * holder's label, token, the TTL left on its lease as etcd reports it, and its principal (null when the
+ * holders are shared); every holder; how many wait; the resource's fence and the greatest generation
+ * issued; the holder's lock-delay (or, in a lock-delay, the one being served), and while the resource is
+ * in a lock-delay, about when it ends.
  */
-public record Description(boolean held, String holder, FencingToken token, Duration ttl, int waiters, long fence, long lastIssued, String holderPrincipal) {}
+public record Description(
+    boolean held,
+    String holder,
+    FencingToken token,
+    Duration ttl,
+    int waiters,
+    long fence,
+    long lastIssued,
+    String holderPrincipal,
+    List<Holder> holders,
+    Duration lockDelay,
+    Instant lockDelayUntil) {
+
+  /** One holder: its label, token, the TTL left on its lease (whole seconds, as etcd reports it), its principal. */
+  public record Holder(String holder, FencingToken token, Duration ttl, String principal) {}
+}

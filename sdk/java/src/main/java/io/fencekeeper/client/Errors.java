@@ -3,11 +3,14 @@ package io.fencekeeper.client;
 import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.rpc.ErrorInfo;
+import io.fencekeeper.v1.ErrorReason;
 import io.fencekeeper.v1.FencingToken;
 import io.grpc.Status;
 import io.grpc.protobuf.StatusProto;
 import java.net.ConnectException;
+import java.util.EnumMap;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * From what grpc-java raises (a StatusRuntimeException whose google.rpc.Status details hold an
@@ -49,28 +52,76 @@ final class Errors {
     ErrorInfo info = info(details);
     String reason = info == null || info.getReason().isEmpty() ? null : info.getReason();
     Map<String, String> metadata = info == null ? Map.of() : info.getMetadataMap();
-    if (reason != null) {
-      switch (reason) {
-        case "STALE_TOKEN": return new StaleTokenException(message, code, reason, metadata, cause);
-        case "LEASE_NOT_HELD": return new LeaseNotHeldException(message, code, reason, metadata, cause);
-        case "GENERATION_NOT_ISSUED": return new GenerationNotIssuedException(message, code, reason, metadata, cause);
-        case "RESOURCE_HELD": return new ResourceHeldException(message, code, reason, metadata, detail(details, FencingToken.class), cause);
-        case "LEASE_NOT_FOUND": return new LeaseNotFoundException(message, code, reason, metadata, cause);
-        case "IDEMPOTENCY_KEY_REUSED": return new IdempotencyKeyReusedException(message, code, reason, metadata, cause);
-        case "ETCD_UNAVAILABLE": return new UnavailableException(message, code, reason, metadata, cause);
-        default: break;
-      }
-    }
+    Factory typed = reason == null ? null : BY_REASON.get(reasonOf(reason));
+    if (typed != null) return typed.make(message, code, reason, metadata, details, cause);
     switch (code) {
       case UNAVAILABLE: return new UnavailableException(message, code, reason, metadata, cause);
       case DEADLINE_EXCEEDED: return new DeadlineExceededException(message, code, reason, metadata, cause);
       case INVALID_ARGUMENT: return new InvalidArgumentException(message, code, reason, metadata, cause);
       case CANCELLED: return new CanceledException(message, code, reason, metadata, cause);
-      case NOT_FOUND: return new LeaseNotFoundException(message, code, reason, metadata, cause);
       case UNAUTHENTICATED: return new UnauthenticatedException(message, code, reason, metadata, cause);
       case PERMISSION_DENIED: return new PermissionDeniedException(message, code, reason, metadata, cause);
       default: return new FencekeeperException(message, code, reason, metadata, cause);
     }
+  }
+
+  /** Makes the typed exception of one reason. */
+  @FunctionalInterface
+  private interface Factory {
+    FencekeeperException make(String message, Status.Code code, String reason, Map<String, String> metadata, com.google.rpc.Status details, Throwable cause);
+  }
+
+  /**
+   * The typed exception of each reason of the generated ErrorReason enum (gen/java, from
+   * proto/fencekeeper/v1/errors.proto). A reason added to the proto without an entry here fails the
+   * reasons test of test/sdk/java.test.ts (the probe's "reasons"). NOT_FOUND without the reason
+   * LEASE_NOT_FOUND is no LeaseNotFoundException: only the server says a lease is gone, and it says why.
+   */
+  private static final Map<ErrorReason, Factory> BY_REASON = new EnumMap<>(ErrorReason.class);
+
+  static {
+    BY_REASON.put(ErrorReason.STALE_TOKEN, (m, c, r, md, d, cause) -> new StaleTokenException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.LEASE_NOT_HELD, (m, c, r, md, d, cause) -> new LeaseNotHeldException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.GENERATION_NOT_ISSUED, (m, c, r, md, d, cause) -> new GenerationNotIssuedException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.RESOURCE_HELD, (m, c, r, md, d, cause) -> new ResourceHeldException(m, c, r, md, detail(d, FencingToken.class), cause));
+    BY_REASON.put(ErrorReason.LEASE_NOT_FOUND, (m, c, r, md, d, cause) -> new LeaseNotFoundException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.IDEMPOTENCY_KEY_REUSED, (m, c, r, md, d, cause) -> new IdempotencyKeyReusedException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.ETCD_UNAVAILABLE, (m, c, r, md, d, cause) -> new UnavailableException(m, c, r, md, cause));
+    // Answered to the client's own session acquisitions, which handle it.
+    BY_REASON.put(ErrorReason.ALREADY_ACQUIRED, Errors::plain);
+    BY_REASON.put(ErrorReason.REVISION_COMPACTED, Errors::plain);
+    BY_REASON.put(ErrorReason.UNAUTHENTICATED, (m, c, r, md, d, cause) -> new UnauthenticatedException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.PERMISSION_DENIED, (m, c, r, md, d, cause) -> new PermissionDeniedException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.NOT_HOLDER, (m, c, r, md, d, cause) -> new PermissionDeniedException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.TOKEN_SIGNATURE_INVALID, (m, c, r, md, d, cause) -> new InvalidArgumentException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.LOCK_DELAY, (m, c, r, md, d, cause) -> new LockDelayException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.SHARED_TOKEN, (m, c, r, md, d, cause) -> new InvalidArgumentException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.QUOTA_EXCEEDED, Errors::plain);
+    BY_REASON.put(ErrorReason.ETCD_NO_SPACE, Errors::plain);
+    BY_REASON.put(ErrorReason.BATCH_TOO_LARGE, (m, c, r, md, d, cause) -> new InvalidArgumentException(m, c, r, md, cause));
+  }
+
+  private static FencekeeperException plain(String message, Status.Code code, String reason, Map<String, String> metadata, com.google.rpc.Status details, Throwable cause) {
+    return new FencekeeperException(message, code, reason, metadata, cause);
+  }
+
+  private static ErrorReason reasonOf(String name) {
+    try {
+      return ErrorReason.valueOf(name);
+    } catch (IllegalArgumentException e) {
+      return null; // a reason newer than these stubs: mapped by its code
+    }
+  }
+
+  /** The simple name of the exception class for each reason of the generated enum; null for a reason with no entry. */
+  static Map<String, String> types() {
+    Map<String, String> out = new TreeMap<>();
+    for (ErrorReason r : ErrorReason.values()) {
+      if (r == ErrorReason.ERROR_REASON_UNSPECIFIED || r == ErrorReason.UNRECOGNIZED) continue;
+      Factory f = BY_REASON.get(r);
+      out.put(r.name(), f == null ? null : f.make("", Status.Code.UNKNOWN, r.name(), Map.of(), null, null).getClass().getSimpleName());
+    }
+    return out;
   }
 
   private static ErrorInfo info(com.google.rpc.Status details) {

@@ -22,6 +22,7 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.security.PublicKey;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -282,7 +283,12 @@ public final class FencekeeperClient implements AutoCloseable {
     DescribeResponse d = calls.run(s -> s.lease().describe(DescribeRequest.newBuilder().setResource(resource).build()), true);
     return new Description(d.getHeld(), d.getHeld() ? d.getHolder() : null, d.hasToken() ? d.getToken() : null,
         d.hasTtl() ? Duration.ofSeconds(d.getTtl().getSeconds(), d.getTtl().getNanos()) : null, d.getWaiters(), d.getFence(),
-        d.getLastIssued(), d.getHolderPrincipal());
+        d.getLastIssued(), d.getHolderPrincipal(),
+        d.getHoldersList().stream()
+            .map(h -> new Description.Holder(h.getHolder(), h.getToken(), h.hasTtl() ? duration(h.getTtl()) : null, h.getHolderPrincipal().isEmpty() ? null : h.getHolderPrincipal()))
+            .toList(),
+        d.hasLockDelay() ? duration(d.getLockDelay()) : null,
+        d.hasLockDelayUntil() ? Instant.ofEpochSecond(d.getLockDelayUntil().getSeconds(), d.getLockDelayUntil().getNanos()) : null);
   }
 
   /** The ownership of a resource now, then each change of holder, until the Observation is closed. */
@@ -397,6 +403,7 @@ public final class FencekeeperClient implements AutoCloseable {
       throw new CanceledException("acquire of \"" + resource + "\" was canceled", Status.Code.CANCELLED, null, Map.of(), null);
     }
     Lease lease = new Lease(token, ttl, new Deadline(sentAt, ttl, answeredAt, drift), leaseContext);
+    lease.lockDelay = !o.lockDelay().isZero() || res.hasLockDelay();
     leases.add(lease);
     if (onEvent != null) emit(new ClientEvent.Acquired(token, ttl, lease.validUntil()));
     keepAlive.add(lease.keeper, sentAt.monoNanos() + lease.interval().toNanos());

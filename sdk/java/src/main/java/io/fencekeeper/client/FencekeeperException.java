@@ -24,6 +24,19 @@ public class FencekeeperException extends RuntimeException {
   }
 
   /** The gRPC status code. */
+  /** The typed exception of a gRPC status, as the client's calls throw it: for a program that also calls the generated stubs itself. */
+  public static FencekeeperException fromStatus(Status status) {
+    return Errors.from(status.asRuntimeException());
+  }
+
+  /**
+   * The simple name of the exception class the client throws for each reason of the generated ErrorReason
+   * enum (null for a reason it has no entry for): for tests and docs (docs/client-semantics.md).
+   */
+  public static Map<String, String> typesByReason() {
+    return Errors.types();
+  }
+
   public Status.Code code() {
     return code;
   }

@@ -62,6 +62,9 @@ public final class Lease implements AutoCloseable {
   private CompletableFuture<Void> ending = DONE; // guarded by this
 
   /** A lease of its own, kept alive by its own renewals. */
+  /** Acquired with a lock-delay (set before the lease is renewed or returned): lost at its deadline, it is left to expire. */
+  volatile boolean lockDelay;
+
   Lease(FencingToken token, Duration ttl, Deadline deadline, Context ctx) {
     this.token = token;
     this.ttl = ttl;
@@ -286,8 +289,11 @@ public final class Lease implements AutoCloseable {
       if (lostWith != null) return;
       error = new LeaseLostException(message(why, cause, cleanup != null), why, token, deadline.validUntil(), deadline.lastConfirmedAt(), Instant.now(), cause);
       lostWith = error;
-      // A lease the server says is gone needs no release; one past its deadline may still be held in etcd.
-      ending = cleanup != null ? cleanup : why == LossCause.NOT_FOUND ? DONE : ctx.release(token);
+      // A lease the server says is gone needs no release; one past its deadline may still be held in etcd,
+      // and is released then, unless it has a lock-delay: releasing would end, without the delay, a lease
+      // whose writes sent before the deadline may still be on their way, which is what the delay is for.
+      boolean left = why == LossCause.NOT_FOUND || (why == LossCause.DEADLINE && lockDelay);
+      ending = cleanup != null ? cleanup : left ? DONE : ctx.release(token);
     }
     if (session == null) ctx.keepAlive().remove(keeper);
     else if (cleanup == null) session.detach(this);

@@ -12,6 +12,8 @@ import io.fencekeeper.v1.GetRequest;
 import io.fencekeeper.v1.GetResponse;
 import io.fencekeeper.v1.Mutation;
 import io.fencekeeper.v1.PutRequest;
+import io.fencekeeper.v1.RangeRequest;
+import io.fencekeeper.v1.RangeResponse;
 import io.fencekeeper.v1.TxnDelete;
 import io.fencekeeper.v1.TxnOp;
 import io.fencekeeper.v1.TxnPut;
@@ -143,6 +145,32 @@ public final class Store {
     GetRequest req = GetRequest.newBuilder().setResource(resource).setKey(key).build();
     GetResponse res = calls.run(s -> s.store().get(req), true);
     return new Value(res.getFound(), res.getValue(), res.getModRevision(), res.getFence());
+  }
+
+  /** One entry of the store (list): its key, its value (empty with keysOnly), and the revision that last wrote it. */
+  public record Entry(String key, ByteString value, long modRevision) {
+    /** The value as UTF-8 text. */
+    public String text() {
+      return value.toStringUtf8();
+    }
+  }
+
+  /** Every entry of a resource under a prefix ("" for all), in key order, read a page at a time from one snapshot; needs no token. */
+  public List<Entry> list(String resource, String prefix) {
+    return list(resource, prefix, false);
+  }
+
+  /** list(resource, prefix), with keysOnly: the keys and revisions without the values. */
+  public List<Entry> list(String resource, String prefix, boolean keysOnly) {
+    List<Entry> out = new ArrayList<>();
+    String pageToken = "";
+    do {
+      RangeRequest req = RangeRequest.newBuilder().setResource(resource).setPrefix(prefix).setPageToken(pageToken).setKeysOnly(keysOnly).build();
+      RangeResponse page = calls.run(s -> s.store().range(req), true);
+      for (io.fencekeeper.v1.Entry e : page.getEntriesList()) out.add(new Entry(e.getKey(), e.getValue(), e.getModRevision()));
+      pageToken = page.getNextPageToken();
+    } while (!pageToken.isEmpty());
+    return out;
   }
 
   /** The resource's fence and the greatest generation issued; needs no token. */

@@ -26,6 +26,15 @@ final class Json {
         write(e.getValue(), out);
       }
       out.append('}');
+    } else if (value instanceof Iterable<?> list) {
+      out.append('[');
+      boolean first = true;
+      for (Object item : list) {
+        if (!first) out.append(',');
+        first = false;
+        write(item, out);
+      }
+      out.append(']');
     } else if (value instanceof Number || value instanceof Boolean) {
       out.append(value);
     } else {

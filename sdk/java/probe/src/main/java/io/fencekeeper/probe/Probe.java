@@ -3,6 +3,7 @@ package io.fencekeeper.probe;
 import io.fencekeeper.client.AcquireOptions;
 import io.fencekeeper.client.ClientEvent;
 import io.fencekeeper.client.Credentials;
+import io.fencekeeper.client.Description;
 import io.fencekeeper.client.FencekeeperClient;
 import io.fencekeeper.client.FencekeeperException;
 import io.fencekeeper.client.Lease;
@@ -18,7 +19,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -48,6 +51,11 @@ import java.util.concurrent.atomic.AtomicLong;
  *       put-token KEY VALUE  write with the token alone (FENCE_MODE_ORDER), as a program that ignored the loss
  *       state                held, valid_until
  *       release              release the lease
+ *       describe             the library's describe: held, holders, lock_delay_ms, lock_delay_until
+ *       acquire              another acquire of R without waiting: ok, or the exception's class
+ * fk-sdk-probe reasons
+ *     the exception class the library throws for each reason of the generated ErrorReason enum (null for
+ *     none), and for NOT_FOUND without a reason, as one JSON object
  * credentials: [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
  * </pre>
  */
@@ -57,7 +65,12 @@ public final class Probe {
   private Probe() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length < 1 || !Set.of("scenario", "semantics", "hold").contains(args[0])) usage();
+    if (args.length < 1 || !Set.of("scenario", "semantics", "hold", "reasons").contains(args[0])) usage();
+    if (args[0].equals("reasons")) {
+      String bare = FencekeeperException.fromStatus(io.grpc.Status.NOT_FOUND.withDescription("not found")).getClass().getSimpleName();
+      System.out.println(Json.write(Map.of("reasons", FencekeeperException.typesByReason(), "not_found_without_reason", bare)));
+      System.exit(0);
+    }
     Map<String, String> flags = new HashMap<>();
     for (int i = 1; i < args.length; i += 2) {
       if (!args[i].startsWith("--") || !FLAGS.contains(args[i].substring(2)) || i + 1 >= args.length) usage();
@@ -141,6 +154,25 @@ public final class Probe {
         case "release" -> {
           lease.release();
           say("released");
+        }
+        case "describe" -> {
+          Description d = client.describe(resource);
+          List<Map<String, Object>> holders = new ArrayList<>();
+          for (Description.Holder h : d.holders()) holders.add(Map.of("holder", h.holder(), "generation", Long.toString(h.token().getGeneration())));
+          Map<String, Object> fields = new LinkedHashMap<>();
+          fields.put("held", d.held());
+          fields.put("holders", holders);
+          fields.put("lock_delay_ms", d.lockDelay() == null ? 0 : d.lockDelay().toMillis());
+          if (d.lockDelayUntil() != null) fields.put("lock_delay_until", ms(d.lockDelayUntil()));
+          say("describe", fields);
+        }
+        case "acquire" -> {
+          try {
+            client.acquire(resource, AcquireOptions.ttl(ttl).noWait()).release();
+            say("acquire", "ok", true);
+          } catch (FencekeeperException e) {
+            say("acquire", "ok", false, "error", e.getClass().getSimpleName(), "reason", String.valueOf(e.reason()));
+          }
         }
         default -> say("error", "message", "unknown command: " + line);
       }

@@ -106,6 +106,12 @@ final class Scenario {
           "get: expected '" + valueA + "' at fence " + tokenA.getGeneration() + ", got found=" + got.found() + " '" + got.text() + "' at fence " + got.fence());
       step("get: '" + got.text() + "'");
 
+      // 4b. List: the resource's entries, in key order.
+      java.util.List<Store.Entry> entries = a.store().list(resource, "");
+      check(entries.stream().map(Store.Entry::key).toList().equals(java.util.List.of("batch-1", "greeting")) && entries.get(1).text().equals(valueA),
+          "list: expected batch-1 and greeting ('" + valueA + "'), got " + entries);
+      step("list: " + entries.size() + " entries, in key order");
+
       // 5. KeepAlive: the library renews the lease on its stream, every third of the TTL.
       Thread.sleep(HOLD_FOR.toMillis());
       check(leaseA.isHeld(), "keepalive: the lease was lost: " + leaseA.lost().getNow(null));
