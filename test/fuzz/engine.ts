@@ -367,8 +367,16 @@ function timeoutHeader(ms: number | undefined): Record<string, string> {
   return ms === undefined ? {} : { "grpc-timeout": `${ms}m` };
 }
 
-/** The answer bound of a case: its own deadline, plus the bound. */
-const boundOf = (c: FuzzCase) => ANSWER_BOUND_MS + (c.timeoutMs ?? 0);
+/**
+ * How fast a request's bytes are assumed to get through at the least, on a loaded machine: HTTP/2 lets a
+ * client send only a stream window (64 KiB) ahead of what the server has read, so a body of megabytes takes
+ * dozens of round trips through two starved event loops.
+ */
+const SLOWEST_BYTES_PER_SECOND = 256 * 1024;
+
+/** The answer bound of a case: its own deadline, plus the bound, plus the time its bytes may take to send. */
+const boundOf = (c: FuzzCase, chunks: Buffer[]) =>
+  ANSWER_BOUND_MS + (c.timeoutMs ?? 0) + Math.ceil((chunks.reduce((n, b) => n + b.length, 0) * 1000) / SLOWEST_BYTES_PER_SECOND);
 
 function sendH2(s: Send): Promise<Answer> {
   const { c } = s;
@@ -409,7 +417,7 @@ function sendH2(s: Send): Promise<Answer> {
       a.unanswered = true;
       stream?.close(http2.constants.NGHTTP2_CANCEL);
       finish();
-    }, boundOf(c));
+    }, boundOf(c, chunks));
     try {
       session = s.connections.session(`${c.caller}`, s.serial % 3);
       stream = session.request({
@@ -539,7 +547,7 @@ function sendH1(s: Send): Promise<Answer> {
       a.unanswered = true;
       req.destroy();
       finish();
-    }, boundOf(c));
+    }, boundOf(c, chunks));
     req.on("error", (err) => {
       if (!done && !a.cancelled && a.code === undefined) a.connectionFailed ??= `HTTP/1.1 connection failed: ${err.message}`;
       finish();
