@@ -1,6 +1,7 @@
 // The one pipeline every call runs through, whichever adapter brought it (README.md beside this file):
 //
-//   1. watched       the request log and the metrics hear of it from its arrival (call-observer.ts)
+//   1. watched       the request log and the metrics hear of it from its arrival (call-observer.ts);
+//                    with tracing on, its span opens then too (tracing.ts)
 //   2. authenticated the caller, from its credentials (authentication.ts)
 //   3. tracked       for the shutdown's drain, with a signal the shutdown can abort (in-flight.ts)
 //   4. authorized    from one table of method -> verb and resource, once per call (authorization.ts)
