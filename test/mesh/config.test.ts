@@ -30,6 +30,8 @@ const cases = (certs: Certs): Case[] => [
   { what: "an etcd endpoint that is not a URL", args: ["--etcd", "127.0.0.1:2379"], names: ["--etcd", "http://"] },
   { what: "a grace period too long", args: ["--shutdown-grace", "3600000"], names: ["--shutdown-grace"] },
   { what: "a health probe interval of zero", args: ["--health-probe-interval", "0"], names: ["--health-probe-interval"] },
+  { what: "an OTLP endpoint that is not an http(s) URL", args: ["--otlp-endpoint", "collector:4318"], names: ["--otlp-endpoint", "http://"] },
+  { what: "an OTLP batch delay of zero", env: { FENCEKEEPER_OTLP_BATCH_DELAY: "0" }, names: ["FENCEKEEPER_OTLP_BATCH_DELAY", "otlp-batch-delay"] },
   { what: "a certificate file that does not exist", args: ["--tls-cert", "/nonexistent/server.pem", "--tls-key", certs.serverKey], names: ["--tls-cert", "/nonexistent/server.pem"] },
   { what: "a certificate without its key", args: ["--tls-cert", certs.serverCert], names: ["--tls-key"] },
   { what: "a key that is not the certificate's", args: ["--tls-cert", certs.serverCert, "--tls-key", certs.clientKey], names: ["--tls-key", "--tls-cert"] },
