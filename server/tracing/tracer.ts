@@ -58,5 +58,7 @@ export function linkToActive(contexts: (Context | undefined)[], attributes?: Att
   if (!current) return;
   const target = trace.getActiveSpan()?.spanContext();
   if (!target) return;
-  for (const ctx of contexts) spanOf(ctx)?.addLink({ context: target, attributes });
+  // Once per span: the writes of one call (a Batch) may ride one request together.
+  const spans = new Set(contexts.map(spanOf));
+  for (const span of spans) span?.addLink({ context: target, attributes });
 }
