@@ -169,8 +169,11 @@ for (const fastPath of ["on", "off"]) describe(`tracing: spans over OTLP, contin
       expect(e.name).to.match(/^etcd /);
       expect(e.attributes).to.include({ "db.system.name": "etcd" });
     }
-    // The Acquire before it, which found the resource free, is not in this trace: the holder's was made outside any span.
+    // The holder's Acquire was made outside any span: the SDK sent no traceparent, and the server started a trace of its own.
     expect(serverSpans(traceId, "fencekeeper.v1.LeaseService/Acquire")).to.have.length(1);
+    const untraced = receiver.spans.filter((s) => s.kind === SERVER && s.attributes["fencekeeper.resource"] === resource && s.traceId !== traceId);
+    expect(untraced.map((s) => s.name)).to.include("fencekeeper.v1.LeaseService/Acquire");
+    for (const s of untraced) expect(s.parent, `${s.name} has no parent`).to.equal("");
   });
 
   it("a refused call's span carries its code and ErrorInfo reason", async () => {
