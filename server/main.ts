@@ -91,8 +91,8 @@ export async function serve(config: Config): Promise<void> {
   try {
     // Before the pipeline is built: it adds its tracing step only when tracing is on.
     if (config.otlp) {
-      tracing = startTracing({ endpoint: config.otlp.endpoint, scheduledDelayMs: config.otlp.delayMs });
-      log.info({ url: tracesUrl(config.otlp.endpoint), batchDelayMs: config.otlp.delayMs }, "tracing");
+      tracing = startTracing({ endpoint: config.otlp.endpoint, scheduledDelayMs: config.otlp.delayMs, sampleRatio: config.otlp.sampleRatio });
+      log.info({ url: tracesUrl(config.otlp.endpoint), batchDelayMs: config.otlp.delayMs, sampleRatio: config.otlp.sampleRatio }, "tracing");
     }
     const authenticator = await Authenticator.create(config.authentication);
     const policy = config.policyFile !== undefined ? await PolicyFile.load(config.policyFile, log) : undefined;

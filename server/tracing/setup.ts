@@ -5,7 +5,7 @@ import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from "@opentelemetry/sdk-trace";
 import { setTracer } from "./tracer.js";
 
 export interface TracingOptions {
@@ -13,6 +13,8 @@ export interface TracingOptions {
   endpoint: string;
   /** How long spans wait to go out together, in ms (OTEL_BSP_SCHEDULE_DELAY; default 5000). */
   scheduledDelayMs: number;
+  /** The share of the traces the server starts that are recorded; a caller's sampled flag decides for its trace. */
+  sampleRatio: number;
 }
 
 export interface Tracing {
@@ -32,6 +34,7 @@ export function startTracing(o: TracingOptions): Tracing {
   context.setGlobalContextManager(contextManager);
   const exporter = new OTLPTraceExporter({ url: tracesUrl(o.endpoint) });
   const provider = new TracerProvider({
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(o.sampleRatio) }),
     resource: resourceFromAttributes({ "service.name": process.env.OTEL_SERVICE_NAME || "fencekeeper" }),
     spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: o.scheduledDelayMs })],
   });

@@ -217,3 +217,47 @@ for (const fastPath of ["on", "off"]) describe(`tracing: spans over OTLP, contin
     }
   });
 });
+
+describe("tracing: --otlp-sample-ratio 0 records only the traces callers started and sampled", function () {
+  this.timeout(60_000);
+  let etcd: TestEtcd;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let server: TestServer;
+  let client: FencekeeperClient;
+  let provider: TracerProvider;
+
+  before(async function () {
+    etcd = await startEtcd();
+    receiver = await startReceiver();
+    server = await startServer({ etcd: etcd.endpoint, args: ["--otlp-endpoint", receiver.url, "--otlp-batch-delay", "100", "--otlp-sample-ratio", "0"] });
+    client = new FencekeeperClient({ servers: server.url, coalesceWrites: false });
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    provider = new TracerProvider();
+  });
+  after(async function () {
+    await client?.close();
+    await server?.stop();
+    await receiver?.close();
+    await etcd?.destroy();
+    await provider?.shutdown();
+    context.disable();
+  });
+
+  it("a call without a traceparent leaves no span; one with a sampled traceparent is traced", async () => {
+    const untraced = uniqueResource("unsampled");
+    const traced = uniqueResource("sampled");
+    await (await client.acquire(untraced, { ttl: 10_000 })).release();
+    const caller = await provider.getTracer("test").startActiveSpan("caller", async (span: ApiSpan) => {
+      try {
+        await (await client.acquire(traced, { ttl: 10_000 })).release();
+        return span.spanContext();
+      } finally {
+        span.end();
+      }
+    });
+    // Spans go out in the order they end: once the traced call's are in, the untraced one's would be too.
+    await eventually(() => receiver.spans.some((s) => s.traceId === caller.traceId && s.kind === SERVER), "the sampled call's span is exported", 15_000);
+    expect(receiver.spans.filter((s) => s.attributes["fencekeeper.resource"] === untraced)).to.deep.equal([]);
+    expect(receiver.spans.every((s) => s.traceId === caller.traceId), "only the caller's trace is recorded").to.equal(true);
+  });
+});

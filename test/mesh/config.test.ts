@@ -32,6 +32,7 @@ const cases = (certs: Certs): Case[] => [
   { what: "a health probe interval of zero", args: ["--health-probe-interval", "0"], names: ["--health-probe-interval"] },
   { what: "an OTLP endpoint that is not an http(s) URL", args: ["--otlp-endpoint", "collector:4318"], names: ["--otlp-endpoint", "http://"] },
   { what: "an OTLP batch delay of zero", env: { FENCEKEEPER_OTLP_BATCH_DELAY: "0" }, names: ["FENCEKEEPER_OTLP_BATCH_DELAY", "otlp-batch-delay"] },
+  { what: "an OTLP sample ratio above 1", args: ["--otlp-sample-ratio", "10"], names: ["--otlp-sample-ratio", "0 to 1"] },
   { what: "a certificate file that does not exist", args: ["--tls-cert", "/nonexistent/server.pem", "--tls-key", certs.serverKey], names: ["--tls-cert", "/nonexistent/server.pem"] },
   { what: "a certificate without its key", args: ["--tls-cert", certs.serverCert], names: ["--tls-key"] },
   { what: "a key that is not the certificate's", args: ["--tls-cert", certs.serverCert, "--tls-key", certs.clientKey], names: ["--tls-key", "--tls-cert"] },
