@@ -1,6 +1,7 @@
 // Traces (docs/operations.md, "Tracing"): a real server sends its spans over OTLP/HTTP to a receiver in
 // this process, and the test reads the trees back. The calls come from the SDK (client/) inside a span
 // of the test's own, so the server must continue the trace the SDK propagates as a traceparent.
+import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect } from "chai";
@@ -13,6 +14,7 @@ import { FencekeeperClient } from "../../client/index.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { eventually, uniqueResource } from "../harness/suite.js";
+import { connectUnary } from "../harness/wire.js";
 
 // The parts of OTLP's ExportTraceServiceRequest (opentelemetry/proto/collector/trace/v1) the test reads.
 const OTLP = protobuf.parse(`
@@ -184,6 +186,17 @@ for (const fastPath of ["on", "off"]) describe(`tracing: spans over OTLP, contin
     let span: Received | undefined;
     await eventually(() => (span = serverSpans(traceId, "fencekeeper.v1.LeaseService/Acquire")[0]) !== undefined, "the refused Acquire's span is exported", 15_000);
     expect(span!.attributes).to.include({ "rpc.grpc.status_code": Code.Aborted, "fencekeeper.error.reason": "RESOURCE_HELD" });
+  });
+
+  it("a request refused before its handler (a body that is not JSON) is traced too, under the traceparent it came with", async () => {
+    const traceId = randomBytes(16).toString("hex");
+    const spanId = randomBytes(8).toString("hex");
+    const refused = await connectUnary(server.url, "/fencekeeper.v1.LeaseService/Describe", "{not json", { "content-type": "application/json", traceparent: `00-${traceId}-${spanId}-01` });
+    expect(refused.code).to.equal(Code.InvalidArgument);
+    let span: Received | undefined;
+    await eventually(() => (span = serverSpans(traceId, "fencekeeper.v1.LeaseService/Describe")[0]) !== undefined, "the refused call's span is exported", 15_000);
+    expect(span!.parent).to.equal(spanId);
+    expect(span!.attributes).to.include({ "rpc.grpc.status_code": Code.InvalidArgument });
   });
 
   it("a batched Put: the Puts that rode one etcd request each link to its span, which says how many writes it carried", async () => {
