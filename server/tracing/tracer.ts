@@ -1,5 +1,5 @@
 // The tracer every span of the server comes from, undefined while tracing is off (the default): then each
-// site below returns at its first test, and no span, context or closure is made per call. setup.ts sets it
+// site below returns at its first test, and no span or context is made per call. setup.ts sets it
 // when --otlp-endpoint is given.
 import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
 
@@ -31,10 +31,10 @@ export function inContext<T>(ctx: Context | undefined, fn: () => T): T {
 
 /**
  * Runs fn in a span that is the active one's child, ended when fn settles (a failure marks it an error).
- * With tracing off, fn alone.
+ * With tracing off, or outside a recorded span (a call not sampled, the server's own work), fn alone.
  */
 export function inSpan<T>(name: string, attributes: Attributes, fn: () => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
-  if (!current) return fn();
+  if (!current || !tracing()) return fn();
   return current.startActiveSpan(name, { kind, attributes }, async (span: Span) => {
     try {
       return await fn();
