@@ -91,7 +91,12 @@ export async function serve(config: Config): Promise<void> {
   try {
     // Before the pipeline is built: it adds its tracing step only when tracing is on.
     if (config.otlp) {
-      tracing = startTracing({ endpoint: config.otlp.endpoint, scheduledDelayMs: config.otlp.delayMs, sampleRatio: config.otlp.sampleRatio });
+      tracing = startTracing({
+        endpoint: config.otlp.endpoint,
+        scheduledDelayMs: config.otlp.delayMs,
+        sampleRatio: config.otlp.sampleRatio,
+        onError: (err, failures) => log.warn({ err: err.message, failures }, "spans not sent to the OTLP endpoint"),
+      });
       log.info({ url: tracesUrl(config.otlp.endpoint), batchDelayMs: config.otlp.delayMs, sampleRatio: config.otlp.sampleRatio }, "tracing");
     }
     const authenticator = await Authenticator.create(config.authentication);

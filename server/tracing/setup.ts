@@ -4,6 +4,7 @@
 import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import { setGlobalErrorHandler } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from "@opentelemetry/sdk-trace";
 import { setTracer } from "./tracer.js";
@@ -15,6 +16,8 @@ export interface TracingOptions {
   scheduledDelayMs: number;
   /** The share of the traces the server starts that are recorded; a caller's sampled flag decides for its trace. */
   sampleRatio: number;
+  /** Told when spans could not be sent (the collector is down): at most once a minute, with how many failures since. */
+  onError(err: Error, failures: number): void;
 }
 
 export interface Tracing {
@@ -32,8 +35,19 @@ export function tracesUrl(endpoint: string): string {
 export function startTracing(o: TracingOptions): Tracing {
   const contextManager = new AsyncLocalStorageContextManager().enable();
   context.setGlobalContextManager(contextManager);
+  let failures = 0;
+  let told = -Infinity;
+  setGlobalErrorHandler((err) => {
+    failures++;
+    if (performance.now() - told < 60_000) return;
+    told = performance.now();
+    o.onError(err instanceof Error ? err : new Error(String(err)), failures);
+    failures = 0;
+  });
   const exporter = new OTLPTraceExporter({ url: tracesUrl(o.endpoint) });
   const provider = new TracerProvider({
+    // A request's resource is set on its span before it is validated: a long one is cut, not sent whole.
+    spanLimits: { attributeValueLengthLimit: 1024 },
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(o.sampleRatio) }),
     resource: resourceFromAttributes({ "service.name": process.env.OTEL_SERVICE_NAME || "fencekeeper" }),
     spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: o.scheduledDelayMs })],

@@ -274,3 +274,32 @@ describe("tracing: --otlp-sample-ratio 0 records only the traces callers started
     expect(receiver.spans.every((s) => s.traceId === caller.traceId), "only the caller's trace is recorded").to.equal(true);
   });
 });
+
+describe("tracing: a collector that cannot be reached", function () {
+  this.timeout(60_000);
+  let etcd: TestEtcd;
+  let server: TestServer;
+  let client: FencekeeperClient;
+
+  before(async function () {
+    etcd = await startEtcd();
+    // A port nobody listens on: the receiver's, closed.
+    const gone = await startReceiver();
+    await gone.close();
+    server = await startServer({ etcd: etcd.endpoint, args: ["--otlp-endpoint", gone.url, "--otlp-batch-delay", "100"] });
+    client = new FencekeeperClient({ servers: server.url, coalesceWrites: false });
+  });
+  after(async function () {
+    await client?.close();
+    await server?.stop();
+    await etcd?.destroy();
+  });
+
+  it("is a warning in the log, and the calls are served as ever", async () => {
+    const resource = uniqueResource("collector-down");
+    await (await client.acquire(resource, { ttl: 10_000 })).release();
+    await eventually(() => server.logs.some((l) => l.includes("spans not sent to the OTLP endpoint")), "the failed export is logged", 30_000);
+    expect(server.logs.filter((l) => l.includes("spans not sent to the OTLP endpoint")), "once a minute at most").to.have.length(1);
+    await (await client.acquire(resource, { ttl: 10_000 })).release();
+  });
+});
