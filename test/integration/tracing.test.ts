@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import { Code } from "@connectrpc/connect";
 import protobuf from "protobufjs";
-import { context, trace, type Span as ApiSpan, type Tracer } from "@opentelemetry/api";
+import { context, type Span as ApiSpan, type Tracer } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { TracerProvider } from "@opentelemetry/sdk-trace";
 import { FencekeeperClient } from "../../client/index.js";
