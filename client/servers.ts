@@ -7,6 +7,7 @@ import { createClient, type Client, type Interceptor } from "@connectrpc/connect
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
+import { traceContext } from "./trace-context.js";
 
 export interface Connection {
   readonly url: string;
@@ -44,7 +45,7 @@ export class Servers {
     urls: readonly string[],
     credentials: Credentials = {},
   ) {
-    this.interceptors = credentials.bearer !== undefined ? [bearer(credentials.bearer)] : [];
+    this.interceptors = [traceContext, ...(credentials.bearer !== undefined ? [bearer(credentials.bearer)] : [])];
     this.sessionOptions = credentials.tls;
     if (urls.length === 0) throw new RangeError("at least one server URL is needed");
     for (const url of urls) {

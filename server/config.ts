@@ -82,6 +82,9 @@ export interface Config {
   maxLeasesPerCaller: number;
   /** KeepAlive messages one stream may send per second. */
   maxStreamMessagesPerSecond: number;
+  /** Traces go to this OTLP/HTTP endpoint, their spans batched for delayMs; a sampleRatio of the traces
+   * the server starts is kept (a caller's traceparent decides for its own); undefined: no tracing. */
+  otlp?: { endpoint: string; delayMs: number; sampleRatio: number };
 }
 
 /** A setting whose value cannot work with the others; the message names the settings. */
@@ -175,6 +178,29 @@ function pemFile(name: string) {
   };
 }
 
+/** A number from 0 to 1. */
+function fraction(name: string) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError(`${name} must be a number from 0 to 1 (e.g. 0.1), got "${raw}"`);
+    return n;
+  };
+}
+
+/** An http:// or https:// URL. */
+function httpUrl(name: string) {
+  return (raw: string): string => {
+    let u: URL | undefined;
+    try {
+      u = new URL(raw.trim());
+    } catch {
+      u = undefined;
+    }
+    if (!u || (u.protocol !== "http:" && u.protocol !== "https:")) throw new InvalidArgumentError(`${name} must be an http:// or https:// URL (e.g. http://127.0.0.1:4318), got "${raw}"`);
+    return u.toString();
+  };
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /** The default metrics address, told apart from a given one by identity. */
@@ -245,6 +271,9 @@ export function serveOptions(cmd: Command): Command {
   opt("--etcd-ca <file>", "PEM CA to trust for https:// etcd endpoints instead of the system's", "FENCEKEEPER_ETCD_CA", pemFile("etcd-ca"));
   opt("--etcd-cert <file>", "PEM client certificate for etcd", "FENCEKEEPER_ETCD_CERT", pemFile("etcd-cert"));
   opt("--etcd-key <file>", "PEM private key of --etcd-cert", "FENCEKEEPER_ETCD_KEY", pemFile("etcd-key"));
+  opt("--otlp-endpoint <url>", "send traces to this OpenTelemetry collector over OTLP/HTTP (protobuf), e.g. http://127.0.0.1:4318; unset: no tracing", "FENCEKEEPER_OTLP_ENDPOINT", httpUrl("otlp-endpoint"));
+  opt("--otlp-batch-delay <ms>", "how long finished spans wait to be sent together", "FENCEKEEPER_OTLP_BATCH_DELAY", integer("otlp-batch-delay", 1, 600_000), 5000);
+  opt("--otlp-sample-ratio <ratio>", "the share of the traces the server starts that are recorded, 0 to 1 (a caller's traceparent decides for its own)", "FENCEKEEPER_OTLP_SAMPLE_RATIO", fraction("otlp-sample-ratio"), 1);
   return cmd;
 }
 
@@ -288,6 +317,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     maxStreamMessagesPerSecond: o.maxStreamMessagesPerSecond as number,
     compaction: { intervalMs: o.compactionInterval as number, retention: o.compactionRetention as number },
     maxBytesPerResource: o.maxBytesPerResource as number,
+    otlp: o.otlpEndpoint !== undefined ? { endpoint: o.otlpEndpoint as string, delayMs: o.otlpBatchDelay as number, sampleRatio: o.otlpSampleRatio as number } : undefined,
   };
   const authenticated = config.authentication.mtls || config.authentication.jwt !== undefined;
   if (config.policyFile !== undefined && !authenticated) {

@@ -42,6 +42,7 @@ import { CallPipeline, handlers } from "./rpc/pipeline.js";
 import { unaryFastPath } from "./rpc/unary-fast-path.js";
 import { listen } from "./transport.js";
 import { installStrictUtf8, strictUtf8Json } from "./wire/utf8.js";
+import { startTracing, tracesUrl, type Tracing } from "./tracing/setup.js";
 
 /** Requests larger than this are refused with RESOURCE_EXHAUSTED before they are parsed. */
 const READ_MAX_BYTES = 4 * 1024 * 1024;
@@ -86,7 +87,18 @@ export async function serve(config: Config): Promise<void> {
     log.info({ endpoint: embedded.endpoint, dataDir, log: join(dataDir, "etcd.log") }, "started embedded etcd");
   }
 
+  let tracing: Tracing | undefined;
   try {
+    // Before the pipeline is built: it adds its tracing step only when tracing is on.
+    if (config.otlp) {
+      tracing = startTracing({
+        endpoint: config.otlp.endpoint,
+        scheduledDelayMs: config.otlp.delayMs,
+        sampleRatio: config.otlp.sampleRatio,
+        onError: (err, failures) => log.warn({ err: err.message, failures }, "spans not sent to the OTLP endpoint"),
+      });
+      log.info({ url: tracesUrl(config.otlp.endpoint), batchDelayMs: config.otlp.delayMs, sampleRatio: config.otlp.sampleRatio }, "tracing");
+    }
     const authenticator = await Authenticator.create(config.authentication);
     const policy = config.policyFile !== undefined ? await PolicyFile.load(config.policyFile, log) : undefined;
     const access = new Access(authenticator, policy);
@@ -186,6 +198,7 @@ export async function serve(config: Config): Promise<void> {
       app.close();
       etcd.close();
       await exporter?.close();
+      await tracing?.shutdown(2000);
       await embedded?.stop();
       log.info("stopped");
       await logWritten(1000); // a slow reader gets a second; a closed or stuck one costs nothing more
@@ -218,6 +231,7 @@ export async function serve(config: Config): Promise<void> {
     // Said once the signals are handled: whoever waits for this line may stop the server at once.
     log.info({ url, etcd: endpoints, reflection: config.reflection, mtls: config.tls?.clientCa !== undefined, authentication: authenticator.enabled, serving: health.serving }, "serving");
   } catch (err) {
+    await tracing?.shutdown(0);
     await embedded?.stop();
     throw err;
   }

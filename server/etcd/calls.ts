@@ -1,6 +1,8 @@
 // Every call the server makes to etcd runs through here: timed for the observer (the metrics), and its
 // failure classified once (errors.ts).
+import { SpanKind } from "@opentelemetry/api";
 import { classify } from "./errors.js";
+import { inSpan, tracing } from "../tracing/tracer.js";
 
 /**
  * Told of every etcd call: what it was, how long it took, its error if it failed, and, for the group
@@ -12,7 +14,15 @@ export class EtcdCalls {
   constructor(private readonly observer: EtcdCallObserver = () => undefined) {}
 
   /** Runs one etcd call (writes: of the group commit, the writes it carries); its failure leaves as the domain's error. */
-  async run<T>(what: string, call: () => Promise<T>, writes?: number): Promise<T> {
+  run<T>(what: string, call: () => Promise<T>, writes?: number): Promise<T> {
+    // A span per etcd request made for a call, as the call's child (none for the background's: the
+    // compaction, the health probe); a group commit's says how many writes it carried.
+    if (!tracing()) return this.timed(what, call, writes);
+    const attributes = { "db.system.name": "etcd", "db.operation.name": what, ...(writes !== undefined && { "fencekeeper.etcd.writes": writes }) };
+    return inSpan(`etcd ${what}`, attributes, () => this.timed(what, call, writes), SpanKind.CLIENT);
+  }
+
+  private async timed<T>(what: string, call: () => Promise<T>, writes?: number): Promise<T> {
     const started = performance.now();
     try {
       const result = await call();

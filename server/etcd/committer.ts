@@ -38,6 +38,8 @@ import { EtcdLeaseNotFound, EtcdRefused } from "./errors.js";
 import { decodeUsage, encodeUsage } from "./keys.js";
 import type { HoldMember } from "./hold.js";
 import { cmp, op } from "./ops.js";
+import { activeContext, inContext, linkToActive } from "../tracing/tracer.js";
+import type { Context } from "@opentelemetry/api";
 
 export interface Txn {
   compare: ICompare[];
@@ -110,6 +112,8 @@ interface Pending {
   alone: boolean;
   /** Not sent before this hold opens. */
   held?: HoldMember;
+  /** The trace context it was queued in (tracing on): its request's span links to it. */
+  trace?: Context;
   resolve(o: Outcome): void;
   reject(err: unknown): void;
 }
@@ -203,7 +207,7 @@ export class Committer {
 
   private enqueue(p: Omit<Pending, "resolve" | "reject" | "alone">): Promise<Outcome> {
     return new Promise<Outcome>((resolve, reject) => {
-      this.queue.push({ ...p, alone: false, resolve, reject });
+      this.queue.push({ ...p, alone: false, trace: activeContext(), resolve, reject });
       if (p.held && !p.held.hold.open) {
         p.held.hold.onOpen(this.pumpNow);
         p.held.arrived();
@@ -222,7 +226,8 @@ export class Committer {
       // hold's opening or the answer pumps again.
       if (batch.length === 0) return;
       this.inFlight++;
-      void this.send(batch).finally(() => {
+      // Traced as the first member's work: the request's span is its child, and every member links to it.
+      void inContext(batch[0].members[0].trace, () => this.send(batch)).finally(() => {
         this.inFlight--;
         this.pump();
       });
@@ -346,12 +351,17 @@ export class Committer {
 
   private async sendNow(inners: Inner[], members: Pending[], what: string): Promise<void> {
     let res: ITxnResponse;
+    // One etcd request serves many calls: with tracing on, each member's span links to the request's.
+    const txn = (req: ITxnRequest) => () => {
+      if (members.length > 1 && members[0].trace) linkToActive(members.map((m) => m.trace));
+      return this.etcd.kv.txn(req);
+    };
     try {
       if (inners.length === 1) {
-        res = await this.calls.run(what, () => this.etcd.kv.txn(innerTxn(inners[0])), members.length);
+        res = await this.calls.run(what, txn(innerTxn(inners[0])), members.length);
       } else {
         const outer = { compare: [], success: inners.map((i) => ({ request_txn: innerTxn(i) })), failure: [] };
-        res = await this.calls.run(what, () => this.etcd.kv.txn(outer), members.length);
+        res = await this.calls.run(what, txn(outer), members.length);
       }
     } catch (err) {
       // etcd refuses a whole request for what one of its transactions asks (a lease that is gone, a

@@ -7,6 +7,7 @@
 // the call's request id): a listener must be quick. One that throws is reported and skipped; the
 // operation and the other listeners go on as if it had not been there.
 import { DomainError, type Kind, type Reason } from "../errors/errors.js";
+import { inSpan } from "../tracing/tracer.js";
 
 /** How a renewal came in. */
 export type RenewalVia = "Renew" | "KeepAlive";
@@ -85,6 +86,11 @@ export function kindOf(err: unknown): Kind {
 
 /** Runs wait between "waiting" and "done waiting", however it ends. */
 export async function inLine<T>(events: DomainEvents, resource: string, wait: () => Promise<T>): Promise<T> {
+  // Traced as a span of its own (when tracing is on): the call's etcd requests while it waits are its children.
+  return inSpan("wait in line", { "fencekeeper.resource": resource }, () => waiting(events, resource, wait));
+}
+
+async function waiting<T>(events: DomainEvents, resource: string, wait: () => Promise<T>): Promise<T> {
   events.emit({ type: "waiting", resource });
   const started = performance.now();
   let turn = false;

@@ -13,6 +13,7 @@ import { createAsyncIterable, type UniversalServerResponse } from "@connectrpc/c
 import { codeFromHttpStatus, codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { CallSpan } from "./tracing.js";
 import { OBSERVED } from "./in-flight.js";
 import type { CallObserver } from "./call-observer.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
@@ -53,7 +54,10 @@ export function connectAdapter(o: ConnectAdapterOptions): (req: Request, res: Re
       res.once("close", () => {
         if (values.get(OBSERVED)) return;
         const requestId = requestIdFrom(header(req, REQUEST_ID_HEADER));
-        o.observer({ method: handler.method, requestId })?.end(refusal(req, answer, body));
+        const error = refusal(req, answer, body);
+        o.observer({ method: handler.method, requestId })?.end(error);
+        // Traced too (tracing on), as a span that starts and ends with the refusal.
+        CallSpan.start(handler.method, (name) => header(req, name) ?? undefined)?.end(error);
       });
     }
     handler(uReq)

@@ -1,6 +1,7 @@
 // The one pipeline every call runs through, whichever adapter brought it (README.md beside this file):
 //
-//   1. watched       the request log and the metrics hear of it from its arrival (call-observer.ts)
+//   1. watched       the request log and the metrics hear of it from its arrival (call-observer.ts);
+//                    with tracing on, its span opens then too (tracing.ts)
 //   2. authenticated the caller, from its credentials (authentication.ts)
 //   3. tracked       for the shutdown's drain, with a signal the shutdown can abort (in-flight.ts)
 //   4. authorized    from one table of method -> verb and resource, once per call (authorization.ts)
@@ -25,6 +26,8 @@ import { callerFaults } from "./caller-faults.js";
 import { toConnectError } from "./errors.js";
 import type { InFlightCalls } from "./in-flight.js";
 import { sendableErrors } from "./sendable-errors.js";
+import { tracer } from "../tracing/tracer.js";
+import { CallSpan, tracingInterceptor } from "./tracing.js";
 
 type Handler = (req: never, ctx: CallContext) => unknown;
 
@@ -79,6 +82,8 @@ export interface UnaryArrival {
   requestId: string;
   authorization: string | undefined;
   socket: Socket;
+  /** One of the request's headers (the trace context's). */
+  header(name: string): string | undefined;
   /** Makes the call's context, its deadline running from now; throws on a header that cannot be read (a timeout). */
   start(): StoppableCall;
   /** Reads, inflates and decodes the request's message; called once the caller is authenticated. */
@@ -110,7 +115,9 @@ export class CallPipeline {
    */
   interceptors(): Interceptor[] {
     const auth = this.o.authenticator;
-    return [sendableErrors, this.o.calls.interceptor(this.o.observer), callerFaults, ...(auth ? [authenticating(auth)] : [])];
+    // Traced (when tracing is on) inside the tracking, so that the span ends with the status the call ends with.
+    const traced = tracer() ? [tracingInterceptor] : [];
+    return [sendableErrors, this.o.calls.interceptor(this.o.observer), ...traced, callerFaults, ...(auth ? [authenticating(auth)] : [])];
   }
 
   /** Steps 1 to 3 for the unary fast path, then the handler; the answer, or the status the client gets. */
@@ -118,6 +125,8 @@ export class CallPipeline {
     // Watched from its arrival: a call refused before its handler runs (no credentials, a message that
     // cannot be read, too large, too slow to arrive) is logged and counted as any other.
     const watch = this.o.observer({ method: a.method, requestId: a.requestId });
+    // Traced (when tracing is on) from its arrival too; its work runs with the call's span active.
+    const span = CallSpan.start(a.method, a.header);
     let c: StoppableCall | undefined;
     let answer: unknown;
     let error: ConnectError | undefined;
@@ -131,7 +140,8 @@ export class CallPipeline {
       c.values.set(PEER, { address: a.socket.remoteAddress ?? "", port: a.socket.remotePort ?? 0 });
       const call = c;
       const untrack = this.o.calls.trackUnary((reason) => call.abort(reason));
-      const running = Promise.resolve(a.handler(message as never, c));
+      span?.request(message);
+      const running = Promise.resolve(span ? span.run(() => a.handler(message as never, call)) : a.handler(message as never, c));
       // The call counts as in flight until its handler is done, also after its answer has gone out (a
       // waiter told UNAVAILABLE at shutdown still has to leave the line).
       running.then(untrack, untrack);
@@ -140,6 +150,7 @@ export class CallPipeline {
       error = c?.aborted ?? toConnectError(err);
     }
     watch?.end(error);
+    span?.end(error);
     return { answer, error };
   }
 }

@@ -168,6 +168,7 @@ async function serve(o: FastPathOptions, route: Route, protocol: Protocol, req: 
     method: route.method,
     requestId,
     authorization: header(req, "authorization") ?? undefined,
+    header: (name) => header(req, name) ?? undefined,
     socket: req.socket,
     start: () => {
       const timeout =
