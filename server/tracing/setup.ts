@@ -6,7 +6,7 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { setGlobalErrorHandler } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from "@opentelemetry/sdk-trace";
+import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, BasicTracerProvider as TracerProvider } from "@opentelemetry/sdk-trace-base";
 import { setTracer } from "./tracer.js";
 
 export interface TracingOptions {
@@ -50,7 +50,7 @@ export function startTracing(o: TracingOptions): Tracing {
     spanLimits: { attributeValueLengthLimit: 1024 },
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(o.sampleRatio) }),
     resource: resourceFromAttributes({ "service.name": process.env.OTEL_SERVICE_NAME || "fencekeeper" }),
-    spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: o.scheduledDelayMs })],
+    spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: o.scheduledDelayMs })],
   });
   trace.setGlobalTracerProvider(provider);
   setTracer(provider.getTracer("fencekeeper"));

@@ -9,7 +9,7 @@ import { Code } from "@connectrpc/connect";
 import protobuf from "protobufjs";
 import { context, type Span as ApiSpan, type Tracer } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { TracerProvider } from "@opentelemetry/sdk-trace";
+import { BasicTracerProvider as TracerProvider } from "@opentelemetry/sdk-trace-base";
 import { FencekeeperClient } from "../../client/index.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
