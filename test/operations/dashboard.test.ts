@@ -88,6 +88,7 @@ describe("the Grafana dashboard", () => {
     // etcd frozen for one call: the etcd errors panel reads a counter that exists once an error has been counted.
     etcd.pause();
     try {
+      await eventually(async () => (await scrape(server)).value("fencekeeper_serving") === 0, "not serving while etcd is frozen", 10_000);
       const unavailable = await c.lease.describe({ resource }).catch((e) => e);
       expect((unavailable as ConnectError).code).to.equal(Code.Unavailable);
     } finally {

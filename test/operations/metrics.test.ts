@@ -118,9 +118,12 @@ describe("metrics", () => {
     etcd.pause();
     let after;
     try {
-      const err = await c.lease.describe({ resource: uniqueResource("paused") }).catch((e) => e);
-      expect((err as ConnectError).code).to.equal(Code.Unavailable);
+      // The server's health probe sees etcd frozen first, so that the Describe surely meets it frozen (once,
+      // on a loaded machine, a Describe sent at once was answered).
       await eventually(async () => (await scrape(server)).value("fencekeeper_serving") === 0, "not serving while etcd is frozen", 10_000);
+      const err = await c.lease.describe({ resource: uniqueResource("paused") }).catch((e) => e);
+      expect(err, "Describe while etcd is frozen").to.be.instanceOf(ConnectError);
+      expect((err as ConnectError).code).to.equal(Code.Unavailable);
       after = await scrape(server);
     } finally {
       etcd.resume();
