@@ -41,6 +41,7 @@ private static final long serialVersionUID = 0L;
     holders_ = java.util.Collections.emptyList();
     joined_ = java.util.Collections.emptyList();
     left_ = java.util.Collections.emptyList();
+    value_ = com.google.protobuf.ByteString.EMPTY;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -495,6 +496,23 @@ private static final long serialVersionUID = 0L;
     return left_.get(index);
   }
 
+  public static final int VALUE_FIELD_NUMBER = 11;
+  private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
+  /**
+   * <pre>
+   * The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+   * DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+   * new value. Empty when the holders are shared (holders lists their values).
+   * </pre>
+   *
+   * <code>bytes value = 11 [json_name = "value"];</code>
+   * @return The value.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString getValue() {
+    return value_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -538,6 +556,9 @@ private static final long serialVersionUID = 0L;
     }
     for (int i = 0; i < left_.size(); i++) {
       output.writeMessage(10, left_.get(i));
+    }
+    if (!value_.isEmpty()) {
+      output.writeBytes(11, value_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -596,6 +617,10 @@ private static final long serialVersionUID = 0L;
           }
           size += 1 * count;
         }
+    if (!value_.isEmpty()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBytesSize(11, value_);
+    }
     return size;
   }
   @java.lang.Override
@@ -649,6 +674,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getJoinedList())) return false;
     if (!getLeftList()
         .equals(other.getLeftList())) return false;
+    if (!getValue()
+        .equals(other.getValue())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -694,6 +721,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + LEFT_FIELD_NUMBER;
       hash = (53 * hash) + getLeftList().hashCode();
     }
+    hash = (37 * hash) + VALUE_FIELD_NUMBER;
+    hash = (53 * hash) + getValue().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -884,6 +913,7 @@ private static final long serialVersionUID = 0L;
         leftBuilder_.clear();
       }
       bitField0_ = (bitField0_ & ~0x00000200);
+      value_ = com.google.protobuf.ByteString.EMPTY;
       return this;
     }
 
@@ -978,6 +1008,9 @@ private static final long serialVersionUID = 0L;
             ? lockDelayUntil_
             : lockDelayUntilBuilder_.build();
         to_bitField0_ |= 0x00000004;
+      }
+      if (((from_bitField0_ & 0x00000400) != 0)) {
+        result.value_ = value_;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -1097,6 +1130,9 @@ private static final long serialVersionUID = 0L;
           }
         }
       }
+      if (!other.getValue().isEmpty()) {
+        setValue(other.getValue());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -1201,6 +1237,11 @@ private static final long serialVersionUID = 0L;
               }
               break;
             } // case 82
+            case 90: {
+              value_ = input.readBytes();
+              bitField0_ |= 0x00000400;
+              break;
+            } // case 90
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2907,6 +2948,56 @@ private static final long serialVersionUID = 0L;
         left_ = null;
       }
       return leftBuilder_;
+    }
+
+    private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
+    /**
+     * <pre>
+     * The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+     * DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+     * new value. Empty when the holders are shared (holders lists their values).
+     * </pre>
+     *
+     * <code>bytes value = 11 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString getValue() {
+      return value_;
+    }
+    /**
+     * <pre>
+     * The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+     * DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+     * new value. Empty when the holders are shared (holders lists their values).
+     * </pre>
+     *
+     * <code>bytes value = 11 [json_name = "value"];</code>
+     * @param value The value to set.
+     * @return This builder for chaining.
+     */
+    public Builder setValue(com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      value_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+     * DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+     * new value. Empty when the holders are shared (holders lists their values).
+     * </pre>
+     *
+     * <code>bytes value = 11 [json_name = "value"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearValue() {
+      bitField0_ = (bitField0_ & ~0x00000400);
+      value_ = getDefaultInstance().getValue();
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.ObserveResponse)
