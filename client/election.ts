@@ -117,7 +117,7 @@ export interface LeadCallbacks {
    * waits for this one to settle.
    */
   onElected(signal: AbortSignal, token: Token, leadership: Leadership): Promise<void> | void;
-  /** Leadership ended (lost, resigned, or lead() stopping), after onElected settled. */
+  /** Leadership ended (lost, resigned, or lead() stopping), after its onElected settled; once per onElected. */
   onDeposed?(error: LeaseLostError): void;
   /** Another leader, or this process, or nobody (undefined), leads now: each change of leader, not of value. */
   onNewLeader?(leader: Leader | undefined): void;
@@ -169,9 +169,11 @@ export async function lead(client: FencekeeperClient, resource: string, cb: Lead
 /** One term: onElected (after any earlier term of the resource in this process), then onDeposed once it is over. */
 async function serve(resource: string, leadership: Leadership, cb: LeadCallbacks): Promise<void> {
   const before = terms.get(resource) ?? Promise.resolve();
+  let served = false;
   const term = before.then(async () => {
     // Lost while the earlier term finished: onElected would start on an aborted signal; skip it.
     if (!leadership.signal.aborted) {
+      served = true;
       try {
         await cb.onElected(leadership.signal, leadership.token, leadership);
       } catch {
@@ -187,7 +189,8 @@ async function serve(resource: string, leadership: Leadership, cb: LeadCallbacks
   } finally {
     if (terms.get(resource) === term) terms.delete(resource);
   }
-  cb.onDeposed?.(leadership.signal.reason as LeaseLostError);
+  // A leadership lost before its onElected could start was never this process's to act on: no onDeposed either.
+  if (served) cb.onDeposed?.(leadership.signal.reason as LeaseLostError);
 }
 
 /** Calls onNewLeader for each change of leader (not of its value), until the signal aborts. */
