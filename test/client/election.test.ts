@@ -145,6 +145,40 @@ describe("client: election", () => {
     expect(newLeaders.some((l) => l?.holder === "a") && newLeaders.some((l) => l?.holder === "b")).to.equal(true);
   });
 
+  describe("leadership passed on by expiry and by resign", () => {
+    let leaderA: LeaderProcess | undefined;
+    afterEach(async () => {
+      await leaderA?.kill();
+    });
+
+    it("three observers see the same leaders in the same order", async () => {
+      const resource = uniqueResource("passed-on");
+      const observers = [client("o1"), client("o2"), client("o3")].map((c) => follow(c, resource));
+      await eventually(() => observers.every((o) => o.seen.length === 1), "each observer's first change");
+      leaderA = new LeaderProcess(s.server.url, "A", resource, 2000);
+      await leaderA.nth("elected", 0, 15_000);
+      const [b, c] = [client("B"), client("C")];
+      const electingB = b.campaign(resource, "B-address", { ttl: 5000 });
+      await eventually(async () => (await b.describe(resource)).waiters === 1, "B waits");
+      const electingC = c.campaign(resource, "C-address", { ttl: 5000 });
+      await eventually(async () => (await b.describe(resource)).waiters === 2, "C waits behind B");
+      // A dies without a word: its lease expires, and B is elected.
+      await leaderA.kill();
+      const lb = await electingB;
+      await lb.proclaim("B-address-2");
+      await lb.resign();
+      const lc = await electingC;
+      await lc.resign();
+      const want = ["none", "A=A-address", "B=B-address", "B=B-address-2", "C=C-address", "none"];
+      await eventually(() => observers.every((o) => o.seen.length >= want.length), "every observer saw every change", 15_000);
+      for (const o of observers) expect(o.views()).to.deep.equal(want);
+      const generations = observers.map((o) => o.seen.map((ch) => ch.leader?.token.generation ?? 0n));
+      expect(generations[1]).to.deep.equal(generations[0]);
+      expect(generations[2]).to.deep.equal(generations[0]);
+      await Promise.all(observers.map((o) => o.stop()));
+    });
+  });
+
   describe("a leader process paused past its TTL", () => {
     let leaderA: LeaderProcess | undefined;
     afterEach(async () => {
