@@ -113,6 +113,24 @@ describe("election: published values, Proclaim, Observe", () => {
     expect(text((await s.lease.describe({ resource })).value)).to.equal("b1");
   });
 
+  it("Proclaims racing each other all land, one at a time: the last to commit is the value, and each is observed", async () => {
+    const resource = uniqueResource("racing");
+    const a = await s.lease.acquire({ resource, ttl: ttl(10), holder: "a", value: bytes("v0") });
+    const f = follow(resource);
+    await eventually(() => f.seen.length === 1, "Observe's first message");
+    const n = 8;
+    const answers = await Promise.all(Array.from({ length: n }, (_, i) => s.lease.proclaim({ token: a.token, value: bytes(`v${i + 1}`) })));
+    const byRevision = answers.map((r, i) => ({ revision: r.revision, value: `v${i + 1}` })).sort((x, y) => (x.revision < y.revision ? -1 : 1));
+    expect(new Set(answers.map((r) => r.revision)).size, "one revision each").to.equal(n);
+    const d = await s.lease.describe({ resource });
+    expect(text(d.value)).to.equal(byRevision.at(-1)!.value);
+    expect(d.holder).to.equal("a");
+    await eventually(() => f.seen.length === n + 1, "each Proclaim observed");
+    expect(f.seen.slice(1).map((o) => text(o.value))).to.deep.equal(byRevision.map((x) => x.value));
+    expect(f.seen.slice(1).map((o) => o.revision)).to.deep.equal(byRevision.map((x) => x.revision));
+    await f.stop();
+  });
+
   it("a value over 1 MiB is INVALID_ARGUMENT and changes nothing; a missing token too", async () => {
     const resource = uniqueResource("too-large");
     const big = new Uint8Array(1024 * 1024 + 1);
