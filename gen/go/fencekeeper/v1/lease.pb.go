@@ -957,9 +957,10 @@ func (x *ObserveRequest) GetResource() string {
 
 // One ownership change of the observed resource. The first message of the stream gives the state at
 // the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
-// holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
-// resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
-// line is reported when the next holder is there).
+// holders joining or leaving), a new value of a holder (Proclaim: the same token, the new value), the
+// start of a lock-delay (held false, lock_delay_until set), or the resource free (reported only once
+// nobody holds it and nobody waits for it: a handover to the next in line is reported when the next
+// holder is there).
 type ObserveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whether the resource is held after this change, exclusively or by shared holders.

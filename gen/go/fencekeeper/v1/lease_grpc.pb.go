@@ -59,7 +59,8 @@ type LeaseServiceClient interface {
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 	// Describe who holds a resource, with which token, for how much longer, and how many wait.
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
-	// Stream the ownership changes of one resource, starting with its current state.
+	// Stream the ownership changes of one resource, starting with its current state: each new holder, and
+	// each new value a holder proclaims (Proclaim), in the order etcd committed them.
 	Observe(ctx context.Context, in *ObserveRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ObserveResponse], error)
 	// Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
 	// Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
@@ -248,7 +249,8 @@ type LeaseServiceServer interface {
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	// Describe who holds a resource, with which token, for how much longer, and how many wait.
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
-	// Stream the ownership changes of one resource, starting with its current state.
+	// Stream the ownership changes of one resource, starting with its current state: each new holder, and
+	// each new value a holder proclaims (Proclaim), in the order etcd committed them.
 	Observe(*ObserveRequest, grpc.ServerStreamingServer[ObserveResponse]) error
 	// Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
 	// Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of

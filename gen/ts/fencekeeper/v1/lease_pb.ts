@@ -566,9 +566,10 @@ export const ObserveRequestSchema: GenMessage<ObserveRequest> = /*@__PURE__*/
 /**
  * One ownership change of the observed resource. The first message of the stream gives the state at
  * the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
- * holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
- * resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
- * line is reported when the next holder is there).
+ * holders joining or leaving), a new value of a holder (Proclaim: the same token, the new value), the
+ * start of a lock-delay (held false, lock_delay_until set), or the resource free (reported only once
+ * nobody holds it and nobody waits for it: a handover to the next in line is reported when the next
+ * holder is there).
  *
  * @generated from message fencekeeper.v1.ObserveResponse
  */
@@ -993,7 +994,8 @@ export const LeaseService: GenService<{
     output: typeof DescribeResponseSchema;
   },
   /**
-   * Stream the ownership changes of one resource, starting with its current state.
+   * Stream the ownership changes of one resource, starting with its current state: each new holder, and
+   * each new value a holder proclaims (Proclaim), in the order etcd committed them.
    *
    * @generated from rpc fencekeeper.v1.LeaseService.Observe
    */

@@ -149,7 +149,8 @@ class LeaseServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Observe(self, request, context):
-        """Stream the ownership changes of one resource, starting with its current state.
+        """Stream the ownership changes of one resource, starting with its current state: each new holder, and
+        each new value a holder proclaims (Proclaim), in the order etcd committed them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

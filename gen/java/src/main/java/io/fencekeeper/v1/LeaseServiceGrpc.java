@@ -489,7 +489,8 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Stream the ownership changes of one resource, starting with its current state.
+     * Stream the ownership changes of one resource, starting with its current state: each new holder, and
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
      */
     default void observe(io.fencekeeper.v1.ObserveRequest request,
@@ -671,7 +672,8 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Stream the ownership changes of one resource, starting with its current state.
+     * Stream the ownership changes of one resource, starting with its current state: each new holder, and
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
      */
     public void observe(io.fencekeeper.v1.ObserveRequest request,
@@ -837,7 +839,8 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Stream the ownership changes of one resource, starting with its current state.
+     * Stream the ownership changes of one resource, starting with its current state: each new holder, and
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
      */
     @io.grpc.ExperimentalApi("https://github.com/grpc/grpc-java/issues/10918")
@@ -986,7 +989,8 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Stream the ownership changes of one resource, starting with its current state.
+     * Stream the ownership changes of one resource, starting with its current state: each new holder, and
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
      */
     public java.util.Iterator<io.fencekeeper.v1.ObserveResponse> observe(

@@ -9,9 +9,10 @@ package io.fencekeeper.v1;
  * <pre>
  * One ownership change of the observed resource. The first message of the stream gives the state at
  * the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
- * holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
- * resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
- * line is reported when the next holder is there).
+ * holders joining or leaving), a new value of a holder (Proclaim: the same token, the new value), the
+ * start of a lock-delay (held false, lock_delay_until set), or the resource free (reported only once
+ * nobody holds it and nobody waits for it: a handover to the next in line is reported when the next
+ * holder is there).
  * </pre>
  *
  * Protobuf type {@code fencekeeper.v1.ObserveResponse}
@@ -824,9 +825,10 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * One ownership change of the observed resource. The first message of the stream gives the state at
    * the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
-   * holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
-   * resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
-   * line is reported when the next holder is there).
+   * holders joining or leaving), a new value of a holder (Proclaim: the same token, the new value), the
+   * start of a lock-delay (held false, lock_delay_until set), or the resource free (reported only once
+   * nobody holds it and nobody waits for it: a handover to the next in line is reported when the next
+   * holder is there).
    * </pre>
    *
    * Protobuf type {@code fencekeeper.v1.ObserveResponse}
