@@ -113,8 +113,8 @@ export interface LeadCallbacks {
   /**
    * Runs while this process leads. `signal` aborts (with a LeaseLostError) before anyone else can be
    * elected: stop acting on it. Leadership lasts until the signal aborts, whether or not this returns
-   * earlier. Never runs twice at once in one process for one resource: the next election's onElected
-   * waits for this one to settle.
+   * earlier; if it throws, leadership is resigned. Never runs twice at once in one process for one
+   * resource: the next election's onElected waits for this one to settle.
    */
   onElected(signal: AbortSignal, token: Token, leadership: Leadership): Promise<void> | void;
   /** Leadership ended (lost, resigned, or lead() stopping), after its onElected settled; once per onElected. */
@@ -177,7 +177,8 @@ async function serve(resource: string, leadership: Leadership, cb: LeadCallbacks
       try {
         await cb.onElected(leadership.signal, leadership.token, leadership);
       } catch {
-        // The elected code's failure is its own; leadership stands until its signal aborts.
+        // The elected code failed: a leader that no longer does its work should not keep others out.
+        await leadership.resign();
       }
     }
     // Leadership lasts until the signal aborts (a loss, or the lease ended by lead() stopping).
@@ -186,6 +187,8 @@ async function serve(resource: string, leadership: Leadership, cb: LeadCallbacks
   terms.set(resource, term);
   try {
     await term;
+    // Lost or canceled: wait for the release the loss started, so that lead() resolves with nothing held.
+    await leadership.resign();
   } finally {
     if (terms.get(resource) === term) terms.delete(resource);
   }

@@ -145,6 +145,34 @@ describe("client: election", () => {
     expect(newLeaders.some((l) => l?.holder === "a") && newLeaders.some((l) => l?.holder === "b")).to.equal(true);
   });
 
+  it("lead(): an onElected that throws resigns, and the loop campaigns again", async () => {
+    const resource = uniqueResource("throws");
+    const a = client("a");
+    const stop = new AbortController();
+    const generations: bigint[] = [];
+    const deposed: string[] = [];
+    const running = a.lead(
+      resource,
+      {
+        async onElected(signal, token) {
+          generations.push(token.generation);
+          if (generations.length === 1) throw new Error("the leader's work failed");
+          await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+        },
+        onDeposed: (e) => deposed.push(e.why),
+      },
+      { ttl: 5000, value: "a", signal: stop.signal },
+    );
+    await eventually(() => generations.length === 2, "elected again after the failure");
+    expect(generations[1] > generations[0]).to.equal(true);
+    expect(deposed).to.deep.equal(["released"]);
+    expect((await a.leader(resource))?.token.generation).to.equal(generations[1]);
+    stop.abort();
+    await running;
+    expect(deposed).to.deep.equal(["released", "canceled"]);
+    expect(await a.leader(resource)).to.equal(undefined);
+  });
+
   describe("leadership passed on by expiry and by resign", () => {
     let leaderA: LeaderProcess | undefined;
     afterEach(async () => {
