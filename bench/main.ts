@@ -14,13 +14,14 @@ import { startEtcd, type TestEtcd } from "../test/harness/etcd.js";
 import { startServer, type TestServer } from "../test/harness/server.js";
 import { acquire } from "./acquire.js";
 import { coalesce } from "./coalesce.js";
+import { election } from "./election.js";
 import { leases } from "./leases.js";
 import { bounded } from "./measure.js";
 import { topEntries } from "./profile-top.js";
 import { latency, put } from "./put.js";
 import type { Check, Context, Flags, Scenario } from "./scenario.js";
 
-const SCENARIOS: Scenario[] = [put, latency, coalesce, acquire, leases];
+const SCENARIOS: Scenario[] = [put, latency, coalesce, acquire, leases, election];
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
 const PROFILER = fileURLToPath(new URL("./cpu-profile.mjs", import.meta.url));
 

@@ -18,7 +18,8 @@ import { OwnLease, Session, type KeeperContext } from "./keeper.js";
 import { Lease, type LeaseContext } from "./lease.js";
 import type { TokenKey } from "./verify-token.js";
 import { Servers, type Credentials, type Connection } from "./servers.js";
-import { Store, type FenceModeName } from "./store.js";
+import { Store, type FenceModeName, type Value } from "./store.js";
+import { campaign, lead, leader, observeLeaders, type CampaignOptions, type Leader, type LeaderChange, type LeadCallbacks, type LeadOptions, type Leadership } from "./election.js";
 import { WriteBatcher } from "./write-batcher.js";
 import { tokenFromProto, tokenToProto, type Token } from "./token.js";
 import { AcquireMode } from "../gen/ts/fencekeeper/v1/token_pb.js";
@@ -84,6 +85,12 @@ export interface AcquireOptions {
    * holds or waits. Its token reads; the fenced store refuses its writes. Default false: exclusive.
    */
   shared?: boolean;
+  /**
+   * A value published with the acquisition (at most 1 MiB; a string goes as UTF-8), shown by describe(),
+   * observe(), leader() and observeLeaders() until Lease.proclaim() changes it. For an election: what
+   * followers need of their leader, such as its address. Default: none.
+   */
+  value?: Value;
 }
 
 /** One holder of a resource: its token's shared says whether it is exclusive or shared. */
@@ -92,14 +99,17 @@ export interface Holder {
   token: Token;
   /** Describe only: the TTL left on its lease, as etcd reports it (whole seconds), in ms. */
   ttlMs?: number;
+  /** The value it published (AcquireOptions.value, Lease.proclaim()); empty without one. */
+  value: Uint8Array;
 }
 
 export interface Description {
   /** Held exclusively, or by shared holders. */
   held: boolean;
-  /** The exclusive holder's label, token and TTL; unset when the holders are shared. */
+  /** The exclusive holder's label, token, TTL and value; unset when the holders are shared. */
   holder?: string;
   token?: Token;
+  value?: Uint8Array;
   /** The TTL left on the holder's lease, as etcd reports it (whole seconds), in ms. */
   ttlMs?: number;
   /** Every holder: the exclusive one, or the shared ones, oldest first. */
@@ -116,9 +126,11 @@ export interface Description {
 export interface Ownership {
   /** Held exclusively, or by shared holders. */
   held: boolean;
-  /** The exclusive holder's label and token; unset when the holders are shared. */
+  /** The exclusive holder's label, token and value; unset when the holders are shared. */
   holder?: string;
   token?: Token;
+  /** A Proclaim of the same holder is a change of its own: the same token, a new value. */
+  value?: Uint8Array;
   /** Every holder after this change, and the shared holders that joined and left since the previous one. */
   holders: Holder[];
   joined: Holder[];
@@ -178,7 +190,15 @@ export class FencekeeperClient {
     );
     this.#keepAlive = new KeepAlive(this.#servers, { ...DEFAULT_BACKOFF, ...o.backoff }, emit);
     this.#holder = o.holder ?? `${hostname()}:${process.pid}`;
-    this.#ctx = { store: this.store, emit, fenceMode: o.fenceMode ?? "live", ended: (lease) => this.#leases.delete(lease) };
+    this.#ctx = {
+      store: this.store,
+      emit,
+      fenceMode: o.fenceMode ?? "live",
+      ended: (lease) => this.#leases.delete(lease),
+      // Repeatable: the same value set twice is the same outcome.
+      proclaim: async (token, value) =>
+        (await this.#calls.run((c) => c.lease.proclaim({ token: tokenToProto(token), value }, { timeoutMs: this.#calls.timeoutMs }), true)).revision,
+    };
     this.#keepers = {
       keepAlive: this.#keepAlive,
       emit,
@@ -219,6 +239,7 @@ export class FencekeeperClient {
             waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
             lockDelay: o.lockDelay ? toDuration(o.lockDelay) : undefined,
             mode: modeOf(o),
+            value: valueOf(o),
           },
           { signal: o.signal, timeoutMs },
         ),
@@ -263,6 +284,7 @@ export class FencekeeperClient {
                 waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
                 sessionId: session.leaseId,
                 mode: modeOf(o),
+                value: valueOf(o),
               },
               { signal: o.signal, timeoutMs },
             ),
@@ -363,6 +385,7 @@ export class FencekeeperClient {
       held: d.held,
       holder: d.token ? d.holder : undefined,
       token: d.token && tokenFromProto(d.token),
+      ...(d.token ? { value: d.value } : {}),
       ttlMs: d.ttl && toMs(d.ttl),
       holders: d.holders.map(holderFromProto),
       waiters: d.waiters,
@@ -380,6 +403,7 @@ export class FencekeeperClient {
           held: x.held,
           holder: x.token ? x.holder : undefined,
           token: x.token && tokenFromProto(x.token),
+          ...(x.token ? { value: x.value } : {}),
           holders: x.holders.map(holderFromProto),
           joined: x.joined.map(holderFromProto),
           left: x.left.map(holderFromProto),
@@ -391,6 +415,34 @@ export class FencekeeperClient {
       if (o.signal?.aborted) return;
       throw toFencekeeperError(err);
     }
+  }
+
+  /**
+   * Campaigns to lead resource (docs/election.md): waits in line, exclusively, and resolves once elected,
+   * with the leadership (its token, its loss signal, proclaim(), resign()). value: what followers see of
+   * this leader (its address, say).
+   */
+  campaign(resource: string, value: Value, o: CampaignOptions = {}): Promise<Leadership> {
+    return campaign(this, resource, value, o);
+  }
+
+  /** The current leader of resource (its holder label, token and value), or undefined when nobody leads. */
+  leader(resource: string, o: { signal?: AbortSignal } = {}): Promise<Leader | undefined> {
+    return leader(this, resource, o);
+  }
+
+  /** The leader of resource now, then each change of leader or of its value, in order, until the signal aborts. */
+  observeLeaders(resource: string, o: { signal?: AbortSignal } = {}): AsyncGenerator<LeaderChange> {
+    return observeLeaders(this, resource, o);
+  }
+
+  /**
+   * Leads resource whenever elected, in client-go's style, until o.signal aborts: onElected(signal, token)
+   * runs while this process leads, its signal aborted before anyone else can be elected; after a loss,
+   * onDeposed, then a new campaign. Never two onElected at once in one process for one resource.
+   */
+  lead(resource: string, callbacks: LeadCallbacks, o: LeadOptions = {}): Promise<void> {
+    return lead(this, resource, callbacks, o);
   }
 
   /** Releases every lease still held and closes every session, then closes the connections. */
@@ -465,5 +517,9 @@ function modeOf(o: AcquireOptions): AcquireMode {
 }
 
 function holderFromProto(h: ProtoHolder): Holder {
-  return { holder: h.holder, token: tokenFromProto(h.token!), ...(h.ttl ? { ttlMs: toMs(h.ttl) } : {}) };
+  return { holder: h.holder, token: tokenFromProto(h.token!), ...(h.ttl ? { ttlMs: toMs(h.ttl) } : {}), value: h.value };
+}
+
+function valueOf(o: AcquireOptions): Uint8Array | undefined {
+  return typeof o.value === "string" ? new TextEncoder().encode(o.value) : o.value;
 }

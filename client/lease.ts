@@ -17,6 +17,8 @@ export interface LeaseContext {
   readonly fenceMode: FenceModeName;
   /** Called once when the lease ends, whatever the cause. */
   ended(lease: Lease): void;
+  /** LeaseService.Proclaim under token: the revision at which the value took effect. */
+  proclaim(token: Token, value: Uint8Array): Promise<bigint>;
 }
 
 export class Lease {
@@ -38,6 +40,7 @@ export class Lease {
     const cancel = () => this.#lose("canceled", until?.reason);
     until?.addEventListener("abort", cancel, { once: true });
     this.#stopWatching = () => until?.removeEventListener("abort", cancel);
+    lookFirst(this.#controller.signal, () => keeper.expireIfPassed());
     keeper.attach(this, (why, cause, ending) => this.#end(why, cause, ending));
     if (ctx.emit.listening) ctx.emit({ type: "acquired", token: this.token, ttlMs: this.ttlMs, validUntil: this.validUntil });
     if (until?.aborted) cancel();
@@ -100,11 +103,22 @@ export class Lease {
     return this.#ctx.store.list(this.token.resource, o);
   }
 
+  /**
+   * Publishes a new value with this acquisition (the one given to acquire() or campaign() until now),
+   * keeping the lease: what Describe, Observe, leader() and observeLeaders() show. The revision at which
+   * it took effect. A lease the server no longer holds is refused (StaleTokenError when a newer holder
+   * was granted, LeaseNotHeldError otherwise) and is lost with it, as after a refused write.
+   */
+  proclaim(value: Value): Promise<bigint> {
+    const bytes = typeof value === "string" ? new TextEncoder().encode(value) : value;
+    return this.#write(() => this.#ctx.proclaim(this.token, bytes));
+  }
+
   #writeOptions(o: WriteOptions): WriteOptions {
     return { ...o, mode: o.mode ?? this.#ctx.fenceMode };
   }
 
-  async #write(call: () => Promise<Commit>): Promise<Commit> {
+  async #write<T>(call: () => Promise<T>): Promise<T> {
     this.check();
     try {
       return await call();
@@ -132,6 +146,35 @@ export class Lease {
     this.#controller.abort(error);
     this.#ctx.emit(why === "released" || why === "canceled" ? { type: "released", token: this.token } : { type: "lost", error });
   }
+}
+
+const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
+
+/**
+ * Makes `signal.aborted` (and throwIfAborted()) look at the clock first, as Lease.signal does: code that
+ * kept the signal itself (lead()'s onElected does) sees a loss on its first look after a pause, before
+ * the keeper's timer has had a chance to run.
+ */
+function lookFirst(signal: AbortSignal, look: () => void): void {
+  let looking = false;
+  Object.defineProperty(signal, "aborted", {
+    configurable: true,
+    get() {
+      // Looking can abort the signal, and the abort reads aborted again: look once.
+      if (!looking && !abortedOf.call(signal)) {
+        looking = true;
+        try {
+          look();
+        } finally {
+          looking = false;
+        }
+      }
+      return abortedOf.call(signal);
+    },
+  });
+  signal.throwIfAborted = () => {
+    if (signal.aborted) throw signal.reason;
+  };
 }
 
 function lossMessage(t: Token, why: LossCause, validUntil: Date, cause: unknown, onSession: boolean): string {

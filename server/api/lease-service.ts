@@ -31,6 +31,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         principal: access.owner(ctx),
         lockDelayMs: durationMs(req.lockDelay, "lock_delay"),
         mode: acquireModeFromProto(req.mode),
+        value: req.value,
       },
       ctx.signal,
     );
@@ -84,6 +85,13 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
       if (token) checkResource(token.resource, "token.resource");
       await coordinator.release(token, token ? access.ownerUnlessAdmin(ctx, token.resource) : undefined);
       return {};
+    },
+
+    proclaim: async (req, ctx) => {
+      // Only the holder proclaims: an admin of the resource may release a holder, not speak for it.
+      const token = tokenFromProto(req.token);
+      if (token) checkResource(token.resource, "token.resource");
+      return { revision: await coordinator.proclaim(token, req.value, access.owner(ctx)) };
     },
 
     describe: async (req, ctx) => {

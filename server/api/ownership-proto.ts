@@ -36,6 +36,7 @@ function holdingToProto(s: Description | Ownership) {
     holderPrincipal: s.holderPrincipal ?? "",
     token: s.token ? tokenToProto(s.token) : undefined,
     holders: s.holders.map(holderToProto),
+    value: s.value,
     ...lockDelayToProto(s),
   };
 }
@@ -46,6 +47,7 @@ function holderToProto(h: HolderState) {
     holderPrincipal: h.holderPrincipal ?? "",
     token: tokenToProto(h.token),
     ttl: h.ttlSeconds !== undefined ? seconds(h.ttlSeconds) : undefined,
+    value: h.value,
   };
 }
 

@@ -4,7 +4,8 @@
 // Under the configured prefix P, each resource R (URI-encoded, so it never contains "/") has:
 //   P r/R/owner                         the exclusive holder, attached to its lease (its own, or its
 //                                       session's). Its create revision is the generation: the revision
-//                                       of the grant.
+//                                       of the grant. Its value is encodeOwner's (label, nonce, and the
+//                                       published value, which Proclaim rewrites in place).
 //   P r/R/owner-delay                   with a lock-delay: the holder's delay, put by its grant on the
 //                                       acquisition's delay lease, which outlives the owner key's lease
 //                                       by the delay (delayLeaseOf below). While it exists nobody is
@@ -261,12 +262,23 @@ export function encodeHolder(e: HolderEntry): Buffer {
 }
 
 /**
- * An owner key's value: the holder label, and the nonce of the Acquire that wrote it, so that a call
- * that cannot tell whether its grant committed can remove exactly its own owner key later.
+ * An owner key's value (a shared holder's key's too): the holder label, and the nonce of the Acquire that
+ * wrote it, so that a call that cannot tell whether its grant committed can remove exactly its own owner
+ * key later; then, when the acquisition published a value (AcquireRequest.value, Proclaim), a newline
+ * and the value's raw bytes. JSON.stringify never writes a raw newline, so the first one ends the JSON.
  */
-export function encodeOwner(e: HolderEntry & { nonce: string; principal?: string }): Buffer {
-  return Buffer.from(JSON.stringify(e.principal ? { holder: e.holder, nonce: e.nonce, principal: e.principal } : { holder: e.holder, nonce: e.nonce }));
+export interface OwnerEntry extends HolderEntry {
+  nonce: string;
+  principal?: string;
+  value?: Uint8Array;
 }
+
+export function encodeOwner(e: OwnerEntry): Buffer {
+  const head = Buffer.from(JSON.stringify(e.principal ? { holder: e.holder, nonce: e.nonce, principal: e.principal } : { holder: e.holder, nonce: e.nonce }));
+  return e.value && e.value.byteLength > 0 ? Buffer.concat([head, NEWLINE, e.value]) : head;
+}
+
+const NEWLINE = Buffer.from("\n");
 
 /** The holder of an owner key, as a token's parts: its generation is the key's create revision. */
 export interface Owner {
@@ -275,16 +287,36 @@ export interface Owner {
   principal: string;
   generation: bigint;
   leaseId: bigint;
+  /** The published value (encodeOwner); empty without one. */
+  value: Uint8Array;
+  /** The nonce of the Acquire that wrote it: Proclaim writes it back unchanged. */
+  nonce: string;
+  /** The key's mod revision: its grant's, or its latest Proclaim's. */
+  revision: bigint;
 }
 
 export function decodeOwner(kv: IKeyValue): Owner {
-  let v: { holder?: unknown; principal?: unknown } = {};
+  const { head, value } = splitOwner(kv.value);
+  let v: { holder?: unknown; principal?: unknown; nonce?: unknown } = {};
   try {
-    v = JSON.parse(kv.value.toString());
+    v = JSON.parse(head.toString());
   } catch {
     // A key written by something else than fencekeeper: no holder label or principal to show.
   }
-  return { holder: String(v.holder ?? ""), principal: String(v.principal ?? ""), generation: BigInt(kv.create_revision), leaseId: BigInt(kv.lease) };
+  return {
+    holder: String(v.holder ?? ""),
+    principal: String(v.principal ?? ""),
+    generation: BigInt(kv.create_revision),
+    leaseId: BigInt(kv.lease),
+    value,
+    nonce: String(v.nonce ?? ""),
+    revision: BigInt(kv.mod_revision),
+  };
+}
+
+function splitOwner(raw: Buffer): { head: Buffer; value: Uint8Array } {
+  const at = raw.indexOf(NEWLINE);
+  return at < 0 ? { head: raw, value: new Uint8Array(0) } : { head: raw.subarray(0, at), value: raw.subarray(at + 1) };
 }
 
 export function decodeHolder(value: Buffer): HolderEntry {

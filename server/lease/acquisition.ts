@@ -22,7 +22,7 @@ import { DomainError, leaseNotFound, notHolder } from "../errors/errors.js";
 import { inLine, type DomainEvents } from "../events/events.js";
 import type { Limits } from "../validation/limits.js";
 import type { AcquireMode, Token } from "../tokens/token.js";
-import { checkHolder, checkLeaseId, checkResource, ttlSeconds } from "../validation/validate.js";
+import { checkHolder, checkLeaseId, checkResource, checkValue, ttlSeconds } from "../validation/validate.js";
 import type { Committer } from "../etcd/committer.js";
 import { decodeBinding, encodeGeneration, encodeHolder, encodeOwner, type KeyLayout } from "../etcd/keys.js";
 import type { Leases } from "../etcd/leases.js";
@@ -51,6 +51,8 @@ export interface AcquireParams {
   lockDelayMs?: number;
   /** Undefined: exclusive. */
   mode?: AcquireMode;
+  /** Published with the acquisition (Describe, Observe) until Proclaim changes it; empty or undefined: none. */
+  value?: Uint8Array;
 }
 
 export interface Grant {
@@ -87,6 +89,7 @@ const PLACE_TTL_SECONDS = 10;
 export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSignal): Promise<Grant> {
   checkResource(p.resource);
   checkHolder(p.holder);
+  if (p.value) checkValue(p.value, "value");
   const onSession = p.sessionId !== undefined && p.sessionId !== 0n;
   if (onSession) {
     checkLeaseId(p.sessionId!, "session_id");
@@ -136,7 +139,7 @@ class Acquisition {
     this.rules = lineRules(d.keys, p.resource, p.mode ?? "exclusive", lease.id);
     this.holderKey = this.rules.holderKey;
     this.lineKey = Buffer.concat([this.rules.lineKey(lease.id), Buffer.from(this.nonce)]);
-    this.holderValue = encodeOwner({ holder: p.holder, nonce: this.nonce, principal: p.principal });
+    this.holderValue = encodeOwner({ holder: p.holder, nonce: this.nonce, principal: p.principal, value: p.value });
     if (onSession) this.sessionKey = d.keys.sessionKey(lease.id);
   }
 

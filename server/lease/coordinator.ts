@@ -14,6 +14,7 @@ import { bindOps, checkBound, StreamBindings } from "./bindings.js";
 import { claimLeaseSlot } from "./lease-cap.js";
 import { liftLockDelay, lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
 import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
+import { proclaim } from "./proclaim.js";
 import { decodeShared, sharedHolders } from "./shared.js";
 
 export type { AcquireParams, Grant, HolderState, Ownership };
@@ -21,8 +22,9 @@ export type { AcquireParams, Grant, HolderState, Ownership };
 export interface Description extends LockDelayState {
   /** Held exclusively, or by shared holders. */
   held: boolean;
-  /** The exclusive holder's label, principal, token and TTL; unset when the holders are shared. */
+  /** The exclusive holder's label, principal, token, TTL and value; unset when the holders are shared. */
   holder?: string;
+  value?: Uint8Array;
   /** The principal that acquired it, with authentication on. */
   holderPrincipal?: string;
   token?: Token;
@@ -150,6 +152,16 @@ export class LeaseCoordinator {
     if (!onSession) void leases.revokeEventually(t.leaseId);
   }
 
+  /**
+   * Changes the value published by the token's acquisition (proclaim.ts): the revision at which it took
+   * effect. With principal, only the principal's own token (tokens.ts: signed, and issued to it).
+   */
+  async proclaim(token: Token | undefined, value: Uint8Array, principal?: string): Promise<bigint> {
+    const t = checkToken(token, "token");
+    await this.tokens.check(t, principal, "token");
+    return proclaim(this.d, t, value);
+  }
+
   /** Ends the lock-delay served on a resource, if any (lock-delay.ts). The caller was authorized as its admin. */
   liftLockDelay(resource: string): Promise<{ lifted: boolean; generation: bigint }> {
     checkResource(resource);
@@ -200,6 +212,7 @@ export class LeaseCoordinator {
       if (h.holderPrincipal) description.holderPrincipal = h.holderPrincipal;
       description.token = h.token;
       description.ttlSeconds = h.ttlSeconds;
+      if (h.value) description.value = h.value;
     }
     return description;
   }

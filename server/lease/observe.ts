@@ -24,6 +24,8 @@ export interface HolderState {
   token: Token;
   /** Describe only: the TTL left on its lease. */
   ttlSeconds?: number;
+  /** The value it published (AcquireRequest.value, Proclaim); unset without one. */
+  value?: Uint8Array;
 }
 
 export interface Ownership extends LockDelayState {
@@ -33,6 +35,7 @@ export interface Ownership extends LockDelayState {
   holder?: string;
   holderPrincipal?: string;
   token?: Token;
+  value?: Uint8Array;
   /** Every holder after this change: the exclusive one, or the shared ones, oldest first. */
   holders: HolderState[];
   /** Shared holders that joined, and that left, since the previous report. */
@@ -61,6 +64,8 @@ export async function* observe(d: AcquireDeps, resource: string, signal: AbortSi
   let lockDelay: IKeyValue | undefined = found.lockDelay.kvs[0];
   let joined: Owner[] = [];
   let left: Owner[] = [];
+  /** A shared holder's value changed since the previous report. */
+  let proclaimed = false;
   const report = async (revision: bigint): Promise<Ownership> => ({
     ...ownership(resource, owner, shared, joined, left, revision),
     ...(await lockDelayState(d.leases, lockDelay, owner !== undefined)),
@@ -87,6 +92,10 @@ export async function* observe(d: AcquireDeps, resource: string, signal: AbortSi
             const h = decodeOwner(ev.kv);
             shared.set(id, h);
             joined.push(h);
+          } else if (ev.type === "Put" && shared.has(id)) {
+            // A shared holder's Proclaim: the holders change, nobody joins or leaves.
+            shared.set(id, decodeOwner(ev.kv));
+            proclaimed = true;
           } else if (ev.type === "Delete" && shared.has(id)) {
             left.push(shared.get(id)!);
             shared.delete(id);
@@ -94,10 +103,11 @@ export async function* observe(d: AcquireDeps, resource: string, signal: AbortSi
         } else waiting += ev.type === "Put" ? (ev.kv.version === "1" ? 1 : 0) : -1;
         if (events[i + 1]?.kv.mod_revision === ev.kv.mod_revision) continue;
         const state = stateOf(owner, shared, lockDelay, waiting);
-        if (state !== undefined && (state !== reported || joined.length > 0 || left.length > 0)) {
+        if (state !== undefined && (state !== reported || joined.length > 0 || left.length > 0 || proclaimed)) {
           reported = state;
           yield await report(BigInt(ev.kv.mod_revision));
           [joined, left] = [[], []];
+          proclaimed = false;
         }
       }
     }
@@ -111,7 +121,8 @@ export async function* observe(d: AcquireDeps, resource: string, signal: AbortSi
  * undefined during a handover (nobody holds it and somebody waits).
  */
 function stateOf(owner: Owner | undefined, shared: Map<string, Owner>, lockDelay: IKeyValue | undefined, waiting: number): string | undefined {
-  if (owner) return `held ${owner.generation}`;
+  // The mod revision moves with each Proclaim: a new value of the same holder is a change to report.
+  if (owner) return `held ${owner.generation} ${owner.revision}`;
   if (shared.size > 0) return "shared";
   if (lockDelay) return `lock-delay ${lockDelay.create_revision}`;
   return waiting === 0 ? "free" : undefined;
@@ -122,7 +133,7 @@ function ownership(resource: string, owner: Owner | undefined, shared: Map<strin
   const sharedNow = owner ? [] : [...shared.values()].sort((a, b) => (a.generation < b.generation ? -1 : 1));
   return {
     held: exclusive !== undefined || sharedNow.length > 0,
-    ...(exclusive ? { holder: exclusive.holder, holderPrincipal: owner!.principal, token: exclusive.token } : {}),
+    ...(exclusive ? { holder: exclusive.holder, holderPrincipal: owner!.principal, token: exclusive.token, ...(exclusive.value ? { value: exclusive.value } : {}) } : {}),
     holders: exclusive ? [exclusive] : sharedNow.map((h) => holderState(resource, h, "shared")),
     joined: joined.map((h) => holderState(resource, h, "shared")),
     left: left.map((h) => holderState(resource, h, "shared")),
@@ -133,5 +144,5 @@ function ownership(resource: string, owner: Owner | undefined, shared: Map<strin
 /** A holder as Describe and Observe show it (its token unsigned: the coordinator signs it). */
 export function holderState(resource: string, o: Owner, mode: "exclusive" | "shared"): HolderState {
   const token: Token = { resource, generation: o.generation, leaseId: o.leaseId, ...(mode === "shared" ? { mode } : {}) };
-  return { holder: o.holder, ...(o.principal ? { holderPrincipal: o.principal } : {}), token };
+  return { holder: o.holder, ...(o.principal ? { holderPrincipal: o.principal } : {}), token, ...(o.value.byteLength > 0 ? { value: o.value } : {}) };
 }

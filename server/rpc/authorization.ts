@@ -7,7 +7,7 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import { FencedStoreService, type BatchRequest } from "../../gen/ts/fencekeeper/v1/store_pb.js";
-import { LeaseService, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { LeaseService, type ProclaimRequest, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { tokenFromProto } from "../api/convert.js";
 import { CALLER, GRANTS, type Access, type Decision } from "../auth/access.js";
 import type { Verb } from "../auth/policy.js";
@@ -39,6 +39,17 @@ const RULES: Record<string, Rule | typeof NONE> = {
     verb: "acquire",
     asAdmin: true,
     resources: (req: ReleaseRequest) => {
+      const token = tokenFromProto(req.token);
+      if (!token) return [];
+      checkResource(token.resource, "token.resource");
+      return [token.resource];
+    },
+  },
+  // Proclaiming is part of holding: the verb of acquiring, on the token's resource. Only the holder's
+  // own principal may (the handler checks the token's), admin or not.
+  [`${LeaseService.typeName}/Proclaim`]: {
+    verb: "acquire",
+    resources: (req: ProclaimRequest) => {
       const token = tokenFromProto(req.token);
       if (!token) return [];
       checkResource(token.resource, "token.resource");

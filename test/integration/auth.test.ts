@@ -264,6 +264,17 @@ describe("authentication, authorization and holder binding (bearer JWTs)", funct
       await unchanged();
     });
 
+    it("Proclaim under alice's token: NOT_HOLDER for bob and for an admin (carol); alice's own goes through", async () => {
+      expectNotHolder(await failure(bob.lease.proclaim({ token, value: new Uint8Array([6]) })));
+      const e = await failure(carol.lease.proclaim({ token, value: new Uint8Array([6]) }));
+      expect(e.code, e.message).to.equal(Code.PermissionDenied);
+      expect(reasonOf(e)).to.equal("NOT_HOLDER");
+      expect((await alice.lease.describe({ resource })).value).to.deep.equal(new Uint8Array(0));
+      await alice.lease.proclaim({ token, value: new Uint8Array([7]) });
+      expect((await bob.lease.describe({ resource })).value).to.deep.equal(new Uint8Array([7]));
+      await unchanged();
+    });
+
     it("alice's own Renew, KeepAlive and Release go through", async () => {
       expect((await alice.lease.renew({ leaseId: token.leaseId })).ttl?.seconds, "TTL").to.not.equal(0n);
       for await (const a of alice.lease.keepAlive(

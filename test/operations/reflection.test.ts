@@ -31,6 +31,7 @@ const METHODS = [
   "fencekeeper.v1.LeaseService/ListTokenKeys",
   "fencekeeper.v1.LeaseService/Observe",
   "fencekeeper.v1.LeaseService/OpenSession",
+  "fencekeeper.v1.LeaseService/Proclaim",
   "fencekeeper.v1.LeaseService/Release",
   "fencekeeper.v1.LeaseService/Renew",
   "grpc.health.v1.Health/Check",

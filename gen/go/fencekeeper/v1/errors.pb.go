@@ -32,9 +32,11 @@ const (
 	// FAILED_PRECONDITION: the token's generation is older than the resource's fence; a newer generation
 	// has written. Metadata: "resource", "fence" (current fence), "generation" (the refused one).
 	// The holder has lost its lease: stop, do not retry with this token.
+	// From LeaseService.Proclaim also when a newer exclusive generation was granted, whether or not it has
+	// written; metadata "last_issued" then names the newest.
 	ErrorReason_STALE_TOKEN ErrorReason = 1
-	// FAILED_PRECONDITION, FENCE_MODE_LIVE only: the token's lease is no longer held in etcd (it expired
-	// or was released). Metadata: "resource", "generation", "lease_id".
+	// FAILED_PRECONDITION, FENCE_MODE_LIVE only (and LeaseService.Proclaim): the token's lease is no
+	// longer held in etcd (it expired or was released). Metadata: "resource", "generation", "lease_id".
 	ErrorReason_LEASE_NOT_HELD ErrorReason = 2
 	// FAILED_PRECONDITION: the token names a generation greater than the last one issued for this
 	// resource, so it cannot have come from Acquire. (A forged generation at or below the last issued

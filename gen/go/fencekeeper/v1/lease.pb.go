@@ -68,7 +68,12 @@ type AcquireRequest struct {
 	// shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
 	// acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
 	// ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
-	Mode          AcquireMode `protobuf:"varint,8,opt,name=mode,proto3,enum=fencekeeper.v1.AcquireMode" json:"mode,omitempty"`
+	Mode AcquireMode `protobuf:"varint,8,opt,name=mode,proto3,enum=fencekeeper.v1.AcquireMode" json:"mode,omitempty"`
+	// A value published with the acquisition, for whoever reads Describe or Observe: for an election,
+	// what followers need of their leader (its address, say). At most 1 MiB, as a store value
+	// (INVALID_ARGUMENT above). Proclaim changes it while the acquisition holds; it goes with the
+	// acquisition. Kept with the holder in etcd, outside the fenced store and its quota. Empty: none.
+	Value         []byte `protobuf:"bytes,9,opt,name=value,proto3" json:"value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -157,6 +162,13 @@ func (x *AcquireRequest) GetMode() AcquireMode {
 		return x.Mode
 	}
 	return AcquireMode_ACQUIRE_MODE_UNSPECIFIED
+}
+
+func (x *AcquireRequest) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
 }
 
 // The response of LeaseService.Acquire.
@@ -686,8 +698,11 @@ type DescribeResponse struct {
 	// How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
 	// or fewer.
 	HoldersWithoutTtl int32 `protobuf:"varint,12,opt,name=holders_without_ttl,json=holdersWithoutTtl,proto3" json:"holders_without_ttl,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
+	// resource is not held, is held without one, or its holders are shared (holders lists their values).
+	Value         []byte `protobuf:"bytes,13,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -804,6 +819,13 @@ func (x *DescribeResponse) GetHoldersWithoutTtl() int32 {
 	return 0
 }
 
+func (x *DescribeResponse) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
 // One holder of a resource: an exclusive holder, or one of its shared holders.
 type Holder struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -816,8 +838,10 @@ type Holder struct {
 	Ttl *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	// The authenticated identity that acquired it, as DescribeResponse.holder_principal.
 	HolderPrincipal string `protobuf:"bytes,4,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+	Value         []byte `protobuf:"bytes,5,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Holder) Reset() {
@@ -878,6 +902,13 @@ func (x *Holder) GetHolderPrincipal() string {
 	return ""
 }
 
+func (x *Holder) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
 // The request of LeaseService.Observe.
 type ObserveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -926,9 +957,10 @@ func (x *ObserveRequest) GetResource() string {
 
 // One ownership change of the observed resource. The first message of the stream gives the state at
 // the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
-// holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
-// resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
-// line is reported when the next holder is there).
+// holders joining or leaving), a new value of a holder (Proclaim: the same token, the new value), the
+// start of a lock-delay (held false, lock_delay_until set), or the resource free (reported only once
+// nobody holds it and nobody waits for it: a handover to the next in line is reported when the next
+// holder is there).
 type ObserveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whether the resource is held after this change, exclusively or by shared holders.
@@ -954,7 +986,11 @@ type ObserveResponse struct {
 	// The shared holders that joined since the previous message, oldest generation first.
 	Joined []*Holder `protobuf:"bytes,9,rep,name=joined,proto3" json:"joined,omitempty"`
 	// The shared holders that left since the previous message (released, or their lease ended).
-	Left          []*Holder `protobuf:"bytes,10,rep,name=left,proto3" json:"left,omitempty"`
+	Left []*Holder `protobuf:"bytes,10,rep,name=left,proto3" json:"left,omitempty"`
+	// The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+	// DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+	// new value. Empty when the holders are shared (holders lists their values).
+	Value         []byte `protobuf:"bytes,11,opt,name=value,proto3" json:"value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1055,6 +1091,13 @@ func (x *ObserveResponse) GetJoined() []*Holder {
 func (x *ObserveResponse) GetLeft() []*Holder {
 	if x != nil {
 		return x.Left
+	}
+	return nil
+}
+
+func (x *ObserveResponse) GetValue() []byte {
+	if x != nil {
+		return x.Value
 	}
 	return nil
 }
@@ -1399,6 +1442,107 @@ func (x *TokenKey) GetPublicKey() []byte {
 	return nil
 }
 
+// The request of LeaseService.Proclaim.
+type ProclaimRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token of the acquisition whose value changes, exactly as Acquire returned it.
+	Token *FencingToken `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// The new value, as AcquireRequest.value: at most 1 MiB; empty clears it.
+	Value         []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProclaimRequest) Reset() {
+	*x = ProclaimRequest{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProclaimRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProclaimRequest) ProtoMessage() {}
+
+func (x *ProclaimRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProclaimRequest.ProtoReflect.Descriptor instead.
+func (*ProclaimRequest) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ProclaimRequest) GetToken() *FencingToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *ProclaimRequest) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// The response of LeaseService.Proclaim.
+type ProclaimResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The etcd revision at which the new value took effect, as ObserveResponse.revision reports it.
+	Revision      int64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProclaimResponse) Reset() {
+	*x = ProclaimResponse{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProclaimResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProclaimResponse) ProtoMessage() {}
+
+func (x *ProclaimResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProclaimResponse.ProtoReflect.Descriptor instead.
+func (*ProclaimResponse) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ProclaimResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 // The request of LeaseService.LiftLockDelay.
 type LiftLockDelayRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1410,7 +1554,7 @@ type LiftLockDelayRequest struct {
 
 func (x *LiftLockDelayRequest) Reset() {
 	*x = LiftLockDelayRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[21]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1566,7 @@ func (x *LiftLockDelayRequest) String() string {
 func (*LiftLockDelayRequest) ProtoMessage() {}
 
 func (x *LiftLockDelayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[21]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1579,7 @@ func (x *LiftLockDelayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftLockDelayRequest.ProtoReflect.Descriptor instead.
 func (*LiftLockDelayRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{21}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LiftLockDelayRequest) GetResource() string {
@@ -1458,7 +1602,7 @@ type LiftLockDelayResponse struct {
 
 func (x *LiftLockDelayResponse) Reset() {
 	*x = LiftLockDelayResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[22]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1614,7 @@ func (x *LiftLockDelayResponse) String() string {
 func (*LiftLockDelayResponse) ProtoMessage() {}
 
 func (x *LiftLockDelayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[22]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1627,7 @@ func (x *LiftLockDelayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftLockDelayResponse.ProtoReflect.Descriptor instead.
 func (*LiftLockDelayResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{22}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LiftLockDelayResponse) GetLifted() bool {
@@ -1504,7 +1648,7 @@ var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\xcd\x02\n" +
+	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\xe3\x02\n" +
 	"\x0eAcquireRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
@@ -1515,7 +1659,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"session_id\x18\x06 \x01(\x03R\tsessionId\x128\n" +
 	"\n" +
 	"lock_delay\x18\a \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\x12/\n" +
-	"\x04mode\x18\b \x01(\x0e2\x1b.fencekeeper.v1.AcquireModeR\x04mode\"\xac\x01\n" +
+	"\x04mode\x18\b \x01(\x0e2\x1b.fencekeeper.v1.AcquireModeR\x04mode\x12\x14\n" +
+	"\x05value\x18\t \x01(\fR\x05value\"\xac\x01\n" +
 	"\x0fAcquireResponse\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x128\n" +
@@ -1541,7 +1686,7 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n" +
 	"\x0fReleaseResponse\"-\n" +
 	"\x0fDescribeRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xfd\x03\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\x93\x04\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1557,14 +1702,16 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x10lock_delay_until\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x0elockDelayUntil\x120\n" +
 	"\aholders\x18\v \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\x12.\n" +
-	"\x13holders_without_ttl\x18\f \x01(\x05R\x11holdersWithoutTtl\"\xac\x01\n" +
+	"\x13holders_without_ttl\x18\f \x01(\x05R\x11holdersWithoutTtl\x12\x14\n" +
+	"\x05value\x18\r \x01(\fR\x05value\"\xc2\x01\n" +
 	"\x06Holder\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x122\n" +
 	"\x05token\x18\x02 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
 	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12)\n" +
-	"\x10holder_principal\x18\x04 \x01(\tR\x0fholderPrincipal\",\n" +
+	"\x10holder_principal\x18\x04 \x01(\tR\x0fholderPrincipal\x12\x14\n" +
+	"\x05value\x18\x05 \x01(\fR\x05value\",\n" +
 	"\x0eObserveRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xc6\x03\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xdc\x03\n" +
 	"\x0fObserveResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1577,7 +1724,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\aholders\x18\b \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\x12.\n" +
 	"\x06joined\x18\t \x03(\v2\x16.fencekeeper.v1.HolderR\x06joined\x12*\n" +
 	"\x04left\x18\n" +
-	" \x03(\v2\x16.fencekeeper.v1.HolderR\x04left\"Y\n" +
+	" \x03(\v2\x16.fencekeeper.v1.HolderR\x04left\x12\x14\n" +
+	"\x05value\x18\v \x01(\fR\x05value\"Y\n" +
 	"\x12OpenSessionRequest\x12+\n" +
 	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\"a\n" +
@@ -1596,14 +1744,19 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1c\n" +
 	"\talgorithm\x18\x02 \x01(\tR\talgorithm\x12\x1d\n" +
 	"\n" +
-	"public_key\x18\x03 \x01(\fR\tpublicKey\"2\n" +
+	"public_key\x18\x03 \x01(\fR\tpublicKey\"[\n" +
+	"\x0fProclaimRequest\x122\n" +
+	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\".\n" +
+	"\x10ProclaimResponse\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\x03R\brevision\"2\n" +
 	"\x14LiftLockDelayRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\"O\n" +
 	"\x15LiftLockDelayResponse\x12\x16\n" +
 	"\x06lifted\x18\x01 \x01(\bR\x06lifted\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
-	"generation2\xce\x06\n" +
+	"generation2\x9d\a\n" +
 	"\fLeaseService\x12J\n" +
 	"\aAcquire\x12\x1e.fencekeeper.v1.AcquireRequest\x1a\x1f.fencekeeper.v1.AcquireResponse\x12T\n" +
 	"\tKeepAlive\x12 .fencekeeper.v1.KeepAliveRequest\x1a!.fencekeeper.v1.KeepAliveResponse(\x010\x01\x12D\n" +
@@ -1614,7 +1767,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\vOpenSession\x12\".fencekeeper.v1.OpenSessionRequest\x1a#.fencekeeper.v1.OpenSessionResponse\x12Y\n" +
 	"\fCloseSession\x12#.fencekeeper.v1.CloseSessionRequest\x1a$.fencekeeper.v1.CloseSessionResponse\x12\\\n" +
 	"\rListTokenKeys\x12$.fencekeeper.v1.ListTokenKeysRequest\x1a%.fencekeeper.v1.ListTokenKeysResponse\x12\\\n" +
-	"\rLiftLockDelay\x12$.fencekeeper.v1.LiftLockDelayRequest\x1a%.fencekeeper.v1.LiftLockDelayResponseBi\n" +
+	"\rLiftLockDelay\x12$.fencekeeper.v1.LiftLockDelayRequest\x1a%.fencekeeper.v1.LiftLockDelayResponse\x12M\n" +
+	"\bProclaim\x12\x1f.fencekeeper.v1.ProclaimRequest\x1a .fencekeeper.v1.ProclaimResponseBi\n" +
 	"\x11io.fencekeeper.v1B\n" +
 	"LeaseProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
@@ -1630,7 +1784,7 @@ func file_fencekeeper_v1_lease_proto_rawDescGZIP() []byte {
 	return file_fencekeeper_v1_lease_proto_rawDescData
 }
 
-var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*AcquireRequest)(nil),        // 0: fencekeeper.v1.AcquireRequest
 	(*AcquireResponse)(nil),       // 1: fencekeeper.v1.AcquireResponse
@@ -1653,70 +1807,75 @@ var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*ListTokenKeysRequest)(nil),  // 18: fencekeeper.v1.ListTokenKeysRequest
 	(*ListTokenKeysResponse)(nil), // 19: fencekeeper.v1.ListTokenKeysResponse
 	(*TokenKey)(nil),              // 20: fencekeeper.v1.TokenKey
-	(*LiftLockDelayRequest)(nil),  // 21: fencekeeper.v1.LiftLockDelayRequest
-	(*LiftLockDelayResponse)(nil), // 22: fencekeeper.v1.LiftLockDelayResponse
-	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
-	(AcquireMode)(0),              // 24: fencekeeper.v1.AcquireMode
-	(*FencingToken)(nil),          // 25: fencekeeper.v1.FencingToken
-	(*status.Status)(nil),         // 26: google.rpc.Status
-	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*ProclaimRequest)(nil),       // 21: fencekeeper.v1.ProclaimRequest
+	(*ProclaimResponse)(nil),      // 22: fencekeeper.v1.ProclaimResponse
+	(*LiftLockDelayRequest)(nil),  // 23: fencekeeper.v1.LiftLockDelayRequest
+	(*LiftLockDelayResponse)(nil), // 24: fencekeeper.v1.LiftLockDelayResponse
+	(*durationpb.Duration)(nil),   // 25: google.protobuf.Duration
+	(AcquireMode)(0),              // 26: fencekeeper.v1.AcquireMode
+	(*FencingToken)(nil),          // 27: fencekeeper.v1.FencingToken
+	(*status.Status)(nil),         // 28: google.rpc.Status
+	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
 }
 var file_fencekeeper_v1_lease_proto_depIdxs = []int32{
-	23, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
-	23, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
-	23, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
-	24, // 3: fencekeeper.v1.AcquireRequest.mode:type_name -> fencekeeper.v1.AcquireMode
-	25, // 4: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
-	23, // 5: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	23, // 6: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
-	23, // 7: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
-	26, // 8: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
+	25, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
+	25, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
+	25, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
+	26, // 3: fencekeeper.v1.AcquireRequest.mode:type_name -> fencekeeper.v1.AcquireMode
+	27, // 4: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
+	25, // 5: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	25, // 6: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
+	25, // 7: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
+	28, // 8: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
 	4,  // 9: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
-	23, // 10: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
-	26, // 11: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
-	23, // 12: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
-	25, // 13: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
-	25, // 14: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
-	23, // 15: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
-	23, // 16: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
-	27, // 17: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	25, // 10: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
+	28, // 11: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
+	25, // 12: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
+	27, // 13: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
+	27, // 14: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
+	25, // 15: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
+	25, // 16: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
+	29, // 17: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
 	11, // 18: fencekeeper.v1.DescribeResponse.holders:type_name -> fencekeeper.v1.Holder
-	25, // 19: fencekeeper.v1.Holder.token:type_name -> fencekeeper.v1.FencingToken
-	23, // 20: fencekeeper.v1.Holder.ttl:type_name -> google.protobuf.Duration
-	25, // 21: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
-	23, // 22: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
-	27, // 23: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	27, // 19: fencekeeper.v1.Holder.token:type_name -> fencekeeper.v1.FencingToken
+	25, // 20: fencekeeper.v1.Holder.ttl:type_name -> google.protobuf.Duration
+	27, // 21: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
+	25, // 22: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
+	29, // 23: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
 	11, // 24: fencekeeper.v1.ObserveResponse.holders:type_name -> fencekeeper.v1.Holder
 	11, // 25: fencekeeper.v1.ObserveResponse.joined:type_name -> fencekeeper.v1.Holder
 	11, // 26: fencekeeper.v1.ObserveResponse.left:type_name -> fencekeeper.v1.Holder
-	23, // 27: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
-	23, // 28: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
+	25, // 27: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	25, // 28: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
 	20, // 29: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
-	0,  // 30: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
-	2,  // 31: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
-	5,  // 32: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
-	7,  // 33: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
-	9,  // 34: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
-	12, // 35: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
-	14, // 36: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
-	16, // 37: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
-	18, // 38: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
-	21, // 39: fencekeeper.v1.LeaseService.LiftLockDelay:input_type -> fencekeeper.v1.LiftLockDelayRequest
-	1,  // 40: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
-	3,  // 41: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
-	6,  // 42: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
-	8,  // 43: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
-	10, // 44: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
-	13, // 45: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
-	15, // 46: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
-	17, // 47: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
-	19, // 48: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
-	22, // 49: fencekeeper.v1.LeaseService.LiftLockDelay:output_type -> fencekeeper.v1.LiftLockDelayResponse
-	40, // [40:50] is the sub-list for method output_type
-	30, // [30:40] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	27, // 30: fencekeeper.v1.ProclaimRequest.token:type_name -> fencekeeper.v1.FencingToken
+	0,  // 31: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
+	2,  // 32: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
+	5,  // 33: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
+	7,  // 34: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
+	9,  // 35: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
+	12, // 36: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
+	14, // 37: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
+	16, // 38: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
+	18, // 39: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
+	23, // 40: fencekeeper.v1.LeaseService.LiftLockDelay:input_type -> fencekeeper.v1.LiftLockDelayRequest
+	21, // 41: fencekeeper.v1.LeaseService.Proclaim:input_type -> fencekeeper.v1.ProclaimRequest
+	1,  // 42: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
+	3,  // 43: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
+	6,  // 44: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
+	8,  // 45: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
+	10, // 46: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
+	13, // 47: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
+	15, // 48: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
+	17, // 49: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
+	19, // 50: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
+	24, // 51: fencekeeper.v1.LeaseService.LiftLockDelay:output_type -> fencekeeper.v1.LiftLockDelayResponse
+	22, // 52: fencekeeper.v1.LeaseService.Proclaim:output_type -> fencekeeper.v1.ProclaimResponse
+	42, // [42:53] is the sub-list for method output_type
+	31, // [31:42] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_fencekeeper_v1_lease_proto_init() }
@@ -1731,7 +1890,7 @@ func file_fencekeeper_v1_lease_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fencekeeper_v1_lease_proto_rawDesc), len(file_fencekeeper_v1_lease_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,6 +29,7 @@ const (
 	LeaseService_CloseSession_FullMethodName  = "/fencekeeper.v1.LeaseService/CloseSession"
 	LeaseService_ListTokenKeys_FullMethodName = "/fencekeeper.v1.LeaseService/ListTokenKeys"
 	LeaseService_LiftLockDelay_FullMethodName = "/fencekeeper.v1.LeaseService/LiftLockDelay"
+	LeaseService_Proclaim_FullMethodName      = "/fencekeeper.v1.LeaseService/Proclaim"
 )
 
 // LeaseServiceClient is the client API for LeaseService service.
@@ -58,7 +59,8 @@ type LeaseServiceClient interface {
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 	// Describe who holds a resource, with which token, for how much longer, and how many wait.
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
-	// Stream the ownership changes of one resource, starting with its current state.
+	// Stream the ownership changes of one resource, starting with its current state: each new holder, and
+	// each new value a holder proclaims (Proclaim), in the order etcd committed them.
 	Observe(ctx context.Context, in *ObserveRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ObserveResponse], error)
 	// Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
 	// Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
@@ -80,6 +82,14 @@ type LeaseServiceClient interface {
 	// answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
 	// expires (release the holder instead).
 	LiftLockDelay(ctx context.Context, in *LiftLockDelayRequest, opts ...grpc.CallOption) (*LiftLockDelayResponse, error)
+	// Change the value published with an acquisition (AcquireRequest.value) without giving it up: a
+	// leader announcing a new address, for example. Only the token of the generation that holds the
+	// resource now may, and only its principal (with authentication on); the token's lease is not renewed.
+	// A token that no longer holds the resource is refused as a stale write is (FAILED_PRECONDITION):
+	// STALE_TOKEN when a newer generation has been granted since (or has written), LEASE_NOT_HELD when its
+	// lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
+	// never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
+	Proclaim(ctx context.Context, in *ProclaimRequest, opts ...grpc.CallOption) (*ProclaimResponse, error)
 }
 
 type leaseServiceClient struct {
@@ -202,6 +212,16 @@ func (c *leaseServiceClient) LiftLockDelay(ctx context.Context, in *LiftLockDela
 	return out, nil
 }
 
+func (c *leaseServiceClient) Proclaim(ctx context.Context, in *ProclaimRequest, opts ...grpc.CallOption) (*ProclaimResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProclaimResponse)
+	err := c.cc.Invoke(ctx, LeaseService_Proclaim_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LeaseServiceServer is the server API for LeaseService service.
 // All implementations must embed UnimplementedLeaseServiceServer
 // for forward compatibility.
@@ -229,7 +249,8 @@ type LeaseServiceServer interface {
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	// Describe who holds a resource, with which token, for how much longer, and how many wait.
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
-	// Stream the ownership changes of one resource, starting with its current state.
+	// Stream the ownership changes of one resource, starting with its current state: each new holder, and
+	// each new value a holder proclaims (Proclaim), in the order etcd committed them.
 	Observe(*ObserveRequest, grpc.ServerStreamingServer[ObserveResponse]) error
 	// Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
 	// Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
@@ -251,6 +272,14 @@ type LeaseServiceServer interface {
 	// answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
 	// expires (release the holder instead).
 	LiftLockDelay(context.Context, *LiftLockDelayRequest) (*LiftLockDelayResponse, error)
+	// Change the value published with an acquisition (AcquireRequest.value) without giving it up: a
+	// leader announcing a new address, for example. Only the token of the generation that holds the
+	// resource now may, and only its principal (with authentication on); the token's lease is not renewed.
+	// A token that no longer holds the resource is refused as a stale write is (FAILED_PRECONDITION):
+	// STALE_TOKEN when a newer generation has been granted since (or has written), LEASE_NOT_HELD when its
+	// lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
+	// never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
+	Proclaim(context.Context, *ProclaimRequest) (*ProclaimResponse, error)
 	mustEmbedUnimplementedLeaseServiceServer()
 }
 
@@ -290,6 +319,9 @@ func (UnimplementedLeaseServiceServer) ListTokenKeys(context.Context, *ListToken
 }
 func (UnimplementedLeaseServiceServer) LiftLockDelay(context.Context, *LiftLockDelayRequest) (*LiftLockDelayResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LiftLockDelay not implemented")
+}
+func (UnimplementedLeaseServiceServer) Proclaim(context.Context, *ProclaimRequest) (*ProclaimResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Proclaim not implemented")
 }
 func (UnimplementedLeaseServiceServer) mustEmbedUnimplementedLeaseServiceServer() {}
 func (UnimplementedLeaseServiceServer) testEmbeddedByValue()                      {}
@@ -474,6 +506,24 @@ func _LeaseService_LiftLockDelay_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LeaseService_Proclaim_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProclaimRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LeaseServiceServer).Proclaim(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LeaseService_Proclaim_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LeaseServiceServer).Proclaim(ctx, req.(*ProclaimRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LeaseService_ServiceDesc is the grpc.ServiceDesc for LeaseService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -512,6 +562,10 @@ var LeaseService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "LiftLockDelay",
 			Handler:    _LeaseService_LiftLockDelay_Handler,
+		},
+		{
+			MethodName: "Proclaim",
+			Handler:    _LeaseService_Proclaim_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/lease.proto.
  */
 export const file_fencekeeper_v1_lease: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEihwIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZSKVAQoPQWNxdWlyZVJlc3BvbnNlEisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhItCgpsb2NrX2RlbGF5GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjcKEEtlZXBBbGl2ZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMSEQoJbGVhc2VfaWRzGAIgAygDIqABChFLZWVwQWxpdmVSZXNwb25zZRIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cxIuCghyZW5ld2FscxgEIAMoCzIcLmZlbmNla2VlcGVyLnYxLkxlYXNlUmVuZXdhbCJrCgxMZWFzZVJlbmV3YWwSEAoIbGVhc2VfaWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiEKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMiIAoMUmVuZXdSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDIjcKDVJlbmV3UmVzcG9uc2USJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj0KDlJlbGVhc2VSZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuIhEKD1JlbGVhc2VSZXNwb25zZSIjCg9EZXNjcmliZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAki/wIKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCRItCgpsb2NrX2RlbGF5GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCyADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISGwoTaG9sZGVyc193aXRob3V0X3R0bBgMIAEoBSKHAQoGSG9sZGVyEg4KBmhvbGRlchgBIAEoCRIrCgV0b2tlbhgCIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGAoQaG9sZGVyX3ByaW5jaXBhbBgEIAEoCSIiCg5PYnNlcnZlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSLkAgoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDEhgKEGhvbGRlcl9wcmluY2lwYWwYBSABKAkSLQoKbG9ja19kZWxheRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChBsb2NrX2RlbGF5X3VudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdob2xkZXJzGAggAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiYKBmpvaW5lZBgJIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIkCgRsZWZ0GAogAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyIkwKEk9wZW5TZXNzaW9uUmVxdWVzdBImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGaG9sZGVyGAIgASgJIlEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgDIhYKFENsb3NlU2Vzc2lvblJlc3BvbnNlIhYKFExpc3RUb2tlbktleXNSZXF1ZXN0Ij8KFUxpc3RUb2tlbktleXNSZXNwb25zZRImCgRrZXlzGAEgAygLMhguZmVuY2VrZWVwZXIudjEuVG9rZW5LZXkiQQoIVG9rZW5LZXkSDgoGa2V5X2lkGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgMIigKFExpZnRMb2NrRGVsYXlSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIjsKFUxpZnRMb2NrRGVsYXlSZXNwb25zZRIOCgZsaWZ0ZWQYASABKAgSEgoKZ2VuZXJhdGlvbhgCIAEoAzLOBgoMTGVhc2VTZXJ2aWNlEkoKB0FjcXVpcmUSHi5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXNwb25zZRJUCglLZWVwQWxpdmUSIC5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXF1ZXN0GiEuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVzcG9uc2UoATABEkQKBVJlbmV3EhwuZmVuY2VrZWVwZXIudjEuUmVuZXdSZXF1ZXN0Gh0uZmVuY2VrZWVwZXIudjEuUmVuZXdSZXNwb25zZRJKCgdSZWxlYXNlEh4uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVzcG9uc2USTQoIRGVzY3JpYmUSHy5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlEkwKB09ic2VydmUSHi5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXNwb25zZTABElYKC09wZW5TZXNzaW9uEiIuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXF1ZXN0GiMuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXNwb25zZRJZCgxDbG9zZVNlc3Npb24SIy5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiQuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USXAoNTGlzdFRva2VuS2V5cxIkLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFRva2VuS2V5c1Jlc3BvbnNlElwKDUxpZnRMb2NrRGVsYXkSJC5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpZnRMb2NrRGVsYXlSZXNwb25zZUJpChFpby5mZW5jZWtlZXBlci52MUIKTGVhc2VQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEilgIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDCKVAQoPQWNxdWlyZVJlc3BvbnNlEisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhItCgpsb2NrX2RlbGF5GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjcKEEtlZXBBbGl2ZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMSEQoJbGVhc2VfaWRzGAIgAygDIqABChFLZWVwQWxpdmVSZXNwb25zZRIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cxIuCghyZW5ld2FscxgEIAMoCzIcLmZlbmNla2VlcGVyLnYxLkxlYXNlUmVuZXdhbCJrCgxMZWFzZVJlbmV3YWwSEAoIbGVhc2VfaWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiEKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMiIAoMUmVuZXdSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDIjcKDVJlbmV3UmVzcG9uc2USJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj0KDlJlbGVhc2VSZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuIhEKD1JlbGVhc2VSZXNwb25zZSIjCg9EZXNjcmliZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkijgMKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCRItCgpsb2NrX2RlbGF5GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCyADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISGwoTaG9sZGVyc193aXRob3V0X3R0bBgMIAEoBRINCgV2YWx1ZRgNIAEoDCKWAQoGSG9sZGVyEg4KBmhvbGRlchgBIAEoCRIrCgV0b2tlbhgCIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGAoQaG9sZGVyX3ByaW5jaXBhbBgEIAEoCRINCgV2YWx1ZRgFIAEoDCIiCg5PYnNlcnZlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSLzAgoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDEhgKEGhvbGRlcl9wcmluY2lwYWwYBSABKAkSLQoKbG9ja19kZWxheRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChBsb2NrX2RlbGF5X3VudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdob2xkZXJzGAggAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiYKBmpvaW5lZBgJIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIkCgRsZWZ0GAogAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEg0KBXZhbHVlGAsgASgMIkwKEk9wZW5TZXNzaW9uUmVxdWVzdBImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGaG9sZGVyGAIgASgJIlEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgDIhYKFENsb3NlU2Vzc2lvblJlc3BvbnNlIhYKFExpc3RUb2tlbktleXNSZXF1ZXN0Ij8KFUxpc3RUb2tlbktleXNSZXNwb25zZRImCgRrZXlzGAEgAygLMhguZmVuY2VrZWVwZXIudjEuVG9rZW5LZXkiQQoIVG9rZW5LZXkSDgoGa2V5X2lkGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgMIk0KD1Byb2NsYWltUmVxdWVzdBIrCgV0b2tlbhgBIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhINCgV2YWx1ZRgCIAEoDCIkChBQcm9jbGFpbVJlc3BvbnNlEhAKCHJldmlzaW9uGAEgASgDIigKFExpZnRMb2NrRGVsYXlSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIjsKFUxpZnRMb2NrRGVsYXlSZXNwb25zZRIOCgZsaWZ0ZWQYASABKAgSEgoKZ2VuZXJhdGlvbhgCIAEoAzKdBwoMTGVhc2VTZXJ2aWNlEkoKB0FjcXVpcmUSHi5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXNwb25zZRJUCglLZWVwQWxpdmUSIC5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXF1ZXN0GiEuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVzcG9uc2UoATABEkQKBVJlbmV3EhwuZmVuY2VrZWVwZXIudjEuUmVuZXdSZXF1ZXN0Gh0uZmVuY2VrZWVwZXIudjEuUmVuZXdSZXNwb25zZRJKCgdSZWxlYXNlEh4uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVzcG9uc2USTQoIRGVzY3JpYmUSHy5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlEkwKB09ic2VydmUSHi5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXNwb25zZTABElYKC09wZW5TZXNzaW9uEiIuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXF1ZXN0GiMuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXNwb25zZRJZCgxDbG9zZVNlc3Npb24SIy5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiQuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USXAoNTGlzdFRva2VuS2V5cxIkLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFRva2VuS2V5c1Jlc3BvbnNlElwKDUxpZnRMb2NrRGVsYXkSJC5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpZnRMb2NrRGVsYXlSZXNwb25zZRJNCghQcm9jbGFpbRIfLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVzcG9uc2VCaQoRaW8uZmVuY2VrZWVwZXIudjFCCkxlYXNlUHJvdG9QAVpGZ2l0aHViLmNvbS9mZW5jZWtlZXBlci9mZW5jZWtlZXBlci9nZW4vZ28vZmVuY2VrZWVwZXIvdjE7ZmVuY2VrZWVwZXJ2MWIGcHJvdG8z", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * The request of LeaseService.Acquire.
@@ -105,6 +105,16 @@ export type AcquireRequest = Message<"fencekeeper.v1.AcquireRequest"> & {
    * @generated from field: fencekeeper.v1.AcquireMode mode = 8;
    */
   mode: AcquireMode;
+
+  /**
+   * A value published with the acquisition, for whoever reads Describe or Observe: for an election,
+   * what followers need of their leader (its address, say). At most 1 MiB, as a store value
+   * (INVALID_ARGUMENT above). Proclaim changes it while the acquisition holds; it goes with the
+   * acquisition. Kept with the holder in etcd, outside the fenced store and its quota. Empty: none.
+   *
+   * @generated from field: bytes value = 9;
+   */
+  value: Uint8Array;
 };
 
 /**
@@ -465,6 +475,14 @@ export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
    * @generated from field: int32 holders_without_ttl = 12;
    */
   holdersWithoutTtl: number;
+
+  /**
+   * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
+   * resource is not held, is held without one, or its holders are shared (holders lists their values).
+   *
+   * @generated from field: bytes value = 13;
+   */
+  value: Uint8Array;
 };
 
 /**
@@ -508,6 +526,13 @@ export type Holder = Message<"fencekeeper.v1.Holder"> & {
    * @generated from field: string holder_principal = 4;
    */
   holderPrincipal: string;
+
+  /**
+   * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+   *
+   * @generated from field: bytes value = 5;
+   */
+  value: Uint8Array;
 };
 
 /**
@@ -541,9 +566,10 @@ export const ObserveRequestSchema: GenMessage<ObserveRequest> = /*@__PURE__*/
 /**
  * One ownership change of the observed resource. The first message of the stream gives the state at
  * the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
- * holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
- * resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
- * line is reported when the next holder is there).
+ * holders joining or leaving), a new value of a holder (Proclaim: the same token, the new value), the
+ * start of a lock-delay (held false, lock_delay_until set), or the resource free (reported only once
+ * nobody holds it and nobody waits for it: a handover to the next in line is reported when the next
+ * holder is there).
  *
  * @generated from message fencekeeper.v1.ObserveResponse
  */
@@ -621,6 +647,15 @@ export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
    * @generated from field: repeated fencekeeper.v1.Holder left = 10;
    */
   left: Holder[];
+
+  /**
+   * The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+   * DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+   * new value. Empty when the holders are shared (holders lists their values).
+   *
+   * @generated from field: bytes value = 11;
+   */
+  value: Uint8Array;
 };
 
 /**
@@ -794,6 +829,55 @@ export const TokenKeySchema: GenMessage<TokenKey> = /*@__PURE__*/
   messageDesc(file_fencekeeper_v1_lease, 20);
 
 /**
+ * The request of LeaseService.Proclaim.
+ *
+ * @generated from message fencekeeper.v1.ProclaimRequest
+ */
+export type ProclaimRequest = Message<"fencekeeper.v1.ProclaimRequest"> & {
+  /**
+   * The token of the acquisition whose value changes, exactly as Acquire returned it.
+   *
+   * @generated from field: fencekeeper.v1.FencingToken token = 1;
+   */
+  token?: FencingToken;
+
+  /**
+   * The new value, as AcquireRequest.value: at most 1 MiB; empty clears it.
+   *
+   * @generated from field: bytes value = 2;
+   */
+  value: Uint8Array;
+};
+
+/**
+ * Describes the message fencekeeper.v1.ProclaimRequest.
+ * Use `create(ProclaimRequestSchema)` to create a new message.
+ */
+export const ProclaimRequestSchema: GenMessage<ProclaimRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 21);
+
+/**
+ * The response of LeaseService.Proclaim.
+ *
+ * @generated from message fencekeeper.v1.ProclaimResponse
+ */
+export type ProclaimResponse = Message<"fencekeeper.v1.ProclaimResponse"> & {
+  /**
+   * The etcd revision at which the new value took effect, as ObserveResponse.revision reports it.
+   *
+   * @generated from field: int64 revision = 1;
+   */
+  revision: bigint;
+};
+
+/**
+ * Describes the message fencekeeper.v1.ProclaimResponse.
+ * Use `create(ProclaimResponseSchema)` to create a new message.
+ */
+export const ProclaimResponseSchema: GenMessage<ProclaimResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 22);
+
+/**
  * The request of LeaseService.LiftLockDelay.
  *
  * @generated from message fencekeeper.v1.LiftLockDelayRequest
@@ -812,7 +896,7 @@ export type LiftLockDelayRequest = Message<"fencekeeper.v1.LiftLockDelayRequest"
  * Use `create(LiftLockDelayRequestSchema)` to create a new message.
  */
 export const LiftLockDelayRequestSchema: GenMessage<LiftLockDelayRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 21);
+  messageDesc(file_fencekeeper_v1_lease, 23);
 
 /**
  * The response of LeaseService.LiftLockDelay.
@@ -840,7 +924,7 @@ export type LiftLockDelayResponse = Message<"fencekeeper.v1.LiftLockDelayRespons
  * Use `create(LiftLockDelayResponseSchema)` to create a new message.
  */
 export const LiftLockDelayResponseSchema: GenMessage<LiftLockDelayResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 22);
+  messageDesc(file_fencekeeper_v1_lease, 24);
 
 /**
  * LeaseService hands out leases on named resources, each with a fencing token.
@@ -910,7 +994,8 @@ export const LeaseService: GenService<{
     output: typeof DescribeResponseSchema;
   },
   /**
-   * Stream the ownership changes of one resource, starting with its current state.
+   * Stream the ownership changes of one resource, starting with its current state: each new holder, and
+   * each new value a holder proclaims (Proclaim), in the order etcd committed them.
    *
    * @generated from rpc fencekeeper.v1.LeaseService.Observe
    */
@@ -970,6 +1055,22 @@ export const LeaseService: GenService<{
     methodKind: "unary";
     input: typeof LiftLockDelayRequestSchema;
     output: typeof LiftLockDelayResponseSchema;
+  },
+  /**
+   * Change the value published with an acquisition (AcquireRequest.value) without giving it up: a
+   * leader announcing a new address, for example. Only the token of the generation that holds the
+   * resource now may, and only its principal (with authentication on); the token's lease is not renewed.
+   * A token that no longer holds the resource is refused as a stale write is (FAILED_PRECONDITION):
+   * STALE_TOKEN when a newer generation has been granted since (or has written), LEASE_NOT_HELD when its
+   * lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
+   * never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
+   *
+   * @generated from rpc fencekeeper.v1.LeaseService.Proclaim
+   */
+  proclaim: {
+    methodKind: "unary";
+    input: typeof ProclaimRequestSchema;
+    output: typeof ProclaimResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fencekeeper_v1_lease, 0);

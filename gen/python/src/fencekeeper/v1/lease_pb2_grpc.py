@@ -91,6 +91,11 @@ class LeaseServiceStub:
                 request_serializer=fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayRequest.SerializeToString,
                 response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayResponse.FromString,
                 _registered_method=True)
+        self.Proclaim = channel.unary_unary(
+                '/fencekeeper.v1.LeaseService/Proclaim',
+                request_serializer=fencekeeper_dot_v1_dot_lease__pb2.ProclaimRequest.SerializeToString,
+                response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ProclaimResponse.FromString,
+                _registered_method=True)
 
 
 class LeaseServiceServicer:
@@ -144,7 +149,8 @@ class LeaseServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Observe(self, request, context):
-        """Stream the ownership changes of one resource, starting with its current state.
+        """Stream the ownership changes of one resource, starting with its current state: each new holder, and
+        each new value a holder proclaims (Proclaim), in the order etcd committed them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -185,6 +191,19 @@ class LeaseServiceServicer:
         (without a policy, any caller may). A resource with no lock-delay being served changes nothing and
         answers lifted false; so does a held one, whose holder's lock-delay starts only if its lease
         expires (release the holder instead).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Proclaim(self, request, context):
+        """Change the value published with an acquisition (AcquireRequest.value) without giving it up: a
+        leader announcing a new address, for example. Only the token of the generation that holds the
+        resource now may, and only its principal (with authentication on); the token's lease is not renewed.
+        A token that no longer holds the resource is refused as a stale write is (FAILED_PRECONDITION):
+        STALE_TOKEN when a newer generation has been granted since (or has written), LEASE_NOT_HELD when its
+        lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
+        never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -242,6 +261,11 @@ def add_LeaseServiceServicer_to_server(servicer, server):
                     servicer.LiftLockDelay,
                     request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayRequest.FromString,
                     response_serializer=fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayResponse.SerializeToString,
+            ),
+            'Proclaim': grpc.unary_unary_rpc_method_handler(
+                    servicer.Proclaim,
+                    request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ProclaimRequest.FromString,
+                    response_serializer=fencekeeper_dot_v1_dot_lease__pb2.ProclaimResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -521,6 +545,33 @@ class LeaseService:
             '/fencekeeper.v1.LeaseService/LiftLockDelay',
             fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayRequest.SerializeToString,
             fencekeeper_dot_v1_dot_lease__pb2.LiftLockDelayResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Proclaim(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fencekeeper.v1.LeaseService/Proclaim',
+            fencekeeper_dot_v1_dot_lease__pb2.ProclaimRequest.SerializeToString,
+            fencekeeper_dot_v1_dot_lease__pb2.ProclaimResponse.FromString,
             options,
             channel_credentials,
             insecure,

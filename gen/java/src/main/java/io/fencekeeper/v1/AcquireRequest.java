@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     resource_ = "";
     holder_ = "";
     mode_ = 0;
+    value_ = com.google.protobuf.ByteString.EMPTY;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -379,6 +380,24 @@ private static final long serialVersionUID = 0L;
     return result == null ? io.fencekeeper.v1.AcquireMode.UNRECOGNIZED : result;
   }
 
+  public static final int VALUE_FIELD_NUMBER = 9;
+  private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
+  /**
+   * <pre>
+   * A value published with the acquisition, for whoever reads Describe or Observe: for an election,
+   * what followers need of their leader (its address, say). At most 1 MiB, as a store value
+   * (INVALID_ARGUMENT above). Proclaim changes it while the acquisition holds; it goes with the
+   * acquisition. Kept with the holder in etcd, outside the fenced store and its quota. Empty: none.
+   * </pre>
+   *
+   * <code>bytes value = 9 [json_name = "value"];</code>
+   * @return The value.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString getValue() {
+    return value_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -417,6 +436,9 @@ private static final long serialVersionUID = 0L;
     if (mode_ != io.fencekeeper.v1.AcquireMode.ACQUIRE_MODE_UNSPECIFIED.getNumber()) {
       output.writeEnum(8, mode_);
     }
+    if (!value_.isEmpty()) {
+      output.writeBytes(9, value_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -450,6 +472,10 @@ private static final long serialVersionUID = 0L;
     if (mode_ != io.fencekeeper.v1.AcquireMode.ACQUIRE_MODE_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(8, mode_);
+    }
+    if (!value_.isEmpty()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBytesSize(9, value_);
     }
     return size;
   }
@@ -499,6 +525,8 @@ private static final long serialVersionUID = 0L;
           .equals(other.getLockDelay())) return false;
     }
     if (mode_ != other.mode_) return false;
+    if (!getValue()
+        .equals(other.getValue())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -534,6 +562,8 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + MODE_FIELD_NUMBER;
     hash = (53 * hash) + mode_;
+    hash = (37 * hash) + VALUE_FIELD_NUMBER;
+    hash = (53 * hash) + getValue().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -697,6 +727,7 @@ private static final long serialVersionUID = 0L;
         lockDelayBuilder_ = null;
       }
       mode_ = 0;
+      value_ = com.google.protobuf.ByteString.EMPTY;
       return this;
     }
 
@@ -764,6 +795,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000080) != 0)) {
         result.mode_ = mode_;
       }
+      if (((from_bitField0_ & 0x00000100) != 0)) {
+        result.value_ = value_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -806,6 +840,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.mode_ != 0) {
         setModeValue(other.getModeValue());
+      }
+      if (!other.getValue().isEmpty()) {
+        setValue(other.getValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -877,6 +914,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000080;
               break;
             } // case 64
+            case 74: {
+              value_ = input.readBytes();
+              bitField0_ |= 0x00000100;
+              break;
+            } // case 74
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1871,6 +1913,59 @@ private static final long serialVersionUID = 0L;
     public Builder clearMode() {
       bitField0_ = (bitField0_ & ~0x00000080);
       mode_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
+    /**
+     * <pre>
+     * A value published with the acquisition, for whoever reads Describe or Observe: for an election,
+     * what followers need of their leader (its address, say). At most 1 MiB, as a store value
+     * (INVALID_ARGUMENT above). Proclaim changes it while the acquisition holds; it goes with the
+     * acquisition. Kept with the holder in etcd, outside the fenced store and its quota. Empty: none.
+     * </pre>
+     *
+     * <code>bytes value = 9 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString getValue() {
+      return value_;
+    }
+    /**
+     * <pre>
+     * A value published with the acquisition, for whoever reads Describe or Observe: for an election,
+     * what followers need of their leader (its address, say). At most 1 MiB, as a store value
+     * (INVALID_ARGUMENT above). Proclaim changes it while the acquisition holds; it goes with the
+     * acquisition. Kept with the holder in etcd, outside the fenced store and its quota. Empty: none.
+     * </pre>
+     *
+     * <code>bytes value = 9 [json_name = "value"];</code>
+     * @param value The value to set.
+     * @return This builder for chaining.
+     */
+    public Builder setValue(com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      value_ = value;
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * A value published with the acquisition, for whoever reads Describe or Observe: for an election,
+     * what followers need of their leader (its address, say). At most 1 MiB, as a store value
+     * (INVALID_ARGUMENT above). Proclaim changes it while the acquisition holds; it goes with the
+     * acquisition. Kept with the holder in etcd, outside the fenced store and its quota. Empty: none.
+     * </pre>
+     *
+     * <code>bytes value = 9 [json_name = "value"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearValue() {
+      bitField0_ = (bitField0_ & ~0x00000100);
+      value_ = getDefaultInstance().getValue();
       onChanged();
       return this;
     }

@@ -228,4 +228,17 @@ public interface AcquireRequestOrBuilder extends
    * @return The mode.
    */
   io.fencekeeper.v1.AcquireMode getMode();
+
+  /**
+   * <pre>
+   * A value published with the acquisition, for whoever reads Describe or Observe: for an election,
+   * what followers need of their leader (its address, say). At most 1 MiB, as a store value
+   * (INVALID_ARGUMENT above). Proclaim changes it while the acquisition holds; it goes with the
+   * acquisition. Kept with the holder in etcd, outside the fenced store and its quota. Empty: none.
+   * </pre>
+   *
+   * <code>bytes value = 9 [json_name = "value"];</code>
+   * @return The value.
+   */
+  com.google.protobuf.ByteString getValue();
 }

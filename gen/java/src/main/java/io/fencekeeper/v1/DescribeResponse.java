@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     holder_ = "";
     holderPrincipal_ = "";
     holders_ = java.util.Collections.emptyList();
+    value_ = com.google.protobuf.ByteString.EMPTY;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -474,6 +475,22 @@ private static final long serialVersionUID = 0L;
     return holdersWithoutTtl_;
   }
 
+  public static final int VALUE_FIELD_NUMBER = 13;
+  private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
+  /**
+   * <pre>
+   * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
+   * resource is not held, is held without one, or its holders are shared (holders lists their values).
+   * </pre>
+   *
+   * <code>bytes value = 13 [json_name = "value"];</code>
+   * @return The value.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString getValue() {
+    return value_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -523,6 +540,9 @@ private static final long serialVersionUID = 0L;
     }
     if (holdersWithoutTtl_ != 0) {
       output.writeInt32(12, holdersWithoutTtl_);
+    }
+    if (!value_.isEmpty()) {
+      output.writeBytes(13, value_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -578,6 +598,10 @@ private static final long serialVersionUID = 0L;
     if (holdersWithoutTtl_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(12, holdersWithoutTtl_);
+    }
+    if (!value_.isEmpty()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBytesSize(13, value_);
     }
     return size;
   }
@@ -639,6 +663,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getHoldersList())) return false;
     if (getHoldersWithoutTtl()
         != other.getHoldersWithoutTtl()) return false;
+    if (!getValue()
+        .equals(other.getValue())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -687,6 +713,8 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + HOLDERS_WITHOUT_TTL_FIELD_NUMBER;
     hash = (53 * hash) + getHoldersWithoutTtl();
+    hash = (37 * hash) + VALUE_FIELD_NUMBER;
+    hash = (53 * hash) + getValue().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -866,6 +894,7 @@ private static final long serialVersionUID = 0L;
       }
       bitField0_ = (bitField0_ & ~0x00000400);
       holdersWithoutTtl_ = 0;
+      value_ = com.google.protobuf.ByteString.EMPTY;
       return this;
     }
 
@@ -958,6 +987,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000800) != 0)) {
         result.holdersWithoutTtl_ = holdersWithoutTtl_;
       }
+      if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.value_ = value_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1035,6 +1067,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getHoldersWithoutTtl() != 0) {
         setHoldersWithoutTtl(other.getHoldersWithoutTtl());
+      }
+      if (!other.getValue().isEmpty()) {
+        setValue(other.getValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1136,6 +1171,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000800;
               break;
             } // case 96
+            case 106: {
+              value_ = input.readBytes();
+              bitField0_ |= 0x00001000;
+              break;
+            } // case 106
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2593,6 +2633,53 @@ private static final long serialVersionUID = 0L;
     public Builder clearHoldersWithoutTtl() {
       bitField0_ = (bitField0_ & ~0x00000800);
       holdersWithoutTtl_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
+    /**
+     * <pre>
+     * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
+     * resource is not held, is held without one, or its holders are shared (holders lists their values).
+     * </pre>
+     *
+     * <code>bytes value = 13 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString getValue() {
+      return value_;
+    }
+    /**
+     * <pre>
+     * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
+     * resource is not held, is held without one, or its holders are shared (holders lists their values).
+     * </pre>
+     *
+     * <code>bytes value = 13 [json_name = "value"];</code>
+     * @param value The value to set.
+     * @return This builder for chaining.
+     */
+    public Builder setValue(com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      value_ = value;
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
+     * resource is not held, is held without one, or its holders are shared (holders lists their values).
+     * </pre>
+     *
+     * <code>bytes value = 13 [json_name = "value"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearValue() {
+      bitField0_ = (bitField0_ & ~0x00001000);
+      value_ = getDefaultInstance().getValue();
       onChanged();
       return this;
     }

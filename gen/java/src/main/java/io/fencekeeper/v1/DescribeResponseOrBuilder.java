@@ -287,4 +287,15 @@ public interface DescribeResponseOrBuilder extends
    * @return The holdersWithoutTtl.
    */
   int getHoldersWithoutTtl();
+
+  /**
+   * <pre>
+   * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
+   * resource is not held, is held without one, or its holders are shared (holders lists their values).
+   * </pre>
+   *
+   * <code>bytes value = 13 [json_name = "value"];</code>
+   * @return The value.
+   */
+  com.google.protobuf.ByteString getValue();
 }

@@ -30,6 +30,8 @@ public enum ErrorReason
    * FAILED_PRECONDITION: the token's generation is older than the resource's fence; a newer generation
    * has written. Metadata: "resource", "fence" (current fence), "generation" (the refused one).
    * The holder has lost its lease: stop, do not retry with this token.
+   * From LeaseService.Proclaim also when a newer exclusive generation was granted, whether or not it has
+   * written; metadata "last_issued" then names the newest.
    * </pre>
    *
    * <code>STALE_TOKEN = 1;</code>
@@ -37,8 +39,8 @@ public enum ErrorReason
   STALE_TOKEN(1),
   /**
    * <pre>
-   * FAILED_PRECONDITION, FENCE_MODE_LIVE only: the token's lease is no longer held in etcd (it expired
-   * or was released). Metadata: "resource", "generation", "lease_id".
+   * FAILED_PRECONDITION, FENCE_MODE_LIVE only (and LeaseService.Proclaim): the token's lease is no
+   * longer held in etcd (it expired or was released). Metadata: "resource", "generation", "lease_id".
    * </pre>
    *
    * <code>LEASE_NOT_HELD = 2;</code>
@@ -226,6 +228,8 @@ public enum ErrorReason
    * FAILED_PRECONDITION: the token's generation is older than the resource's fence; a newer generation
    * has written. Metadata: "resource", "fence" (current fence), "generation" (the refused one).
    * The holder has lost its lease: stop, do not retry with this token.
+   * From LeaseService.Proclaim also when a newer exclusive generation was granted, whether or not it has
+   * written; metadata "last_issued" then names the newest.
    * </pre>
    *
    * <code>STALE_TOKEN = 1;</code>
@@ -233,8 +237,8 @@ public enum ErrorReason
   public static final int STALE_TOKEN_VALUE = 1;
   /**
    * <pre>
-   * FAILED_PRECONDITION, FENCE_MODE_LIVE only: the token's lease is no longer held in etcd (it expired
-   * or was released). Metadata: "resource", "generation", "lease_id".
+   * FAILED_PRECONDITION, FENCE_MODE_LIVE only (and LeaseService.Proclaim): the token's lease is no
+   * longer held in etcd (it expired or was released). Metadata: "resource", "generation", "lease_id".
    * </pre>
    *
    * <code>LEASE_NOT_HELD = 2;</code>

@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   private Holder() {
     holder_ = "";
     holderPrincipal_ = "";
+    value_ = com.google.protobuf.ByteString.EMPTY;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -228,6 +229,21 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int VALUE_FIELD_NUMBER = 5;
+  private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
+  /**
+   * <pre>
+   * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+   * </pre>
+   *
+   * <code>bytes value = 5 [json_name = "value"];</code>
+   * @return The value.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString getValue() {
+    return value_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -254,6 +270,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(holderPrincipal_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, holderPrincipal_);
     }
+    if (!value_.isEmpty()) {
+      output.writeBytes(5, value_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -271,6 +290,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(holderPrincipal_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, holderPrincipal_);
+    }
+    if (!value_.isEmpty()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBytesSize(5, value_);
     }
     return size;
   }
@@ -310,6 +333,8 @@ private static final long serialVersionUID = 0L;
     }
     if (!getHolderPrincipal()
         .equals(other.getHolderPrincipal())) return false;
+    if (!getValue()
+        .equals(other.getValue())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -333,6 +358,8 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + HOLDER_PRINCIPAL_FIELD_NUMBER;
     hash = (53 * hash) + getHolderPrincipal().hashCode();
+    hash = (37 * hash) + VALUE_FIELD_NUMBER;
+    hash = (53 * hash) + getValue().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -487,6 +514,7 @@ private static final long serialVersionUID = 0L;
         ttlBuilder_ = null;
       }
       holderPrincipal_ = "";
+      value_ = com.google.protobuf.ByteString.EMPTY;
       return this;
     }
 
@@ -539,6 +567,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.holderPrincipal_ = holderPrincipal_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.value_ = value_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -569,6 +600,9 @@ private static final long serialVersionUID = 0L;
         holderPrincipal_ = other.holderPrincipal_;
         bitField0_ |= 0x00000008;
         onChanged();
+      }
+      if (!other.getValue().isEmpty()) {
+        setValue(other.getValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -618,6 +652,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 34
+            case 42: {
+              value_ = input.readBytes();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1134,6 +1173,50 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       holderPrincipal_ = value;
       bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
+    /**
+     * <pre>
+     * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+     * </pre>
+     *
+     * <code>bytes value = 5 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString getValue() {
+      return value_;
+    }
+    /**
+     * <pre>
+     * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+     * </pre>
+     *
+     * <code>bytes value = 5 [json_name = "value"];</code>
+     * @param value The value to set.
+     * @return This builder for chaining.
+     */
+    public Builder setValue(com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      value_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+     * </pre>
+     *
+     * <code>bytes value = 5 [json_name = "value"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearValue() {
+      bitField0_ = (bitField0_ & ~0x00000010);
+      value_ = getDefaultInstance().getValue();
       onChanged();
       return this;
     }

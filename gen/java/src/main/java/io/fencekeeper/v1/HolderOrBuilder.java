@@ -106,4 +106,14 @@ public interface HolderOrBuilder extends
    */
   com.google.protobuf.ByteString
       getHolderPrincipalBytes();
+
+  /**
+   * <pre>
+   * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+   * </pre>
+   *
+   * <code>bytes value = 5 [json_name = "value"];</code>
+   * @return The value.
+   */
+  com.google.protobuf.ByteString getValue();
 }

@@ -330,6 +330,37 @@ public final class LeaseServiceGrpc {
     return getLiftLockDelayMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.ProclaimRequest,
+      io.fencekeeper.v1.ProclaimResponse> getProclaimMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Proclaim",
+      requestType = io.fencekeeper.v1.ProclaimRequest.class,
+      responseType = io.fencekeeper.v1.ProclaimResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.ProclaimRequest,
+      io.fencekeeper.v1.ProclaimResponse> getProclaimMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.ProclaimRequest, io.fencekeeper.v1.ProclaimResponse> getProclaimMethod;
+    if ((getProclaimMethod = LeaseServiceGrpc.getProclaimMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getProclaimMethod = LeaseServiceGrpc.getProclaimMethod) == null) {
+          LeaseServiceGrpc.getProclaimMethod = getProclaimMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.ProclaimRequest, io.fencekeeper.v1.ProclaimResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Proclaim"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.ProclaimRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.ProclaimResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("Proclaim"))
+              .build();
+        }
+      }
+    }
+    return getProclaimMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -458,7 +489,8 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Stream the ownership changes of one resource, starting with its current state.
+     * Stream the ownership changes of one resource, starting with its current state: each new holder, and
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
      */
     default void observe(io.fencekeeper.v1.ObserveRequest request,
@@ -516,6 +548,22 @@ public final class LeaseServiceGrpc {
     default void liftLockDelay(io.fencekeeper.v1.LiftLockDelayRequest request,
         io.grpc.stub.StreamObserver<io.fencekeeper.v1.LiftLockDelayResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getLiftLockDelayMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Change the value published with an acquisition (AcquireRequest.value) without giving it up: a
+     * leader announcing a new address, for example. Only the token of the generation that holds the
+     * resource now may, and only its principal (with authentication on); the token's lease is not renewed.
+     * A token that no longer holds the resource is refused as a stale write is (FAILED_PRECONDITION):
+     * STALE_TOKEN when a newer generation has been granted since (or has written), LEASE_NOT_HELD when its
+     * lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
+     * never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
+     * </pre>
+     */
+    default void proclaim(io.fencekeeper.v1.ProclaimRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.ProclaimResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getProclaimMethod(), responseObserver);
     }
   }
 
@@ -624,7 +672,8 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Stream the ownership changes of one resource, starting with its current state.
+     * Stream the ownership changes of one resource, starting with its current state: each new holder, and
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
      */
     public void observe(io.fencekeeper.v1.ObserveRequest request,
@@ -687,6 +736,23 @@ public final class LeaseServiceGrpc {
         io.grpc.stub.StreamObserver<io.fencekeeper.v1.LiftLockDelayResponse> responseObserver) {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getLiftLockDelayMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Change the value published with an acquisition (AcquireRequest.value) without giving it up: a
+     * leader announcing a new address, for example. Only the token of the generation that holds the
+     * resource now may, and only its principal (with authentication on); the token's lease is not renewed.
+     * A token that no longer holds the resource is refused as a stale write is (FAILED_PRECONDITION):
+     * STALE_TOKEN when a newer generation has been granted since (or has written), LEASE_NOT_HELD when its
+     * lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
+     * never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
+     * </pre>
+     */
+    public void proclaim(io.fencekeeper.v1.ProclaimRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.ProclaimResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getProclaimMethod(), getCallOptions()), request, responseObserver);
     }
   }
 
@@ -773,7 +839,8 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Stream the ownership changes of one resource, starting with its current state.
+     * Stream the ownership changes of one resource, starting with its current state: each new holder, and
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
      */
     @io.grpc.ExperimentalApi("https://github.com/grpc/grpc-java/issues/10918")
@@ -833,6 +900,22 @@ public final class LeaseServiceGrpc {
     public io.fencekeeper.v1.LiftLockDelayResponse liftLockDelay(io.fencekeeper.v1.LiftLockDelayRequest request) throws io.grpc.StatusException {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getLiftLockDelayMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Change the value published with an acquisition (AcquireRequest.value) without giving it up: a
+     * leader announcing a new address, for example. Only the token of the generation that holds the
+     * resource now may, and only its principal (with authentication on); the token's lease is not renewed.
+     * A token that no longer holds the resource is refused as a stale write is (FAILED_PRECONDITION):
+     * STALE_TOKEN when a newer generation has been granted since (or has written), LEASE_NOT_HELD when its
+     * lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
+     * never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
+     * </pre>
+     */
+    public io.fencekeeper.v1.ProclaimResponse proclaim(io.fencekeeper.v1.ProclaimRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getProclaimMethod(), getCallOptions(), request);
     }
   }
 
@@ -906,7 +989,8 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Stream the ownership changes of one resource, starting with its current state.
+     * Stream the ownership changes of one resource, starting with its current state: each new holder, and
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
      */
     public java.util.Iterator<io.fencekeeper.v1.ObserveResponse> observe(
@@ -965,6 +1049,22 @@ public final class LeaseServiceGrpc {
     public io.fencekeeper.v1.LiftLockDelayResponse liftLockDelay(io.fencekeeper.v1.LiftLockDelayRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getLiftLockDelayMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Change the value published with an acquisition (AcquireRequest.value) without giving it up: a
+     * leader announcing a new address, for example. Only the token of the generation that holds the
+     * resource now may, and only its principal (with authentication on); the token's lease is not renewed.
+     * A token that no longer holds the resource is refused as a stale write is (FAILED_PRECONDITION):
+     * STALE_TOKEN when a newer generation has been granted since (or has written), LEASE_NOT_HELD when its
+     * lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
+     * never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
+     * </pre>
+     */
+    public io.fencekeeper.v1.ProclaimResponse proclaim(io.fencekeeper.v1.ProclaimRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getProclaimMethod(), getCallOptions(), request);
     }
   }
 
@@ -1095,6 +1195,23 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getLiftLockDelayMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Change the value published with an acquisition (AcquireRequest.value) without giving it up: a
+     * leader announcing a new address, for example. Only the token of the generation that holds the
+     * resource now may, and only its principal (with authentication on); the token's lease is not renewed.
+     * A token that no longer holds the resource is refused as a stale write is (FAILED_PRECONDITION):
+     * STALE_TOKEN when a newer generation has been granted since (or has written), LEASE_NOT_HELD when its
+     * lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
+     * never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.ProclaimResponse> proclaim(
+        io.fencekeeper.v1.ProclaimRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getProclaimMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_ACQUIRE = 0;
@@ -1106,7 +1223,8 @@ public final class LeaseServiceGrpc {
   private static final int METHODID_CLOSE_SESSION = 6;
   private static final int METHODID_LIST_TOKEN_KEYS = 7;
   private static final int METHODID_LIFT_LOCK_DELAY = 8;
-  private static final int METHODID_KEEP_ALIVE = 9;
+  private static final int METHODID_PROCLAIM = 9;
+  private static final int METHODID_KEEP_ALIVE = 10;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1160,6 +1278,10 @@ public final class LeaseServiceGrpc {
         case METHODID_LIFT_LOCK_DELAY:
           serviceImpl.liftLockDelay((io.fencekeeper.v1.LiftLockDelayRequest) request,
               (io.grpc.stub.StreamObserver<io.fencekeeper.v1.LiftLockDelayResponse>) responseObserver);
+          break;
+        case METHODID_PROCLAIM:
+          serviceImpl.proclaim((io.fencekeeper.v1.ProclaimRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.ProclaimResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1252,6 +1374,13 @@ public final class LeaseServiceGrpc {
               io.fencekeeper.v1.LiftLockDelayRequest,
               io.fencekeeper.v1.LiftLockDelayResponse>(
                 service, METHODID_LIFT_LOCK_DELAY)))
+        .addMethod(
+          getProclaimMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.ProclaimRequest,
+              io.fencekeeper.v1.ProclaimResponse>(
+                service, METHODID_PROCLAIM)))
         .build();
   }
 
@@ -1310,6 +1439,7 @@ public final class LeaseServiceGrpc {
               .addMethod(getCloseSessionMethod())
               .addMethod(getListTokenKeysMethod())
               .addMethod(getLiftLockDelayMethod())
+              .addMethod(getProclaimMethod())
               .build();
         }
       }

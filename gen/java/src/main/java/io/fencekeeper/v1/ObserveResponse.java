@@ -9,9 +9,10 @@ package io.fencekeeper.v1;
  * <pre>
  * One ownership change of the observed resource. The first message of the stream gives the state at
  * the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
- * holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
- * resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
- * line is reported when the next holder is there).
+ * holders joining or leaving), a new value of a holder (Proclaim: the same token, the new value), the
+ * start of a lock-delay (held false, lock_delay_until set), or the resource free (reported only once
+ * nobody holds it and nobody waits for it: a handover to the next in line is reported when the next
+ * holder is there).
  * </pre>
  *
  * Protobuf type {@code fencekeeper.v1.ObserveResponse}
@@ -41,6 +42,7 @@ private static final long serialVersionUID = 0L;
     holders_ = java.util.Collections.emptyList();
     joined_ = java.util.Collections.emptyList();
     left_ = java.util.Collections.emptyList();
+    value_ = com.google.protobuf.ByteString.EMPTY;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -495,6 +497,23 @@ private static final long serialVersionUID = 0L;
     return left_.get(index);
   }
 
+  public static final int VALUE_FIELD_NUMBER = 11;
+  private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
+  /**
+   * <pre>
+   * The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+   * DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+   * new value. Empty when the holders are shared (holders lists their values).
+   * </pre>
+   *
+   * <code>bytes value = 11 [json_name = "value"];</code>
+   * @return The value.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString getValue() {
+    return value_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -538,6 +557,9 @@ private static final long serialVersionUID = 0L;
     }
     for (int i = 0; i < left_.size(); i++) {
       output.writeMessage(10, left_.get(i));
+    }
+    if (!value_.isEmpty()) {
+      output.writeBytes(11, value_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -596,6 +618,10 @@ private static final long serialVersionUID = 0L;
           }
           size += 1 * count;
         }
+    if (!value_.isEmpty()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBytesSize(11, value_);
+    }
     return size;
   }
   @java.lang.Override
@@ -649,6 +675,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getJoinedList())) return false;
     if (!getLeftList()
         .equals(other.getLeftList())) return false;
+    if (!getValue()
+        .equals(other.getValue())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -694,6 +722,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + LEFT_FIELD_NUMBER;
       hash = (53 * hash) + getLeftList().hashCode();
     }
+    hash = (37 * hash) + VALUE_FIELD_NUMBER;
+    hash = (53 * hash) + getValue().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -795,9 +825,10 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * One ownership change of the observed resource. The first message of the stream gives the state at
    * the moment the stream started; each later one is a change of holder (a new exclusive holder, shared
-   * holders joining or leaving), the start of a lock-delay (held false, lock_delay_until set), or the
-   * resource free (reported only once nobody holds it and nobody waits for it: a handover to the next in
-   * line is reported when the next holder is there).
+   * holders joining or leaving), a new value of a holder (Proclaim: the same token, the new value), the
+   * start of a lock-delay (held false, lock_delay_until set), or the resource free (reported only once
+   * nobody holds it and nobody waits for it: a handover to the next in line is reported when the next
+   * holder is there).
    * </pre>
    *
    * Protobuf type {@code fencekeeper.v1.ObserveResponse}
@@ -884,6 +915,7 @@ private static final long serialVersionUID = 0L;
         leftBuilder_.clear();
       }
       bitField0_ = (bitField0_ & ~0x00000200);
+      value_ = com.google.protobuf.ByteString.EMPTY;
       return this;
     }
 
@@ -978,6 +1010,9 @@ private static final long serialVersionUID = 0L;
             ? lockDelayUntil_
             : lockDelayUntilBuilder_.build();
         to_bitField0_ |= 0x00000004;
+      }
+      if (((from_bitField0_ & 0x00000400) != 0)) {
+        result.value_ = value_;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -1097,6 +1132,9 @@ private static final long serialVersionUID = 0L;
           }
         }
       }
+      if (!other.getValue().isEmpty()) {
+        setValue(other.getValue());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -1201,6 +1239,11 @@ private static final long serialVersionUID = 0L;
               }
               break;
             } // case 82
+            case 90: {
+              value_ = input.readBytes();
+              bitField0_ |= 0x00000400;
+              break;
+            } // case 90
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2907,6 +2950,56 @@ private static final long serialVersionUID = 0L;
         left_ = null;
       }
       return leftBuilder_;
+    }
+
+    private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
+    /**
+     * <pre>
+     * The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+     * DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+     * new value. Empty when the holders are shared (holders lists their values).
+     * </pre>
+     *
+     * <code>bytes value = 11 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString getValue() {
+      return value_;
+    }
+    /**
+     * <pre>
+     * The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+     * DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+     * new value. Empty when the holders are shared (holders lists their values).
+     * </pre>
+     *
+     * <code>bytes value = 11 [json_name = "value"];</code>
+     * @param value The value to set.
+     * @return This builder for chaining.
+     */
+    public Builder setValue(com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      value_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+     * DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+     * new value. Empty when the holders are shared (holders lists their values).
+     * </pre>
+     *
+     * <code>bytes value = 11 [json_name = "value"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearValue() {
+      bitField0_ = (bitField0_ & ~0x00000400);
+      value_ = getDefaultInstance().getValue();
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.ObserveResponse)

@@ -294,4 +294,16 @@ public interface ObserveResponseOrBuilder extends
    */
   io.fencekeeper.v1.HolderOrBuilder getLeftOrBuilder(
       int index);
+
+  /**
+   * <pre>
+   * The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
+   * DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
+   * new value. Empty when the holders are shared (holders lists their values).
+   * </pre>
+   *
+   * <code>bytes value = 11 [json_name = "value"];</code>
+   * @return The value.
+   */
+  com.google.protobuf.ByteString getValue();
 }
