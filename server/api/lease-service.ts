@@ -31,6 +31,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         principal: access.owner(ctx),
         lockDelayMs: durationMs(req.lockDelay, "lock_delay"),
         mode: acquireModeFromProto(req.mode),
+        maxHolders: req.maxHolders,
       },
       ctx.signal,
     );

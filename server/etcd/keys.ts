@@ -254,10 +254,12 @@ export function prefixEnd(prefix: Buffer): Buffer {
 /** What the line key and the owner key of an acquisition say about it, besides their revisions. */
 export interface HolderEntry {
   holder: string;
+  /** A counting semaphore's permit or waiter: the most holders it allows (semaphore.ts); unset otherwise. */
+  maxHolders?: number;
 }
 
 export function encodeHolder(e: HolderEntry): Buffer {
-  return Buffer.from(JSON.stringify({ holder: e.holder }));
+  return Buffer.from(JSON.stringify(e.maxHolders ? { holder: e.holder, maxHolders: e.maxHolders } : { holder: e.holder }));
 }
 
 /**
@@ -265,7 +267,14 @@ export function encodeHolder(e: HolderEntry): Buffer {
  * that cannot tell whether its grant committed can remove exactly its own owner key later.
  */
 export function encodeOwner(e: HolderEntry & { nonce: string; principal?: string }): Buffer {
-  return Buffer.from(JSON.stringify(e.principal ? { holder: e.holder, nonce: e.nonce, principal: e.principal } : { holder: e.holder, nonce: e.nonce }));
+  return Buffer.from(
+    JSON.stringify({
+      holder: e.holder,
+      nonce: e.nonce,
+      ...(e.principal ? { principal: e.principal } : {}),
+      ...(e.maxHolders ? { maxHolders: e.maxHolders } : {}),
+    }),
+  );
 }
 
 /** The holder of an owner key, as a token's parts: its generation is the key's create revision. */
@@ -275,17 +284,36 @@ export interface Owner {
   principal: string;
   generation: bigint;
   leaseId: bigint;
+  /** A semaphore permit's most holders (semaphore.ts); 0 for any other holding. */
+  maxHolders: number;
 }
 
 export function decodeOwner(kv: IKeyValue): Owner {
-  let v: { holder?: unknown; principal?: unknown } = {};
+  let v: { holder?: unknown; principal?: unknown; maxHolders?: unknown } = {};
   try {
     v = JSON.parse(kv.value.toString());
   } catch {
     // A key written by something else than fencekeeper: no holder label or principal to show.
   }
-  return { holder: String(v.holder ?? ""), principal: String(v.principal ?? ""), generation: BigInt(kv.create_revision), leaseId: BigInt(kv.lease) };
+  return {
+    holder: String(v.holder ?? ""),
+    principal: String(v.principal ?? ""),
+    generation: BigInt(kv.create_revision),
+    leaseId: BigInt(kv.lease),
+    maxHolders: maxHoldersOf(v.maxHolders),
+  };
 }
+
+/** The most holders a holder's or waiter's value names: 0 when it names none (a shared holding without a cap). */
+export function decodeMaxHolders(value: Buffer): number {
+  try {
+    return maxHoldersOf(JSON.parse(value.toString()).maxHolders);
+  } catch {
+    return 0;
+  }
+}
+
+const maxHoldersOf = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v > 0 ? v : 0);
 
 export function decodeHolder(value: Buffer): HolderEntry {
   try {

@@ -24,6 +24,7 @@ import { cmp } from "../etcd/ops.js";
 import { reads, type Reads } from "../etcd/reads.js";
 import { prefixRange } from "../etcd/reader.js";
 import { noLockDelay } from "./lock-delay.js";
+import { semaphoreRules } from "./semaphore.js";
 
 /** Most shared holders a refusal names (it says how many there are in all). */
 const NAMED_HOLDERS = 5;
@@ -32,6 +33,12 @@ const NAMED_HOLDERS = 5;
 export interface Ahead {
   /** The key to watch for deletion: the acquisition it waits behind; undefined: none, try again. */
   key?: Buffer;
+  /** With key: watch every key of [key, keyEnd) for a deletion (a full semaphore's holders). */
+  keyEnd?: Buffer;
+  /** A semaphore with a free permit and nobody ahead: try the grant again at once (semaphore.ts). */
+  room?: boolean;
+  /** The acquisition names another semaphore size than the one in force (semaphore.ts). */
+  mismatch?: DomainError;
   /** The exclusive holder, if any. */
   owner?: IKeyValue;
   /** The lock-delay key, if a lock-delay is in force (lock-delay.ts). */
@@ -43,14 +50,22 @@ export interface Ahead {
 /** The rules of one mode, for one resource. */
 export interface LineRules {
   mode: AcquireMode;
+  /** A counting semaphore's size (semaphore.ts); undefined for any other acquisition. */
+  maxHolders?: number;
   /** The key a grant creates, on the acquisition's lease: its create revision is the generation. */
   holderKey: Buffer;
   /** Where the mode's waiters of a lease stand in line; a waiter's key is this and a nonce. */
   lineKey(leaseId: bigint): Buffer;
-  /** A first-try grant's compares: nobody this acquisition must wait for holds or waits. */
-  free(): ICompare[];
-  /** A waiter's grant's compares (its key created at myRev): nobody it waits for is ahead or holds. */
-  firstInLine(myRev: bigint): ICompare[];
+  /**
+   * A first-try grant's compares: nobody this acquisition must wait for holds or waits. seenAt: the
+   * revision of a look that found room (Ahead.room), which a semaphore's grant is checked against.
+   */
+  free(seenAt?: bigint): ICompare[];
+  /**
+   * A waiter's grant's compares (its key created at myRev): nobody it waits for is ahead or holds, as
+   * read at seenAt.
+   */
+  firstInLine(myRev: bigint, seenAt?: bigint): ICompare[];
   /**
    * Whether a waiter whose last look found `ahead` in its way (now gone) may try its grant, or must look
    * again first: a shared waiter's grant cannot itself check that no exclusive waiter is ahead of it.
@@ -61,7 +76,8 @@ export interface LineRules {
 }
 
 /** The rules of a mode for an acquisition of resource on lease leaseId (its own, or its session). */
-export function lineRules(keys: KeyLayout, resource: string, mode: AcquireMode, leaseId: bigint): LineRules {
+export function lineRules(keys: KeyLayout, resource: string, mode: AcquireMode, leaseId: bigint, maxHolders?: number): LineRules {
+  if (mode === "shared" && maxHolders !== undefined) return semaphoreRules(keys, resource, leaseId, maxHolders);
   return mode === "shared" ? sharedRules(keys, resource, leaseId) : exclusiveRules(keys, resource);
 }
 

@@ -68,7 +68,17 @@ type AcquireRequest struct {
 	// shared holders; otherwise it fails fast (RESOURCE_HELD) or, with wait, waits for the exclusive
 	// acquisitions ahead of it, and only for them. An exclusive acquisition waits for every acquisition
 	// ahead of it, shared holders included. INVALID_ARGUMENT for a value not listed in AcquireMode.
-	Mode          AcquireMode `protobuf:"varint,8,opt,name=mode,proto3,enum=fencekeeper.v1.AcquireMode" json:"mode,omitempty"`
+	Mode AcquireMode `protobuf:"varint,8,opt,name=mode,proto3,enum=fencekeeper.v1.AcquireMode" json:"mode,omitempty"`
+	// A counting semaphore: with mode ACQUIRE_MODE_SHARED, at most this many shared holders at once
+	// (docs/semaphores.md). The acquisition is granted when fewer than max_holders hold the resource, no
+	// exclusive acquisition holds it or waits ahead of it, and no earlier semaphore acquisition waits;
+	// otherwise it fails fast (ABORTED, RESOURCE_HELD) or, with wait, waits in line, first come first
+	// served. The first acquisition sets the number while anyone holds or waits: one naming another
+	// number, or none, is FAILED_PRECONDITION (reason MAX_HOLDERS_MISMATCH, naming the number in force).
+	// Each permit is a shared holding: its own generation and token, which writes nothing in the fenced
+	// store (SHARED_TOKEN). 0 or unset: no cap (an ordinary shared acquisition). Negative, above 100000,
+	// or set without mode ACQUIRE_MODE_SHARED is INVALID_ARGUMENT.
+	MaxHolders    int32 `protobuf:"varint,10,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -157,6 +167,13 @@ func (x *AcquireRequest) GetMode() AcquireMode {
 		return x.Mode
 	}
 	return AcquireMode_ACQUIRE_MODE_UNSPECIFIED
+}
+
+func (x *AcquireRequest) GetMaxHolders() int32 {
+	if x != nil {
+		return x.MaxHolders
+	}
+	return 0
 }
 
 // The response of LeaseService.Acquire.
@@ -686,8 +703,11 @@ type DescribeResponse struct {
 	// How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
 	// or fewer.
 	HoldersWithoutTtl int32 `protobuf:"varint,12,opt,name=holders_without_ttl,json=holdersWithoutTtl,proto3" json:"holders_without_ttl,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+	// holders it allows, as its oldest holder set it. 0 otherwise.
+	MaxHolders    int32 `protobuf:"varint,14,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -800,6 +820,13 @@ func (x *DescribeResponse) GetHolders() []*Holder {
 func (x *DescribeResponse) GetHoldersWithoutTtl() int32 {
 	if x != nil {
 		return x.HoldersWithoutTtl
+	}
+	return 0
+}
+
+func (x *DescribeResponse) GetMaxHolders() int32 {
+	if x != nil {
+		return x.MaxHolders
 	}
 	return 0
 }
@@ -954,7 +981,10 @@ type ObserveResponse struct {
 	// The shared holders that joined since the previous message, oldest generation first.
 	Joined []*Holder `protobuf:"bytes,9,rep,name=joined,proto3" json:"joined,omitempty"`
 	// The shared holders that left since the previous message (released, or their lease ended).
-	Left          []*Holder `protobuf:"bytes,10,rep,name=left,proto3" json:"left,omitempty"`
+	Left []*Holder `protobuf:"bytes,10,rep,name=left,proto3" json:"left,omitempty"`
+	// When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+	// holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+	MaxHolders    int32 `protobuf:"varint,12,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1057,6 +1087,13 @@ func (x *ObserveResponse) GetLeft() []*Holder {
 		return x.Left
 	}
 	return nil
+}
+
+func (x *ObserveResponse) GetMaxHolders() int32 {
+	if x != nil {
+		return x.MaxHolders
+	}
+	return 0
 }
 
 // The request of LeaseService.OpenSession.
@@ -1504,7 +1541,7 @@ var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\xcd\x02\n" +
+	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\xee\x02\n" +
 	"\x0eAcquireRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
@@ -1515,7 +1552,10 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"session_id\x18\x06 \x01(\x03R\tsessionId\x128\n" +
 	"\n" +
 	"lock_delay\x18\a \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\x12/\n" +
-	"\x04mode\x18\b \x01(\x0e2\x1b.fencekeeper.v1.AcquireModeR\x04mode\"\xac\x01\n" +
+	"\x04mode\x18\b \x01(\x0e2\x1b.fencekeeper.v1.AcquireModeR\x04mode\x12\x1f\n" +
+	"\vmax_holders\x18\n" +
+	" \x01(\x05R\n" +
+	"maxHolders\"\xac\x01\n" +
 	"\x0fAcquireResponse\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x128\n" +
@@ -1541,7 +1581,7 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n" +
 	"\x0fReleaseResponse\"-\n" +
 	"\x0fDescribeRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xfd\x03\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\x9e\x04\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1557,14 +1597,16 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x10lock_delay_until\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x0elockDelayUntil\x120\n" +
 	"\aholders\x18\v \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\x12.\n" +
-	"\x13holders_without_ttl\x18\f \x01(\x05R\x11holdersWithoutTtl\"\xac\x01\n" +
+	"\x13holders_without_ttl\x18\f \x01(\x05R\x11holdersWithoutTtl\x12\x1f\n" +
+	"\vmax_holders\x18\x0e \x01(\x05R\n" +
+	"maxHolders\"\xac\x01\n" +
 	"\x06Holder\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x122\n" +
 	"\x05token\x18\x02 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
 	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12)\n" +
 	"\x10holder_principal\x18\x04 \x01(\tR\x0fholderPrincipal\",\n" +
 	"\x0eObserveRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xc6\x03\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xe7\x03\n" +
 	"\x0fObserveResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1577,7 +1619,9 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\aholders\x18\b \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\x12.\n" +
 	"\x06joined\x18\t \x03(\v2\x16.fencekeeper.v1.HolderR\x06joined\x12*\n" +
 	"\x04left\x18\n" +
-	" \x03(\v2\x16.fencekeeper.v1.HolderR\x04left\"Y\n" +
+	" \x03(\v2\x16.fencekeeper.v1.HolderR\x04left\x12\x1f\n" +
+	"\vmax_holders\x18\f \x01(\x05R\n" +
+	"maxHolders\"Y\n" +
 	"\x12OpenSessionRequest\x12+\n" +
 	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\"a\n" +

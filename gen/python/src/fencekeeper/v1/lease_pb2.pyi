@@ -13,7 +13,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AcquireRequest(_message.Message):
-    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout", "session_id", "lock_delay", "mode")
+    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout", "session_id", "lock_delay", "mode", "max_holders")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,7 @@ class AcquireRequest(_message.Message):
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     LOCK_DELAY_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
+    MAX_HOLDERS_FIELD_NUMBER: _ClassVar[int]
     resource: str
     ttl: _duration_pb2.Duration
     holder: str
@@ -30,7 +31,8 @@ class AcquireRequest(_message.Message):
     session_id: int
     lock_delay: _duration_pb2.Duration
     mode: _token_pb2.AcquireMode
-    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[int] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., mode: _Optional[_Union[_token_pb2.AcquireMode, str]] = ...) -> None: ...
+    max_holders: int
+    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[int] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., mode: _Optional[_Union[_token_pb2.AcquireMode, str]] = ..., max_holders: _Optional[int] = ...) -> None: ...
 
 class AcquireResponse(_message.Message):
     __slots__ = ("token", "ttl", "lock_delay")
@@ -101,7 +103,7 @@ class DescribeRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal", "lock_delay", "lock_delay_until", "holders", "holders_without_ttl")
+    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal", "lock_delay", "lock_delay_until", "holders", "holders_without_ttl", "max_holders")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -114,6 +116,7 @@ class DescribeResponse(_message.Message):
     LOCK_DELAY_UNTIL_FIELD_NUMBER: _ClassVar[int]
     HOLDERS_FIELD_NUMBER: _ClassVar[int]
     HOLDERS_WITHOUT_TTL_FIELD_NUMBER: _ClassVar[int]
+    MAX_HOLDERS_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
@@ -126,7 +129,8 @@ class DescribeResponse(_message.Message):
     lock_delay_until: _timestamp_pb2.Timestamp
     holders: _containers.RepeatedCompositeFieldContainer[Holder]
     holders_without_ttl: int
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., holders_without_ttl: _Optional[int] = ...) -> None: ...
+    max_holders: int
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., holders_without_ttl: _Optional[int] = ..., max_holders: _Optional[int] = ...) -> None: ...
 
 class Holder(_message.Message):
     __slots__ = ("holder", "token", "ttl", "holder_principal")
@@ -147,7 +151,7 @@ class ObserveRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ...) -> None: ...
 
 class ObserveResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "revision", "holder_principal", "lock_delay", "lock_delay_until", "holders", "joined", "left")
+    __slots__ = ("held", "holder", "token", "revision", "holder_principal", "lock_delay", "lock_delay_until", "holders", "joined", "left", "max_holders")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -158,6 +162,7 @@ class ObserveResponse(_message.Message):
     HOLDERS_FIELD_NUMBER: _ClassVar[int]
     JOINED_FIELD_NUMBER: _ClassVar[int]
     LEFT_FIELD_NUMBER: _ClassVar[int]
+    MAX_HOLDERS_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
@@ -168,7 +173,8 @@ class ObserveResponse(_message.Message):
     holders: _containers.RepeatedCompositeFieldContainer[Holder]
     joined: _containers.RepeatedCompositeFieldContainer[Holder]
     left: _containers.RepeatedCompositeFieldContainer[Holder]
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., joined: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., left: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ...) -> None: ...
+    max_holders: int
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., joined: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., left: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., max_holders: _Optional[int] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ("ttl", "holder")

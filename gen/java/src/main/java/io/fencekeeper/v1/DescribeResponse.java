@@ -474,6 +474,22 @@ private static final long serialVersionUID = 0L;
     return holdersWithoutTtl_;
   }
 
+  public static final int MAX_HOLDERS_FIELD_NUMBER = 14;
+  private int maxHolders_ = 0;
+  /**
+   * <pre>
+   * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+   * holders it allows, as its oldest holder set it. 0 otherwise.
+   * </pre>
+   *
+   * <code>int32 max_holders = 14 [json_name = "maxHolders"];</code>
+   * @return The maxHolders.
+   */
+  @java.lang.Override
+  public int getMaxHolders() {
+    return maxHolders_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -523,6 +539,9 @@ private static final long serialVersionUID = 0L;
     }
     if (holdersWithoutTtl_ != 0) {
       output.writeInt32(12, holdersWithoutTtl_);
+    }
+    if (maxHolders_ != 0) {
+      output.writeInt32(14, maxHolders_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -578,6 +597,10 @@ private static final long serialVersionUID = 0L;
     if (holdersWithoutTtl_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(12, holdersWithoutTtl_);
+    }
+    if (maxHolders_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(14, maxHolders_);
     }
     return size;
   }
@@ -639,6 +662,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getHoldersList())) return false;
     if (getHoldersWithoutTtl()
         != other.getHoldersWithoutTtl()) return false;
+    if (getMaxHolders()
+        != other.getMaxHolders()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -687,6 +712,8 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + HOLDERS_WITHOUT_TTL_FIELD_NUMBER;
     hash = (53 * hash) + getHoldersWithoutTtl();
+    hash = (37 * hash) + MAX_HOLDERS_FIELD_NUMBER;
+    hash = (53 * hash) + getMaxHolders();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -866,6 +893,7 @@ private static final long serialVersionUID = 0L;
       }
       bitField0_ = (bitField0_ & ~0x00000400);
       holdersWithoutTtl_ = 0;
+      maxHolders_ = 0;
       return this;
     }
 
@@ -958,6 +986,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000800) != 0)) {
         result.holdersWithoutTtl_ = holdersWithoutTtl_;
       }
+      if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.maxHolders_ = maxHolders_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1035,6 +1066,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getHoldersWithoutTtl() != 0) {
         setHoldersWithoutTtl(other.getHoldersWithoutTtl());
+      }
+      if (other.getMaxHolders() != 0) {
+        setMaxHolders(other.getMaxHolders());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1136,6 +1170,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000800;
               break;
             } // case 96
+            case 112: {
+              maxHolders_ = input.readInt32();
+              bitField0_ |= 0x00001000;
+              break;
+            } // case 112
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2593,6 +2632,53 @@ private static final long serialVersionUID = 0L;
     public Builder clearHoldersWithoutTtl() {
       bitField0_ = (bitField0_ & ~0x00000800);
       holdersWithoutTtl_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int maxHolders_ ;
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as its oldest holder set it. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 14 [json_name = "maxHolders"];</code>
+     * @return The maxHolders.
+     */
+    @java.lang.Override
+    public int getMaxHolders() {
+      return maxHolders_;
+    }
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as its oldest holder set it. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 14 [json_name = "maxHolders"];</code>
+     * @param value The maxHolders to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxHolders(int value) {
+
+      maxHolders_ = value;
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as its oldest holder set it. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 14 [json_name = "maxHolders"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxHolders() {
+      bitField0_ = (bitField0_ & ~0x00001000);
+      maxHolders_ = 0;
       onChanged();
       return this;
     }

@@ -287,4 +287,15 @@ public interface DescribeResponseOrBuilder extends
    * @return The holdersWithoutTtl.
    */
   int getHoldersWithoutTtl();
+
+  /**
+   * <pre>
+   * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+   * holders it allows, as its oldest holder set it. 0 otherwise.
+   * </pre>
+   *
+   * <code>int32 max_holders = 14 [json_name = "maxHolders"];</code>
+   * @return The maxHolders.
+   */
+  int getMaxHolders();
 }

@@ -154,7 +154,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "r.v1\032\032fencekeeper/v1/token.proto\032\036google" +
       "/protobuf/duration.proto\032\037google/protobu" +
       "f/timestamp.proto\032\027google/rpc/status.pro" +
-      "to\"\315\002\n\016AcquireRequest\022\032\n\010resource\030\001 \001(\tR" +
+      "to\"\356\002\n\016AcquireRequest\022\032\n\010resource\030\001 \001(\tR" +
       "\010resource\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf" +
       ".DurationR\003ttl\022\026\n\006holder\030\003 \001(\tR\006holder\022\022" +
       "\n\004wait\030\004 \001(\010R\004wait\022<\n\014wait_timeout\030\005 \001(\013" +
@@ -162,96 +162,98 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "\022\035\n\nsession_id\030\006 \001(\003R\tsessionId\0228\n\nlock_" +
       "delay\030\007 \001(\0132\031.google.protobuf.DurationR\t" +
       "lockDelay\022/\n\004mode\030\010 \001(\0162\033.fencekeeper.v1" +
-      ".AcquireModeR\004mode\"\254\001\n\017AcquireResponse\0222" +
-      "\n\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTo" +
-      "kenR\005token\022+\n\003ttl\030\002 \001(\0132\031.google.protobu" +
-      "f.DurationR\003ttl\0228\n\nlock_delay\030\003 \001(\0132\031.go" +
-      "ogle.protobuf.DurationR\tlockDelay\"J\n\020Kee" +
-      "pAliveRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId" +
-      "\022\033\n\tlease_ids\030\002 \003(\003R\010leaseIds\"\277\001\n\021KeepAl" +
-      "iveResponse\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+" +
-      "\n\003ttl\030\002 \001(\0132\031.google.protobuf.DurationR\003" +
-      "ttl\022(\n\005error\030\003 \001(\0132\022.google.rpc.StatusR\005" +
-      "error\0228\n\010renewals\030\004 \003(\0132\034.fencekeeper.v1" +
-      ".LeaseRenewalR\010renewals\"\200\001\n\014LeaseRenewal" +
-      "\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(\013" +
-      "2\031.google.protobuf.DurationR\003ttl\022(\n\005erro" +
-      "r\030\003 \001(\0132\022.google.rpc.StatusR\005error\")\n\014Re" +
-      "newRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\"<\n" +
-      "\rRenewResponse\022+\n\003ttl\030\001 \001(\0132\031.google.pro" +
-      "tobuf.DurationR\003ttl\"D\n\016ReleaseRequest\0222\n" +
-      "\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTok" +
-      "enR\005token\"\021\n\017ReleaseResponse\"-\n\017Describe" +
-      "Request\022\032\n\010resource\030\001 \001(\tR\010resource\"\375\003\n\020" +
-      "DescribeResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006" +
-      "holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fe" +
-      "ncekeeper.v1.FencingTokenR\005token\022+\n\003ttl\030" +
-      "\004 \001(\0132\031.google.protobuf.DurationR\003ttl\022\030\n" +
-      "\007waiters\030\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R\005" +
-      "fence\022\037\n\013last_issued\030\007 \001(\003R\nlastIssued\022)" +
-      "\n\020holder_principal\030\010 \001(\tR\017holderPrincipa" +
-      "l\0228\n\nlock_delay\030\t \001(\0132\031.google.protobuf." +
-      "DurationR\tlockDelay\022D\n\020lock_delay_until\030" +
-      "\n \001(\0132\032.google.protobuf.TimestampR\016lockD" +
-      "elayUntil\0220\n\007holders\030\013 \003(\0132\026.fencekeeper" +
-      ".v1.HolderR\007holders\022.\n\023holders_without_t" +
-      "tl\030\014 \001(\005R\021holdersWithoutTtl\"\254\001\n\006Holder\022\026" +
-      "\n\006holder\030\001 \001(\tR\006holder\0222\n\005token\030\002 \001(\0132\034." +
-      "fencekeeper.v1.FencingTokenR\005token\022+\n\003tt" +
-      "l\030\003 \001(\0132\031.google.protobuf.DurationR\003ttl\022" +
-      ")\n\020holder_principal\030\004 \001(\tR\017holderPrincip" +
-      "al\",\n\016ObserveRequest\022\032\n\010resource\030\001 \001(\tR\010" +
-      "resource\"\306\003\n\017ObserveResponse\022\022\n\004held\030\001 \001" +
-      "(\010R\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005toke" +
-      "n\030\003 \001(\0132\034.fencekeeper.v1.FencingTokenR\005t" +
-      "oken\022\032\n\010revision\030\004 \001(\003R\010revision\022)\n\020hold" +
-      "er_principal\030\005 \001(\tR\017holderPrincipal\0228\n\nl" +
-      "ock_delay\030\006 \001(\0132\031.google.protobuf.Durati" +
-      "onR\tlockDelay\022D\n\020lock_delay_until\030\007 \001(\0132" +
-      "\032.google.protobuf.TimestampR\016lockDelayUn" +
-      "til\0220\n\007holders\030\010 \003(\0132\026.fencekeeper.v1.Ho" +
-      "lderR\007holders\022.\n\006joined\030\t \003(\0132\026.fencekee" +
-      "per.v1.HolderR\006joined\022*\n\004left\030\n \003(\0132\026.fe" +
-      "ncekeeper.v1.HolderR\004left\"Y\n\022OpenSession" +
-      "Request\022+\n\003ttl\030\001 \001(\0132\031.google.protobuf.D" +
-      "urationR\003ttl\022\026\n\006holder\030\002 \001(\tR\006holder\"a\n\023" +
-      "OpenSessionResponse\022\035\n\nsession_id\030\001 \001(\003R" +
-      "\tsessionId\022+\n\003ttl\030\002 \001(\0132\031.google.protobu" +
-      "f.DurationR\003ttl\"4\n\023CloseSessionRequest\022\035" +
-      "\n\nsession_id\030\001 \001(\003R\tsessionId\"\026\n\024CloseSe" +
-      "ssionResponse\"\026\n\024ListTokenKeysRequest\"E\n" +
-      "\025ListTokenKeysResponse\022,\n\004keys\030\001 \003(\0132\030.f" +
-      "encekeeper.v1.TokenKeyR\004keys\"^\n\010TokenKey" +
-      "\022\025\n\006key_id\030\001 \001(\tR\005keyId\022\034\n\talgorithm\030\002 \001" +
-      "(\tR\talgorithm\022\035\n\npublic_key\030\003 \001(\014R\tpubli" +
-      "cKey\"2\n\024LiftLockDelayRequest\022\032\n\010resource" +
-      "\030\001 \001(\tR\010resource\"O\n\025LiftLockDelayRespons" +
-      "e\022\026\n\006lifted\030\001 \001(\010R\006lifted\022\036\n\ngeneration\030" +
-      "\002 \001(\003R\ngeneration2\316\006\n\014LeaseService\022J\n\007Ac" +
-      "quire\022\036.fencekeeper.v1.AcquireRequest\032\037." +
-      "fencekeeper.v1.AcquireResponse\022T\n\tKeepAl" +
-      "ive\022 .fencekeeper.v1.KeepAliveRequest\032!." +
-      "fencekeeper.v1.KeepAliveResponse(\0010\001\022D\n\005" +
-      "Renew\022\034.fencekeeper.v1.RenewRequest\032\035.fe" +
-      "ncekeeper.v1.RenewResponse\022J\n\007Release\022\036." +
-      "fencekeeper.v1.ReleaseRequest\032\037.fencekee" +
-      "per.v1.ReleaseResponse\022M\n\010Describe\022\037.fen" +
-      "cekeeper.v1.DescribeRequest\032 .fencekeepe" +
-      "r.v1.DescribeResponse\022L\n\007Observe\022\036.fence" +
-      "keeper.v1.ObserveRequest\032\037.fencekeeper.v" +
-      "1.ObserveResponse0\001\022V\n\013OpenSession\022\".fen" +
-      "cekeeper.v1.OpenSessionRequest\032#.fenceke" +
-      "eper.v1.OpenSessionResponse\022Y\n\014CloseSess" +
-      "ion\022#.fencekeeper.v1.CloseSessionRequest" +
-      "\032$.fencekeeper.v1.CloseSessionResponse\022\\" +
-      "\n\rListTokenKeys\022$.fencekeeper.v1.ListTok" +
-      "enKeysRequest\032%.fencekeeper.v1.ListToken" +
-      "KeysResponse\022\\\n\rLiftLockDelay\022$.fencekee" +
-      "per.v1.LiftLockDelayRequest\032%.fencekeepe" +
-      "r.v1.LiftLockDelayResponseBi\n\021io.fenceke" +
-      "eper.v1B\nLeaseProtoP\001ZFgithub.com/fencek" +
-      "eeper/fencekeeper/gen/go/fencekeeper/v1;" +
-      "fencekeeperv1b\006proto3"
+      ".AcquireModeR\004mode\022\037\n\013max_holders\030\n \001(\005R" +
+      "\nmaxHolders\"\254\001\n\017AcquireResponse\0222\n\005token" +
+      "\030\001 \001(\0132\034.fencekeeper.v1.FencingTokenR\005to" +
+      "ken\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf.Durat" +
+      "ionR\003ttl\0228\n\nlock_delay\030\003 \001(\0132\031.google.pr" +
+      "otobuf.DurationR\tlockDelay\"J\n\020KeepAliveR" +
+      "equest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022\033\n\tlea" +
+      "se_ids\030\002 \003(\003R\010leaseIds\"\277\001\n\021KeepAliveResp" +
+      "onse\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002" +
+      " \001(\0132\031.google.protobuf.DurationR\003ttl\022(\n\005" +
+      "error\030\003 \001(\0132\022.google.rpc.StatusR\005error\0228" +
+      "\n\010renewals\030\004 \003(\0132\034.fencekeeper.v1.LeaseR" +
+      "enewalR\010renewals\"\200\001\n\014LeaseRenewal\022\031\n\010lea" +
+      "se_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(\0132\031.goog" +
+      "le.protobuf.DurationR\003ttl\022(\n\005error\030\003 \001(\013" +
+      "2\022.google.rpc.StatusR\005error\")\n\014RenewRequ" +
+      "est\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\"<\n\rRenewR" +
+      "esponse\022+\n\003ttl\030\001 \001(\0132\031.google.protobuf.D" +
+      "urationR\003ttl\"D\n\016ReleaseRequest\0222\n\005token\030" +
+      "\001 \001(\0132\034.fencekeeper.v1.FencingTokenR\005tok" +
+      "en\"\021\n\017ReleaseResponse\"-\n\017DescribeRequest" +
+      "\022\032\n\010resource\030\001 \001(\tR\010resource\"\236\004\n\020Describ" +
+      "eResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006holder\030" +
+      "\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fencekeep" +
+      "er.v1.FencingTokenR\005token\022+\n\003ttl\030\004 \001(\0132\031" +
+      ".google.protobuf.DurationR\003ttl\022\030\n\007waiter" +
+      "s\030\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R\005fence\022\037" +
+      "\n\013last_issued\030\007 \001(\003R\nlastIssued\022)\n\020holde" +
+      "r_principal\030\010 \001(\tR\017holderPrincipal\0228\n\nlo" +
+      "ck_delay\030\t \001(\0132\031.google.protobuf.Duratio" +
+      "nR\tlockDelay\022D\n\020lock_delay_until\030\n \001(\0132\032" +
+      ".google.protobuf.TimestampR\016lockDelayUnt" +
+      "il\0220\n\007holders\030\013 \003(\0132\026.fencekeeper.v1.Hol" +
+      "derR\007holders\022.\n\023holders_without_ttl\030\014 \001(" +
+      "\005R\021holdersWithoutTtl\022\037\n\013max_holders\030\016 \001(" +
+      "\005R\nmaxHolders\"\254\001\n\006Holder\022\026\n\006holder\030\001 \001(\t" +
+      "R\006holder\0222\n\005token\030\002 \001(\0132\034.fencekeeper.v1" +
+      ".FencingTokenR\005token\022+\n\003ttl\030\003 \001(\0132\031.goog" +
+      "le.protobuf.DurationR\003ttl\022)\n\020holder_prin" +
+      "cipal\030\004 \001(\tR\017holderPrincipal\",\n\016ObserveR" +
+      "equest\022\032\n\010resource\030\001 \001(\tR\010resource\"\347\003\n\017O" +
+      "bserveResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006ho" +
+      "lder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fenc" +
+      "ekeeper.v1.FencingTokenR\005token\022\032\n\010revisi" +
+      "on\030\004 \001(\003R\010revision\022)\n\020holder_principal\030\005" +
+      " \001(\tR\017holderPrincipal\0228\n\nlock_delay\030\006 \001(" +
+      "\0132\031.google.protobuf.DurationR\tlockDelay\022" +
+      "D\n\020lock_delay_until\030\007 \001(\0132\032.google.proto" +
+      "buf.TimestampR\016lockDelayUntil\0220\n\007holders" +
+      "\030\010 \003(\0132\026.fencekeeper.v1.HolderR\007holders\022" +
+      ".\n\006joined\030\t \003(\0132\026.fencekeeper.v1.HolderR" +
+      "\006joined\022*\n\004left\030\n \003(\0132\026.fencekeeper.v1.H" +
+      "olderR\004left\022\037\n\013max_holders\030\014 \001(\005R\nmaxHol" +
+      "ders\"Y\n\022OpenSessionRequest\022+\n\003ttl\030\001 \001(\0132" +
+      "\031.google.protobuf.DurationR\003ttl\022\026\n\006holde" +
+      "r\030\002 \001(\tR\006holder\"a\n\023OpenSessionResponse\022\035" +
+      "\n\nsession_id\030\001 \001(\003R\tsessionId\022+\n\003ttl\030\002 \001" +
+      "(\0132\031.google.protobuf.DurationR\003ttl\"4\n\023Cl" +
+      "oseSessionRequest\022\035\n\nsession_id\030\001 \001(\003R\ts" +
+      "essionId\"\026\n\024CloseSessionResponse\"\026\n\024List" +
+      "TokenKeysRequest\"E\n\025ListTokenKeysRespons" +
+      "e\022,\n\004keys\030\001 \003(\0132\030.fencekeeper.v1.TokenKe" +
+      "yR\004keys\"^\n\010TokenKey\022\025\n\006key_id\030\001 \001(\tR\005key" +
+      "Id\022\034\n\talgorithm\030\002 \001(\tR\talgorithm\022\035\n\npubl" +
+      "ic_key\030\003 \001(\014R\tpublicKey\"2\n\024LiftLockDelay" +
+      "Request\022\032\n\010resource\030\001 \001(\tR\010resource\"O\n\025L" +
+      "iftLockDelayResponse\022\026\n\006lifted\030\001 \001(\010R\006li" +
+      "fted\022\036\n\ngeneration\030\002 \001(\003R\ngeneration2\316\006\n" +
+      "\014LeaseService\022J\n\007Acquire\022\036.fencekeeper.v" +
+      "1.AcquireRequest\032\037.fencekeeper.v1.Acquir" +
+      "eResponse\022T\n\tKeepAlive\022 .fencekeeper.v1." +
+      "KeepAliveRequest\032!.fencekeeper.v1.KeepAl" +
+      "iveResponse(\0010\001\022D\n\005Renew\022\034.fencekeeper.v" +
+      "1.RenewRequest\032\035.fencekeeper.v1.RenewRes" +
+      "ponse\022J\n\007Release\022\036.fencekeeper.v1.Releas" +
+      "eRequest\032\037.fencekeeper.v1.ReleaseRespons" +
+      "e\022M\n\010Describe\022\037.fencekeeper.v1.DescribeR" +
+      "equest\032 .fencekeeper.v1.DescribeResponse" +
+      "\022L\n\007Observe\022\036.fencekeeper.v1.ObserveRequ" +
+      "est\032\037.fencekeeper.v1.ObserveResponse0\001\022V" +
+      "\n\013OpenSession\022\".fencekeeper.v1.OpenSessi" +
+      "onRequest\032#.fencekeeper.v1.OpenSessionRe" +
+      "sponse\022Y\n\014CloseSession\022#.fencekeeper.v1." +
+      "CloseSessionRequest\032$.fencekeeper.v1.Clo" +
+      "seSessionResponse\022\\\n\rListTokenKeys\022$.fen" +
+      "cekeeper.v1.ListTokenKeysRequest\032%.fence" +
+      "keeper.v1.ListTokenKeysResponse\022\\\n\rLiftL" +
+      "ockDelay\022$.fencekeeper.v1.LiftLockDelayR" +
+      "equest\032%.fencekeeper.v1.LiftLockDelayRes" +
+      "ponseBi\n\021io.fencekeeper.v1B\nLeaseProtoP\001" +
+      "ZFgithub.com/fencekeeper/fencekeeper/gen" +
+      "/go/fencekeeper/v1;fencekeeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -266,7 +268,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_AcquireRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_AcquireRequest_descriptor,
-        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", "LockDelay", "Mode", });
+        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", "LockDelay", "Mode", "MaxHolders", });
     internal_static_fencekeeper_v1_AcquireResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_fencekeeper_v1_AcquireResponse_fieldAccessorTable = new
@@ -326,7 +328,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "HoldersWithoutTtl", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "HoldersWithoutTtl", "MaxHolders", });
     internal_static_fencekeeper_v1_Holder_descriptor =
       getDescriptor().getMessageType(11);
     internal_static_fencekeeper_v1_Holder_fieldAccessorTable = new
@@ -344,7 +346,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_ObserveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "Joined", "Left", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "Joined", "Left", "MaxHolders", });
     internal_static_fencekeeper_v1_OpenSessionRequest_descriptor =
       getDescriptor().getMessageType(14);
     internal_static_fencekeeper_v1_OpenSessionRequest_fieldAccessorTable = new

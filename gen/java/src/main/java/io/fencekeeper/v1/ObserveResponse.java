@@ -495,6 +495,22 @@ private static final long serialVersionUID = 0L;
     return left_.get(index);
   }
 
+  public static final int MAX_HOLDERS_FIELD_NUMBER = 12;
+  private int maxHolders_ = 0;
+  /**
+   * <pre>
+   * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+   * holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+   * </pre>
+   *
+   * <code>int32 max_holders = 12 [json_name = "maxHolders"];</code>
+   * @return The maxHolders.
+   */
+  @java.lang.Override
+  public int getMaxHolders() {
+    return maxHolders_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -538,6 +554,9 @@ private static final long serialVersionUID = 0L;
     }
     for (int i = 0; i < left_.size(); i++) {
       output.writeMessage(10, left_.get(i));
+    }
+    if (maxHolders_ != 0) {
+      output.writeInt32(12, maxHolders_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -596,6 +615,10 @@ private static final long serialVersionUID = 0L;
           }
           size += 1 * count;
         }
+    if (maxHolders_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(12, maxHolders_);
+    }
     return size;
   }
   @java.lang.Override
@@ -649,6 +672,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getJoinedList())) return false;
     if (!getLeftList()
         .equals(other.getLeftList())) return false;
+    if (getMaxHolders()
+        != other.getMaxHolders()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -694,6 +719,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + LEFT_FIELD_NUMBER;
       hash = (53 * hash) + getLeftList().hashCode();
     }
+    hash = (37 * hash) + MAX_HOLDERS_FIELD_NUMBER;
+    hash = (53 * hash) + getMaxHolders();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -884,6 +911,7 @@ private static final long serialVersionUID = 0L;
         leftBuilder_.clear();
       }
       bitField0_ = (bitField0_ & ~0x00000200);
+      maxHolders_ = 0;
       return this;
     }
 
@@ -978,6 +1006,9 @@ private static final long serialVersionUID = 0L;
             ? lockDelayUntil_
             : lockDelayUntilBuilder_.build();
         to_bitField0_ |= 0x00000004;
+      }
+      if (((from_bitField0_ & 0x00000400) != 0)) {
+        result.maxHolders_ = maxHolders_;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -1097,6 +1128,9 @@ private static final long serialVersionUID = 0L;
           }
         }
       }
+      if (other.getMaxHolders() != 0) {
+        setMaxHolders(other.getMaxHolders());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -1201,6 +1235,11 @@ private static final long serialVersionUID = 0L;
               }
               break;
             } // case 82
+            case 96: {
+              maxHolders_ = input.readInt32();
+              bitField0_ |= 0x00000400;
+              break;
+            } // case 96
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2907,6 +2946,53 @@ private static final long serialVersionUID = 0L;
         left_ = null;
       }
       return leftBuilder_;
+    }
+
+    private int maxHolders_ ;
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 12 [json_name = "maxHolders"];</code>
+     * @return The maxHolders.
+     */
+    @java.lang.Override
+    public int getMaxHolders() {
+      return maxHolders_;
+    }
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 12 [json_name = "maxHolders"];</code>
+     * @param value The maxHolders to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxHolders(int value) {
+
+      maxHolders_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 12 [json_name = "maxHolders"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxHolders() {
+      bitField0_ = (bitField0_ & ~0x00000400);
+      maxHolders_ = 0;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:fencekeeper.v1.ObserveResponse)

@@ -1,0 +1,184 @@
+// Counting semaphores (AcquireRequest.max_holders): the cap checked from etcd's own history, not from
+// the clients' view; N mismatches; first come first served; an expiry letting exactly one waiter in;
+// Describe and Observe showing N.
+import { expect } from "chai";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
+import { AcquireMode } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import type { AcquireRequestSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { readHistory } from "../faults/etcd-history.js";
+import { useServer, uniqueResource, sleep, eventually, failure, within } from "../harness/suite.js";
+
+const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
+const SHARED = AcquireMode.SHARED;
+const PREFIX = `/fk-sem-${process.pid}/`;
+
+describe("counting semaphores", () => {
+  const s = useServer(["--prefix", PREFIX]);
+
+  const acquire = (req: MessageInitShape<typeof AcquireRequestSchema>, timeoutMs = 30_000) => s.lease.acquire(req, { timeoutMs });
+  const permit = (resource: string, holder: string, n: number, more: { wait?: boolean; ttlSeconds?: number } = {}, timeoutMs?: number) =>
+    acquire({ resource, ttl: ttl(more.ttlSeconds ?? 10), holder, mode: SHARED, maxHolders: n, wait: more.wait ?? false }, timeoutMs);
+  const reason = (err: unknown) => ConnectError.from(err).findDetails(ErrorInfoSchema)[0];
+  const pending = (p: Promise<unknown>, ms = 500) => within(p.then(() => false, () => false), ms, true);
+
+  it("never has more than 3 holders at any revision with 10 contenders, some releasing, some expiring (from etcd's history)", async function () {
+    this.timeout(120_000);
+    const resource = uniqueResource("cap");
+    const grants: { holder: string; generation: bigint }[] = [];
+    // Ten contenders, each twice: half release after a moment, half let their 2 s lease expire.
+    const contender = async (i: number) => {
+      for (let round = 0; round < 2; round++) {
+        const g = await permit(resource, `c${i}-${round}`, 3, { wait: true, ttlSeconds: 2 }, 90_000);
+        grants.push({ holder: `c${i}-${round}`, generation: g.token!.generation });
+        if ((i + round) % 2 === 0) {
+          await sleep(100 + ((i * 37) % 200));
+          await s.lease.release({ token: g.token });
+        }
+        // The others are left to expire: their lease ends, with no call to say so.
+      }
+    };
+    await Promise.all(Array.from({ length: 10 }, (_, i) => contender(i)));
+    expect(grants).to.have.length(20);
+
+    // etcd's history: the holder keys of the resource, revision by revision.
+    const holderPrefix = `${PREFIX}r/${encodeURIComponent(resource)}/s/`;
+    const truth = await readHistory([s.etcd.endpoint], PREFIX, 30_000);
+    const holders = new Set<string>();
+    let most = 0;
+    let puts = 0;
+    for (const e of truth.events) {
+      const key = e.kv.key.toString();
+      if (!key.startsWith(holderPrefix)) continue;
+      if (e.type === "put") {
+        if (e.kv.version === "1") puts++;
+        holders.add(key);
+      } else holders.delete(key);
+      most = Math.max(most, holders.size);
+    }
+    expect(puts).to.equal(20);
+    expect(most).to.equal(3);
+  });
+
+  it("refuses an acquisition naming another N with FAILED_PRECONDITION naming the N in force, and changes nothing", async () => {
+    const resource = uniqueResource("mismatch");
+    const a = await permit(resource, "a", 3);
+    const err = await failure(permit(resource, "b", 5));
+    expect(err.code).to.equal(Code.FailedPrecondition);
+    expect(reason(err).reason).to.equal("MAX_HOLDERS_MISMATCH");
+    expect(reason(err).metadata).to.include({ max_holders: "3", requested: "5" });
+    expect(err.rawMessage).to.include("max_holders 3");
+    // With wait too, and a waiter's place is not left behind.
+    const waited = await failure(permit(resource, "c", 2, { wait: true }));
+    expect(waited.code).to.equal(Code.FailedPrecondition);
+    let d = await s.lease.describe({ resource });
+    expect(d.maxHolders).to.equal(3);
+    expect(d.waiters).to.equal(0);
+    expect(d.holders.map((h) => h.holder)).to.deep.equal(["a"]);
+    // Plain shared holders are no semaphore: a semaphore acquisition is refused while they hold.
+    const plain = uniqueResource("plain");
+    await acquire({ resource: plain, ttl: ttl(10), holder: "reader", mode: SHARED });
+    const onPlain = await failure(permit(plain, "sem", 2));
+    expect(onPlain.code).to.equal(Code.FailedPrecondition);
+    expect(reason(onPlain).metadata).to.include({ max_holders: "0" });
+    // Once nobody holds or waits, another N may be set.
+    await s.lease.release({ token: a.token });
+    await permit(resource, "d", 5);
+    d = await s.lease.describe({ resource });
+    expect(d.maxHolders).to.equal(5);
+  });
+
+  it("refuses max_holders without shared mode, or out of range, with INVALID_ARGUMENT", async () => {
+    const resource = uniqueResource("bad");
+    for (const req of [
+      { resource, ttl: ttl(10), holder: "x", maxHolders: 2 },
+      { resource, ttl: ttl(10), holder: "x", mode: SHARED, maxHolders: -1 },
+      { resource, ttl: ttl(10), holder: "x", mode: SHARED, maxHolders: 100_001 },
+    ]) {
+      const err = await failure(acquire(req));
+      expect(err.code, JSON.stringify(req.maxHolders)).to.equal(Code.InvalidArgument);
+      expect(err.rawMessage).to.include("max_holders");
+    }
+    expect((await s.lease.describe({ resource })).held).to.equal(false);
+  });
+
+  it("grants up to N at once; the next fails fast or waits, and waiters are served in order", async () => {
+    const resource = uniqueResource("order");
+    const a = await permit(resource, "a", 2);
+    const b = await permit(resource, "b", 2);
+    expect(b.token!.generation > a.token!.generation).to.equal(true);
+    const full = await failure(permit(resource, "c", 2));
+    expect(full.code).to.equal(Code.Aborted);
+    expect(reason(full).reason).to.equal("RESOURCE_HELD");
+    expect(reason(full).metadata).to.include({ max_holders: "2", shared_holders: "2" });
+
+    const order: string[] = [];
+    const w1 = permit(resource, "w1", 2, { wait: true }).then((g) => (order.push("w1"), g));
+    await eventually(async () => (await s.lease.describe({ resource })).waiters === 1, "w1 waits");
+    const w2 = permit(resource, "w2", 2, { wait: true }).then((g) => (order.push("w2"), g));
+    await eventually(async () => (await s.lease.describe({ resource })).waiters === 2, "w2 waits");
+    // A newcomer without wait is refused while others wait, even with a permit free later.
+    await s.lease.release({ token: a.token });
+    const g1 = await w1;
+    expect(await pending(w2)).to.equal(true);
+    expect((await failure(permit(resource, "late", 2))).code).to.equal(Code.Aborted);
+    await s.lease.release({ token: b.token });
+    const g2 = await w2;
+    expect(order).to.deep.equal(["w1", "w2"]);
+    const d = await s.lease.describe({ resource });
+    expect(d.holders.map((h) => h.token!.generation)).to.deep.equal([g1.token!.generation, g2.token!.generation]);
+  });
+
+  it("an expiring holder lets exactly one waiter in", async function () {
+    this.timeout(60_000);
+    const resource = uniqueResource("expiry");
+    // One holder that expires (2 s, never renewed), one that stays (renewed below).
+    await permit(resource, "expires", 2, { ttlSeconds: 2 });
+    const stays = await permit(resource, "stays", 2, { ttlSeconds: 10 });
+    const ctl = new AbortController();
+    const wait = (holder: string) =>
+      s.lease.acquire({ resource, ttl: ttl(10), holder, mode: SHARED, maxHolders: 2, wait: true }, { timeoutMs: 40_000, signal: ctl.signal });
+    const w1 = wait("w1");
+    await eventually(async () => (await s.lease.describe({ resource })).waiters === 1, "w1 waits");
+    const rest = [wait("w2"), wait("w3")];
+    rest.forEach((w) => w.catch(() => undefined));
+    try {
+      await eventually(async () => (await s.lease.describe({ resource })).waiters === 3, "three wait");
+      await s.lease.renew({ leaseId: stays.token!.leaseId });
+      const g1 = await w1;
+      // Give a second grant time to happen, were the cap to let one through.
+      await sleep(1500);
+      const d = await s.lease.describe({ resource });
+      expect(d.holders.map((h) => h.holder).sort()).to.deep.equal(["stays", "w1"]);
+      expect(d.waiters).to.equal(2);
+      expect(await pending(Promise.race(rest), 200)).to.equal(true);
+      await s.lease.release({ token: g1.token });
+      // The freed permit goes to the next in line, w2, and to it alone.
+      const g2 = await rest[0];
+      expect(g2.token!.generation > g1.token!.generation).to.equal(true);
+      await s.lease.release({ token: g2.token });
+    } finally {
+      ctl.abort();
+      await s.lease.release({ token: stays.token }).catch(() => undefined);
+    }
+  });
+
+  it("Observe shows N with the holders", async () => {
+    const resource = uniqueResource("observe");
+    const ctl = new AbortController();
+    const stream = s.lease.observe({ resource }, { signal: ctl.signal })[Symbol.asyncIterator]();
+    try {
+      expect((await stream.next()).value.maxHolders).to.equal(0);
+      const a = await permit(resource, "a", 4);
+      const next = (await stream.next()).value;
+      expect(next.maxHolders).to.equal(4);
+      expect(next.joined.map((h: { holder: string }) => h.holder)).to.deep.equal(["a"]);
+      await s.lease.release({ token: a.token });
+      expect((await stream.next()).value.maxHolders).to.equal(0);
+    } finally {
+      ctl.abort();
+      await stream.return?.(undefined).catch(() => undefined);
+    }
+  });
+});
