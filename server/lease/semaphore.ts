@@ -129,9 +129,10 @@ export function maxHoldersOf(holders: { maxHolders: number }[]): number {
 /** An acquisition naming another N than the one in force (0 in force: shared holders without a cap). */
 export function mismatch(resource: string, inForce: number, requested: number): DomainError {
   const now = inForce === 0 ? "shared holders without a cap hold or wait for it" : `it is a semaphore of ${inForce} while anyone holds or waits`;
+  const asked = requested === 0 ? "shared without max_holders" : `as a semaphore of ${requested}`;
   return new DomainError(
     "failed_precondition",
-    `"${resource}" cannot be acquired as a semaphore of ${requested}: ${now}; ` +
+    `"${resource}" cannot be acquired ${asked}: ${now}; ` +
       (inForce === 0 ? "acquire it without max_holders, or once it is free" : `acquire with max_holders ${inForce}, or once it is free`),
     "MAX_HOLDERS_MISMATCH",
     { resource, max_holders: String(inForce), requested: String(requested) },
