@@ -34,7 +34,7 @@ import { bindOps } from "./bindings.js";
 import { claimLeaseSlot } from "./lease-cap.js";
 import { grantWithDelay, inLockDelay, lockDelaySeconds, lockDelayWrites } from "./lock-delay.js";
 import { atTime } from "./long-timeout.js";
-import { checkMaxHolders } from "./semaphore.js";
+import { checkMaxHolders, semaphoreRules } from "./semaphore.js";
 import { lineRules, type Ahead, type LineRules } from "./shared.js";
 
 export interface AcquireParams {
@@ -138,7 +138,9 @@ class Acquisition {
     private readonly delay: number,
   ) {
     this.keys = d.keys;
-    this.rules = lineRules(d.keys, p.resource, p.mode ?? "exclusive", lease.id, p.maxHolders);
+    // A semaphore (semaphore.ts) is a shared acquisition with a cap: rules of its own.
+    this.rules =
+      p.maxHolders !== undefined ? semaphoreRules(d.keys, p.resource, lease.id, p.maxHolders) : lineRules(d.keys, p.resource, p.mode ?? "exclusive", lease.id);
     this.holderKey = this.rules.holderKey;
     this.lineKey = Buffer.concat([this.rules.lineKey(lease.id), Buffer.from(this.nonce)]);
     this.holderValue = encodeOwner({ holder: p.holder, nonce: this.nonce, principal: p.principal, maxHolders: p.maxHolders });

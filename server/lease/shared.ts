@@ -24,7 +24,6 @@ import { cmp } from "../etcd/ops.js";
 import { reads, type Reads } from "../etcd/reads.js";
 import { prefixRange } from "../etcd/reader.js";
 import { noLockDelay } from "./lock-delay.js";
-import { semaphoreRules } from "./semaphore.js";
 
 /** Most shared holders a refusal names (it says how many there are in all). */
 const NAMED_HOLDERS = 5;
@@ -76,8 +75,7 @@ export interface LineRules {
 }
 
 /** The rules of a mode for an acquisition of resource on lease leaseId (its own, or its session). */
-export function lineRules(keys: KeyLayout, resource: string, mode: AcquireMode, leaseId: bigint, maxHolders?: number): LineRules {
-  if (mode === "shared" && maxHolders !== undefined) return semaphoreRules(keys, resource, leaseId, maxHolders);
+export function lineRules(keys: KeyLayout, resource: string, mode: AcquireMode, leaseId: bigint): LineRules {
   return mode === "shared" ? sharedRules(keys, resource, leaseId) : exclusiveRules(keys, resource);
 }
 
