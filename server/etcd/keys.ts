@@ -258,8 +258,19 @@ export interface HolderEntry {
   maxHolders?: number;
 }
 
+// A semaphore's values begin with maxHolders, every other holder's or waiter's with holder: `{"m` sorts
+// after `{"h`, so one compare of a range's values tells whether any of them is a semaphore's
+// (noSemaphoreIn below), which an uncapped shared grant checks without a read.
 export function encodeHolder(e: HolderEntry): Buffer {
-  return Buffer.from(JSON.stringify(e.maxHolders ? { holder: e.holder, maxHolders: e.maxHolders } : { holder: e.holder }));
+  return Buffer.from(JSON.stringify(e.maxHolders ? { maxHolders: e.maxHolders, holder: e.holder } : { holder: e.holder }));
+}
+
+/**
+ * No key of [key, end) is a semaphore's holder or waiter (see encodeHolder). etcd fails a compare of
+ * values on a range with no key in it: check that the range is empty first.
+ */
+export function noSemaphoreIn(key: Buffer, end: Buffer): ICompare {
+  return { key, range_end: end, target: "Value", result: "Less", value: Buffer.from('{"i') };
 }
 
 /**
@@ -269,10 +280,10 @@ export function encodeHolder(e: HolderEntry): Buffer {
 export function encodeOwner(e: HolderEntry & { nonce: string; principal?: string }): Buffer {
   return Buffer.from(
     JSON.stringify({
+      ...(e.maxHolders ? { maxHolders: e.maxHolders } : {}),
       holder: e.holder,
       nonce: e.nonce,
       ...(e.principal ? { principal: e.principal } : {}),
-      ...(e.maxHolders ? { maxHolders: e.maxHolders } : {}),
     }),
   );
 }

@@ -17,7 +17,7 @@
 // No grant happens during a lock-delay (lock-delay.ts): a grant also checks that no lock-delay key
 // exists, and the first in line waits for its deletion as for the owner key's.
 import { randomBytes } from "node:crypto";
-import type { IRangeResponse } from "etcd3";
+import type { IRangeResponse, IRequestOp, IResponseOp } from "etcd3";
 import { DomainError, leaseNotFound, notHolder } from "../errors/errors.js";
 import { inLine, type DomainEvents } from "../events/events.js";
 import type { Limits } from "../validation/limits.js";
@@ -191,6 +191,15 @@ class Acquisition {
     await Promise.all(steps);
   }
 
+  /** A grant's writes, under the rules' further condition if they have one (LineRules.grantIf). */
+  private grant(writes: IRequestOp[]): IRequestOp[] {
+    return this.rules.grantIf ? this.rules.grantIf(writes) : writes;
+  }
+
+  private granted(responses: IResponseOp[]): boolean {
+    return this.rules.granted ? this.rules.granted(responses) : true;
+  }
+
   /** The writes of a grant: the holder key, the generation marked issued, a fence if there is none, its lock-delay key if any. */
   private grantWrites() {
     const fenceKey = this.keys.fenceKey(this.p.resource);
@@ -219,19 +228,26 @@ class Acquisition {
     // A semaphore's later permits are granted on a look that found room; without wait, each failed try
     // is another holder granted first, so the tries end once the semaphore is full.
     let seenAt: bigint | undefined;
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       this.maybeGranted = true;
       const res = await this.d.committer.commit("acquire", {
         compare: [...rules.free(seenAt), ...sessionChecks],
-        success: [...this.grantWrites(), ...bind],
+        success: [...this.grant(this.grantWrites()), ...bind],
         failure: joinNow ? [...look.ops(), op.put(this.lineKey, encodeHolder(p), this.lease.id), ...bind] : look.ops(),
       });
-      if (res.succeeded) return res.revision;
+      if (res.succeeded && this.granted(res.responses)) return res.revision;
       this.maybeGranted = false;
 
-      const { ahead, session } = look.decodeTxn(res.responses);
+      // The grant's further condition failed (grantIf): read what stands in the way.
+      const found = res.succeeded ? (await this.d.reader.snapshot("acquire", look)).found : look.decodeTxn(res.responses);
+      const { ahead, session } = found;
       if (session) this.checkSession(session);
       if (ahead.mismatch) throw ahead.mismatch;
+      if (res.succeeded) {
+        // Gone by the time it was read (the only way: the holders changed between the two): try again.
+        if (attempt < 10) continue;
+        throw new DomainError("aborted", `"${p.resource}" changed hands too often to be acquired; acquire again`, "RESOURCE_HELD", { resource: p.resource });
+      }
       if (!joinNow && ahead.room) {
         seenAt = res.revision;
         continue;
@@ -282,12 +298,12 @@ class Acquisition {
         this.maybeGranted = true;
         const res = await this.d.committer.commit("acquire", {
           compare: [cmp.createdAt(this.lineKey, myRev), ...this.rules.firstInLine(myRev, seenAt), ...(this.sessionKey ? [cmp.exists(this.sessionKey)] : [])],
-          success: [op.del(this.lineKey), ...this.grantWrites()],
+          success: this.grant([op.del(this.lineKey), ...this.grantWrites()]),
           failure: look.ops(),
         });
-        if (res.succeeded) return res.revision;
+        if (res.succeeded && this.granted(res.responses)) return res.revision;
         this.maybeGranted = false;
-        seen = { revision: res.revision, found: look.decodeTxn(res.responses) };
+        seen = res.succeeded ? await this.d.reader.snapshot("acquire", look) : { revision: res.revision, found: look.decodeTxn(res.responses) };
       } else {
         seen = await this.d.reader.snapshot("acquire", look);
       }

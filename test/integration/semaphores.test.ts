@@ -82,6 +82,15 @@ describe("counting semaphores", () => {
     const onPlain = await failure(permit(plain, "sem", 2));
     expect(onPlain.code).to.equal(Code.FailedPrecondition);
     expect(reason(onPlain).metadata).to.include({ max_holders: "0" });
+    // And a shared acquisition without max_holders is refused while a semaphore holds: an uncapped holder
+    // would break its cap.
+    const uncapped = await failure(acquire({ resource, ttl: ttl(10), holder: "reader", mode: SHARED }));
+    expect(uncapped.code).to.equal(Code.FailedPrecondition);
+    expect(reason(uncapped).metadata).to.include({ max_holders: "3", requested: "0" });
+    expect(uncapped.rawMessage).to.include("without max_holders").and.include("max_holders 3");
+    const uncappedWaiting = await failure(acquire({ resource, ttl: ttl(10), holder: "reader", mode: SHARED, wait: true }));
+    expect(uncappedWaiting.code).to.equal(Code.FailedPrecondition);
+    expect((await s.lease.describe({ resource })).holders.map((h) => h.holder)).to.deep.equal(["a"]);
     // Once nobody holds or waits, another N may be set.
     await s.lease.release({ token: a.token });
     await permit(resource, "d", 5);
