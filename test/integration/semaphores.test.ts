@@ -173,6 +173,46 @@ describe("counting semaphores", () => {
     }
   });
 
+  it("a release racing an expiry frees two permits for the first two waiters, never three (from etcd's history)", async function () {
+    this.timeout(60_000);
+    const resource = uniqueResource("race");
+    const started = Date.now();
+    await permit(resource, "expires", 2, { ttlSeconds: 2 });
+    const releases = await permit(resource, "releases", 2, { ttlSeconds: 10 });
+    const ctl = new AbortController();
+    const wait = (holder: string) =>
+      s.lease.acquire({ resource, ttl: ttl(10), holder, mode: SHARED, maxHolders: 2, wait: true }, { timeoutMs: 40_000, signal: ctl.signal });
+    const w: Promise<unknown>[] = [];
+    for (const h of ["w1", "w2", "w3"]) {
+      w.push(wait(h));
+      w.at(-1)!.catch(() => undefined);
+      await eventually(async () => (await s.lease.describe({ resource })).waiters === w.length, `${h} waits`);
+    }
+    try {
+      // Release the other holder about when the first one's 2 s lease runs out.
+      await sleep(Math.max(0, started + 2000 - Date.now()));
+      await s.lease.release({ token: releases.token });
+      await eventually(async () => (await s.lease.describe({ resource })).holders.length === 2, "two waiters granted", 15_000);
+      await sleep(1000);
+      const d = await s.lease.describe({ resource });
+      expect(d.holders.map((h) => h.holder).sort()).to.deep.equal(["w1", "w2"]);
+      expect(d.waiters).to.equal(1);
+      const holderPrefix = `${PREFIX}r/${encodeURIComponent(resource)}/s/`;
+      const holders = new Set<string>();
+      let most = 0;
+      for (const e of (await readHistory([s.etcd.endpoint], PREFIX, 30_000)).events) {
+        const key = e.kv.key.toString();
+        if (!key.startsWith(holderPrefix)) continue;
+        if (e.type === "put") holders.add(key);
+        else holders.delete(key);
+        most = Math.max(most, holders.size);
+      }
+      expect(most).to.equal(2);
+    } finally {
+      ctl.abort();
+    }
+  });
+
   it("Observe shows N with the holders", async () => {
     const resource = uniqueResource("observe");
     const ctl = new AbortController();
