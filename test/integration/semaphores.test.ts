@@ -8,6 +8,7 @@ import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { AcquireMode } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import type { AcquireRequestSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { readHistory } from "../faults/etcd-history.js";
+import { delta, writeCounts } from "../harness/batching.js";
 import { useServer, uniqueResource, sleep, eventually, failure, within } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
@@ -211,6 +212,24 @@ describe("counting semaphores", () => {
     } finally {
       ctl.abort();
     }
+  });
+
+  it("costs: a first permit is one etcd write request, a later one two; an uncapped shared Acquire beside other shared holders stays one", async () => {
+    const resource = uniqueResource("cost");
+    let before = await writeCounts(s.server);
+    const a = await permit(resource, "a", 3);
+    expect(delta(await writeCounts(s.server), before).requests).to.equal(1);
+    before = await writeCounts(s.server);
+    const b = await permit(resource, "b", 3);
+    // The first transaction finds a holder and reads the count; the second grants on that read.
+    expect(delta(await writeCounts(s.server), before).requests).to.equal(2);
+    const plain = uniqueResource("cost-plain");
+    const r1 = await acquire({ resource: plain, ttl: ttl(10), holder: "r1", mode: SHARED });
+    before = await writeCounts(s.server);
+    const r2 = await acquire({ resource: plain, ttl: ttl(10), holder: "r2", mode: SHARED });
+    // The check that no semaphore holds rides in the grant's own transaction.
+    expect(delta(await writeCounts(s.server), before).requests).to.equal(1);
+    for (const t of [a, b, r1, r2]) await s.lease.release({ token: t.token });
   });
 
   it("Observe shows N with the holders", async () => {
