@@ -232,6 +232,17 @@ describe("counting semaphores", () => {
     for (const t of [a, b, r1, r2]) await s.lease.release({ token: t.token });
   });
 
+  it("a permit's token is a shared token: the fenced store refuses its writes (SHARED_TOKEN) and the fence does not move", async () => {
+    const resource = uniqueResource("writes");
+    const p = await permit(resource, "a", 2);
+    expect(p.token!.mode).to.equal(SHARED);
+    const err = await failure(s.store.put({ resource, key: "k", value: Buffer.from("v"), mutation: { token: p.token } }));
+    expect(err.code).to.equal(Code.InvalidArgument);
+    expect(reason(err).reason).to.equal("SHARED_TOKEN");
+    expect((await s.lease.describe({ resource })).fence).to.equal(0n);
+    await s.lease.release({ token: p.token });
+  });
+
   it("Observe shows N with the holders", async () => {
     const resource = uniqueResource("observe");
     const ctl = new AbortController();
