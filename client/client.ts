@@ -11,7 +11,7 @@ import { now, type Instant } from "./clock.js";
 import { defaultDriftMs } from "./deadline.js";
 import { toDuration, toMs } from "./duration.js";
 import { toFencekeeperError } from "./error-mapping.js";
-import { CanceledError, FencekeeperError, LeaseNotFoundError, UnavailableError, type LeaseLostError } from "./errors.js";
+import { CanceledError, FencekeeperError, InvalidArgumentError, LeaseNotFoundError, UnavailableError, type LeaseLostError } from "./errors.js";
 import type { ClientEvent, Emitter, EventSink } from "./events.js";
 import { KeepAlive } from "./keepalive.js";
 import { OwnLease, Session, type KeeperContext } from "./keeper.js";
@@ -91,6 +91,13 @@ export interface AcquireOptions {
    * followers need of their leader, such as its address. Default: none.
    */
   value?: Value;
+  /**
+   * A counting semaphore (docs/semaphores.md): a shared acquisition granted while fewer than this many
+   * hold, in line first come first served. Implies shared. Every acquisition of the resource must name
+   * the same number while anyone holds or waits: another is a FencekeeperError with reason
+   * MAX_HOLDERS_MISMATCH (FAILED_PRECONDITION). Default: no cap.
+   */
+  maxHolders?: number;
 }
 
 /** One holder of a resource: its token's shared says whether it is exclusive or shared. */
@@ -114,6 +121,8 @@ export interface Description {
   ttlMs?: number;
   /** Every holder: the exclusive one, or the shared ones, oldest first. */
   holders: Holder[];
+  /** The shared holders' semaphore size (AcquireOptions.maxHolders); 0 when they are not a semaphore's. */
+  maxHolders: number;
   waiters: number;
   fence: bigint;
   lastIssued: bigint;
@@ -135,6 +144,8 @@ export interface Ownership {
   holders: Holder[];
   joined: Holder[];
   left: Holder[];
+  /** As Description.maxHolders. */
+  maxHolders: number;
   /** The etcd revision at which this state took effect. */
   revision: bigint;
   /** As Description.lockDelay: the new holder's lock-delay in ms, or the one being served. */
@@ -240,6 +251,7 @@ export class FencekeeperClient {
             lockDelay: o.lockDelay ? toDuration(o.lockDelay) : undefined,
             mode: modeOf(o),
             value: valueOf(o),
+            maxHolders: o.maxHolders ?? 0,
           },
           { signal: o.signal, timeoutMs },
         ),
@@ -285,6 +297,7 @@ export class FencekeeperClient {
                 sessionId: session.leaseId,
                 mode: modeOf(o),
                 value: valueOf(o),
+                maxHolders: o.maxHolders ?? 0,
               },
               { signal: o.signal, timeoutMs },
             ),
@@ -372,6 +385,18 @@ export class FencekeeperClient {
     }
   }
 
+  /**
+   * A permit of a counting semaphore of n on `resource` (docs/semaphores.md): waits in line, first come
+   * first served, until fewer than n hold it (AcquireOptions.wait bounds the wait; default: wait as long
+   * as it takes), and keeps the permit's lease alive until it is released. The lease's signal is aborted
+   * when the permit is lost, decided from the send time of the last renewal, as for any lease. Its token
+   * is a shared token: it reads, and the fenced store refuses its writes.
+   */
+  async semaphore(resource: string, n: number, o: Omit<AcquireOptions, "maxHolders" | "shared"> = {}): Promise<Lease> {
+    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`a semaphore needs at least 1 permit, got ${n}`, Code.InvalidArgument);
+    return this.acquire(resource, { wait: true, ...o, maxHolders: n });
+  }
+
   /** The server's public keys that verify tokens offline (verifyToken), the signing one first. */
   async tokenKeys(o: { signal?: AbortSignal } = {}): Promise<TokenKey[]> {
     const res = await this.#calls.run((c) => c.lease.listTokenKeys({}, { signal: o.signal, timeoutMs: this.#calls.timeoutMs }), true);
@@ -388,6 +413,7 @@ export class FencekeeperClient {
       ...(d.token ? { value: d.value } : {}),
       ttlMs: d.ttl && toMs(d.ttl),
       holders: d.holders.map(holderFromProto),
+      maxHolders: d.maxHolders,
       waiters: d.waiters,
       fence: d.fence,
       lastIssued: d.lastIssued,
@@ -407,6 +433,7 @@ export class FencekeeperClient {
           holders: x.holders.map(holderFromProto),
           joined: x.joined.map(holderFromProto),
           left: x.left.map(holderFromProto),
+          maxHolders: x.maxHolders,
           revision: x.revision,
           ...lockDelayOf(x),
         };
@@ -513,7 +540,7 @@ function lockDelayOf(x: { lockDelay?: Duration; lockDelayUntil?: Timestamp }): {
 }
 
 function modeOf(o: AcquireOptions): AcquireMode {
-  return o.shared ? AcquireMode.SHARED : AcquireMode.UNSPECIFIED;
+  return o.shared || o.maxHolders ? AcquireMode.SHARED : AcquireMode.UNSPECIFIED;
 }
 
 function holderFromProto(h: ProtoHolder): Holder {

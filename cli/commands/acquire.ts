@@ -1,6 +1,6 @@
 // fencekeeper acquire: take a resource, print its token, keep the lease alive until Ctrl-C (which
 // releases it, exit 0) or until it is lost (exit 3).
-import { Command, Option } from "commander";
+import { Command, InvalidArgumentError, Option } from "commander";
 import { formatToken, tokenToJson, type LeaseLostError } from "../../client/index.js";
 import { EXIT } from "../exit-codes.js";
 import { duration } from "../parse.js";
@@ -12,6 +12,7 @@ interface Options {
   holder?: string;
   lockDelay?: number;
   shared?: boolean;
+  maxHolders?: number;
   verbose?: boolean;
 }
 
@@ -28,6 +29,9 @@ export function acquireCommand(): Command {
       new Option("--lock-delay <duration>", "if the lease expires (it is not released), nobody is granted the resource for this long (e.g. 10s); whole seconds").argParser(duration),
     )
     .option("--shared", "hold it shared, beside other shared holders (a reader): its token cannot write to the fenced store")
+    .addOption(
+      new Option("--max-holders <n>", "a permit of a counting semaphore of n: shared, granted while fewer than n hold (docs/semaphores.md)").argParser(permits),
+    )
     .option("--verbose", "also print every confirmed renewal")
     .action(
       action(async (ctx, resource: string, o: Options) => {
@@ -40,7 +44,7 @@ export function acquireCommand(): Command {
             ctx.out.result({ event: "renewed", sentAt, confirmedAt, validUntil }, () => `renewed: valid until ${validUntil.toISOString()}`);
           },
         });
-        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, lockDelay: o.lockDelay, shared: o.shared, signal: stop }).catch((err) => {
+        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, lockDelay: o.lockDelay, shared: o.shared, maxHolders: o.maxHolders, signal: stop }).catch((err) => {
           if (stop.aborted) return undefined;
           throw err;
         });
@@ -59,4 +63,11 @@ export function acquireCommand(): Command {
         ctx.out.result({ event: "released", token: tokenToJson(token) }, () => `released "${resource}" (generation ${token.generation})`);
       }),
     );
+}
+
+/** --max-holders: a whole number of permits, at least 1. */
+function permits(raw: string): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError(`--max-holders takes a whole number of permits, at least 1; got "${raw}"`);
+  return n;
 }

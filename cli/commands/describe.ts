@@ -19,6 +19,7 @@ export function describeCommand(): Command {
             ttlMs: d.ttlMs,
             holders: d.holders.map((h) => ({ holder: h.holder, token: tokenToJson(h.token), ttlMs: h.ttlMs })),
             waiters: d.waiters,
+            ...(d.maxHolders ? { maxHolders: d.maxHolders } : {}),
             fence: d.fence,
             lastIssued: d.lastIssued,
             lockDelayMs: d.lockDelay,
@@ -30,7 +31,7 @@ export function describeCommand(): Command {
             const who = d.held && d.token
               ? `"${resource}" is held by "${d.holder}" with token ${formatToken(d.token)} (${(d.ttlMs ?? 0) / 1000} s left, ${d.waiters} waiting${delay})`
               : d.held
-                ? `"${resource}" is held shared by ${d.holders.length} (${d.waiters} waiting):\n${shared.join("\n")}`
+                ? `"${resource}" is held shared by ${d.holders.length}${d.maxHolders ? ` of at most ${d.maxHolders}` : ""} (${d.waiters} waiting):\n${shared.join("\n")}`
                 : d.lockDelayUntil
                   ? `"${resource}" is in a lock-delay until about ${d.lockDelayUntil.toISOString()}: its holder's lease expired (${d.waiters} waiting)`
                   : `"${resource}" is free`;

@@ -298,10 +298,11 @@ var byReason = map[fencekeeperv1.ErrorReason]func(se *StatusError, holder *Token
 		until, _ := time.Parse(time.RFC3339Nano, se.Metadata["lock_delay_until"])
 		return &LockDelayError{ResourceHeldError: &ResourceHeldError{StatusError: se}, Until: until, Generation: se.int64("generation")}
 	},
-	fencekeeperv1.ErrorReason_SHARED_TOKEN:    func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
-	fencekeeperv1.ErrorReason_QUOTA_EXCEEDED:  plain,
-	fencekeeperv1.ErrorReason_ETCD_NO_SPACE:   plain,
-	fencekeeperv1.ErrorReason_BATCH_TOO_LARGE: func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
+	fencekeeperv1.ErrorReason_SHARED_TOKEN:         func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
+	fencekeeperv1.ErrorReason_QUOTA_EXCEEDED:       plain,
+	fencekeeperv1.ErrorReason_ETCD_NO_SPACE:        plain,
+	fencekeeperv1.ErrorReason_BATCH_TOO_LARGE:      func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
+	fencekeeperv1.ErrorReason_MAX_HOLDERS_MISMATCH: plain,
 }
 
 // plain: the reason is for a person, or for the client itself; the *StatusError carries it.

@@ -32,6 +32,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         lockDelayMs: durationMs(req.lockDelay, "lock_delay"),
         mode: acquireModeFromProto(req.mode),
         value: req.value,
+        maxHolders: req.maxHolders,
       },
       ctx.signal,
     );

@@ -13,6 +13,7 @@ export function describeToProto(d: Description): MessageInitShape<typeof Describ
     ...holdingToProto(d),
     ttl: d.ttlSeconds !== undefined ? seconds(d.ttlSeconds) : undefined,
     holdersWithoutTtl: d.holdersWithoutTtl,
+    maxHolders: d.maxHolders,
     waiters: d.waiters,
     fence: d.fence,
     lastIssued: d.lastIssued,
@@ -24,6 +25,7 @@ export function ownershipToProto(o: Ownership): MessageInitShape<typeof ObserveR
     ...holdingToProto(o),
     revision: o.revision,
     joined: o.joined.map(holderToProto),
+    maxHolders: o.maxHolders,
     left: o.left.map(holderToProto),
   };
 }

@@ -21,7 +21,8 @@ export type Reason =
   | "SHARED_TOKEN"
   | "QUOTA_EXCEEDED"
   | "ETCD_NO_SPACE"
-  | "BATCH_TOO_LARGE";
+  | "BATCH_TOO_LARGE"
+  | "MAX_HOLDERS_MISMATCH";
 
 export type Kind =
   | "invalid_argument"

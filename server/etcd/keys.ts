@@ -255,10 +255,23 @@ export function prefixEnd(prefix: Buffer): Buffer {
 /** What the line key and the owner key of an acquisition say about it, besides their revisions. */
 export interface HolderEntry {
   holder: string;
+  /** A counting semaphore's permit or waiter: the most holders it allows (semaphore.ts); unset otherwise. */
+  maxHolders?: number;
 }
 
+// A semaphore's values begin with maxHolders, every other holder's or waiter's with holder: `{"m` sorts
+// after `{"h`, so one compare of a range's values tells whether any of them is a semaphore's
+// (noSemaphoreIn below), which an uncapped shared grant checks without a read.
 export function encodeHolder(e: HolderEntry): Buffer {
-  return Buffer.from(JSON.stringify({ holder: e.holder }));
+  return Buffer.from(JSON.stringify(e.maxHolders ? { maxHolders: e.maxHolders, holder: e.holder } : { holder: e.holder }));
+}
+
+/**
+ * No key of [key, end) is a semaphore's holder or waiter (see encodeHolder). etcd fails a compare of
+ * values on a range with no key in it: check that the range is empty first.
+ */
+export function noSemaphoreIn(key: Buffer, end: Buffer): ICompare {
+  return { key, range_end: end, target: "Value", result: "Less", value: Buffer.from('{"i') };
 }
 
 /**
@@ -274,7 +287,15 @@ export interface OwnerEntry extends HolderEntry {
 }
 
 export function encodeOwner(e: OwnerEntry): Buffer {
-  const head = Buffer.from(JSON.stringify(e.principal ? { holder: e.holder, nonce: e.nonce, principal: e.principal } : { holder: e.holder, nonce: e.nonce }));
+  // maxHolders first, as encodeHolder puts it (noSemaphoreIn compares the values' beginnings).
+  const head = Buffer.from(
+    JSON.stringify({
+      ...(e.maxHolders ? { maxHolders: e.maxHolders } : {}),
+      holder: e.holder,
+      nonce: e.nonce,
+      ...(e.principal ? { principal: e.principal } : {}),
+    }),
+  );
   return e.value && e.value.byteLength > 0 ? Buffer.concat([head, NEWLINE, e.value]) : head;
 }
 
@@ -293,11 +314,13 @@ export interface Owner {
   nonce: string;
   /** The key's mod revision: its grant's, or its latest Proclaim's. */
   revision: bigint;
+  /** A semaphore permit's most holders (semaphore.ts); 0 for any other holding. */
+  maxHolders: number;
 }
 
 export function decodeOwner(kv: IKeyValue): Owner {
   const { head, value } = splitOwner(kv.value);
-  let v: { holder?: unknown; principal?: unknown; nonce?: unknown } = {};
+  let v: { holder?: unknown; principal?: unknown; nonce?: unknown; maxHolders?: unknown } = {};
   try {
     v = JSON.parse(head.toString());
   } catch {
@@ -311,6 +334,7 @@ export function decodeOwner(kv: IKeyValue): Owner {
     value,
     nonce: String(v.nonce ?? ""),
     revision: BigInt(kv.mod_revision),
+    maxHolders: maxHoldersOf(v.maxHolders),
   };
 }
 
@@ -318,6 +342,17 @@ function splitOwner(raw: Buffer): { head: Buffer; value: Uint8Array } {
   const at = raw.indexOf(NEWLINE);
   return at < 0 ? { head: raw, value: new Uint8Array(0) } : { head: raw.subarray(0, at), value: raw.subarray(at + 1) };
 }
+
+/** The most holders a holder's or waiter's value names: 0 when it names none (a shared holding without a cap). */
+export function decodeMaxHolders(value: Buffer): number {
+  try {
+    return maxHoldersOf(JSON.parse(splitOwner(value).head.toString()).maxHolders);
+  } catch {
+    return 0;
+  }
+}
+
+const maxHoldersOf = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v > 0 ? v : 0);
 
 export function decodeHolder(value: Buffer): HolderEntry {
   try {

@@ -17,7 +17,7 @@
 // No grant happens during a lock-delay (lock-delay.ts): a grant also checks that no lock-delay key
 // exists, and the first in line waits for its deletion as for the owner key's.
 import { randomBytes } from "node:crypto";
-import type { IRangeResponse } from "etcd3";
+import type { IRangeResponse, IRequestOp, IResponseOp } from "etcd3";
 import { DomainError, leaseNotFound, notHolder } from "../errors/errors.js";
 import { inLine, type DomainEvents } from "../events/events.js";
 import type { Limits } from "../validation/limits.js";
@@ -34,7 +34,8 @@ import { bindOps } from "./bindings.js";
 import { claimLeaseSlot } from "./lease-cap.js";
 import { grantWithDelay, inLockDelay, lockDelaySeconds, lockDelayWrites } from "./lock-delay.js";
 import { atTime } from "./long-timeout.js";
-import { lineRules, type LineRules } from "./shared.js";
+import { checkMaxHolders, semaphoreRules } from "./semaphore.js";
+import { lineRules, type Ahead, type LineRules } from "./shared.js";
 
 export interface AcquireParams {
   resource: string;
@@ -53,6 +54,8 @@ export interface AcquireParams {
   mode?: AcquireMode;
   /** Published with the acquisition (Describe, Observe) until Proclaim changes it; empty or undefined: none. */
   value?: Uint8Array;
+  /** A counting semaphore's size (semaphore.ts; shared mode only); undefined: no cap. */
+  maxHolders?: number;
 }
 
 export interface Grant {
@@ -97,6 +100,8 @@ export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSig
   }
   const ttl = onSession ? 0 : ttlSeconds(p.ttlMs, d.limits);
   const delay = lockDelaySeconds(p.lockDelayMs, d.limits, onSession, p.mode === "shared");
+  const maxHolders = checkMaxHolders(p.maxHolders, p.mode === "shared");
+  p = { ...p, maxHolders };
   // A session's owner never changes while it lives, so reading it once before acquiring on it is exact.
   if (onSession && p.principal !== undefined) await checkSessionOwner(d, p.sessionId!, p.principal);
   const lease = onSession ? { id: p.sessionId!, ttlSeconds: 0 } : delay > 0 ? await grantWithDelay(d.leases, ttl, delay) : await d.leases.grant(ttl);
@@ -136,10 +141,12 @@ class Acquisition {
     private readonly delay: number,
   ) {
     this.keys = d.keys;
-    this.rules = lineRules(d.keys, p.resource, p.mode ?? "exclusive", lease.id);
+    // A semaphore (semaphore.ts) is a shared acquisition with a cap: rules of its own.
+    this.rules =
+      p.maxHolders !== undefined ? semaphoreRules(d.keys, p.resource, lease.id, p.maxHolders) : lineRules(d.keys, p.resource, p.mode ?? "exclusive", lease.id);
     this.holderKey = this.rules.holderKey;
     this.lineKey = Buffer.concat([this.rules.lineKey(lease.id), Buffer.from(this.nonce)]);
-    this.holderValue = encodeOwner({ holder: p.holder, nonce: this.nonce, principal: p.principal, value: p.value });
+    this.holderValue = encodeOwner({ holder: p.holder, nonce: this.nonce, principal: p.principal, maxHolders: p.maxHolders, value: p.value });
     if (onSession) this.sessionKey = d.keys.sessionKey(lease.id);
   }
 
@@ -187,6 +194,15 @@ class Acquisition {
     await Promise.all(steps);
   }
 
+  /** A grant's writes, under the rules' further condition if they have one (LineRules.grantIf). */
+  private grant(writes: IRequestOp[]): IRequestOp[] {
+    return this.rules.grantIf ? this.rules.grantIf(writes) : writes;
+  }
+
+  private granted(responses: IResponseOp[]): boolean {
+    return this.rules.granted ? this.rules.granted(responses) : true;
+  }
+
   /** The writes of a grant: the holder key, the generation marked issued, a fence if there is none, its lock-delay key if any. */
   private grantWrites() {
     const fenceKey = this.keys.fenceKey(this.p.resource);
@@ -212,45 +228,69 @@ class Acquisition {
     const look = reads({ ahead: rules.aheadReads(), session: this.sessionReads() });
     // A lease of its own is bound to the caller by the first transaction that puts a key on it.
     const bind = p.principal !== undefined && !this.onSession ? bindOps(this.keys, this.lease.id, p.principal) : [];
-    this.maybeGranted = true;
-    const res = await this.d.committer.commit("acquire", {
-      compare: [...rules.free(), ...sessionChecks],
-      success: [...this.grantWrites(), ...bind],
-      failure: joinNow ? [...look.ops(), op.put(this.lineKey, encodeHolder(p), this.lease.id), ...bind] : look.ops(),
-    });
-    if (res.succeeded) return res.revision;
-    this.maybeGranted = false;
+    // A semaphore's later permits are granted on a look that found room; without wait, each failed try
+    // is another holder granted first, so the tries end once the semaphore is full.
+    let seenAt: bigint | undefined;
+    for (let attempt = 1; ; attempt++) {
+      this.maybeGranted = true;
+      const res = await this.d.committer.commit("acquire", {
+        compare: [...rules.free(seenAt), ...sessionChecks],
+        success: [...this.grant(this.grantWrites()), ...bind],
+        failure: joinNow ? [...look.ops(), op.put(this.lineKey, encodeHolder(p), this.lease.id), ...bind] : look.ops(),
+      });
+      if (res.succeeded && this.granted(res.responses)) return res.revision;
+      this.maybeGranted = false;
 
-    const { ahead, session } = look.decodeTxn(res.responses);
-    if (session) this.checkSession(session);
+      // The grant's further condition failed (grantIf): read what stands in the way.
+      const found = res.succeeded ? (await this.d.reader.snapshot("acquire", look)).found : look.decodeTxn(res.responses);
+      const { ahead, session } = found;
+      if (session) this.checkSession(session);
+      if (ahead.mismatch) throw ahead.mismatch;
+      if (res.succeeded) {
+        // Gone by the time it was read (the only way: the holders changed between the two): try again.
+        if (attempt < 10) continue;
+        throw new DomainError("aborted", `"${p.resource}" changed hands too often to be acquired; acquire again`, "RESOURCE_HELD", { resource: p.resource });
+      }
+      if (!joinNow && ahead.room) {
+        seenAt = res.revision;
+        continue;
+      }
+      return this.notGranted(res.revision, ahead);
+    }
+  }
+
+  /** After a first try that was not granted: the refusal without wait, or the place in line just joined. */
+  private async notGranted(revision: bigint, ahead: Ahead): Promise<undefined> {
+    const { p } = this;
+    const joinNow = p.wait && !this.onSession;
     if (!p.wait) {
       // Nobody holds it, and a lock-delay runs: the refusal says until when.
       throw ahead.lockDelay && !ahead.owner ? await inLockDelay(this.d.leases, p.resource, ahead.lockDelay) : ahead.refusal();
     }
-    if (joinNow) this.joined = { revision: res.revision, ahead: ahead.key };
+    if (joinNow) this.joined = { revision, ahead: ahead.key, aheadEnd: ahead.keyEnd };
     return undefined;
   }
 
-  /** Where this acquisition waits: its key's create revision, and the key it watches, if any. */
-  private joined?: { revision: bigint; ahead?: Buffer };
+  /** Where this acquisition waits: its key's create revision, and the key (or range) it watches, if any. */
+  private joined?: { revision: bigint; ahead?: Buffer; aheadEnd?: Buffer };
 
   /** Waits for its turn and takes the resource: the generation. */
   private async waitInLine(): Promise<bigint> {
     if (!this.joined) await this.joinOnSession();
-    const { revision: myRev, ahead } = this.joined!;
+    const { revision: myRev, ahead, aheadEnd } = this.joined!;
     // One renewal rhythm for the whole wait, however many holders go ahead of it: a rhythm restarted at
     // each handover would put off the next renewal by up to a third of the TTL each time.
     const place = this.keepPlace();
     try {
-      return await this.takeTurn(myRev, ahead, myRev, place.lost);
+      return await this.takeTurn(myRev, ahead, aheadEnd, myRev, place.lost);
     } finally {
       place.stop();
     }
   }
 
-  private async takeTurn(myRev: bigint, ahead: Buffer | undefined, seenAt: bigint, lost: AbortSignal): Promise<bigint> {
+  private async takeTurn(myRev: bigint, ahead: Buffer | undefined, aheadEnd: Buffer | undefined, seenAt: bigint, lost: AbortSignal): Promise<bigint> {
     for (;;) {
-      if (ahead) await this.waitForDeletion(ahead, seenAt, lost);
+      if (ahead) await this.waitForDeletion(ahead, aheadEnd, seenAt, lost);
       const look = reads({
         ahead: this.rules.aheadReads(myRev),
         mine: { key: this.lineKey },
@@ -260,20 +300,22 @@ class Acquisition {
       if (this.rules.grantable(ahead)) {
         this.maybeGranted = true;
         const res = await this.d.committer.commit("acquire", {
-          compare: [cmp.createdAt(this.lineKey, myRev), ...this.rules.firstInLine(myRev), ...(this.sessionKey ? [cmp.exists(this.sessionKey)] : [])],
-          success: [op.del(this.lineKey), ...this.grantWrites()],
+          compare: [cmp.createdAt(this.lineKey, myRev), ...this.rules.firstInLine(myRev, seenAt), ...(this.sessionKey ? [cmp.exists(this.sessionKey)] : [])],
+          success: this.grant([op.del(this.lineKey), ...this.grantWrites()]),
           failure: look.ops(),
         });
-        if (res.succeeded) return res.revision;
+        if (res.succeeded && this.granted(res.responses)) return res.revision;
         this.maybeGranted = false;
-        seen = { revision: res.revision, found: look.decodeTxn(res.responses) };
+        seen = res.succeeded ? await this.d.reader.snapshot("acquire", look) : { revision: res.revision, found: look.decodeTxn(res.responses) };
       } else {
         seen = await this.d.reader.snapshot("acquire", look);
       }
       const { mine, session } = seen.found;
       if (this.sessionKey && !session?.kvs[0]) throw sessionGone(this.lease.id);
       if (!mine.kvs[0]) throw placeLost(this.p.resource, this.place?.id ?? this.lease.id);
+      if (seen.found.ahead.mismatch) throw seen.found.ahead.mismatch;
       ahead = seen.found.ahead.key;
+      aheadEnd = seen.found.ahead.keyEnd;
       seenAt = seen.revision;
     }
   }
@@ -293,7 +335,9 @@ class Acquisition {
       if (found) this.checkSession(found);
       throw new Error(`joining the line of "${this.p.resource}" failed without a cause`);
     }
-    this.joined = { revision: res.revision, ahead: ahead.decodeTxn(res.responses).key };
+    const found = ahead.decodeTxn(res.responses);
+    if (found.mismatch) throw found.mismatch;
+    this.joined = { revision: res.revision, ahead: found.key, aheadEnd: found.keyEnd };
   }
 
   /** What checkSession() judges, read in the transaction that found the resource taken; nothing off a session. */
@@ -350,10 +394,10 @@ class Acquisition {
   }
 
   /**
-   * Waits until key is deleted (after revision seenAt). The place being lost (`lost`, keepPlace), the call
+   * Waits until key, or a key of [key, end), is deleted (after revision seenAt). The place being lost (`lost`, keepPlace), the call
    * being cancelled, or its wait deadline end the wait; on a session, so does the session's end.
    */
-  private async waitForDeletion(key: Buffer, seenAt: bigint, lost: AbortSignal): Promise<void> {
+  private async waitForDeletion(key: Buffer, end: Buffer | undefined, seenAt: bigint, lost: AbortSignal): Promise<void> {
     const { reader } = this.d;
     const { resource, waitUntil } = this.p;
     const stop = new AbortController();
@@ -366,7 +410,7 @@ class Acquisition {
     const cancelTimer = waitUntil !== undefined ? atTime(waitUntil, () => stop.abort(waitExpired(resource))) : () => undefined;
     const watches: Watch[] = [];
     try {
-      const deleted = (w: { key: Buffer }, onDelete: () => void) =>
+      const deleted = (w: { key: Buffer; rangeEnd?: Buffer }, onDelete: () => void) =>
         reader.watch("watch", { ...w, fromRevision: seenAt + 1n }, stop.signal).then((watch) => {
           watches.push(watch);
           void (async () => {
@@ -380,7 +424,7 @@ class Acquisition {
       const done = new Promise<void>((resolve, reject) => {
         if (stop.signal.aborted) return reject(stop.signal.reason);
         stop.signal.addEventListener("abort", () => reject(stop.signal.reason), { once: true });
-        void deleted({ key }, resolve).catch(reject);
+        void deleted({ key, ...(end ? { rangeEnd: end } : {}) }, resolve).catch(reject);
         if (this.sessionKey) void deleted({ key: this.sessionKey }, () => stop.abort(sessionGone(this.lease.id))).catch(reject);
       });
       await done;

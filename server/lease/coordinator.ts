@@ -15,6 +15,7 @@ import { claimLeaseSlot } from "./lease-cap.js";
 import { liftLockDelay, lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
 import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
 import { proclaim } from "./proclaim.js";
+import { maxHoldersOf } from "./semaphore.js";
 import { decodeShared, sharedHolders } from "./shared.js";
 
 export type { AcquireParams, Grant, HolderState, Ownership };
@@ -33,6 +34,8 @@ export interface Description extends LockDelayState {
   holders: HolderState[];
   /** How many holders, the newest past MAX_HOLDER_TTLS, are listed without their TTL. */
   holdersWithoutTtl: number;
+  /** The shared holders' semaphore size (semaphore.ts); 0 when they are not a semaphore's. */
+  maxHolders: number;
   waiters: number;
   fence: bigint;
   lastIssued: bigint;
@@ -201,6 +204,7 @@ export class LeaseCoordinator {
       held: holders.length > 0,
       holders,
       holdersWithoutTtl: Math.max(0, holders.length - MAX_HOLDER_TTLS),
+      maxHolders: exclusive ? 0 : maxHoldersOf(decodeShared(shared.kvs)),
       waiters: Number(found.line.count),
       fence: decodeGeneration(fence.kvs[0]?.value),
       lastIssued: lastIssuedOf(issued.kvs[0]),

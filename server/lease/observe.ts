@@ -14,6 +14,7 @@ import { decodeOwner, type Owner } from "../etcd/keys.js";
 import { reads } from "../etcd/reads.js";
 import type { AcquireDeps } from "./acquisition.js";
 import { lockDelayState, type LockDelayState } from "./lock-delay.js";
+import { maxHoldersOf } from "./semaphore.js";
 import { sharedHolders } from "./shared.js";
 
 /** One holder, exclusive or shared: its token's mode says which. */
@@ -43,6 +44,8 @@ export interface Ownership extends LockDelayState {
   left: HolderState[];
   /** The etcd revision at which this state took effect. */
   revision: bigint;
+  /** The shared holders' semaphore size (semaphore.ts); 0 when they are not a semaphore's. */
+  maxHolders: number;
 }
 
 export async function* observe(d: AcquireDeps, resource: string, signal: AbortSignal): AsyncGenerator<Ownership> {
@@ -138,6 +141,7 @@ function ownership(resource: string, owner: Owner | undefined, shared: Map<strin
     joined: joined.map((h) => holderState(resource, h, "shared")),
     left: left.map((h) => holderState(resource, h, "shared")),
     revision,
+    maxHolders: maxHoldersOf(sharedNow),
   };
 }
 

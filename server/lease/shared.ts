@@ -16,11 +16,11 @@
 // transaction. An exclusive waiter behind shared holders watches the newest of them and
 // tries again when it goes: one transaction for each shared holder still there when the one it watched
 // left.
-import type { ICompare, IKeyValue, IRangeResponse } from "etcd3";
+import type { ICompare, IKeyValue, IRangeResponse, IRequestOp, IResponseOp } from "etcd3";
 import { DomainError } from "../errors/errors.js";
 import type { AcquireMode } from "../tokens/token.js";
-import { decodeOwner, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
-import { cmp } from "../etcd/ops.js";
+import { decodeMaxHolders, decodeOwner, noSemaphoreIn, prefixEnd, type KeyLayout, type Owner } from "../etcd/keys.js";
+import { cmp, op } from "../etcd/ops.js";
 import { reads, type Reads } from "../etcd/reads.js";
 import { prefixRange } from "../etcd/reader.js";
 import { noLockDelay } from "./lock-delay.js";
@@ -32,6 +32,12 @@ const NAMED_HOLDERS = 5;
 export interface Ahead {
   /** The key to watch for deletion: the acquisition it waits behind; undefined: none, try again. */
   key?: Buffer;
+  /** With key: watch every key of [key, keyEnd) for a deletion (a full semaphore's holders). */
+  keyEnd?: Buffer;
+  /** A semaphore with a free permit and nobody ahead: try the grant again at once (semaphore.ts). */
+  room?: boolean;
+  /** The acquisition names another semaphore size than the one in force (semaphore.ts). */
+  mismatch?: DomainError;
   /** The exclusive holder, if any. */
   owner?: IKeyValue;
   /** The lock-delay key, if a lock-delay is in force (lock-delay.ts). */
@@ -43,14 +49,22 @@ export interface Ahead {
 /** The rules of one mode, for one resource. */
 export interface LineRules {
   mode: AcquireMode;
+  /** A counting semaphore's size (semaphore.ts); undefined for any other acquisition. */
+  maxHolders?: number;
   /** The key a grant creates, on the acquisition's lease: its create revision is the generation. */
   holderKey: Buffer;
   /** Where the mode's waiters of a lease stand in line; a waiter's key is this and a nonce. */
   lineKey(leaseId: bigint): Buffer;
-  /** A first-try grant's compares: nobody this acquisition must wait for holds or waits. */
-  free(): ICompare[];
-  /** A waiter's grant's compares (its key created at myRev): nobody it waits for is ahead or holds. */
-  firstInLine(myRev: bigint): ICompare[];
+  /**
+   * A first-try grant's compares: nobody this acquisition must wait for holds or waits. seenAt: the
+   * revision of a look that found room (Ahead.room), which a semaphore's grant is checked against.
+   */
+  free(seenAt?: bigint): ICompare[];
+  /**
+   * A waiter's grant's compares (its key created at myRev): nobody it waits for is ahead or holds, as
+   * read at seenAt.
+   */
+  firstInLine(myRev: bigint, seenAt?: bigint): ICompare[];
   /**
    * Whether a waiter whose last look found `ahead` in its way (now gone) may try its grant, or must look
    * again first: a shared waiter's grant cannot itself check that no exclusive waiter is ahead of it.
@@ -58,6 +72,12 @@ export interface LineRules {
   grantable(ahead: Buffer | undefined): boolean;
   /** Reads of the state that keeps it waiting: those ahead of it (created before `before`, if given). */
   aheadReads(before?: bigint): Reads<Ahead>;
+  /**
+   * The grant's writes, as a transaction's ops, under a further condition that the grant's own compares
+   * cannot state; granted() tells from the responses whether they ran. Unset: the writes as they are.
+   */
+  grantIf?(writes: IRequestOp[]): IRequestOp[];
+  granted?(responses: IResponseOp[]): boolean;
 }
 
 /** The rules of a mode for an acquisition of resource on lease leaseId (its own, or its session). */
@@ -109,9 +129,25 @@ function sharedRules(keys: KeyLayout, resource: string, leaseId: bigint): LineRu
   // The exclusive waiters: the line up to its shared part.
   const [line, lineEnd] = keys.exclusiveLineRange(resource);
   const delayKey = keys.lockDelayKey(resource);
+  const holders = keys.sharedPrefix(resource);
+  const holdersEnd = prefixEnd(holders);
   return {
     mode: "shared",
     holderKey: keys.sharedKey(resource, leaseId),
+    // No semaphore (semaphore.ts) may hold: an uncapped holder beside its permits would break its cap. The
+    // grant checks it in its own transaction, without a read: no holder at all, or none whose value is a
+    // semaphore's (etcd fails a compare of values on an empty range, hence the two steps).
+    grantIf: (writes) => [
+      op.txn({
+        compare: [cmp.rangeEmpty(holders, holdersEnd)],
+        success: writes,
+        failure: [op.txn({ compare: [noSemaphoreIn(holders, holdersEnd)], success: writes, failure: [] })],
+      }),
+    ],
+    granted: (responses) => {
+      const outer = responses[0].response_txn;
+      return outer.succeeded || outer.responses[0].response_txn.succeeded;
+    },
     lineKey: (leaseId) => keys.sharedLineKey(resource, leaseId),
     free: () => [cmp.rangeEmpty(line, lineEnd), cmp.createdAt(owner, 0n), noLockDelay(keys, resource)],
     // etcd judges a compare of an empty range on a key that does not exist, and a waiter's own key is not
@@ -122,10 +158,19 @@ function sharedRules(keys: KeyLayout, resource: string, leaseId: bigint): LineRu
     firstInLine: () => [cmp.createdAt(owner, 0n), noLockDelay(keys, resource)],
     grantable: (ahead) => ahead === undefined || ahead.equals(owner) || ahead.equals(delayKey),
     aheadReads: (before) =>
-      reads({ before: newest(line, lineEnd, before), owner: { key: owner }, lockDelay: { key: delayKey } }).map(({ before, owner: o, lockDelay }) => ({
+      reads({
+        before: newest(line, lineEnd, before),
+        owner: { key: owner },
+        lockDelay: { key: delayKey },
+        // The holder whose value sorts last: a semaphore's, if any holds (keys.ts, encodeHolder).
+        semaphore: { key: holders, range_end: holdersEnd, sort_order: "Descend", sort_target: "Value", limit: 1 },
+      }).map(({ before, owner: o, lockDelay, semaphore }) => ({
         key: before.kvs[0]?.key ?? (o.kvs[0] ? owner : lockDelay.kvs[0]?.key),
         owner: o.kvs[0],
         lockDelay: lockDelay.kvs[0],
+        ...(semaphore.kvs[0] && decodeMaxHolders(semaphore.kvs[0].value) > 0
+          ? { mismatch: uncappedMismatch(resource, decodeMaxHolders(semaphore.kvs[0].value)) }
+          : {}),
         refusal: () => {
           if (o.kvs[0]) return heldBy(resource, decodeOwner(o.kvs[0]));
           if (before.kvs[0]) {
@@ -187,6 +232,17 @@ function heldShared(resource: string, holders: IRangeResponse): DomainError {
       "waits for all of them: acquire with wait set to queue for it",
     "RESOURCE_HELD",
     { resource, shared_holders: String(count), holders: named.map((h) => h.holder).join(","), generations: named.map((h) => String(h.generation)).join(",") },
+  );
+}
+
+/** A shared acquisition without max_holders while a semaphore of n holds (semaphore.ts). */
+function uncappedMismatch(resource: string, n: number): DomainError {
+  return new DomainError(
+    "failed_precondition",
+    `"${resource}" cannot be acquired shared without max_holders: it is a semaphore of ${n} while anyone holds or waits; ` +
+      `acquire with max_holders ${n}, or once it is free`,
+    "MAX_HOLDERS_MISMATCH",
+    { resource, max_holders: String(n), requested: "0" },
   );
 }
 

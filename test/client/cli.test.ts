@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import { FencekeeperClient, formatToken, tokenToJson, type Lease } from "../../client/index.js";
 import { ensureBuilt } from "../harness/build.js";
-import { sleep, uniqueResource, useServer } from "../harness/suite.js";
+import { eventually, sleep, uniqueResource, useServer } from "../harness/suite.js";
 
 const CLI = fileURLToPath(new URL("../../bin/fencekeeper.js", import.meta.url));
 
@@ -94,6 +94,26 @@ describe("cli: the fencekeeper command", () => {
     for (const child of children) child.kill("SIGINT");
     const ends = await Promise.all(children.map((c) => finish(c)));
     expect(ends.map((r) => r.code)).to.deep.equal([0, 0]);
+    expect((await fk.describe(resource)).held).to.equal(false);
+  });
+
+  it("acquire --max-holders 2 --wait: two processes hold, a third waits until one is interrupted", async function () {
+    this.timeout(60_000);
+    const resource = uniqueResource("cli-semaphore");
+    const sem = (holder: string) => start([...server(), "--json", "acquire", resource, "--max-holders", "2", "--wait", "--holder", holder]);
+    const [p1, p2] = [sem("p1"), sem("p2")];
+    const acquired = await Promise.all([p1, p2].map(firstLine));
+    expect(acquired.map((a) => a.token.shared)).to.deep.equal([true, true]);
+    const p3 = sem("p3");
+    await eventually(async () => (await fk.describe(resource)).waiters === 1, "p3 waits");
+    const d = await run([...server(), "--json", "describe", resource]);
+    expect(d.json[0].maxHolders).to.equal(2);
+    p1.kill("SIGINT");
+    expect((await finish(p1)).code).to.equal(0);
+    expect((await firstLine(p3)).token.shared).to.equal(true);
+    expect((await fk.describe(resource)).holders.map((h) => h.holder).sort()).to.deep.equal(["p2", "p3"]);
+    for (const child of [p2, p3]) child.kill("SIGINT");
+    expect((await Promise.all([p2, p3].map((c) => finish(c)))).map((r) => r.code)).to.deep.equal([0, 0]);
     expect((await fk.describe(resource)).held).to.equal(false);
   });
 

@@ -99,6 +99,12 @@ const (
 	// than 1000 writes, or more than 2 MiB of values) or empty. Nothing was applied. Split the writes
 	// into smaller batches. Metadata: "writes" (the count), "value_bytes", "max_writes", "max_value_bytes".
 	ErrorReason_BATCH_TOO_LARGE ErrorReason = 24
+	// FAILED_PRECONDITION, from Acquire with max_holders: the resource's shared holders or waiters are a
+	// counting semaphore of another size (or not a semaphore at all, or a semaphore while this acquisition
+	// names none). The first acquisition sets the size while anyone holds or waits. Acquire with the size
+	// in force, or once the resource is free. Metadata: "resource", "max_holders" (in force; "0": shared
+	// holders without a cap), "requested".
+	ErrorReason_MAX_HOLDERS_MISMATCH ErrorReason = 20
 )
 
 // Enum value maps for ErrorReason.
@@ -123,6 +129,7 @@ var (
 		16: "QUOTA_EXCEEDED",
 		17: "ETCD_NO_SPACE",
 		24: "BATCH_TOO_LARGE",
+		20: "MAX_HOLDERS_MISMATCH",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -144,6 +151,7 @@ var (
 		"QUOTA_EXCEEDED":           16,
 		"ETCD_NO_SPACE":            17,
 		"BATCH_TOO_LARGE":          24,
+		"MAX_HOLDERS_MISMATCH":     20,
 	}
 )
 
@@ -178,7 +186,7 @@ var File_fencekeeper_v1_errors_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xaa\x03\n" +
+	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xc4\x03\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSTALE_TOKEN\x10\x01\x12\x12\n" +
@@ -201,7 +209,8 @@ const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\fSHARED_TOKEN\x10\x0f\x12\x12\n" +
 	"\x0eQUOTA_EXCEEDED\x10\x10\x12\x11\n" +
 	"\rETCD_NO_SPACE\x10\x11\x12\x13\n" +
-	"\x0fBATCH_TOO_LARGE\x10\x18Bj\n" +
+	"\x0fBATCH_TOO_LARGE\x10\x18\x12\x18\n" +
+	"\x14MAX_HOLDERS_MISMATCH\x10\x14Bj\n" +
 	"\x11io.fencekeeper.v1B\vErrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
 var (

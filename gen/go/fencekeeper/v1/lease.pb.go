@@ -73,7 +73,17 @@ type AcquireRequest struct {
 	// what followers need of their leader (its address, say). At most 1 MiB, as a store value
 	// (INVALID_ARGUMENT above). Proclaim changes it while the acquisition holds; it goes with the
 	// acquisition. Kept with the holder in etcd, outside the fenced store and its quota. Empty: none.
-	Value         []byte `protobuf:"bytes,9,opt,name=value,proto3" json:"value,omitempty"`
+	Value []byte `protobuf:"bytes,9,opt,name=value,proto3" json:"value,omitempty"`
+	// A counting semaphore: with mode ACQUIRE_MODE_SHARED, at most this many shared holders at once
+	// (docs/semaphores.md). The acquisition is granted when fewer than max_holders hold the resource, no
+	// exclusive acquisition holds it or waits ahead of it, and no earlier semaphore acquisition waits;
+	// otherwise it fails fast (ABORTED, RESOURCE_HELD) or, with wait, waits in line, first come first
+	// served. The first acquisition sets the number while anyone holds or waits: one naming another
+	// number, or none, is FAILED_PRECONDITION (reason MAX_HOLDERS_MISMATCH, naming the number in force).
+	// Each permit is a shared holding: its own generation and token, which writes nothing in the fenced
+	// store (SHARED_TOKEN). 0 or unset: no cap (an ordinary shared acquisition). Negative, above 100000,
+	// or set without mode ACQUIRE_MODE_SHARED is INVALID_ARGUMENT.
+	MaxHolders    int32 `protobuf:"varint,10,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -169,6 +179,13 @@ func (x *AcquireRequest) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *AcquireRequest) GetMaxHolders() int32 {
+	if x != nil {
+		return x.MaxHolders
+	}
+	return 0
 }
 
 // The response of LeaseService.Acquire.
@@ -700,7 +717,10 @@ type DescribeResponse struct {
 	HoldersWithoutTtl int32 `protobuf:"varint,12,opt,name=holders_without_ttl,json=holdersWithoutTtl,proto3" json:"holders_without_ttl,omitempty"`
 	// The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
 	// resource is not held, is held without one, or its holders are shared (holders lists their values).
-	Value         []byte `protobuf:"bytes,13,opt,name=value,proto3" json:"value,omitempty"`
+	Value []byte `protobuf:"bytes,13,opt,name=value,proto3" json:"value,omitempty"`
+	// When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+	// holders it allows, as its oldest holder set it. 0 otherwise.
+	MaxHolders    int32 `protobuf:"varint,14,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -824,6 +844,13 @@ func (x *DescribeResponse) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetMaxHolders() int32 {
+	if x != nil {
+		return x.MaxHolders
+	}
+	return 0
 }
 
 // One holder of a resource: an exclusive holder, or one of its shared holders.
@@ -990,7 +1017,10 @@ type ObserveResponse struct {
 	// The new exclusive holder's value (AcquireRequest.value, or its latest Proclaim), as
 	// DescribeResponse.value. A Proclaim is a change of its own: a message with the same token and the
 	// new value. Empty when the holders are shared (holders lists their values).
-	Value         []byte `protobuf:"bytes,11,opt,name=value,proto3" json:"value,omitempty"`
+	Value []byte `protobuf:"bytes,11,opt,name=value,proto3" json:"value,omitempty"`
+	// When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+	// holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+	MaxHolders    int32 `protobuf:"varint,12,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1100,6 +1130,13 @@ func (x *ObserveResponse) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *ObserveResponse) GetMaxHolders() int32 {
+	if x != nil {
+		return x.MaxHolders
+	}
+	return 0
 }
 
 // The request of LeaseService.OpenSession.
@@ -1648,7 +1685,7 @@ var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\xe3\x02\n" +
+	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\x84\x03\n" +
 	"\x0eAcquireRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
@@ -1660,7 +1697,10 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
 	"lock_delay\x18\a \x01(\v2\x19.google.protobuf.DurationR\tlockDelay\x12/\n" +
 	"\x04mode\x18\b \x01(\x0e2\x1b.fencekeeper.v1.AcquireModeR\x04mode\x12\x14\n" +
-	"\x05value\x18\t \x01(\fR\x05value\"\xac\x01\n" +
+	"\x05value\x18\t \x01(\fR\x05value\x12\x1f\n" +
+	"\vmax_holders\x18\n" +
+	" \x01(\x05R\n" +
+	"maxHolders\"\xac\x01\n" +
 	"\x0fAcquireResponse\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x128\n" +
@@ -1686,7 +1726,7 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n" +
 	"\x0fReleaseResponse\"-\n" +
 	"\x0fDescribeRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\x93\x04\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xb4\x04\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1703,7 +1743,9 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x0elockDelayUntil\x120\n" +
 	"\aholders\x18\v \x03(\v2\x16.fencekeeper.v1.HolderR\aholders\x12.\n" +
 	"\x13holders_without_ttl\x18\f \x01(\x05R\x11holdersWithoutTtl\x12\x14\n" +
-	"\x05value\x18\r \x01(\fR\x05value\"\xc2\x01\n" +
+	"\x05value\x18\r \x01(\fR\x05value\x12\x1f\n" +
+	"\vmax_holders\x18\x0e \x01(\x05R\n" +
+	"maxHolders\"\xc2\x01\n" +
 	"\x06Holder\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x122\n" +
 	"\x05token\x18\x02 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
@@ -1711,7 +1753,7 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x10holder_principal\x18\x04 \x01(\tR\x0fholderPrincipal\x12\x14\n" +
 	"\x05value\x18\x05 \x01(\fR\x05value\",\n" +
 	"\x0eObserveRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xdc\x03\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xfd\x03\n" +
 	"\x0fObserveResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1725,7 +1767,9 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x06joined\x18\t \x03(\v2\x16.fencekeeper.v1.HolderR\x06joined\x12*\n" +
 	"\x04left\x18\n" +
 	" \x03(\v2\x16.fencekeeper.v1.HolderR\x04left\x12\x14\n" +
-	"\x05value\x18\v \x01(\fR\x05value\"Y\n" +
+	"\x05value\x18\v \x01(\fR\x05value\x12\x1f\n" +
+	"\vmax_holders\x18\f \x01(\x05R\n" +
+	"maxHolders\"Y\n" +
 	"\x12OpenSessionRequest\x12+\n" +
 	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\"a\n" +

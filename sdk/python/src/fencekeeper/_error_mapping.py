@@ -36,6 +36,7 @@ _BY_REASON: dict[int, type[errors.FencekeeperError]] = {
     _R.QUOTA_EXCEEDED: errors.FencekeeperError,
     _R.ETCD_NO_SPACE: errors.FencekeeperError,
     _R.BATCH_TOO_LARGE: errors.InvalidArgumentError,
+    _R.MAX_HOLDERS_MISMATCH: errors.FencekeeperError,
 }
 """The typed error of each reason of the generated ErrorReason enum (gen/python, from
 proto/fencekeeper/v1/errors.proto). A reason added to the proto without an entry here fails the reasons

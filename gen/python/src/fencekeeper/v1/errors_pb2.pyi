@@ -25,6 +25,7 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     QUOTA_EXCEEDED: _ClassVar[ErrorReason]
     ETCD_NO_SPACE: _ClassVar[ErrorReason]
     BATCH_TOO_LARGE: _ClassVar[ErrorReason]
+    MAX_HOLDERS_MISMATCH: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 STALE_TOKEN: ErrorReason
 LEASE_NOT_HELD: ErrorReason
@@ -44,3 +45,4 @@ SHARED_TOKEN: ErrorReason
 QUOTA_EXCEEDED: ErrorReason
 ETCD_NO_SPACE: ErrorReason
 BATCH_TOO_LARGE: ErrorReason
+MAX_HOLDERS_MISMATCH: ErrorReason

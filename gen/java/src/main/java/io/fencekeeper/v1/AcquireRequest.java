@@ -398,6 +398,29 @@ private static final long serialVersionUID = 0L;
     return value_;
   }
 
+  public static final int MAX_HOLDERS_FIELD_NUMBER = 10;
+  private int maxHolders_ = 0;
+  /**
+   * <pre>
+   * A counting semaphore: with mode ACQUIRE_MODE_SHARED, at most this many shared holders at once
+   * (docs/semaphores.md). The acquisition is granted when fewer than max_holders hold the resource, no
+   * exclusive acquisition holds it or waits ahead of it, and no earlier semaphore acquisition waits;
+   * otherwise it fails fast (ABORTED, RESOURCE_HELD) or, with wait, waits in line, first come first
+   * served. The first acquisition sets the number while anyone holds or waits: one naming another
+   * number, or none, is FAILED_PRECONDITION (reason MAX_HOLDERS_MISMATCH, naming the number in force).
+   * Each permit is a shared holding: its own generation and token, which writes nothing in the fenced
+   * store (SHARED_TOKEN). 0 or unset: no cap (an ordinary shared acquisition). Negative, above 100000,
+   * or set without mode ACQUIRE_MODE_SHARED is INVALID_ARGUMENT.
+   * </pre>
+   *
+   * <code>int32 max_holders = 10 [json_name = "maxHolders"];</code>
+   * @return The maxHolders.
+   */
+  @java.lang.Override
+  public int getMaxHolders() {
+    return maxHolders_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -439,6 +462,9 @@ private static final long serialVersionUID = 0L;
     if (!value_.isEmpty()) {
       output.writeBytes(9, value_);
     }
+    if (maxHolders_ != 0) {
+      output.writeInt32(10, maxHolders_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -476,6 +502,10 @@ private static final long serialVersionUID = 0L;
     if (!value_.isEmpty()) {
       size += com.google.protobuf.CodedOutputStream
         .computeBytesSize(9, value_);
+    }
+    if (maxHolders_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(10, maxHolders_);
     }
     return size;
   }
@@ -527,6 +557,8 @@ private static final long serialVersionUID = 0L;
     if (mode_ != other.mode_) return false;
     if (!getValue()
         .equals(other.getValue())) return false;
+    if (getMaxHolders()
+        != other.getMaxHolders()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -564,6 +596,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + mode_;
     hash = (37 * hash) + VALUE_FIELD_NUMBER;
     hash = (53 * hash) + getValue().hashCode();
+    hash = (37 * hash) + MAX_HOLDERS_FIELD_NUMBER;
+    hash = (53 * hash) + getMaxHolders();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -728,6 +762,7 @@ private static final long serialVersionUID = 0L;
       }
       mode_ = 0;
       value_ = com.google.protobuf.ByteString.EMPTY;
+      maxHolders_ = 0;
       return this;
     }
 
@@ -798,6 +833,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000100) != 0)) {
         result.value_ = value_;
       }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.maxHolders_ = maxHolders_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -843,6 +881,9 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getValue().isEmpty()) {
         setValue(other.getValue());
+      }
+      if (other.getMaxHolders() != 0) {
+        setMaxHolders(other.getMaxHolders());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -919,6 +960,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000100;
               break;
             } // case 74
+            case 80: {
+              maxHolders_ = input.readInt32();
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 80
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1966,6 +2012,74 @@ private static final long serialVersionUID = 0L;
     public Builder clearValue() {
       bitField0_ = (bitField0_ & ~0x00000100);
       value_ = getDefaultInstance().getValue();
+      onChanged();
+      return this;
+    }
+
+    private int maxHolders_ ;
+    /**
+     * <pre>
+     * A counting semaphore: with mode ACQUIRE_MODE_SHARED, at most this many shared holders at once
+     * (docs/semaphores.md). The acquisition is granted when fewer than max_holders hold the resource, no
+     * exclusive acquisition holds it or waits ahead of it, and no earlier semaphore acquisition waits;
+     * otherwise it fails fast (ABORTED, RESOURCE_HELD) or, with wait, waits in line, first come first
+     * served. The first acquisition sets the number while anyone holds or waits: one naming another
+     * number, or none, is FAILED_PRECONDITION (reason MAX_HOLDERS_MISMATCH, naming the number in force).
+     * Each permit is a shared holding: its own generation and token, which writes nothing in the fenced
+     * store (SHARED_TOKEN). 0 or unset: no cap (an ordinary shared acquisition). Negative, above 100000,
+     * or set without mode ACQUIRE_MODE_SHARED is INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>int32 max_holders = 10 [json_name = "maxHolders"];</code>
+     * @return The maxHolders.
+     */
+    @java.lang.Override
+    public int getMaxHolders() {
+      return maxHolders_;
+    }
+    /**
+     * <pre>
+     * A counting semaphore: with mode ACQUIRE_MODE_SHARED, at most this many shared holders at once
+     * (docs/semaphores.md). The acquisition is granted when fewer than max_holders hold the resource, no
+     * exclusive acquisition holds it or waits ahead of it, and no earlier semaphore acquisition waits;
+     * otherwise it fails fast (ABORTED, RESOURCE_HELD) or, with wait, waits in line, first come first
+     * served. The first acquisition sets the number while anyone holds or waits: one naming another
+     * number, or none, is FAILED_PRECONDITION (reason MAX_HOLDERS_MISMATCH, naming the number in force).
+     * Each permit is a shared holding: its own generation and token, which writes nothing in the fenced
+     * store (SHARED_TOKEN). 0 or unset: no cap (an ordinary shared acquisition). Negative, above 100000,
+     * or set without mode ACQUIRE_MODE_SHARED is INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>int32 max_holders = 10 [json_name = "maxHolders"];</code>
+     * @param value The maxHolders to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxHolders(int value) {
+
+      maxHolders_ = value;
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * A counting semaphore: with mode ACQUIRE_MODE_SHARED, at most this many shared holders at once
+     * (docs/semaphores.md). The acquisition is granted when fewer than max_holders hold the resource, no
+     * exclusive acquisition holds it or waits ahead of it, and no earlier semaphore acquisition waits;
+     * otherwise it fails fast (ABORTED, RESOURCE_HELD) or, with wait, waits in line, first come first
+     * served. The first acquisition sets the number while anyone holds or waits: one naming another
+     * number, or none, is FAILED_PRECONDITION (reason MAX_HOLDERS_MISMATCH, naming the number in force).
+     * Each permit is a shared holding: its own generation and token, which writes nothing in the fenced
+     * store (SHARED_TOKEN). 0 or unset: no cap (an ordinary shared acquisition). Negative, above 100000,
+     * or set without mode ACQUIRE_MODE_SHARED is INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>int32 max_holders = 10 [json_name = "maxHolders"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxHolders() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      maxHolders_ = 0;
       onChanged();
       return this;
     }

@@ -241,4 +241,22 @@ public interface AcquireRequestOrBuilder extends
    * @return The value.
    */
   com.google.protobuf.ByteString getValue();
+
+  /**
+   * <pre>
+   * A counting semaphore: with mode ACQUIRE_MODE_SHARED, at most this many shared holders at once
+   * (docs/semaphores.md). The acquisition is granted when fewer than max_holders hold the resource, no
+   * exclusive acquisition holds it or waits ahead of it, and no earlier semaphore acquisition waits;
+   * otherwise it fails fast (ABORTED, RESOURCE_HELD) or, with wait, waits in line, first come first
+   * served. The first acquisition sets the number while anyone holds or waits: one naming another
+   * number, or none, is FAILED_PRECONDITION (reason MAX_HOLDERS_MISMATCH, naming the number in force).
+   * Each permit is a shared holding: its own generation and token, which writes nothing in the fenced
+   * store (SHARED_TOKEN). 0 or unset: no cap (an ordinary shared acquisition). Negative, above 100000,
+   * or set without mode ACQUIRE_MODE_SHARED is INVALID_ARGUMENT.
+   * </pre>
+   *
+   * <code>int32 max_holders = 10 [json_name = "maxHolders"];</code>
+   * @return The maxHolders.
+   */
+  int getMaxHolders();
 }

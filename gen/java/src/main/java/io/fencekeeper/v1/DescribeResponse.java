@@ -491,6 +491,22 @@ private static final long serialVersionUID = 0L;
     return value_;
   }
 
+  public static final int MAX_HOLDERS_FIELD_NUMBER = 14;
+  private int maxHolders_ = 0;
+  /**
+   * <pre>
+   * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+   * holders it allows, as its oldest holder set it. 0 otherwise.
+   * </pre>
+   *
+   * <code>int32 max_holders = 14 [json_name = "maxHolders"];</code>
+   * @return The maxHolders.
+   */
+  @java.lang.Override
+  public int getMaxHolders() {
+    return maxHolders_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -543,6 +559,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!value_.isEmpty()) {
       output.writeBytes(13, value_);
+    }
+    if (maxHolders_ != 0) {
+      output.writeInt32(14, maxHolders_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -602,6 +621,10 @@ private static final long serialVersionUID = 0L;
     if (!value_.isEmpty()) {
       size += com.google.protobuf.CodedOutputStream
         .computeBytesSize(13, value_);
+    }
+    if (maxHolders_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(14, maxHolders_);
     }
     return size;
   }
@@ -665,6 +688,8 @@ private static final long serialVersionUID = 0L;
         != other.getHoldersWithoutTtl()) return false;
     if (!getValue()
         .equals(other.getValue())) return false;
+    if (getMaxHolders()
+        != other.getMaxHolders()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -715,6 +740,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getHoldersWithoutTtl();
     hash = (37 * hash) + VALUE_FIELD_NUMBER;
     hash = (53 * hash) + getValue().hashCode();
+    hash = (37 * hash) + MAX_HOLDERS_FIELD_NUMBER;
+    hash = (53 * hash) + getMaxHolders();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -895,6 +922,7 @@ private static final long serialVersionUID = 0L;
       bitField0_ = (bitField0_ & ~0x00000400);
       holdersWithoutTtl_ = 0;
       value_ = com.google.protobuf.ByteString.EMPTY;
+      maxHolders_ = 0;
       return this;
     }
 
@@ -990,6 +1018,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00001000) != 0)) {
         result.value_ = value_;
       }
+      if (((from_bitField0_ & 0x00002000) != 0)) {
+        result.maxHolders_ = maxHolders_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1070,6 +1101,9 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getValue().isEmpty()) {
         setValue(other.getValue());
+      }
+      if (other.getMaxHolders() != 0) {
+        setMaxHolders(other.getMaxHolders());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1176,6 +1210,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00001000;
               break;
             } // case 106
+            case 112: {
+              maxHolders_ = input.readInt32();
+              bitField0_ |= 0x00002000;
+              break;
+            } // case 112
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2680,6 +2719,53 @@ private static final long serialVersionUID = 0L;
     public Builder clearValue() {
       bitField0_ = (bitField0_ & ~0x00001000);
       value_ = getDefaultInstance().getValue();
+      onChanged();
+      return this;
+    }
+
+    private int maxHolders_ ;
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as its oldest holder set it. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 14 [json_name = "maxHolders"];</code>
+     * @return The maxHolders.
+     */
+    @java.lang.Override
+    public int getMaxHolders() {
+      return maxHolders_;
+    }
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as its oldest holder set it. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 14 [json_name = "maxHolders"];</code>
+     * @param value The maxHolders to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxHolders(int value) {
+
+      maxHolders_ = value;
+      bitField0_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as its oldest holder set it. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 14 [json_name = "maxHolders"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxHolders() {
+      bitField0_ = (bitField0_ & ~0x00002000);
+      maxHolders_ = 0;
       onChanged();
       return this;
     }

@@ -298,4 +298,15 @@ public interface DescribeResponseOrBuilder extends
    * @return The value.
    */
   com.google.protobuf.ByteString getValue();
+
+  /**
+   * <pre>
+   * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+   * holders it allows, as its oldest holder set it. 0 otherwise.
+   * </pre>
+   *
+   * <code>int32 max_holders = 14 [json_name = "maxHolders"];</code>
+   * @return The maxHolders.
+   */
+  int getMaxHolders();
 }

@@ -203,6 +203,18 @@ public enum ErrorReason
    * <code>BATCH_TOO_LARGE = 24;</code>
    */
   BATCH_TOO_LARGE(24),
+  /**
+   * <pre>
+   * FAILED_PRECONDITION, from Acquire with max_holders: the resource's shared holders or waiters are a
+   * counting semaphore of another size (or not a semaphore at all, or a semaphore while this acquisition
+   * names none). The first acquisition sets the size while anyone holds or waits. Acquire with the size
+   * in force, or once the resource is free. Metadata: "resource", "max_holders" (in force; "0": shared
+   * holders without a cap), "requested".
+   * </pre>
+   *
+   * <code>MAX_HOLDERS_MISMATCH = 20;</code>
+   */
+  MAX_HOLDERS_MISMATCH(20),
   UNRECOGNIZED(-1),
   ;
 
@@ -401,6 +413,18 @@ public enum ErrorReason
    * <code>BATCH_TOO_LARGE = 24;</code>
    */
   public static final int BATCH_TOO_LARGE_VALUE = 24;
+  /**
+   * <pre>
+   * FAILED_PRECONDITION, from Acquire with max_holders: the resource's shared holders or waiters are a
+   * counting semaphore of another size (or not a semaphore at all, or a semaphore while this acquisition
+   * names none). The first acquisition sets the size while anyone holds or waits. Acquire with the size
+   * in force, or once the resource is free. Metadata: "resource", "max_holders" (in force; "0": shared
+   * holders without a cap), "requested".
+   * </pre>
+   *
+   * <code>MAX_HOLDERS_MISMATCH = 20;</code>
+   */
+  public static final int MAX_HOLDERS_MISMATCH_VALUE = 20;
 
 
   public final int getNumber() {
@@ -446,6 +470,7 @@ public enum ErrorReason
       case 16: return QUOTA_EXCEEDED;
       case 17: return ETCD_NO_SPACE;
       case 24: return BATCH_TOO_LARGE;
+      case 20: return MAX_HOLDERS_MISMATCH;
       default: return null;
     }
   }

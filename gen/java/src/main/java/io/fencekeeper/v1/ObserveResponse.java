@@ -514,6 +514,22 @@ private static final long serialVersionUID = 0L;
     return value_;
   }
 
+  public static final int MAX_HOLDERS_FIELD_NUMBER = 12;
+  private int maxHolders_ = 0;
+  /**
+   * <pre>
+   * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+   * holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+   * </pre>
+   *
+   * <code>int32 max_holders = 12 [json_name = "maxHolders"];</code>
+   * @return The maxHolders.
+   */
+  @java.lang.Override
+  public int getMaxHolders() {
+    return maxHolders_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -560,6 +576,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!value_.isEmpty()) {
       output.writeBytes(11, value_);
+    }
+    if (maxHolders_ != 0) {
+      output.writeInt32(12, maxHolders_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -622,6 +641,10 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeBytesSize(11, value_);
     }
+    if (maxHolders_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(12, maxHolders_);
+    }
     return size;
   }
   @java.lang.Override
@@ -677,6 +700,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getLeftList())) return false;
     if (!getValue()
         .equals(other.getValue())) return false;
+    if (getMaxHolders()
+        != other.getMaxHolders()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -724,6 +749,8 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + VALUE_FIELD_NUMBER;
     hash = (53 * hash) + getValue().hashCode();
+    hash = (37 * hash) + MAX_HOLDERS_FIELD_NUMBER;
+    hash = (53 * hash) + getMaxHolders();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -916,6 +943,7 @@ private static final long serialVersionUID = 0L;
       }
       bitField0_ = (bitField0_ & ~0x00000200);
       value_ = com.google.protobuf.ByteString.EMPTY;
+      maxHolders_ = 0;
       return this;
     }
 
@@ -1013,6 +1041,9 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00000400) != 0)) {
         result.value_ = value_;
+      }
+      if (((from_bitField0_ & 0x00000800) != 0)) {
+        result.maxHolders_ = maxHolders_;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -1135,6 +1166,9 @@ private static final long serialVersionUID = 0L;
       if (!other.getValue().isEmpty()) {
         setValue(other.getValue());
       }
+      if (other.getMaxHolders() != 0) {
+        setMaxHolders(other.getMaxHolders());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -1244,6 +1278,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000400;
               break;
             } // case 90
+            case 96: {
+              maxHolders_ = input.readInt32();
+              bitField0_ |= 0x00000800;
+              break;
+            } // case 96
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2998,6 +3037,53 @@ private static final long serialVersionUID = 0L;
     public Builder clearValue() {
       bitField0_ = (bitField0_ & ~0x00000400);
       value_ = getDefaultInstance().getValue();
+      onChanged();
+      return this;
+    }
+
+    private int maxHolders_ ;
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 12 [json_name = "maxHolders"];</code>
+     * @return The maxHolders.
+     */
+    @java.lang.Override
+    public int getMaxHolders() {
+      return maxHolders_;
+    }
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 12 [json_name = "maxHolders"];</code>
+     * @param value The maxHolders to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxHolders(int value) {
+
+      maxHolders_ = value;
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+     * holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+     * </pre>
+     *
+     * <code>int32 max_holders = 12 [json_name = "maxHolders"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxHolders() {
+      bitField0_ = (bitField0_ & ~0x00000800);
+      maxHolders_ = 0;
       onChanged();
       return this;
     }

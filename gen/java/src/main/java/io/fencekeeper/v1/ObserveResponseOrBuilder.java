@@ -306,4 +306,15 @@ public interface ObserveResponseOrBuilder extends
    * @return The value.
    */
   com.google.protobuf.ByteString getValue();
+
+  /**
+   * <pre>
+   * When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
+   * holders it allows, as DescribeResponse.max_holders. 0 otherwise.
+   * </pre>
+   *
+   * <code>int32 max_holders = 12 [json_name = "maxHolders"];</code>
+   * @return The maxHolders.
+   */
+  int getMaxHolders();
 }

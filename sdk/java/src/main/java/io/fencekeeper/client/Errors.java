@@ -99,6 +99,7 @@ final class Errors {
     BY_REASON.put(ErrorReason.QUOTA_EXCEEDED, Errors::plain);
     BY_REASON.put(ErrorReason.ETCD_NO_SPACE, Errors::plain);
     BY_REASON.put(ErrorReason.BATCH_TOO_LARGE, (m, c, r, md, d, cause) -> new InvalidArgumentException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.MAX_HOLDERS_MISMATCH, Errors::plain);
   }
 
   private static FencekeeperException plain(String message, Status.Code code, String reason, Map<String, String> metadata, com.google.rpc.Status details, Throwable cause) {
