@@ -9,7 +9,7 @@ const NODE = [process.execPath, "--import", "tsx", `${ROOT}test/sdk/typescript/p
 
 /** Runs `probe.ts scenario` to its end. */
 export async function runScenario(server: string, resource: string, o: ScenarioOptions = {}): Promise<ScenarioRun> {
-  const flags = [...(o.tls ? ["--tls-ca", o.tls.ca, "--tls-cert", o.tls.cert, "--tls-key", o.tls.key] : []), ...(o.bearer ? ["--bearer", o.bearer] : [])];
+  const flags = [...(o.sessions ? ["--sessions"] : []), ...(o.tls ? ["--tls-ca", o.tls.ca, "--tls-cert", o.tls.cert, "--tls-key", o.tls.key] : []), ...(o.bearer ? ["--bearer", o.bearer] : [])];
   const r = await runToEnd(NODE[0], [...NODE.slice(1), "scenario", "--server", server, "--resource", resource, ...flags]);
   return { code: r.code, output: r.stdout + r.stderr };
 }

@@ -21,12 +21,14 @@ sdkSuite({
   lockDelayError: "LockDelayError",
   reasons: { column: "TypeScript", run: reasons, base: "FencekeeperError" },
   scenario: {
-    title: "runs the conformance scenario through the SDK: without credentials, with a client certificate (mutual TLS), with a bearer JWT",
+    title: "runs the conformance scenario through the SDK: leases of their own, on sessions, with a client certificate (mutual TLS), with a bearer JWT",
     run: runScenario,
-    onSessions: false,
+    onSessions: true,
     everyRun: [/^ok acquire: the token verifies offline \(key \w+\)$/m, /^ok list: 2 entries, in key order$/m],
     refused: /^FAIL UnauthenticatedError UNAUTHENTICATED /m,
-    check({ own }) {
+    check({ own, sessions }) {
+      expect(sessions!.output).to.match(/^ok acquire: generation \d+, lease \d+ \(a session\)$/m);
+      expect(sessions!.output).to.match(/^ok not found: a renewal answered LEASE_NOT_FOUND ends the lease \(its session closed behind its back\)$/m);
       // TypeScript's cancellation, by design: the signal, once the lease is granted, releases it.
       expect(own.output).to.match(/^ok cancel: a cancelled wait fails CanceledError; the abort of the signal given to acquire\(\) releases the granted lease/m);
     },

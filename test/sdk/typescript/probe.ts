@@ -74,7 +74,7 @@ if (command === "reasons") {
   print({ reasons, not_found_without_reason: toFencekeeperError(new ConnectError("not found", Code.NotFound)).constructor.name });
 } else if (command === "scenario") {
   try {
-    await runScenario(o.server!.split(","), credentials, o.resource!);
+    await runScenario(o.server!.split(","), credentials, o.resource!, o.sessions);
   } catch (err) {
     const e = err as Error;
     const status = err instanceof FencekeeperError ? ` ${codeName(err.code)} ${err.reason ?? ""}` : "";

@@ -40,8 +40,8 @@ async function expectError<T extends Error>(Class: abstract new (...a: never[]) 
   throw new Error(`${what}: expected ${Class.name}, and it succeeded`);
 }
 
-export async function runScenario(servers: string[], credentials: Credentials, resource: string): Promise<void> {
-  const client = (holder: string) => new FencekeeperClient({ servers, credentials, holder });
+export async function runScenario(servers: string[], credentials: Credentials, resource: string, sessions = false): Promise<void> {
+  const client = (holder: string) => new FencekeeperClient({ servers, credentials, holder, sessions });
   const a = client("ts-sdk-a");
   const b = client("ts-sdk-b");
   const observer = client("ts-sdk-observer");
@@ -61,7 +61,7 @@ export async function runScenario(servers: string[], credentials: Credentials, r
     const leaseA = await a.acquire(resource, { ttl: TTL });
     const tokenA = leaseA.token;
     check(tokenA.resource === resource && tokenA.generation > 0n && leaseA.ttlMs === TTL && leaseA.held, `acquire: expected a held lease with ttl 2 s, got ${tokenA.generation} ttl ${leaseA.ttlMs}`);
-    step(`acquire: generation ${tokenA.generation}, lease ${tokenA.leaseId}`);
+    step(`acquire: generation ${tokenA.generation}, lease ${tokenA.leaseId}${sessions ? " (a session)" : ""}`);
     const keys = await a.tokenKeys();
     const altered: Token = { ...tokenA, generation: tokenA.generation + 1n };
     const verified = verifyToken(tokenA, keys);
@@ -170,15 +170,15 @@ export async function runScenario(servers: string[], credentials: Credentials, r
     check(!(await a.describe(`${resource}-canceled`)).held, "cancel: expected the cancelled lease released on the server");
     step("cancel: a cancelled wait fails CanceledError; the abort of the signal given to acquire() releases the granted lease (TypeScript's design)");
 
-    // A lease the server no longer knows (released with its token behind the holder's back): its next
-    // renewal is answered NOT_FOUND, which ends it.
+    // A lease the server no longer knows (released with its token, or on sessions its session closed,
+    // behind the holder's back): its next renewal is answered NOT_FOUND, which ends it.
     const leaseC = await a.acquire(`${resource}-gone`, { ttl: TTL });
-    await releaseBehindBack(servers[0], credentials, leaseC.token);
+    await releaseBehindBack(servers[0], credentials, leaseC.token, sessions);
     const lostBy = Date.now() + TTL;
     while (!leaseC.signal.aborted && Date.now() < lostBy) await sleep(20);
     const lostC = leaseC.signal.reason as LeaseLostError | undefined;
     check(lostC?.why === "not-found" && lostC.cause instanceof LeaseNotFoundError, `not found: expected LeaseLostError not-found caused by LeaseNotFoundError, got ${lostC?.why} (${String(lostC?.cause)})`);
-    step("not found: a renewal answered LEASE_NOT_FOUND ends the lease");
+    step(`not found: a renewal answered LEASE_NOT_FOUND ends the lease${sessions ? " (its session closed behind its back)" : ""}`);
 
     // 10. Clean up, through withLease: it runs, then releases.
     await leaseB.release();
@@ -195,8 +195,11 @@ export async function runScenario(servers: string[], credentials: Credentials, r
   }
 }
 
-/** Releases a token from a connection of its own, as an operator would: the SDK has no call for another's token. */
-async function releaseBehindBack(url: string, credentials: Credentials, token: Token): Promise<void> {
+/**
+ * Releases a token (on sessions: closes its session) from a connection of its own, as an operator would:
+ * the SDK has no call for another's token.
+ */
+async function releaseBehindBack(url: string, credentials: Credentials, token: Token, onSession: boolean): Promise<void> {
   const session = new Http2SessionManager(url, undefined, credentials.tls);
   try {
     const bearer = typeof credentials.bearer === "string" ? credentials.bearer : undefined;
@@ -205,7 +208,9 @@ async function releaseBehindBack(url: string, credentials: Credentials, token: T
       sessionManager: session,
       interceptors: bearer ? [(next) => (req) => (req.header.set("authorization", `Bearer ${bearer}`), next(req))] : [],
     });
-    await createClient(LeaseService, transport).release({ token: tokenToProto(token) });
+    const lease = createClient(LeaseService, transport);
+    if (onSession) await lease.closeSession({ sessionId: token.leaseId });
+    else await lease.release({ token: tokenToProto(token) });
   } finally {
     session.abort();
   }
