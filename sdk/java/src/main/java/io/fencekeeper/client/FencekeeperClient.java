@@ -109,7 +109,7 @@ public final class FencekeeperClient implements AutoCloseable {
     /** @deprecated the generated type: use fenceMode(FenceMode). */
     @Deprecated
     public Builder fenceMode(io.fencekeeper.v1.FenceMode mode) {
-      fenceMode = Protos.mode(mode) != null ? Protos.mode(mode) : FenceMode.ORDER;
+      fenceMode = Protos.mode(mode);
       return this;
     }
 

@@ -28,13 +28,9 @@ final class Protos {
     return m == FenceMode.ORDER ? io.fencekeeper.v1.FenceMode.FENCE_MODE_ORDER : io.fencekeeper.v1.FenceMode.FENCE_MODE_LIVE;
   }
 
-  /** The generated FenceMode as the library's (deprecated overloads); unset: null. */
+  /** The generated FenceMode as the library's (deprecated overloads); unset is ORDER, as the server takes it. */
   static FenceMode mode(io.fencekeeper.v1.FenceMode m) {
-    return switch (m) {
-      case FENCE_MODE_ORDER -> FenceMode.ORDER;
-      case FENCE_MODE_LIVE -> FenceMode.LIVE;
-      default -> null;
-    };
+    return m == io.fencekeeper.v1.FenceMode.FENCE_MODE_LIVE ? FenceMode.LIVE : FenceMode.ORDER;
   }
 
   static io.fencekeeper.v1.TxnOp txnOp(TxnOp op) {
