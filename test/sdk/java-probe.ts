@@ -35,6 +35,14 @@ export async function reasons(): Promise<ReasonTypes> {
   return JSON.parse(r.stdout);
 }
 
+/** The probe's `api`: the library's public members whose signatures name a generated protobuf class (deprecated ones aside). */
+export async function generatedTypesExposed(): Promise<string[]> {
+  assertProbeBuilt();
+  const r = await runToEnd("java", ["-jar", JAR, "api"]);
+  if (r.code !== 0) throw new Error(`the Java probe's api failed:\n${r.stdout}${r.stderr}`);
+  return JSON.parse(r.stdout).generated_types_exposed;
+}
+
 /**
  * The ten-line program of sdk/java/consumer-test, a separate Maven project built against the library's jar
  * as installed into a throwaway local repository: acquires resource on server, writes, releases.

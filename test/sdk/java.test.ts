@@ -1,7 +1,7 @@
 // The Java client library (sdk/java) through its probe (sdk/java/probe): the SDK suite (sdk-suite.ts),
 // and the library's own promises. A holder's worker thread writes through its lease all along.
 import { expect } from "chai";
-import { hold, reasons, runChecks, runConsumer } from "./java-probe.js";
+import { generatedTypesExposed, hold, reasons, runChecks, runConsumer } from "./java-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 import { uniqueResource } from "../harness/suite.js";
 
@@ -23,6 +23,9 @@ sdkSuite({
       const r = await runConsumer(env.server.url, uniqueResource("java-sdk-user"));
       expect(r.code, r.output).to.equal(0);
       expect(r.output).to.match(/^ok generation \d+ fence \d+$/m);
+    });
+    it("exposes no generated protobuf class in its public API: tokens, fence modes, txn ops, descriptions, holders, events and exceptions are the library's own types (the deprecated overloads that take the generated ones aside)", async () => {
+      expect(await generatedTypesExposed()).to.deep.equal([]);
     });
     it("keeps its own promises: release, fail fast, wait at most, cancel by future or interrupt, withLease, fenced writes", async () => {
       const r = await runChecks("semantics", env.server.url, uniqueResource("java-sdk-semantics"));

@@ -1,12 +1,13 @@
-// One suite for the client libraries in other languages (sdk/go, sdk/python, sdk/java), each driven
-// through its test program (a probe: go-probe.ts, python-probe.ts, java-probe.ts) against real etcd and
-// servers: the conformance scenario through the library (with a client certificate, with a bearer JWT,
-// refused without credentials); a lock delay asked for on acquire; shared holders; a holder really paused
-// (SIGSTOP) past its TTL while another takes over; renewal answers held back past the deadline; and the
-// replica that carries its KeepAlive stream killed or hung. go.test.ts, python.test.ts and java.test.ts
-// call sdkSuite() with what differs between the languages (how a probe is started, its commands, the
-// names its events and error codes have), so that mocha's parallel mode runs the three side by side.
-// scripts/setup-polyglot.sh builds the probes (npm test runs it first).
+// One suite for the client libraries (sdk/go, sdk/python, sdk/java, and the TypeScript SDK in client/),
+// each driven through its test program (a probe: go-probe.ts, python-probe.ts, java-probe.ts,
+// typescript-probe.ts) against real etcd and servers: the conformance scenario through the library (with a
+// client certificate, with a bearer JWT, refused without credentials); a lock delay asked for on acquire;
+// shared holders; a holder really paused (SIGSTOP) past its TTL while another takes over; renewal answers
+// held back past the deadline; and the replica that carries its KeepAlive stream killed or hung.
+// go.test.ts, python.test.ts, java.test.ts and typescript.test.ts call sdkSuite() with what differs between
+// the languages (how a probe is started, its commands, the names its events and error codes have), so that
+// mocha's parallel mode runs them side by side. scripts/setup-polyglot.sh builds the other languages'
+// probes (npm test runs it first); the TypeScript one runs from source with tsx.
 import { expect } from "chai";
 import { exportSPKI, generateKeyPair, SignJWT } from "jose";
 import { writeFileSync } from "node:fs";
@@ -81,7 +82,7 @@ export interface Sdk {
   lockDelayError: string;
   reasons: {
     /** The library's column in the table of docs/client-semantics.md. */
-    column: Exclude<Language, "TypeScript">;
+    column: Language;
     /** Its test program's `reasons`: the type it raises for each reason of its generated ErrorReason enum. */
     run(): Promise<ReasonTypes>;
     /** Its base error type, which carries any status. */

@@ -1,6 +1,5 @@
 package io.fencekeeper.client;
 
-import io.fencekeeper.v1.FencingToken;
 import java.time.Duration;
 import java.time.Instant;
 
@@ -11,19 +10,19 @@ import java.time.Instant;
  */
 public sealed interface ClientEvent {
   /** A lease was granted. */
-  record Acquired(FencingToken token, Duration ttl, Instant validUntil) implements ClientEvent {}
+  record Acquired(Token token, Duration ttl, Instant validUntil) implements ClientEvent {}
 
   /** A renewal was confirmed: the lease may be assumed held until validUntil (sentAt + ttl - drift margin). */
-  record Renewed(FencingToken token, Instant sentAt, Instant confirmedAt, Duration ttl, Instant validUntil) implements ClientEvent {}
+  record Renewed(Token token, Instant sentAt, Instant confirmedAt, Duration ttl, Instant validUntil) implements ClientEvent {}
 
   /** A renewal that proves nothing (e.g. etcd did not answer); the deadline stays where it was. token: null for a session's. */
-  record RenewalFailed(FencingToken token, FencekeeperException error) implements ClientEvent {}
+  record RenewalFailed(Token token, FencekeeperException error) implements ClientEvent {}
 
   /** The lease can no longer be assumed held (why: DEADLINE, NOT_FOUND or FENCED). */
   record Lost(LeaseLostException error) implements ClientEvent {}
 
   /** The lease was given up: release(), close(), or a canceled acquire. */
-  record Released(FencingToken token) implements ClientEvent {}
+  record Released(Token token) implements ClientEvent {}
 
   /** A session was opened (FencekeeperClient.Builder.sessions): its id is the lease_id of every token on it. */
   record SessionOpened(long sessionId, Duration ttl, Instant validUntil) implements ClientEvent {}

@@ -1,6 +1,5 @@
 package io.fencekeeper.client;
 
-import io.fencekeeper.v1.FencingToken;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -15,7 +14,7 @@ import java.util.List;
 public record Description(
     boolean held,
     String holder,
-    FencingToken token,
+    Token token,
     Duration ttl,
     int waiters,
     long fence,
@@ -26,5 +25,5 @@ public record Description(
     Instant lockDelayUntil) {
 
   /** One holder: its label, token, the TTL left on its lease (whole seconds, as etcd reports it), its principal. */
-  public record Holder(String holder, FencingToken token, Duration ttl, String principal) {}
+  public record Holder(String holder, Token token, Duration ttl, String principal) {}
 }

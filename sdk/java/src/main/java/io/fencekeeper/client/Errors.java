@@ -83,7 +83,7 @@ final class Errors {
     BY_REASON.put(ErrorReason.STALE_TOKEN, (m, c, r, md, d, cause) -> new StaleTokenException(m, c, r, md, cause));
     BY_REASON.put(ErrorReason.LEASE_NOT_HELD, (m, c, r, md, d, cause) -> new LeaseNotHeldException(m, c, r, md, cause));
     BY_REASON.put(ErrorReason.GENERATION_NOT_ISSUED, (m, c, r, md, d, cause) -> new GenerationNotIssuedException(m, c, r, md, cause));
-    BY_REASON.put(ErrorReason.RESOURCE_HELD, (m, c, r, md, d, cause) -> new ResourceHeldException(m, c, r, md, detail(d, FencingToken.class), cause));
+    BY_REASON.put(ErrorReason.RESOURCE_HELD, (m, c, r, md, d, cause) -> new ResourceHeldException(m, c, r, md, Protos.token(detail(d, FencingToken.class)), cause));
     BY_REASON.put(ErrorReason.LEASE_NOT_FOUND, (m, c, r, md, d, cause) -> new LeaseNotFoundException(m, c, r, md, cause));
     BY_REASON.put(ErrorReason.IDEMPOTENCY_KEY_REUSED, (m, c, r, md, d, cause) -> new IdempotencyKeyReusedException(m, c, r, md, cause));
     BY_REASON.put(ErrorReason.ETCD_UNAVAILABLE, (m, c, r, md, d, cause) -> new UnavailableException(m, c, r, md, cause));

@@ -6,8 +6,6 @@ import io.fencekeeper.v1.CloseSessionRequest;
 import io.fencekeeper.v1.AcquireResponse;
 import io.fencekeeper.v1.DescribeRequest;
 import io.fencekeeper.v1.DescribeResponse;
-import io.fencekeeper.v1.FenceMode;
-import io.fencekeeper.v1.FencingToken;
 import io.fencekeeper.v1.LeaseServiceGrpc;
 import io.fencekeeper.v1.ListTokenKeysRequest;
 import io.fencekeeper.v1.ObserveRequest;
@@ -70,7 +68,7 @@ public final class FencekeeperClient implements AutoCloseable {
     private String holder;
     private Duration driftMargin;
     private Duration callTimeout = Duration.ofSeconds(15);
-    private FenceMode fenceMode = FenceMode.FENCE_MODE_LIVE;
+    private FenceMode fenceMode = FenceMode.LIVE;
     private Backoff backoff = Backoff.DEFAULT;
     private Credentials credentials = Credentials.NONE;
     private Consumer<ClientEvent> onEvent;
@@ -102,9 +100,16 @@ public final class FencekeeperClient implements AutoCloseable {
       return this;
     }
 
-    /** The fence mode of writes through a lease, unless a call says otherwise. Default FENCE_MODE_LIVE. */
+    /** The fence mode of writes through a lease, unless a call says otherwise. Default LIVE. */
     public Builder fenceMode(FenceMode mode) {
       fenceMode = mode;
+      return this;
+    }
+
+    /** @deprecated the generated type: use fenceMode(FenceMode). */
+    @Deprecated
+    public Builder fenceMode(io.fencekeeper.v1.FenceMode mode) {
+      fenceMode = Protos.mode(mode);
       return this;
     }
 
@@ -190,7 +195,7 @@ public final class FencekeeperClient implements AutoCloseable {
       @Override public KeepAlive keepAlive() { return keepAlive; }
       @Override public boolean listening() { return onEvent != null; }
       @Override public void emit(ClientEvent event) { FencekeeperClient.this.emit(event); }
-      @Override public CompletableFuture<Void> release(FencingToken token) { return releaseInBackground(token); }
+      @Override public CompletableFuture<Void> release(Token token) { return releaseInBackground(token); }
       @Override public void ended(Lease lease) { leases.remove(lease); }
     };
     sessions = b.sessions ? new ConcurrentHashMap<>() : null;
@@ -281,11 +286,11 @@ public final class FencekeeperClient implements AutoCloseable {
   /** Who holds a resource, with which token, for how much longer, and how many wait. */
   public Description describe(String resource) {
     DescribeResponse d = calls.run(s -> s.lease().describe(DescribeRequest.newBuilder().setResource(resource).build()), true);
-    return new Description(d.getHeld(), d.getHeld() ? d.getHolder() : null, d.hasToken() ? d.getToken() : null,
+    return new Description(d.getHeld(), d.getHeld() ? d.getHolder() : null, d.hasToken() ? Protos.token(d.getToken()) : null,
         d.hasTtl() ? Duration.ofSeconds(d.getTtl().getSeconds(), d.getTtl().getNanos()) : null, d.getWaiters(), d.getFence(),
         d.getLastIssued(), d.getHolderPrincipal(),
         d.getHoldersList().stream()
-            .map(h -> new Description.Holder(h.getHolder(), h.getToken(), h.hasTtl() ? duration(h.getTtl()) : null, h.getHolderPrincipal().isEmpty() ? null : h.getHolderPrincipal()))
+            .map(h -> new Description.Holder(h.getHolder(), Protos.token(h.getToken()), h.hasTtl() ? duration(h.getTtl()) : null, h.getHolderPrincipal().isEmpty() ? null : h.getHolderPrincipal()))
             .toList(),
         d.hasLockDelay() ? duration(d.getLockDelay()) : null,
         d.hasLockDelayUntil() ? Instant.ofEpochSecond(d.getLockDelayUntil().getSeconds(), d.getLockDelayUntil().getNanos()) : null);
@@ -383,7 +388,7 @@ public final class FencekeeperClient implements AutoCloseable {
     if (!res.hasTtl()) {
       throw new FencekeeperException("the server granted a lease without a TTL", Status.Code.INTERNAL, null, Map.of(), null);
     }
-    FencingToken token = res.getToken();
+    Token token = Protos.token(res.getToken());
     Duration ttl = duration(res.getTtl());
     Stamp answeredAt = Stamp.now();
     // The deadline counts from the Acquire's send, and a wait in line uses it up: the TTL started when the
@@ -438,7 +443,7 @@ public final class FencekeeperClient implements AutoCloseable {
         if ("ALREADY_ACQUIRED".equals(e.reason())) return null;
         throw e;
       }
-      FencingToken token = res.getToken();
+      Token token = Protos.token(res.getToken());
       if (session.expireIfPassed()) {
         // The session was lost while the Acquire was on its way; the acquisition went with it.
         if (attempt == 1) continue;
@@ -537,11 +542,11 @@ public final class FencekeeperClient implements AutoCloseable {
     }
   }
 
-  private CompletableFuture<Void> releaseInBackground(FencingToken token) {
+  private CompletableFuture<Void> releaseInBackground(Token token) {
     // Gone already, or no server answers: with renewals stopped, the lease ends at its TTL either way.
     Runnable release = () -> {
       try {
-        calls.run(s -> s.lease().release(ReleaseRequest.newBuilder().setToken(token).build()), true);
+        calls.run(s -> s.lease().release(ReleaseRequest.newBuilder().setToken(Protos.proto(token)).build()), true);
       } catch (RuntimeException e) {
         // See above.
       }

@@ -1,8 +1,5 @@
 package io.fencekeeper.client;
 
-import io.fencekeeper.v1.FenceMode;
-import io.fencekeeper.v1.FencingToken;
-import io.fencekeeper.v1.TxnOp;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -42,14 +39,14 @@ public final class Lease implements AutoCloseable {
     boolean listening();
     void emit(ClientEvent event);
     /** Gives the lease up on the server, in the background; the future never fails. */
-    CompletableFuture<Void> release(FencingToken token);
+    CompletableFuture<Void> release(Token token);
     /** Called once when the lease ends, whatever the cause. */
     void ended(Lease lease);
   }
 
   private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
 
-  private final FencingToken token;
+  private final Token token;
   private final Duration ttl;
   final Deadline deadline;
   /** What the KeepAlive stream renews for this lease: itself (Own), or its session. */
@@ -65,7 +62,7 @@ public final class Lease implements AutoCloseable {
   /** Acquired with a lock-delay (set before the lease is renewed or returned): lost at its deadline, it is left to expire. */
   volatile boolean lockDelay;
 
-  Lease(FencingToken token, Duration ttl, Deadline deadline, Context ctx) {
+  Lease(Token token, Duration ttl, Deadline deadline, Context ctx) {
     this.token = token;
     this.ttl = ttl;
     this.deadline = deadline;
@@ -75,7 +72,7 @@ public final class Lease implements AutoCloseable {
   }
 
   /** A lease on a session: the session's renewals keep it alive. Session.attach it next. */
-  Lease(FencingToken token, Session session, Context ctx) {
+  Lease(Token token, Session session, Context ctx) {
     this.token = token;
     this.ttl = session.ttl();
     this.deadline = session.deadline();
@@ -95,7 +92,7 @@ public final class Lease implements AutoCloseable {
   }
 
   /** The fencing token: send it with every write, or let the calls of this lease do it. */
-  public FencingToken token() {
+  public Token token() {
     return token;
   }
 

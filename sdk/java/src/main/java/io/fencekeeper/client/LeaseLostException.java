@@ -1,6 +1,5 @@
 package io.fencekeeper.client;
 
-import io.fencekeeper.v1.FencingToken;
 import io.grpc.Status;
 import java.time.Instant;
 import java.util.Map;
@@ -20,12 +19,12 @@ public class LeaseLostException extends FencekeeperException {
   private static final long serialVersionUID = 1L;
 
   private final LossCause why;
-  private final transient FencingToken token;
+  private final transient Token token;
   private final Instant validUntil;
   private final Instant lastConfirmedAt;
   private final Instant lostAt;
 
-  public LeaseLostException(String message, LossCause why, FencingToken token, Instant validUntil, Instant lastConfirmedAt, Instant lostAt, Throwable cause) {
+  public LeaseLostException(String message, LossCause why, Token token, Instant validUntil, Instant lastConfirmedAt, Instant lostAt, Throwable cause) {
     super(message, Status.Code.FAILED_PRECONDITION, null, Map.of(), cause);
     this.why = why;
     this.token = token;
@@ -38,7 +37,7 @@ public class LeaseLostException extends FencekeeperException {
     return why;
   }
 
-  public FencingToken token() {
+  public Token token() {
     return token;
   }
 

@@ -39,7 +39,7 @@ public final class Observation implements AutoCloseable {
     return new StreamObserver<>() {
       @Override
       public void onNext(ObserveResponse x) {
-        changes.add(new Ownership(x.getHeld(), x.getHeld() ? x.getHolder() : null, x.hasToken() ? x.getToken() : null, x.getRevision(), x.getHolderPrincipal()));
+        changes.add(new Ownership(x.getHeld(), x.getHeld() ? x.getHolder() : null, x.hasToken() ? Protos.token(x.getToken()) : null, x.getRevision(), x.getHolderPrincipal()));
       }
 
       @Override

@@ -1,6 +1,5 @@
 package io.fencekeeper.client;
 
-import io.fencekeeper.v1.FencingToken;
 import io.grpc.Status;
 import java.util.Map;
 
@@ -8,9 +7,9 @@ import java.util.Map;
 public class ResourceHeldException extends FencekeeperException {
   private static final long serialVersionUID = 1L;
 
-  private final transient FencingToken holderToken;
+  private final transient Token holderToken;
 
-  public ResourceHeldException(String message, Status.Code code, String reason, Map<String, String> metadata, FencingToken holderToken, Throwable cause) {
+  public ResourceHeldException(String message, Status.Code code, String reason, Map<String, String> metadata, Token holderToken, Throwable cause) {
     super(message, code, reason, metadata, cause);
     this.holderToken = holderToken;
   }
@@ -21,7 +20,7 @@ public class ResourceHeldException extends FencekeeperException {
   }
 
   /** The current holder's token, or null when the server sent none. */
-  public FencingToken holderToken() {
+  public Token holderToken() {
     return holderToken;
   }
 }

@@ -4,7 +4,6 @@ import com.google.protobuf.ByteString;
 import io.fencekeeper.v1.BatchRequest;
 import io.fencekeeper.v1.BatchResponse;
 import io.fencekeeper.v1.DeleteRequest;
-import io.fencekeeper.v1.FenceMode;
 import io.fencekeeper.v1.FencingToken;
 import io.fencekeeper.v1.GetFenceRequest;
 import io.fencekeeper.v1.GetFenceResponse;
@@ -14,9 +13,6 @@ import io.fencekeeper.v1.Mutation;
 import io.fencekeeper.v1.PutRequest;
 import io.fencekeeper.v1.RangeRequest;
 import io.fencekeeper.v1.RangeResponse;
-import io.fencekeeper.v1.TxnDelete;
-import io.fencekeeper.v1.TxnOp;
-import io.fencekeeper.v1.TxnPut;
 import io.fencekeeper.v1.TxnRequest;
 import java.util.ArrayList;
 import java.util.List;
@@ -51,7 +47,7 @@ public final class Store {
    * One write of a batch, with its own token and options: a put of value, or, with value null, a delete
    * of key. Make it with Store.batchPut or Store.batchDelete.
    */
-  public record BatchWrite(FencingToken token, String key, byte[] value, WriteOptions options) {}
+  public record BatchWrite(Token token, String key, byte[] value, WriteOptions options) {}
 
   /**
    * The answer to one write of a batch: what its put or delete alone would have given. Exactly one of
@@ -64,12 +60,12 @@ public final class Store {
   public static final int MAX_BATCH_VALUE_BYTES = 2 * 1024 * 1024;
 
   /** A put of key = value under token, in a batch. */
-  public static BatchWrite batchPut(FencingToken token, String key, byte[] value, WriteOptions o) {
+  public static BatchWrite batchPut(Token token, String key, byte[] value, WriteOptions o) {
     return new BatchWrite(token, key, Objects.requireNonNull(value, "a put needs a value"), o);
   }
 
   /** A delete of key under token, in a batch. */
-  public static BatchWrite batchDelete(FencingToken token, String key, WriteOptions o) {
+  public static BatchWrite batchDelete(Token token, String key, WriteOptions o) {
     return new BatchWrite(token, key, null, o);
   }
 
@@ -81,29 +77,41 @@ public final class Store {
 
   /** A put inside a txn. */
   public static TxnOp putOp(String key, byte[] value) {
-    return TxnOp.newBuilder().setPut(TxnPut.newBuilder().setKey(key).setValue(ByteString.copyFrom(value))).build();
+    return new TxnOp(key, Objects.requireNonNull(value, "a put needs a value").clone());
   }
 
   /** A delete inside a txn. */
   public static TxnOp deleteOp(String key) {
-    return TxnOp.newBuilder().setDelete(TxnDelete.newBuilder().setKey(key)).build();
+    return new TxnOp(key, null);
   }
 
-  public Commit put(FencingToken token, String key, byte[] value, WriteOptions o) {
+  public Commit put(Token token, String key, byte[] value, WriteOptions o) {
     PutRequest req = PutRequest.newBuilder().setResource(token.getResource()).setKey(key).setValue(ByteString.copyFrom(value))
         .setMutation(mutation(token, o)).build();
     return Commit.of(calls.run(s -> s.store().put(req), false).getCommit());
   }
 
-  public Commit delete(FencingToken token, String key, WriteOptions o) {
+  public Commit delete(Token token, String key, WriteOptions o) {
     DeleteRequest req = DeleteRequest.newBuilder().setResource(token.getResource()).setKey(key).setMutation(mutation(token, o)).build();
     return Commit.of(calls.run(s -> s.store().delete(req), false).getCommit());
   }
 
   /** Several puts and deletes under one token, all or nothing (Store.putOp, Store.deleteOp). */
-  public Commit txn(FencingToken token, List<TxnOp> ops, WriteOptions o) {
-    TxnRequest req = TxnRequest.newBuilder().setResource(token.getResource()).addAllOps(ops).setMutation(mutation(token, o)).build();
+  public Commit txn(Token token, List<TxnOp> ops, WriteOptions o) {
+    TxnRequest req = TxnRequest.newBuilder().setResource(token.getResource()).addAllOps(ops.stream().map(Protos::txnOp).toList()).setMutation(mutation(token, o)).build();
     return Commit.of(calls.run(s -> s.store().txn(req), false).getCommit());
+  }
+
+  /** @deprecated the generated type: use put(Token, ...). */
+  @Deprecated
+  public Commit put(FencingToken token, String key, byte[] value, WriteOptions o) {
+    return put(Protos.token(token), key, value, o);
+  }
+
+  /** @deprecated the generated type: use delete(Token, ...). */
+  @Deprecated
+  public Commit delete(FencingToken token, String key, WriteOptions o) {
+    return delete(Protos.token(token), key, o);
   }
 
   /**
@@ -179,9 +187,9 @@ public final class Store {
     return new Fence(res.getFence(), res.getLastIssued());
   }
 
-  private static Mutation mutation(FencingToken token, WriteOptions o) {
+  private static Mutation mutation(Token token, WriteOptions o) {
     Objects.requireNonNull(token, "a write needs a token");
-    Mutation.Builder m = Mutation.newBuilder().setToken(token).setMode(o.mode() != null ? o.mode() : FenceMode.FENCE_MODE_UNSPECIFIED);
+    Mutation.Builder m = Mutation.newBuilder().setToken(Protos.proto(token)).setMode(Protos.mode(o.mode()));
     if (o.idempotencyKey() != null) m.setIdempotencyKey(o.idempotencyKey());
     return m.build();
   }

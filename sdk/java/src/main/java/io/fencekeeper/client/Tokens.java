@@ -43,15 +43,15 @@ public final class Tokens {
    * issued this token exactly as it is; it says nothing about whether the token is still the newest:
    * compare its generation with your own fence for that.
    */
-  public static Verification verifyToken(FencingToken token, Map<String, PublicKey> keys) {
-    if (token.getSignature().isEmpty()) return Verification.NOT_SIGNED;
+  public static Verification verifyToken(Token token, Map<String, PublicKey> keys) {
+    if (token.signatureBytes().length == 0) return Verification.NOT_SIGNED;
     PublicKey key = keys.get(token.getKeyId());
     if (key == null) return Verification.UNKNOWN_KEY_ID;
     try {
       Signature verifier = Signature.getInstance("Ed25519");
       verifier.initVerify(key);
       verifier.update(canonicalToken(token));
-      return verifier.verify(token.getSignature().toByteArray()) ? Verification.OK : Verification.BAD_SIGNATURE;
+      return verifier.verify(token.signatureBytes()) ? Verification.OK : Verification.BAD_SIGNATURE;
     } catch (SignatureException e) {
       return Verification.BAD_SIGNATURE; // a signature that is not even 64 bytes
     } catch (GeneralSecurityException e) {
@@ -65,18 +65,24 @@ public final class Tokens {
    * that no field can run into the next; then, for a mode other than unset and exclusive (a shared
    * token: "2"), the mode's number, so that a shared token never verifies as an exclusive one.
    */
-  public static byte[] canonicalToken(FencingToken t) {
+  public static byte[] canonicalToken(Token t) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     List<String> fields = new ArrayList<>(List.of(
         "fencekeeper-token-v1", t.getResource(), Long.toString(t.getGeneration()), Long.toString(t.getLeaseId()),
         t.getPrincipal(), t.getKeyId()));
-    if (t.getModeValue() != 0 && t.getModeValue() != 1) fields.add(Integer.toString(t.getModeValue()));
+    if (t.isShared()) fields.add(Integer.toString(io.fencekeeper.v1.AcquireMode.ACQUIRE_MODE_SHARED_VALUE));
     for (String field : fields) {
       byte[] bytes = field.getBytes(StandardCharsets.UTF_8);
       out.writeBytes(ByteBuffer.allocate(4).putInt(bytes.length).array());
       out.writeBytes(bytes);
     }
     return out.toByteArray();
+  }
+
+  /** @deprecated the generated type: use verifyToken(Token, keys). */
+  @Deprecated
+  public static Verification verifyToken(FencingToken token, Map<String, PublicKey> keys) {
+    return verifyToken(Protos.token(token), keys);
   }
 
   /** A raw 32-byte Ed25519 public key (TokenKey.public_key) as a Java PublicKey. */

@@ -9,10 +9,9 @@ import io.fencekeeper.client.FencekeeperException;
 import io.fencekeeper.client.Lease;
 import io.fencekeeper.client.LeaseLostException;
 import io.fencekeeper.client.StaleTokenException;
+import io.fencekeeper.client.FenceMode;
+import io.fencekeeper.client.Token;
 import io.fencekeeper.client.WriteOptions;
-import io.fencekeeper.v1.AcquireMode;
-import io.fencekeeper.v1.FenceMode;
-import io.fencekeeper.v1.FencingToken;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -53,6 +52,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *       release              release the lease
  *       describe             the library's describe: held, holders, lock_delay_ms, lock_delay_until
  *       acquire              another acquire of R without waiting: ok, or the exception's class
+ * fk-sdk-probe api
+ *     the public members of the library's public classes whose signatures name a generated protobuf class
+ *     (io.fencekeeper.v1), but deprecated ones, as one JSON object: {"generated_types_exposed": [...]}
  * fk-sdk-probe reasons
  *     the exception class the library throws for each reason of the generated ErrorReason enum (null for
  *     none), and for NOT_FOUND without a reason, as one JSON object
@@ -65,7 +67,11 @@ public final class Probe {
   private Probe() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length < 1 || !Set.of("scenario", "semantics", "hold", "reasons").contains(args[0])) usage();
+    if (args.length < 1 || !Set.of("scenario", "semantics", "hold", "reasons", "api").contains(args[0])) usage();
+    if (args[0].equals("api")) {
+      System.out.println(Json.write(Map.of("generated_types_exposed", PublicApi.generatedTypesExposed())));
+      return;
+    }
     if (args[0].equals("reasons")) {
       String bare = FencekeeperException.fromStatus(io.grpc.Status.NOT_FOUND.withDescription("not found")).getClass().getSimpleName();
       System.out.println(Json.write(Map.of("reasons", FencekeeperException.typesByReason(), "not_found_without_reason", bare)));
@@ -145,7 +151,7 @@ public final class Probe {
           say("put", result);
         }
         case "put-token" -> say("put-token", outcome(() -> client.store().put(lease.token(), words[1], words[2].getBytes(StandardCharsets.UTF_8),
-            WriteOptions.mode(FenceMode.FENCE_MODE_ORDER))));
+            WriteOptions.mode(FenceMode.ORDER))));
         case "state" -> {
           boolean held = lease.isHeld();
           if (held) lastSeenHeldAt.set(System.currentTimeMillis());
@@ -239,12 +245,12 @@ public final class Probe {
     System.out.flush();
   }
 
-  private static Map<String, Object> token(FencingToken t) {
+  private static Map<String, Object> token(Token t) {
     Map<String, Object> json = new LinkedHashMap<>();
     json.put("resource", t.getResource());
     json.put("generation", Long.toString(t.getGeneration()));
     json.put("lease_id", Long.toString(t.getLeaseId()));
-    json.put("shared", t.getMode() == AcquireMode.ACQUIRE_MODE_SHARED);
+    json.put("shared", t.isShared());
     return json;
   }
 

@@ -17,9 +17,9 @@ import io.fencekeeper.client.ResourceHeldException;
 import io.fencekeeper.client.StaleTokenException;
 import io.fencekeeper.client.Store;
 import io.fencekeeper.client.Tokens;
+import io.fencekeeper.client.FenceMode;
+import io.fencekeeper.client.Token;
 import io.fencekeeper.client.WriteOptions;
-import io.fencekeeper.v1.FenceMode;
-import io.fencekeeper.v1.FencingToken;
 import java.nio.charset.StandardCharsets;
 import java.security.PublicKey;
 import java.time.Duration;
@@ -66,7 +66,7 @@ final class Scenario {
 
       // 2. Acquire.
       Lease leaseA = a.acquire(resource, AcquireOptions.ttl(TTL));
-      FencingToken tokenA = leaseA.token();
+      Token tokenA = leaseA.token();
       check(tokenA.getResource().equals(resource) && tokenA.getGeneration() > 0 && leaseA.ttl().equals(TTL),
           "acquire: expected a token for " + resource + " with a positive generation and ttl 2s, got " + tokenA + " ttl " + leaseA.ttl());
       check(leaseA.onSession() == sessions, "acquire: expected the lease " + (sessions ? "on a session" : "of its own"));
@@ -74,7 +74,7 @@ final class Scenario {
 
       // The token verifies offline with the server's keys; altered, it does not.
       Map<String, PublicKey> keys = a.tokenKeys();
-      FencingToken altered = tokenA.toBuilder().setGeneration(tokenA.getGeneration() + 1).build();
+      Token altered = tokenA.withGeneration(tokenA.getGeneration() + 1);
       Tokens.Verification verified = Tokens.verifyToken(tokenA, keys);
       check(verified == Tokens.Verification.OK && Tokens.verifyToken(altered, keys) == Tokens.Verification.BAD_SIGNATURE,
           "acquire: expected the token to verify and an altered one not to, got " + verified + ", " + Tokens.verifyToken(altered, keys));
@@ -82,7 +82,7 @@ final class Scenario {
 
       // 3. Put, through the lease, in FENCE_MODE_ORDER with an idempotency key.
       String valueA = "hello from java-a";
-      Store.Commit put = leaseA.put("greeting", bytes(valueA), WriteOptions.mode(FenceMode.FENCE_MODE_ORDER).withIdempotencyKey(resource + "-put-a"));
+      Store.Commit put = leaseA.put("greeting", bytes(valueA), WriteOptions.mode(FenceMode.ORDER).withIdempotencyKey(resource + "-put-a"));
       check(put.fence() == tokenA.getGeneration(), "put: expected fence " + tokenA.getGeneration() + ", got " + put.fence());
       step("put: fence " + put.fence());
 
@@ -128,7 +128,7 @@ final class Scenario {
 
       // 7. Handover.
       Lease leaseB = b.acquire(resource, AcquireOptions.ttl(TTL));
-      FencingToken tokenB = leaseB.token();
+      Token tokenB = leaseB.token();
       check(tokenB.getGeneration() > tokenA.getGeneration(),
           "handover: expected a generation greater than " + tokenA.getGeneration() + ", got " + tokenB.getGeneration());
       awaitHandover(observed, tokenA.getGeneration(), tokenB.getGeneration());
@@ -151,7 +151,7 @@ final class Scenario {
       expect(() -> a.acquire(resource + "-short", AcquireOptions.ttl(Duration.ofSeconds(1))), InvalidArgumentException.class, null);
       step("bad input: acquire with ttl 1s: INVALID_ARGUMENT");
       // The library always sends a token: the nearest to none is an empty one.
-      expect(() -> a.store().put(FencingToken.newBuilder().setResource(resource).build(), "greeting", bytes("x"), WriteOptions.DEFAULT),
+      expect(() -> a.store().put(Token.of(resource, 0, 0), "greeting", bytes("x"), WriteOptions.DEFAULT),
           InvalidArgumentException.class, null);
       step("bad input: put with an empty token: INVALID_ARGUMENT");
       expect(() -> a.renew(0x7fffffff00000001L), LeaseNotFoundException.class, "LEASE_NOT_FOUND");

@@ -9,8 +9,11 @@ import io.fencekeeper.client.LeaseLostException;
 import io.fencekeeper.client.LossCause;
 import io.fencekeeper.client.ResourceHeldException;
 import io.fencekeeper.client.StaleTokenException;
+import io.fencekeeper.client.FenceMode;
+import io.fencekeeper.client.Token;
 import io.fencekeeper.client.WriteOptions;
-import io.fencekeeper.v1.FenceMode;
+import io.fencekeeper.v1.AcquireMode;
+import io.fencekeeper.v1.FencingToken;
 import io.fencekeeper.v1.LeaseServiceGrpc;
 import io.fencekeeper.v1.ReleaseRequest;
 import io.grpc.ManagedChannel;
@@ -113,7 +116,7 @@ final class Semantics {
       releaseBehindItsBack(server, leaseA);
       try (Lease leaseB = b.acquire(fenced, AcquireOptions.ttl(TTL))) {
         leaseB.put("k", "by b");
-        expect(() -> leaseA.put("k", "by a".getBytes(java.nio.charset.StandardCharsets.UTF_8), WriteOptions.mode(FenceMode.FENCE_MODE_ORDER)), StaleTokenException.class);
+        expect(() -> leaseA.put("k", "by a".getBytes(java.nio.charset.StandardCharsets.UTF_8), WriteOptions.mode(FenceMode.ORDER)), StaleTokenException.class);
         check(signal.get() != null && signal.get().why() == LossCause.FENCED && !leaseA.isHeld(), "fenced: the refused write ended the lease (FENCED), got " + signal.get());
         expect(() -> {
           leaseA.check();
@@ -129,10 +132,17 @@ final class Semantics {
     ManagedChannel channel = ManagedChannelBuilder.forTarget(server.replaceFirst("^http://", "")).usePlaintext().build();
     try {
       LeaseServiceGrpc.newBlockingStub(channel).withDeadlineAfter(15, TimeUnit.SECONDS)
-          .release(ReleaseRequest.newBuilder().setToken(lease.token()).build());
+          .release(ReleaseRequest.newBuilder().setToken(wire(lease.token())).build());
     } finally {
       channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
     }
+  }
+
+  /** The library's token as the wire carries it, for the raw stubs. */
+  private static FencingToken wire(Token t) {
+    return FencingToken.newBuilder().setResource(t.getResource()).setGeneration(t.getGeneration()).setLeaseId(t.getLeaseId())
+        .setPrincipal(t.getPrincipal()).setKeyId(t.getKeyId()).setSignature(com.google.protobuf.ByteString.copyFrom(t.getSignature()))
+        .setMode(t.isShared() ? AcquireMode.ACQUIRE_MODE_SHARED : AcquireMode.ACQUIRE_MODE_UNSPECIFIED).build();
   }
 
   private interface Call {

@@ -1,0 +1,41 @@
+// The TypeScript SDK's test program (test/sdk/typescript/probe.ts, over client/) as a process, run by
+// node with tsx as the other drivers run their languages' probes: its `hold` prints one JSON line per
+// event and takes commands on stdin; its `scenario` runs the conformance scenario through the SDK.
+import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
+import type { ReasonTypes } from "./reasons-table.js";
+import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
+
+const NODE = [process.execPath, "--import", "tsx", `${ROOT}test/sdk/typescript/probe.ts`] as const;
+
+/** Runs `probe.ts scenario` to its end. */
+export async function runScenario(server: string, resource: string, o: ScenarioOptions = {}): Promise<ScenarioRun> {
+  const flags = [...(o.sessions ? ["--sessions"] : []), ...(o.tls ? ["--tls-ca", o.tls.ca, "--tls-cert", o.tls.cert, "--tls-key", o.tls.key] : []), ...(o.bearer ? ["--bearer", o.bearer] : [])];
+  const r = await runToEnd(NODE[0], [...NODE.slice(1), "scenario", "--server", server, "--resource", resource, ...flags]);
+  return { code: r.code, output: r.stdout + r.stderr };
+}
+
+/** `probe.ts reasons`: the error class the SDK raises for each reason of the generated enum. */
+export async function reasons(): Promise<ReasonTypes> {
+  const r = await runToEnd(NODE[0], [...NODE.slice(1), "reasons"]);
+  if (r.code !== 0) throw new Error(`probe.ts reasons failed:\n${r.stdout}${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/** `probe.ts hold`: a node process holding a lease through the SDK. */
+export function hold(o: HoldOptions): ProbeProcess {
+  const args = [
+    ...NODE.slice(1),
+    "hold",
+    "--server",
+    o.servers.join(","),
+    "--resource",
+    o.resource,
+    "--ttl",
+    String(o.ttlMs),
+    ...(o.sessions ? ["--sessions"] : []),
+    ...(o.shared ? ["--shared"] : []),
+    ...(o.lockDelayMs ? ["--lock-delay", String(o.lockDelayMs)] : []),
+    ...(o.holder ? ["--holder", o.holder] : []),
+  ];
+  return new ProbeProcess("the TypeScript holder", NODE[0], args);
+}
