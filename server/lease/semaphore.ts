@@ -22,7 +22,7 @@ import { decodeMaxHolders, decodeOwner, prefixEnd, type KeyLayout } from "../etc
 import { cmp } from "../etcd/ops.js";
 import { reads } from "../etcd/reads.js";
 import { noLockDelay } from "./lock-delay.js";
-import { heldBy, type Ahead, type LineRules } from "./shared.js";
+import { exclusiveWaits, heldBy, type Ahead, type LineRules } from "./shared.js";
 
 /** The largest max_holders accepted: a grant reads the holders' count, never the holders themselves. */
 export const MAX_MAX_HOLDERS = 100_000;
@@ -92,12 +92,7 @@ export function semaphoreRules(keys: KeyLayout, resource: string, leaseId: bigin
           refusal: () => {
             if (o.kvs[0]) return heldBy(resource, decodeOwner(o.kvs[0]));
             if (exclusive.kvs[0]) {
-              return new DomainError(
-                "aborted",
-                `an exclusive acquisition waits for "${resource}", and shared ones queue behind it; acquire with wait set to queue for it`,
-                "RESOURCE_HELD",
-                { resource },
-              );
+              return exclusiveWaits(resource);
             }
             const queued = waiter.kvs[0] ? ` and ${Number(waiter.count)} wait${Number(waiter.count) === 1 ? "s" : ""} ahead` : "";
             return new DomainError(

@@ -174,12 +174,7 @@ function sharedRules(keys: KeyLayout, resource: string, leaseId: bigint): LineRu
         refusal: () => {
           if (o.kvs[0]) return heldBy(resource, decodeOwner(o.kvs[0]));
           if (before.kvs[0]) {
-            return new DomainError(
-              "aborted",
-              `an exclusive acquisition waits for "${resource}", and shared ones queue behind it; acquire with wait set to queue for it`,
-              "RESOURCE_HELD",
-              { resource },
-            );
+            return exclusiveWaits(resource);
           }
           return handingOver(resource);
         },
@@ -207,6 +202,16 @@ export function sharedHolders(keys: KeyLayout, resource: string) {
 
 export function decodeShared(kvs: IKeyValue[]): Owner[] {
   return kvs.map(decodeOwner);
+}
+
+/** A shared acquisition without wait, refused because an exclusive one waits ahead of it. */
+export function exclusiveWaits(resource: string): DomainError {
+  return new DomainError(
+    "aborted",
+    `an exclusive acquisition waits for "${resource}", and shared ones queue behind it; acquire with wait set to queue for it`,
+    "RESOURCE_HELD",
+    { resource },
+  );
 }
 
 export function heldBy(resource: string, owner: Owner): DomainError {
