@@ -148,6 +148,16 @@ type Holder struct {
 	TTL time.Duration
 	// Principal is the holder's authenticated principal, when the server has authentication on.
 	Principal string
+	// Value is the value it published (AcquireRequest.value, or its latest Proclaim); empty without one.
+	Value []byte
+}
+
+func holdersFromProto(hs []*fencekeeperv1.Holder) []Holder {
+	var out []Holder
+	for _, h := range hs {
+		out = append(out, Holder{Holder: h.GetHolder(), Token: tokenFromProto(h.GetToken()), TTL: h.GetTtl().AsDuration(), Principal: h.GetHolderPrincipal(), Value: h.GetValue()})
+	}
+	return out
 }
 
 // Describe says who holds a resource.
@@ -165,9 +175,7 @@ func (c *Client) Describe(ctx context.Context, resource string) (Description, er
 		t := tokenFromProto(d.GetToken())
 		out.Token = &t
 	}
-	for _, h := range d.GetHolders() {
-		out.Holders = append(out.Holders, Holder{Holder: h.GetHolder(), Token: tokenFromProto(h.GetToken()), TTL: h.GetTtl().AsDuration(), Principal: h.GetHolderPrincipal()})
-	}
+	out.Holders = holdersFromProto(d.GetHolders())
 	if d.GetLockDelay() != nil {
 		out.LockDelay = d.GetLockDelay().AsDuration()
 	}
@@ -179,10 +187,27 @@ func (c *Client) Describe(ctx context.Context, resource string) (Description, er
 
 // Ownership is the state of a resource after one change of holder.
 type Ownership struct {
-	Held     bool
-	Holder   string
-	Token    *Token
+	// Held says whether the resource is held, exclusively or by shared holders.
+	Held bool
+	// Holder, Token, Principal and Value are the exclusive holder's; unset when the holders are shared.
+	// A Proclaim of the same holder is a change of its own: the same token, a new Value.
+	Holder    string
+	Token     *Token
+	Principal string
+	Value     []byte
+	// Holders is every holder after this change (TTL unset); Joined and Left the shared holders that
+	// joined and left since the previous change.
+	Holders []Holder
+	Joined  []Holder
+	Left    []Holder
+	// MaxHolders is the shared holders' semaphore size (AcquireRequest.max_holders), 0 when they are not a semaphore's.
+	MaxHolders int
+	// Revision is the etcd revision at which this state took effect.
 	Revision int64
+	// LockDelay is the new holder's lock-delay, or the one being served while LockDelayUntil is set.
+	LockDelay time.Duration
+	// LockDelayUntil is set when the resource has entered a lock-delay: about when it ends.
+	LockDelayUntil time.Time
 }
 
 // Observe yields the ownership of a resource now, then each change of holder, until ctx ends (which
@@ -202,7 +227,12 @@ func (c *Client) Observe(ctx context.Context, resource string) iter.Seq2[Ownersh
 			if msg, err = st.Recv(); err != nil {
 				break
 			}
-			o := Ownership{Held: msg.GetHeld(), Holder: msg.GetHolder(), Revision: msg.GetRevision()}
+			o := Ownership{Held: msg.GetHeld(), Holder: msg.GetHolder(), Principal: msg.GetHolderPrincipal(), Value: msg.GetValue(),
+				Holders: holdersFromProto(msg.GetHolders()), Joined: holdersFromProto(msg.GetJoined()), Left: holdersFromProto(msg.GetLeft()),
+				MaxHolders: int(msg.GetMaxHolders()), Revision: msg.GetRevision(), LockDelay: msg.GetLockDelay().AsDuration()}
+			if msg.GetLockDelayUntil() != nil {
+				o.LockDelayUntil = msg.GetLockDelayUntil().AsTime()
+			}
 			if msg.GetToken() != nil {
 				t := tokenFromProto(msg.GetToken())
 				o.Token = &t

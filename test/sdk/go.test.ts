@@ -15,6 +15,7 @@ sdkSuite({
   state: ["state", "state"],
   write: (key, value) => [`write ${key} ${value}`, "write"],
   describe: ["describe", "describe"],
+  observe: ["observe", "observe"],
   acquire: ["acquire", "acquire"],
   lockDelayError: "LockDelayError",
   reasons: { column: "Go", run: reasons, base: "StatusError" },

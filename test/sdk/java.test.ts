@@ -15,6 +15,7 @@ sdkSuite({
   // Writes of the worker thread answer "put" too: the command's answer is the one from stdin.
   write: (key, value) => [`put ${key} ${value}`, (e) => e.event === "put" && e.source === "stdin"],
   describe: ["describe", "describe"],
+  observe: ["observe", "observe"],
   acquire: ["acquire", "acquire"],
   lockDelayError: "LockDelayException",
   reasons: { column: "Java", run: reasons, base: "FencekeeperException" },

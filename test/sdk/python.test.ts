@@ -15,6 +15,7 @@ sdkSuite({
   state: ["status", "status"],
   write: (key, value) => [`write ${key} ${value}`, "write"],
   describe: ["describe", "describe"],
+  observe: ["observe", "observe"],
   acquire: ["acquire", "acquire"],
   lockDelayError: "LockDelayError",
   reasons: { column: "Python", run: reasons, base: "FencekeeperError" },

@@ -76,6 +76,11 @@ export interface Sdk {
    * lock_delay_until (ms since the epoch, while in a lock-delay)}.
    */
   describe: Command;
+  /**
+   * The first state the library's Observe of the holder's resource gives (the state now), printed as describe
+   * with each holder's principal and value, and max_holders and value.
+   */
+  observe: Command;
   /** Another Acquire of the holder's resource, without waiting, printed as {ok, error: the type's name}. */
   acquire: Command;
   /** The name of the library's lock-delay error type. */
@@ -239,7 +244,7 @@ export function sdkSuite(sdk: Sdk): void {
       for (const o of sdk.lockDelay.holders) {
         const resource = uniqueResource(`${sdk.tag}-lock-delay`);
         const h = hold({ servers: [env.server.url], resource, lockDelayMs: 3000, ...o });
-        await h.next("granted", sdk.grantedWithinMs);
+        const granted = await h.next("granted", sdk.grantedWithinMs);
         // On a lease of its own, even with sessions on: a lock delay is the lease's own.
         if (o.sessions) expect(h.seen("session-opened")).to.have.length(0);
         expect((await c.lease.describe({ resource })).lockDelay, JSON.stringify(o)).to.deep.include({ seconds: 3n });
@@ -247,6 +252,10 @@ export function sdkSuite(sdk: Sdk): void {
         const described = await h.command(...sdk.describe);
         expect(described, JSON.stringify(o)).to.include({ held: true, lock_delay_ms: 3000 });
         expect(described.holders, JSON.stringify(o)).to.have.length(1);
+        // And so does its Observe: the holder, and its lock-delay.
+        const observed = await h.command(...sdk.observe);
+        expect(observed, JSON.stringify(o)).to.include({ held: true, lock_delay_ms: 3000, max_holders: 0 });
+        expect(observed.holders.map((x: { generation: string }) => x.generation), JSON.stringify(o)).to.deep.equal([granted.token.generation]);
         await h.command("release", "released");
         const after = await c.lease.describe({ resource });
         expect(after.held).to.equal(false);
@@ -269,6 +278,11 @@ export function sdkSuite(sdk: Sdk): void {
         const described = await holders[0].command(...sdk.describe);
         expect(described.held).to.equal(true);
         expect(described.holders.map((h: { generation: string }) => h.generation).sort()).to.deep.equal(granted.map((g) => g.token.generation).sort());
+        // Its Observe too: the two shared holders, with their labels, no exclusive holder, no semaphore.
+        const observed = await holders[0].command(...sdk.observe);
+        expect(observed).to.include({ held: true, max_holders: 0, value: "" });
+        expect(observed.holders.map((h: { generation: string }) => h.generation).sort()).to.deep.equal(granted.map((g) => g.token.generation).sort());
+        if (names.every(Boolean)) expect(observed.holders.map((h: { holder: string }) => h.holder).sort()).to.deep.equal(names.sort());
         const write = await holders[0].command(...sdk.write("greeting", "hello"));
         expect(write).to.include(sdk.shared.refused);
       } finally {
@@ -362,6 +376,12 @@ export function sdkSuite(sdk: Sdk): void {
         const described = await h.command(...sdk.describe);
         expect(described).to.include({ held: false, lock_delay_ms: 3000 });
         expect(described.lock_delay_until).to.be.a("number");
+        // Observe gives the lock-delay and when it ends, as Describe does.
+        const observed = await h.command(...sdk.observe);
+        expect(observed).to.include({ held: false, lock_delay_ms: 3000 });
+        expect(observed.holders).to.deep.equal([]);
+        expect(observed.lock_delay_until).to.be.a("number");
+        expect(Math.abs(observed.lock_delay_until - described.lock_delay_until)).to.be.below(1000);
         expect(await h.command(...sdk.acquire)).to.include({ ok: false, error: sdk.lockDelayError });
       });
     };

@@ -17,6 +17,7 @@ sdkSuite({
   state: ["state", "state"],
   write: (key, value) => [`write ${key} ${value}`, "write"],
   describe: ["describe", "describe"],
+  observe: ["observe", "observe"],
   acquire: ["acquire", "acquire"],
   lockDelayError: "LockDelayError",
   reasons: { column: "TypeScript", run: reasons, base: "FencekeeperError" },

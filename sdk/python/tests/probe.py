@@ -15,6 +15,7 @@
         status                 {"event": "status", "held": bool, "token": {...}, "valid_until": ms}
         release                {"event": "released"}
         describe               {"event": "describe", "held": bool, "holders": [...], "lock_delay_ms": ms, "lock_delay_until": ms}
+        observe                the first message of observe(), the state now: as describe, with max_holders and value
         acquire                another acquire of R without wait: {"event": "acquire", "ok": bool, "error": class name}
       --asyncio runs the same on fencekeeper.aio, the loss seen through its asyncio.Event.
 
@@ -98,6 +99,29 @@ def described(d: fencekeeper.Description) -> dict[str, Any]:
     }
 
 
+def observed(o: fencekeeper.Ownership) -> dict[str, Any]:
+    return {
+        "held": o.held,
+        "holders": [{"holder": h.holder, "generation": str(h.token.generation), "principal": h.principal or "", "value": h.value.decode()} for h in o.holders],
+        "lock_delay_ms": round(o.lock_delay * 1000) if o.lock_delay is not None else 0,
+        **({"lock_delay_until": ms(o.lock_delay_until)} if o.lock_delay_until else {}),
+        "max_holders": o.max_holders,
+        "value": o.value.decode(),
+    }
+
+
+def first_observed(observation: fencekeeper.Observation) -> dict[str, Any]:
+    with observation:
+        return observed(next(observation))
+
+
+async def first_observed_async(observation: Any) -> dict[str, Any]:
+    async with contextlib.aclosing(observation):
+        async for o in observation:
+            return observed(o)
+    return {"error": "the stream ended"}
+
+
 def acquired(call: Callable[[], Any]) -> dict[str, Any]:
     try:
         call()
@@ -134,6 +158,8 @@ def serve(args: argparse.Namespace, client: fencekeeper.Client, lease: fencekeep
             out("released")
         elif cmd == "describe":
             out("describe", **described(client.describe(args.resource)))
+        elif cmd == "observe":
+            out("observe", **first_observed(client.observe(args.resource)))
         elif cmd == "acquire":
             out("acquire", **acquired(lambda: client.acquire(args.resource, ttl=args.ttl).release()))
     client.close()
@@ -179,6 +205,8 @@ async def serve_async(args: argparse.Namespace, client: fencekeeper.aio.Client, 
             out("released")
         elif cmd == "describe":
             out("describe", **described(await client.describe(args.resource)))
+        elif cmd == "observe":
+            out("observe", **await first_observed_async(client.observe(args.resource)))
         elif cmd == "acquire":
 
             async def again() -> None:

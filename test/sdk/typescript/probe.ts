@@ -11,6 +11,7 @@
 //         state       the lease's state: held, valid_until, last_confirmed_at
 //         release     releases the lease
 //         describe    describe() of the resource: held, holders, lock_delay_ms, lock_delay_until
+//         observe     the first state observe() gives (now): as describe, with max_holders and value
 //         acquire     another acquire() of the resource, without waiting: its error's class, or its token
 //       and exits at the end of stdin.
 //   probe.ts reasons
@@ -170,6 +171,30 @@ async function hold(): Promise<void> {
           print({ event: "describe", at: Date.now(), error: String(err) });
         }
         break;
+      case "observe": {
+        // The first message of observe(): the resource's state now.
+        const stop = new AbortController();
+        try {
+          for await (const o of client.observe(resource, { signal: stop.signal })) {
+            print({
+              event: "observe",
+              at: Date.now(),
+              held: o.held,
+              holders: o.holders.map((h) => ({ holder: h.holder, generation: String(h.token.generation), principal: h.token.principal, value: new TextDecoder().decode(h.value) })),
+              lock_delay_ms: o.lockDelay ?? 0,
+              ...(o.lockDelayUntil ? { lock_delay_until: o.lockDelayUntil.getTime() } : {}),
+              max_holders: o.maxHolders,
+              value: new TextDecoder().decode(o.value ?? new Uint8Array()),
+            });
+            break;
+          }
+        } catch (err) {
+          print({ event: "observe", at: Date.now(), error: String(err) });
+        } finally {
+          stop.abort();
+        }
+        break;
+      }
       case "acquire":
         try {
           const other = await client.acquire(resource, { ttl, holder });

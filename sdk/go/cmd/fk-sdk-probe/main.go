@@ -11,6 +11,7 @@
 //	      state       the lease's state: held, valid_until, last_confirmed_at
 //	      release     releases the lease
 //	      describe    Describe of the resource: held, holders, lock_delay_ms, lock_delay_until
+//	      observe     the first message of Observe (the state now): held, holders, lock_delay_ms, lock_delay_until, max_holders, value
 //	      acquire     another Acquire of the resource, without waiting: its error's type, or its token
 //	    and exits at the end of stdin.
 //	fk-sdk-probe reasons
@@ -223,6 +224,25 @@ func hold(options fencekeeper.Options, resource string, acquire fencekeeper.Acqu
 			fields := map[string]any{"event": "describe", "at": ms(time.Now()), "held": d.Held, "holders": holders, "lock_delay_ms": d.LockDelay.Milliseconds()}
 			if !d.LockDelayUntil.IsZero() {
 				fields["lock_delay_until"] = ms(d.LockDelayUntil)
+			}
+			p.print(fields)
+		case args[0] == "observe":
+			// The first message of Observe: the resource's state now.
+			fields := map[string]any{"event": "observe", "at": ms(time.Now())}
+			for o, err := range c.Observe(ctx, resource) {
+				if err != nil {
+					fields["error"] = err.Error()
+					break
+				}
+				holders := []map[string]any{}
+				for _, h := range o.Holders {
+					holders = append(holders, map[string]any{"holder": h.Holder, "generation": itoa(h.Token.Generation), "principal": h.Principal, "value": string(h.Value)})
+				}
+				fields["held"], fields["holders"], fields["lock_delay_ms"], fields["max_holders"], fields["value"] = o.Held, holders, o.LockDelay.Milliseconds(), o.MaxHolders, string(o.Value)
+				if !o.LockDelayUntil.IsZero() {
+					fields["lock_delay_until"] = ms(o.LockDelayUntil)
+				}
+				break
 			}
 			p.print(fields)
 		case args[0] == "acquire":

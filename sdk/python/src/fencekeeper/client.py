@@ -48,6 +48,12 @@ class Holder:
     """The TTL left on its lease, as etcd reports it (whole seconds)."""
     principal: str | None
     """Its authenticated principal, when the server has authentication on."""
+    value: bytes = b""
+    """The value it published (acquire's value, or its latest proclaim); empty without one."""
+
+    @staticmethod
+    def _from_proto(h: Any) -> Holder:
+        return Holder(h.holder, Token.from_proto(h.token), _seconds(h.ttl) if h.HasField("ttl") else None, h.holder_principal or None, h.value)
 
 
 @dataclass(frozen=True)
@@ -73,10 +79,27 @@ class Description:
 @dataclass(frozen=True)
 class Ownership:
     held: bool
+    """Held exclusively, or by shared holders."""
     holder: str | None
+    """The exclusive holder's label (with token, principal and value); None when the holders are shared."""
     token: Token | None
     revision: int
     """The etcd revision at which this state took effect."""
+    principal: str | None = None
+    value: bytes = b""
+    """A proclaim of the same holder is a change of its own: the same token, a new value."""
+    holders: tuple[Holder, ...] = ()
+    """Every holder after this change (ttl None)."""
+    joined: tuple[Holder, ...] = ()
+    """The shared holders that joined since the previous change."""
+    left: tuple[Holder, ...] = ()
+    """The shared holders that left since the previous change."""
+    max_holders: int = 0
+    """The shared holders' semaphore size (AcquireRequest.max_holders); 0 when they are not a semaphore's."""
+    lock_delay: float | None = None
+    """The new holder's lock-delay in seconds, or, while lock_delay_until is set, the one being served."""
+    lock_delay_until: datetime | None = None
+    """Set when the resource has entered a lock-delay (its holder's lease expired): about when it ends."""
 
 
 def _duration(seconds: float) -> duration_pb2.Duration:
@@ -104,8 +127,21 @@ class Observation(Iterator[Ownership]):
             if isinstance(e, grpc.Call) and e.code() == grpc.StatusCode.CANCELLED:
                 raise StopIteration from None
             raise from_rpc_error(e) from None
-        token = Token.from_proto(x.token) if x.held else None
-        return Ownership(x.held, x.holder if x.held else None, token, x.revision)
+        token = Token.from_proto(x.token) if x.HasField("token") else None
+        return Ownership(
+            x.held,
+            x.holder if x.held and x.holder else None,
+            token,
+            x.revision,
+            principal=x.holder_principal or None,
+            value=x.value,
+            holders=tuple(Holder._from_proto(h) for h in x.holders),
+            joined=tuple(Holder._from_proto(h) for h in x.joined),
+            left=tuple(Holder._from_proto(h) for h in x.left),
+            max_holders=x.max_holders,
+            lock_delay=_seconds(x.lock_delay) if x.HasField("lock_delay") else None,
+            lock_delay_until=x.lock_delay_until.ToDatetime(tzinfo=timezone.utc) if x.HasField("lock_delay_until") else None,
+        )
 
     def close(self) -> None:
         self._call.cancel()
@@ -347,10 +383,7 @@ class Client:
             d.waiters,
             d.fence,
             d.last_issued,
-            tuple(
-                Holder(h.holder, Token.from_proto(h.token), _seconds(h.ttl) if h.HasField("ttl") else None, h.holder_principal or None)
-                for h in d.holders
-            ),
+            tuple(Holder._from_proto(h) for h in d.holders),
             _seconds(d.lock_delay) if d.HasField("lock_delay") else None,
             d.lock_delay_until.ToDatetime(tzinfo=timezone.utc) if d.HasField("lock_delay_until") else None,
         )

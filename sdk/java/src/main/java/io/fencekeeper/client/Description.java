@@ -1,5 +1,6 @@
 package io.fencekeeper.client;
 
+import com.google.protobuf.ByteString;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -24,6 +25,10 @@ public record Description(
     Duration lockDelay,
     Instant lockDelayUntil) {
 
-  /** One holder: its label, token, the TTL left on its lease (whole seconds, as etcd reports it), its principal. */
-  public record Holder(String holder, Token token, Duration ttl, String principal) {}
+  /**
+   * One holder: its label, token, the TTL left on its lease (whole seconds, as etcd reports it; null in
+   * observe()), its principal, and the value it published (AcquireRequest.value, or its latest proclaim;
+   * empty without one).
+   */
+  public record Holder(String holder, Token token, Duration ttl, String principal, ByteString value) {}
 }

@@ -289,9 +289,7 @@ public final class FencekeeperClient implements AutoCloseable {
     return new Description(d.getHeld(), d.getHeld() ? d.getHolder() : null, d.hasToken() ? Protos.token(d.getToken()) : null,
         d.hasTtl() ? Duration.ofSeconds(d.getTtl().getSeconds(), d.getTtl().getNanos()) : null, d.getWaiters(), d.getFence(),
         d.getLastIssued(), d.getHolderPrincipal(),
-        d.getHoldersList().stream()
-            .map(h -> new Description.Holder(h.getHolder(), Protos.token(h.getToken()), h.hasTtl() ? duration(h.getTtl()) : null, h.getHolderPrincipal().isEmpty() ? null : h.getHolderPrincipal()))
-            .toList(),
+        Protos.holders(d.getHoldersList()),
         d.hasLockDelay() ? duration(d.getLockDelay()) : null,
         d.hasLockDelayUntil() ? Instant.ofEpochSecond(d.getLockDelayUntil().getSeconds(), d.getLockDelayUntil().getNanos()) : null);
   }

@@ -39,7 +39,11 @@ public final class Observation implements AutoCloseable {
     return new StreamObserver<>() {
       @Override
       public void onNext(ObserveResponse x) {
-        changes.add(new Ownership(x.getHeld(), x.getHeld() ? x.getHolder() : null, x.hasToken() ? Protos.token(x.getToken()) : null, x.getRevision(), x.getHolderPrincipal()));
+        changes.add(new Ownership(x.getHeld(), x.getHeld() && !x.getHolder().isEmpty() ? x.getHolder() : null,
+            x.hasToken() ? Protos.token(x.getToken()) : null, x.getRevision(), x.getHolderPrincipal(), x.getValue(),
+            Protos.holders(x.getHoldersList()), Protos.holders(x.getJoinedList()), Protos.holders(x.getLeftList()), x.getMaxHolders(),
+            x.hasLockDelay() ? Duration.ofSeconds(x.getLockDelay().getSeconds(), x.getLockDelay().getNanos()) : null,
+            x.hasLockDelayUntil() ? Protos.instant(x.getLockDelayUntil()) : null));
       }
 
       @Override

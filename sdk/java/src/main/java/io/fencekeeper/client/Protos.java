@@ -16,6 +16,20 @@ final class Protos {
         t.getMode() == AcquireMode.ACQUIRE_MODE_SHARED);
   }
 
+  static Description.Holder holder(io.fencekeeper.v1.Holder h) {
+    return new Description.Holder(h.getHolder(), token(h.getToken()),
+        h.hasTtl() ? java.time.Duration.ofSeconds(h.getTtl().getSeconds(), h.getTtl().getNanos()) : null,
+        h.getHolderPrincipal().isEmpty() ? null : h.getHolderPrincipal(), h.getValue());
+  }
+
+  static java.util.List<Description.Holder> holders(java.util.List<io.fencekeeper.v1.Holder> hs) {
+    return hs.stream().map(Protos::holder).toList();
+  }
+
+  static java.time.Instant instant(com.google.protobuf.Timestamp t) {
+    return java.time.Instant.ofEpochSecond(t.getSeconds(), t.getNanos());
+  }
+
   static FencingToken proto(Token t) {
     return FencingToken.newBuilder().setResource(t.getResource()).setGeneration(t.getGeneration()).setLeaseId(t.getLeaseId())
         .setPrincipal(t.getPrincipal()).setKeyId(t.getKeyId()).setSignature(ByteString.copyFrom(t.signatureBytes()))

@@ -8,6 +8,8 @@ import io.fencekeeper.client.FencekeeperClient;
 import io.fencekeeper.client.FencekeeperException;
 import io.fencekeeper.client.Lease;
 import io.fencekeeper.client.LeaseLostException;
+import io.fencekeeper.client.Observation;
+import io.fencekeeper.client.Ownership;
 import io.fencekeeper.client.StaleTokenException;
 import io.fencekeeper.client.FenceMode;
 import io.fencekeeper.client.Token;
@@ -51,6 +53,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *       state                held, valid_until
  *       release              release the lease
  *       describe             the library's describe: held, holders, lock_delay_ms, lock_delay_until
+ *       observe              the first state observe() gives (now): as describe, with max_holders and value
  *       acquire              another acquire of R without waiting: ok, or the exception's class
  * fk-sdk-probe api
  *     the public members of the library's public classes whose signatures name a generated protobuf class
@@ -171,6 +174,29 @@ public final class Probe {
           fields.put("lock_delay_ms", d.lockDelay() == null ? 0 : d.lockDelay().toMillis());
           if (d.lockDelayUntil() != null) fields.put("lock_delay_until", ms(d.lockDelayUntil()));
           say("describe", fields);
+        }
+        case "observe" -> {
+          // The first message of observe(): the resource's state now.
+          try (Observation observed = client.observe(resource)) {
+            Ownership o = observed.next(Duration.ofSeconds(10));
+            if (o == null) {
+              say("observe", "error", "no state within 10 s");
+              break;
+            }
+            List<Map<String, Object>> holders = new ArrayList<>();
+            for (Description.Holder h : o.holders()) {
+              holders.add(Map.of("holder", h.holder(), "generation", Long.toString(h.token().getGeneration()),
+                  "principal", h.principal() == null ? "" : h.principal(), "value", h.value().toStringUtf8()));
+            }
+            Map<String, Object> fields = new LinkedHashMap<>();
+            fields.put("held", o.held());
+            fields.put("holders", holders);
+            fields.put("lock_delay_ms", o.lockDelay() == null ? 0 : o.lockDelay().toMillis());
+            if (o.lockDelayUntil() != null) fields.put("lock_delay_until", ms(o.lockDelayUntil()));
+            fields.put("max_holders", o.maxHolders());
+            fields.put("value", o.value().toStringUtf8());
+            say("observe", fields);
+          }
         }
         case "acquire" -> {
           try {
