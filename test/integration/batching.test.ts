@@ -441,9 +441,12 @@ describe("batching never changes an answer", function () {
         expect(retry.ok && retry.commit, `${o.call.name}: retry`).to.deep.include({ replayed: true, revision: o.commit.revision });
       }
 
-      // etcd did refuse a request of several transactions (labelled "batch"), and the server mended it.
+      // etcd did refuse a request, and the server mended it. (Its label is "batch" when its members were of
+      // different kinds, the kind itself, e.g. "put", when they were all alike: which, depends on how the
+      // calls fell into requests after the thaw.)
       const d = delta(await writeCounts(st.server), before);
-      expect(d.errorsBy.batch ?? 0, `refused requests: ${JSON.stringify(d.errorsBy)}`).to.be.greaterThan(0);
+      const refused = Object.values(d.errorsBy).reduce((n, v) => n + v, 0);
+      expect(refused, `refused requests: ${JSON.stringify(d.errorsBy)}`).to.be.greaterThan(0);
     });
   }
 
