@@ -2,13 +2,27 @@
 // violation it is about (a checker that never reports anything would pass the fault runs too).
 import { expect } from "chai";
 import type { IKeyValue } from "etcd3";
-import { encodeGeneration, encodeOwner, KeyLayout } from "../../server/etcd/keys.js";
 import { check, type Property } from "./checker.js";
 import type { EtcdEvent, EtcdTruth } from "./etcd-history.js";
 import type { Op } from "./history.js";
+import { idempotencyHash, Layout } from "./layout.js";
 
-const keys = new KeyLayout("/p/");
+// The keys and values as the documented layout has them (server/etcd/keys.ts's comment), spelled out
+// here rather than taken from the server's code.
+const P = "/p/";
 const R = "res";
+const keys = {
+  ownerKey: (r: string) => Buffer.from(`${P}r/${r}/owner`),
+  fenceKey: (r: string) => Buffer.from(`${P}r/${r}/fence`),
+  issuedKey: (r: string) => Buffer.from(`${P}r/${r}/issued`),
+  lineKey: (r: string, lease: bigint) => Buffer.from(`${P}r/${r}/q/${lease.toString(16).padStart(16, "0")}abc`),
+  dataKey: (r: string, k: string) => Buffer.from(`${P}r/${r}/d/${k}`),
+  dataPrefix: (r: string) => Buffer.from(`${P}r/${r}/d/`),
+  recordKey: (idem: string) => Buffer.from(`${P}i/${idempotencyHash(idem)}`),
+};
+const encodeGeneration = (g: bigint) => g.toString().padStart(20, "0");
+const encodeOwner = (o: { holder: string; nonce: string }) => JSON.stringify(o);
+const layout = new Layout(P);
 
 function kv(key: Buffer, value: Buffer, rev: number, create = rev, lease = 0n): IKeyValue {
   return { key, value, create_revision: String(create), mod_revision: String(rev), version: "1", lease: String(lease) };
@@ -47,11 +61,11 @@ function truth(events: EtcdEvent[]): EtcdTruth {
 }
 
 function violations(ops: Op[], events: EtcdEvent[]): Record<Property, number> {
-  const r = check(ops, truth(events), keys, [R]);
+  const r = check(ops, truth(events), layout, [R]);
   return Object.fromEntries(Object.entries(r.violations).map(([p, v]) => [p, v.count])) as Record<Property, number>;
 }
 
-const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0 };
+const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, layout: 0 };
 const A = 7n;
 const B = 9n;
 
@@ -86,7 +100,7 @@ describe("faults: the checker", () => {
   it("lost: a final state that is not the last committed write", () => {
     const t = truth(events);
     t.final = [];
-    expect(check(ops, t, keys, [R]).violations.lost.count).to.be.greaterThan(0);
+    expect(check(ops, t, layout, [R]).violations.lost.count).to.be.greaterThan(0);
   });
 
   it("refused: a write answered STALE_TOKEN that etcd applied", () => {
@@ -112,7 +126,8 @@ describe("faults: the checker", () => {
     // the delete was invoked after the Release had been answered.
     const release: Op = { client: "a", via: "grpc", seq: 0, kind: "release", t0: ++clock, t1: ++clock, resource: R, outcome: "ok", gen: "2", lease: String(A) };
     const o = [ops[0], ops[1], release, write("a.3", 2, A, [["k0", null]], "ok", 4), ...ops.slice(3)];
-    expect(violations(o, events)).to.deep.equal({ ...NONE, live: 1 });
+    // (and the Release answered ok left the owner key in place until revision 5)
+    expect(violations(o, events)).to.deep.equal({ ...NONE, live: 1, owners: 1 });
   });
 
   it("order: a write of an older generation after a newer one wrote", () => {
@@ -145,10 +160,81 @@ describe("faults: the checker", () => {
   it("ambiguous: an ambiguous write is resolved by etcd's history, and one applied twice is caught", () => {
     const more = [...events, ...mutation(8, 6, [["k2", "b.3/0"]])];
     const o = [...ops, write("b.3", 6, B, [["k2", "b.3/0"]], "ambiguous")];
-    const r = check(o, truth(more), keys, [R]);
+    const r = check(o, truth(more), layout, [R]);
     expect(r.writes.ambiguousCommitted).to.equal(1);
     expect(Object.values(r.violations).every((v) => v.count === 0)).to.equal(true);
     const twice = [...more, ...mutation(9, 6, [["k2", "b.3/0"]])];
     expect(violations(o, twice).ambiguous).to.equal(1);
+  });
+
+  // Wrong refusals: each refusal is judged against how etcd stood between its invocation and its answer.
+  // a.2 answered at 3 and a.3 invoked after: a call between them saw revision 3 and nothing else.
+  const between = (op: Op, after: Op, before: Op): Op => ({ ...op, t0: after.t1 + 0.25, t1: before.t0 - 0.25 });
+  const withReason = (op: Op, code: string, reason: string): Op => ({ ...op, outcome: "fail", code, reason });
+
+  it("refusals: a holder's second write refused STALE_TOKEN under its own fence (a fence check strict by one)", () => {
+    const stale = between(write("a.9", 2, A, [["k2", "a.9/0"]], "fail"), ops[1], ops[2]);
+    expect(violations([...ops.slice(0, 2), stale, ...ops.slice(2)], events)).to.deep.equal({ ...NONE, refusals: 1 });
+    // The same refusal once b's write had raised the fence to 6 is right.
+    expect(violations([...ops, write("a.9", 2, A, [["k2", "a.9/0"]], "fail")], events)).to.deep.equal(NONE);
+  });
+
+  it("refusals: LEASE_NOT_HELD while the lease held it, and NOT_FOUND on Release of a lease still there", () => {
+    const notHeld = between(withReason(write("a.9", 2, A, [["k2", "a.9/0"]], "fail"), "FailedPrecondition", "LEASE_NOT_HELD"), ops[1], ops[2]);
+    expect(violations([...ops.slice(0, 2), notHeld, ...ops.slice(2)], events)).to.deep.equal({ ...NONE, refusals: 1 });
+    const release: Op = between({ client: "a", via: "grpc", seq: 0, kind: "release", t0: 0, t1: 0, resource: R, outcome: "fail", code: "NotFound", reason: "LEASE_NOT_FOUND", gen: "2", lease: String(A) }, ops[1], ops[2]);
+    expect(violations([...ops.slice(0, 2), release, ...ops.slice(2)], events)).to.deep.equal({ ...NONE, refusals: 1 });
+    // After a's owner key went (revision 5), both are right.
+    const late = [withReason(write("a.9", 2, A, [["k2", "a.9/0"]], "fail"), "FailedPrecondition", "LEASE_NOT_HELD"), { ...release, t0: ++clock, t1: ++clock }];
+    expect(violations([...ops, ...late], events)).to.deep.equal(NONE);
+  });
+
+  it("refusals: RESOURCE_HELD when nobody held or waited for the resource", () => {
+    // b's owner key goes at 8, then b writes under ORDER at 9 (acknowledged): c's Acquire after that saw nobody.
+    const evs = [...events, del(keys.ownerKey(R), 8), ...mutation(9, 6, [["k1", "b.3/0"]])];
+    const o = [...ops, write("b.3", 6, B, [["k1", "b.3/0"]], "ok", 9, "order"), acquire("c.1", 0, 0n, "fail")];
+    expect(violations(o, evs)).to.deep.equal({ ...NONE, refusals: 1 });
+    // A waiter of another acquisition in line justifies it.
+    const waiting = [...evs, put(keys.lineKey(R, 12n), JSON.stringify({ holder: "d.1" }), 10, 10, 12n)];
+    expect(violations(o, waiting)).to.deep.equal(NONE);
+  });
+
+  it("ttl: a lease that outlives the TTL its Acquire asked for", () => {
+    // b asked for 2 s and never renewed; its owner key is still there 10 s later.
+    const bAcq = { ...ops[3], ttlMs: 2_000 };
+    const later = { ...acquire("c.1", 0, 0n, "fail"), t0: bAcq.t1 + 10_000, t1: bAcq.t1 + 10_001 };
+    const o = [...ops.slice(0, 3), bAcq, ops[4], later];
+    expect(violations(o, events)).to.deep.equal({ ...NONE, ttl: 1 });
+    // Unless etcd was restarted meanwhile (it renews every lease to its full TTL), or b renewed it.
+    expect(check(o, truth(events), layout, [R], [{ start: bAcq.t1 + 1_000, end: bAcq.t1 + 6_000 }]).violations.ttl.count).to.equal(0);
+    const renew: Op = { client: "b", via: "grpc", seq: 0, kind: "renew", t0: bAcq.t1 + 5_000, t1: bAcq.t1 + 5_001, resource: R, outcome: "ok", gen: "6", lease: String(B) };
+    expect(violations([...o, renew], events).ttl).to.equal(0);
+  });
+
+  it("live: after an owner key is overwritten, LIVE writes are judged against the holder it names", () => {
+    // a's owner key is overwritten at 4 (lease B); a's LIVE write at 5 is then not its owner's.
+    const evs = [...events.slice(0, 3), put(keys.ownerKey(R), encodeOwner({ holder: "b.1", nonce: "n" }), 4, 2, B), ...mutation(5, 2, [["k0", "a.3/0"]])];
+    const o = [acquire("a.1", 2, A), write("a.2", 2, A, [["k0", "a.2/0"]], "ok", 3), write("a.3", 2, A, [["k0", "a.3/0"]], "ok", 5)];
+    const v = violations(o, evs);
+    expect(v.owners).to.equal(1);
+    expect(v.live).to.equal(1);
+  });
+
+  it("ambiguous: a retried delete of an absent key applied twice (told by its idempotency record)", () => {
+    const once = [...events, ...mutation(8, 6, []), put(keys.recordKey("w-b.3"), '{"fingerprint":"f","fence":"6"}', 8)];
+    const o = [...ops, { ...write("b.3", 6, B, [["k9", null]], "ambiguous"), idem: "w-b.3" }];
+    expect(violations(o, once)).to.deep.equal(NONE);
+    const twice = [...once, ...mutation(9, 6, []), put(keys.recordKey("w-b.3"), '{"fingerprint":"f","fence":"6"}', 9)];
+    expect(violations(o, twice).ambiguous).to.equal(1);
+  });
+
+  it("layout: a key or a value the documented layout does not describe (a layout change in the server)", () => {
+    // the fence written without its padding, the owner key under another name, an owner value in another format
+    const unpadded = events.map((e) => (e.kv.key.equals(keys.fenceKey(R)) ? put(keys.fenceKey(R), String(Number(e.kv.value.toString())), Number(e.rev), 2) : e));
+    expect(violations(ops, unpadded).layout).to.be.greaterThan(0);
+    const renamed = events.map((e) => (e.kv.key.equals(keys.ownerKey(R)) ? { ...e, kv: { ...e.kv, key: Buffer.from(`${P}r/${R}/holder`) } } : e));
+    expect(violations(ops, renamed).layout).to.be.greaterThan(0);
+    const other = events.map((e) => (e.kv.key.equals(keys.ownerKey(R)) && e.type === "put" ? put(keys.ownerKey(R), "a.1", Number(e.rev), Number(e.rev), BigInt(e.kv.lease)) : e));
+    expect(violations(ops, other).layout).to.be.greaterThan(0);
   });
 });

@@ -2,7 +2,8 @@
 // per property, how many violations it found and the first one. Nothing here trusts a client's view of
 // what happened over etcd's: an answer is a claim that etcd's history confirms or refutes.
 //
-// How etcd's history is read (the layout is keys.ts's; this file only asks it which key is which):
+// How etcd's history is read (with layout.ts, the checker's own reading of the documented layout; nothing
+// of the server's code, so that a layout bug in the server is not shared by its judge):
 // the changes of one resource at one revision form a batch. A mutation writes its data keys and the
 // resource's fence in one transaction, so a batch with a fence write is one or more mutations under
 // one generation (the committer packs mutations under one token into one inner transaction). Each put
@@ -10,9 +11,9 @@
 // deletes and fence writes are explained by the writes that claim that revision (their answers) or,
 // failing that, by an ambiguous write that could have made them.
 import type { IKeyValue } from "etcd3";
-import { decodeGeneration, decodeOwner, type KeyLayout } from "../../server/etcd/keys.js";
 import type { EtcdEvent, EtcdTruth } from "./etcd-history.js";
 import { isWrite, type Op } from "./history.js";
+import { decodeFence, decodeHolderValue, idempotencyHash, type Layout } from "./layout.js";
 
 export const PROPERTIES = {
   order: "per resource, generations of accepted writes never decrease in revision order",
@@ -21,6 +22,9 @@ export const PROPERTIES = {
   live: "under LIVE, no write committed once its generation's lease was gone",
   owners: "generations strictly increase per resource; one holder per resource at a revision",
   ambiguous: "an ambiguous answer is resolved by the history, and applied at most once",
+  refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer",
+  ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
+  layout: "every key and value under the prefix is one the documented layout describes",
 } as const;
 export type Property = keyof typeof PROPERTIES;
 
@@ -35,7 +39,19 @@ export interface CheckResult {
   writes: { acknowledged: number; refused: number; ambiguousCommitted: number; ambiguousNotCommitted: number };
   grants: number;
   events: number;
+  /** Refusals judged against etcd's history (all of them justified when refusals is 0). */
+  refusalsJudged: number;
 }
+
+/** A span of time in which etcd may have renewed every lease to its full TTL (a leader change, a restart). */
+export interface EtcdDisruption {
+  start: number;
+  end: number;
+}
+
+/** How long past its last renewal (or etcd disruption) a lease may outlive its TTL: etcd's expiry is not
+ * exact, and a leader elected on its own (a loaded machine) renews every lease once more. */
+export const TTL_MARGIN = (ttlMs: number) => ttlMs + 3_000;
 
 interface WriteGroup {
   id: string;
@@ -70,7 +86,39 @@ interface ResourceState {
   orphans: Set<bigint>;
 }
 
-export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: string[]): CheckResult {
+interface Span {
+  /** The first revision it was there at, and the first it was not (INF: still there at the end). */
+  from: bigint;
+  to: bigint;
+  holder: string;
+  what: string;
+}
+
+/** What a resource's refusals are judged against: how its fence, issued key and holders stood, revision by revision. */
+interface Timeline {
+  /** Every fence write, in revision order, with the value it left. */
+  fences: [bigint, bigint][];
+  /** The revisions the issued key was written at (every grant's). */
+  issued: bigint[];
+  /** Everything that makes the resource busy for an Acquire: owners, lock-delays, waiters, shared holders. */
+  busy: Span[];
+  openBusy: Map<string, Span>;
+  /** The owner key's spans, by "generation|lease". */
+  owners: Map<string, Span>;
+}
+
+const INF = 1n << 62n;
+
+function isRecord(value: Buffer): boolean {
+  try {
+    const v = JSON.parse(value.toString()) as Record<string, unknown>;
+    return typeof v.fingerprint === "string" && typeof v.fence === "string" && /^\d+$/.test(v.fence);
+  } catch {
+    return false;
+  }
+}
+
+export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: string[], disruptions: EtcdDisruption[] = []): CheckResult {
   const violations = Object.fromEntries(Object.keys(PROPERTIES).map((p) => [p, { count: 0 }])) as Record<Property, Violations>;
   const violate = (p: Property, what: () => string) => {
     const v = violations[p];
@@ -79,11 +127,13 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
 
   // --- the client history, as writes (with their retries) and acquisitions ---
   const groups = new Map<string, WriteGroup>();
+  const byRecord = new Map<string, WriteGroup>(); // idempotency record hash -> its write
   for (const op of ops.filter(isWrite)) {
     let g = groups.get(op.write!);
     if (!g) {
       g = { id: op.write!, resource: op.resource, gen: BigInt(op.gen!), lease: BigInt(op.lease!), mode: op.mode!, effects: op.effects!, attempts: [], status: "fail" };
       groups.set(g.id, g);
+      if (op.idem) byRecord.set(idempotencyHash(op.idem), g);
     }
     g.attempts.push(op);
     if (op.outcome === "ok") {
@@ -104,26 +154,75 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
   const acquires = ops.filter((o) => o.kind === "acquire");
   const acquireByHolder = new Map(acquires.map((o) => [o.holder!, o]));
 
-  // --- etcd's history, in batches of one resource at one revision ---
-  const kindOf = new Map<string, { resource: string; kind: "owner" | "fence" }>();
-  for (const r of resources) {
-    kindOf.set(keys.ownerKey(r).toString(), { resource: r, kind: "owner" });
-    kindOf.set(keys.fenceKey(r).toString(), { resource: r, kind: "fence" });
-  }
-  const dataRoots = resources.map((r) => ({ resource: r, root: keys.dataPrefix(r) }));
+  // --- etcd's history, in batches of one resource at one revision, read with layout.ts ---
+  const known = new Set(resources);
   const batches = new Map<string, Batch>();
+  const recordsAt = new Map<bigint, WriteGroup[]>(); // idempotency records put at a revision: their writes applied there
+  const timelines = new Map<string, Timeline>(resources.map((r) => [r, { fences: [], issued: [], busy: [], openBusy: new Map(), owners: new Map() }]));
   for (const e of truth.events) {
-    const k = e.kv.key.toString();
-    const known = kindOf.get(k);
-    const data = known ? undefined : dataRoots.find((d) => e.kv.key.subarray(0, d.root.length).equals(d.root));
-    const resource = known?.resource ?? data?.resource;
-    if (!resource) continue; // queue keys, issued keys, idempotency records, bindings, signing keys
-    const id = `${e.rev}|${resource}`;
+    const p = layout.parse(e.kv.key);
+    const where = () => `revision ${e.rev}: ${e.type} ${JSON.stringify(e.kv.key.toString())}`;
+    if (!p) {
+      violate("layout", () => `${where()}: a key the layout does not describe`);
+      continue;
+    }
+    if (p.scope === "idempotency") {
+      if (e.type !== "put") continue;
+      if (!isRecord(e.kv.value)) violate("layout", () => `${where()}: an idempotency record that is not {"fingerprint","fence"}: ${e.kv.value.toString().slice(0, 80)}`);
+      const g = byRecord.get(p.hash);
+      if (g) push(recordsAt, e.rev, g);
+      continue;
+    }
+    if (p.scope === "other") continue; // sessions, signing keys, bindings: not in the workload's properties
+    if (!known.has(p.resource)) {
+      violate("layout", () => `${where()}: a key of "${p.resource}", a resource nobody used`);
+      continue;
+    }
+    const tl = timelines.get(p.resource)!;
+    if (p.kind === "issued") {
+      if (e.type === "put") tl.issued.push(e.rev);
+      continue;
+    }
+    if (p.kind === "usage") {
+      if (e.type === "put" && !/^\d+$/.test(e.kv.value.toString())) violate("layout", () => `${where()}: a usage that is not decimal`);
+      continue;
+    }
+    if (p.kind === "owner-delay" || p.kind === "line" || p.kind === "shared-line" || p.kind === "shared") {
+      // What makes a resource busy besides its owner: a lock-delay, a waiter in line, a shared holder.
+      const id = e.kv.key.toString();
+      if (e.type === "delete") {
+        const b = tl.openBusy.get(id);
+        if (b) b.to = e.rev;
+        tl.openBusy.delete(id);
+        continue;
+      }
+      if (tl.openBusy.has(id)) continue; // rewritten in place
+      let holder = "";
+      if (p.kind === "owner-delay") {
+        if (!/^\{"seconds":\d+\}$/.test(e.kv.value.toString())) violate("layout", () => `${where()}: a lock-delay that is not {"seconds": n}`);
+      } else {
+        const v = decodeHolderValue(e.kv.value, p.kind === "shared");
+        if (!v) violate("layout", () => `${where()}: a holder value the layout does not describe: ${e.kv.value.toString().slice(0, 80)}`);
+        holder = v?.holder ?? "";
+      }
+      const span = { from: e.rev, to: INF, holder, what: p.kind };
+      tl.busy.push(span);
+      tl.openBusy.set(id, span);
+      continue;
+    }
+    const id = `${e.rev}|${p.resource}`;
     let b = batches.get(id);
-    if (!b) batches.set(id, (b = { rev: e.rev, resource, owner: [], data: [] }));
-    if (known?.kind === "owner") b.owner.push(e);
-    else if (known?.kind === "fence") b.fence = e.type === "put" ? decodeGeneration(e.kv.value) : -1n;
-    else b.data.push({ key: keys.storeKey(resource, e.kv.key), value: e.type === "put" ? e.kv.value.toString() : null });
+    if (!b) batches.set(id, (b = { rev: e.rev, resource: p.resource, owner: [], data: [] }));
+    if (p.kind === "owner") b.owner.push(e);
+    else if (p.kind === "fence") {
+      if (e.type === "delete") b.fence = -1n;
+      else {
+        const f = decodeFence(e.kv.value);
+        if (f === undefined) violate("layout", () => `${where()}: a fence that is not 20 decimal digits: ${JSON.stringify(e.kv.value.toString())}`);
+        b.fence = f ?? -1n;
+      }
+      tl.fences.push([e.rev, b.fence]);
+    } else b.data.push({ key: p.rest!, value: e.type === "put" ? e.kv.value.toString() : null });
   }
 
   const states = new Map<string, ResourceState>(resources.map((r) => [r, { lastGrant: 0n, fence: 0n, data: new Map(), granted: new Set(), orphans: new Set() }]));
@@ -134,6 +233,9 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
     const where = `revision ${b.rev} of "${b.resource}"`;
     // Which writes made this batch.
     const here = new Set<WriteGroup>(okAt.get(`${b.resource}|${b.rev}`) ?? []);
+    // A write with an idempotency key put its record in its own transaction: that says it was applied
+    // here, even when it changed no data (a delete of an absent key).
+    for (const g of recordsAt.get(b.rev) ?? []) if (g.resource === b.resource) here.add(g);
     for (const d of b.data) {
       if (d.value === null) continue;
       const id = d.value.slice(0, d.value.lastIndexOf("/"));
@@ -185,34 +287,55 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
     if (b.fence !== undefined && b.fence < s.fence) violate("order", () => `${where}: the fence went down from ${s.fence} to ${b.fence}`);
 
     // Apply the batch.
+    const tl = timelines.get(b.resource)!;
+    const endOwner = () => {
+      if (s.owner) {
+        const span = tl.owners.get(`${s.owner.gen}|${s.owner.lease}`);
+        if (span && span.to === INF) span.to = b.rev;
+      }
+    };
     for (const e of b.owner) {
       if (e.type === "delete") {
+        endOwner();
         s.owner = undefined;
         continue;
       }
-      const o = decodeOwner(e.kv);
-      if (BigInt(e.kv.create_revision) !== e.rev) {
-        if (!s.owner || s.owner.lease !== o.leaseId || s.owner.holder !== o.holder) {
-          violate("owners", () => `${where}: the owner key was overwritten by ${o.holder} (lease ${o.leaseId}) while held by ${s.owner?.holder} (lease ${s.owner?.lease})`);
+      const o = decodeHolderValue(e.kv.value, true);
+      if (!o) violate("layout", () => `${where}: an owner value the layout does not describe: ${e.kv.value.toString().slice(0, 80)}`);
+      const holder = o?.holder ?? "";
+      const gen = BigInt(e.kv.create_revision);
+      const lease = BigInt(e.kv.lease);
+      if (gen !== e.rev) {
+        if (!s.owner || s.owner.lease !== lease || s.owner.holder !== holder) {
+          violate("owners", () => `${where}: the owner key was overwritten by ${holder} (lease ${lease}) while held by ${s.owner?.holder} (lease ${s.owner?.lease})`);
+          // From here on, LIVE writes are judged against the owner the key now names.
+          endOwner();
+          s.owner = { gen, lease, holder };
+          tl.owners.set(`${gen}|${lease}`, { from: b.rev, to: INF, holder, what: "owner" });
+          tl.busy.push(tl.owners.get(`${gen}|${lease}`)!);
         }
         continue;
       }
       grants++;
-      if (s.owner) violate("owners", () => `${where}: ${o.holder} granted while ${s.owner!.holder} held it`);
-      if (o.generation <= s.lastGrant) violate("owners", () => `${where}: generation ${o.generation} granted after generation ${s.lastGrant}`);
-      const acq = acquireByHolder.get(o.holder);
-      if (!acq) violate("owners", () => `${where}: a grant to "${o.holder}", which no Acquire of the history asked for`);
+      if (s.owner) violate("owners", () => `${where}: ${holder} granted while ${s.owner!.holder} held it`);
+      if (gen <= s.lastGrant) violate("owners", () => `${where}: generation ${gen} granted after generation ${s.lastGrant}`);
+      const acq = acquireByHolder.get(holder);
+      if (!acq) violate("owners", () => `${where}: a grant to "${holder}", which no Acquire of the history asked for`);
       else if (acq.outcome === "fail" || acq.outcome === "unsent") {
         // An Acquire whose lease ended before the grant could be answered (LEASE_NOT_FOUND) leaves a
         // grant in etcd that nobody holds a token of: it must end with its lease, and nothing may be
         // written under it. Any other refusal must not have granted anything.
-        if (acq.reason === "LEASE_NOT_FOUND") s.orphans.add(o.generation);
-        else violate("owners", () => `${where}: a grant to ${o.holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
+        if (acq.reason === "LEASE_NOT_FOUND") s.orphans.add(gen);
+        else violate("owners", () => `${where}: a grant to ${holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
       }
-      s.owner = { gen: o.generation, lease: o.leaseId, holder: o.holder };
-      s.lastGrant = o.generation;
-      s.granted.add(o.generation);
-      grantOf.set(o.holder, s.owner);
+      endOwner();
+      s.owner = { gen, lease, holder };
+      s.lastGrant = gen;
+      s.granted.add(gen);
+      grantOf.set(holder, s.owner);
+      const span = { from: b.rev, to: INF, holder, what: "owner" };
+      tl.owners.set(`${gen}|${lease}`, span);
+      tl.busy.push(span);
     }
     if (b.fence !== undefined) s.fence = b.fence;
     for (const d of b.data) {
@@ -279,11 +402,102 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
     const gone = goneAt.get(`${op.resource}|${op.gen}|${op.lease}`);
     if (gone !== undefined && op.t0 > gone) violate("live", () => `"${op.resource}": LIVE write ${op.write} of generation ${op.gen} accepted at revision ${op.rev}, invoked ${op.t0 - gone} ms after its lease was reported gone`);
   }
+  // --- refusals, against etcd's history ---
+  // The revisions a call could have seen: at least the greatest revision answered before it was invoked,
+  // at most one below the least revision committed by a call invoked after it was answered (etcd is
+  // linearizable; a replayed answer's revision may be older than its call, so it bounds nothing above).
+  const points = ops
+    .filter((o) => o.outcome === "ok" && ((isWrite(o) && o.rev !== undefined) || (o.kind === "acquire" && o.gen !== undefined)))
+    .map((o) => ({ t0: o.t0, t1: o.t1, rev: BigInt(isWrite(o) ? o.rev! : o.gen!), replayed: Boolean(o.replayed) }));
+  const byT1 = [...points].sort((a, b) => a.t1 - b.t1);
+  const maxRevByT1: bigint[] = [];
+  byT1.forEach((p, i) => maxRevByT1.push(i === 0 ? p.rev : max(maxRevByT1[i - 1], p.rev)));
+  const byT0 = points.filter((p) => !p.replayed).sort((a, b) => a.t0 - b.t0);
+  const minRevByT0: bigint[] = new Array(byT0.length);
+  for (let i = byT0.length - 1; i >= 0; i--) minRevByT0[i] = i === byT0.length - 1 ? byT0[i].rev : min(minRevByT0[i + 1], byT0[i].rev);
+  const windowOf = (op: Op): [bigint, bigint] => {
+    const i = lastIndex(byT1, (p) => p.t1 < op.t0);
+    const j = lastIndex(byT0, (p) => p.t0 <= op.t1) + 1;
+    return [i >= 0 ? maxRevByT1[i] : 0n, j < byT0.length ? minRevByT0[j] - 1n : truth.revision];
+  };
+  const fenceAt = (tl: Timeline, rev: bigint) => {
+    const i = lastIndex(tl.fences, ([r]) => r <= rev);
+    return i >= 0 ? tl.fences[i][1] : 0n;
+  };
+  const issuedAt = (tl: Timeline, rev: bigint) => {
+    const i = lastIndex(tl.issued, (r) => r <= rev);
+    return i >= 0 ? tl.issued[i] : 0n;
+  };
+  const ownerSpan = (op: Op) => timelines.get(op.resource)?.owners.get(`${op.gen}|${op.lease}`);
+  let refusalsJudged = 0;
+  for (const op of ops) {
+    if (op.outcome !== "fail" && !(op.kind === "release" && op.outcome === "ok")) continue;
+    const tl = timelines.get(op.resource);
+    if (!tl) continue;
+    const [lo, hi] = windowOf(op);
+    const during = `between revisions ${lo} and ${hi}`;
+    const wrong = (why: string) => violate("refusals", () => `${op.client} ${op.kind} #${op.seq} on "${op.resource}" answered ${op.code} ${op.reason ?? ""}: ${why}`);
+    if (op.outcome === "ok") {
+      // A Release answered ok: the grant is gone by its answer.
+      const span = ownerSpan(op);
+      if (span && span.to > hi) violate("owners", () => `${op.client} release #${op.seq} of generation ${op.gen} on "${op.resource}" was answered ok, and its owner key was still there at revision ${hi} (${span.to === INF ? "and at the end" : `until ${span.to}`})`);
+      continue;
+    }
+    refusalsJudged++;
+    if (isWrite(op)) {
+      const gen = BigInt(op.gen!);
+      if (op.reason === "STALE_TOKEN") {
+        // The fence only goes up: some state of the window had it above the token iff the last one did.
+        if (fenceAt(tl, hi) <= gen) wrong(`the fence was at most ${fenceAt(tl, hi)} ${during}, not above generation ${gen}`);
+      } else if (op.reason === "LEASE_NOT_HELD") {
+        const span = ownerSpan(op);
+        if (op.mode !== "live") wrong("an ORDER write is never refused for its lease");
+        else if (span && span.from <= lo && span.to > hi) wrong(`generation ${gen} (lease ${op.lease}) owned the resource ${during}`);
+      } else if (op.reason === "GENERATION_NOT_ISSUED") {
+        if (issuedAt(tl, lo) >= gen) wrong(`generation ${gen} was issued by revision ${lo}`);
+      } else wrong("a refusal no state of etcd's history explains");
+    } else if (op.kind === "acquire") {
+      if (op.reason === "RESOURCE_HELD") {
+        const busy = tl.busy.find((b) => b.from <= hi && b.to > lo && b.holder !== op.holder);
+        if (!busy) wrong(`nobody held, waited for or delayed the resource ${during}`);
+      } else if (op.reason !== "LEASE_NOT_FOUND") wrong("a refusal no state of etcd's history explains"); // LEASE_NOT_FOUND: judged with the grants above
+    } else if (op.kind === "release" || op.kind === "renew") {
+      if (op.reason === "LEASE_NOT_FOUND" || op.code === "NotFound") {
+        const span = ownerSpan(op);
+        if (span && span.to > hi) wrong(`its owner key (generation ${op.gen}, lease ${op.lease}) was still there at revision ${hi}, so its lease was`);
+      } else wrong("a refusal no state of etcd's history explains");
+    }
+  }
+
+  // --- every lease ends within its TTL of its last renewal ---
+  // A lease's owner key goes when the lease does. Its end happened no earlier than the invocation of any
+  // call that committed at or before it; the lease was last kept alive at its grant's answer, a renewal's
+  // answer, or the end of an etcd disruption (which renews every lease to its full TTL). Only plain-gRPC
+  // acquisitions are judged: the SDK keeps its leases alive on its own until it releases them.
+  const byRev = points.filter((p) => !p.replayed).sort((a, b) => cmp(a.rev, b.rev));
+  const maxT0ByRev: number[] = [];
+  byRev.forEach((p, i) => maxT0ByRev.push(Math.max(i === 0 ? 0 : maxT0ByRev[i - 1], p.t0)));
+  const lastT = ops.reduce((a, o) => Math.max(a, o.t0), 0);
+  const renewals = new Map<string, number>();
+  for (const op of ops) if (op.kind === "renew") renewals.set(op.lease!, Math.max(renewals.get(op.lease!) ?? 0, op.t1));
+  for (const a of acquires) {
+    const ttl = a.ttlMs;
+    if (a.via !== "grpc" || a.outcome !== "ok" || ttl === undefined) continue;
+    const span = ownerSpan(a);
+    if (!span) continue;
+    let kept = Math.max(a.t1, renewals.get(a.lease!) ?? 0);
+    for (const d of [...disruptions].sort((x, y) => x.start - y.start)) if (d.start <= kept + ttl + TTL_MARGIN(ttl)) kept = Math.max(kept, d.end);
+    const i = lastIndex(byRev, (p) => p.rev <= span.to);
+    const endedNoEarlierThan = span.to === INF ? lastT : i >= 0 ? maxT0ByRev[i] : 0;
+    const overdue = endedNoEarlierThan - (kept + ttl);
+    if (overdue > TTL_MARGIN(ttl)) violate("ttl", () => `"${a.resource}": ${a.holder}'s lease ${a.lease} (TTL ${ttl} ms) outlived its last renewal or etcd fault by at least ${overdue + ttl} ms`);
+  }
+
   // The final contents: each key as its last committed write left it, and as the history replays it.
   const finalByResource = new Map<string, Map<string, IKeyValue>>(resources.map((r) => [r, new Map()]));
   for (const kv of truth.final) {
-    const d = dataRoots.find((x) => kv.key.subarray(0, x.root.length).equals(x.root));
-    if (d) finalByResource.get(d.resource)!.set(keys.storeKey(d.resource, kv.key), kv);
+    const p = layout.parse(kv.key);
+    if (p?.scope === "resource" && p.kind === "data") finalByResource.get(p.resource)?.set(p.rest!, kv);
   }
   const last = new Map<string, { rev: bigint; value: string | null; id: string }>();
   for (const g of groups.values()) {
@@ -305,7 +519,7 @@ export function check(ops: Op[], truth: EtcdTruth, keys: KeyLayout, resources: s
       if ((l?.value ?? null) !== actual) violate("lost", () => `"${r}" ${k}: etcd holds ${actual}, the last committed write (${l?.id ?? "none"}) left ${l?.value ?? null}`);
     }
   }
-  return { violations, writes, grants, events: truth.events.length };
+  return { violations, writes, grants, events: truth.events.length, refusalsJudged };
 }
 
 function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
@@ -316,6 +530,19 @@ function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
 
 const cmp = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
+const min = (a: bigint, b: bigint) => (a < b ? a : b);
+
+/** The index of the last element of a sorted array for which before() holds (it holds on a prefix), or -1. */
+function lastIndex<T>(xs: T[], before: (x: T) => boolean): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (before(xs[mid])) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
 
 /** The index of the last op answered strictly before t, or -1. */
 function lastBefore(byAnswer: Op[], t: number): number {

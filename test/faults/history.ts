@@ -31,6 +31,8 @@ export interface Op {
   message?: string;
   // acquire
   wait?: boolean;
+  /** The TTL asked for, ms: the checker bounds the lease's life with it. */
+  ttlMs?: number;
   /** The holder label sent with Acquire, unique per acquisition: the owner key's value names it. */
   holder?: string;
   // the token used (writes, renew, release) or granted (acquire)

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { KeyLayout } from "../../server/etcd/keys.js";
+import { Layout } from "./layout.js";
 import { check, type CheckResult } from "./checker.js";
 import { EtcdCluster } from "./etcd-cluster.js";
 import { readHistory, type EtcdTruth } from "./etcd-history.js";
@@ -164,7 +164,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     log(`${ops.length} operations; reading etcd's history back`);
     const truth = await readHistory(cluster.endpoints, PREFIX);
     log(`${truth.events.length} etcd events up to revision ${truth.revision}; checking`);
-    const result = check(ops, truth, new KeyLayout(PREFIX), resources);
+    const result = check(ops, truth, new Layout(PREFIX), resources);
     return { options: o, ops, faults, faultLog, check: result, truth, resources, soak: soakSummary, durationMs: Date.now() - started };
   } finally {
     process.removeListener("exit", killAll);

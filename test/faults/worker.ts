@@ -115,7 +115,7 @@ async function acquire(resource: string): Promise<Held | undefined> {
   const ttlMs = rng.pick([2_000, 3_000]);
   const holder = `${config.client}.${seq + 1}`;
   let lease: Lease | undefined;
-  const a = await record({ kind: "acquire", resource, wait, holder }, async () => {
+  const a = await record({ kind: "acquire", resource, wait, holder, ttlMs }, async () => {
     if (sdk) {
       lease = await sdk.acquire(resource, { ttl: ttlMs, wait: wait ? waitMs : false, holder });
       return { token: lease.token };
