@@ -1,14 +1,15 @@
 // The short fault profile: random operations from eight clients (plain gRPC and the SDK, half of them
 // through fault proxies) on two replicas and a 3-member etcd cluster, every fault of the nemesis at
-// least once, and the checker's verdict on the whole history: no violation of any property.
+// least once (some of them at the same time), and the checker's verdict on the whole history: no
+// violation of any property, no wrong refusal, and a floor of acknowledged operations of each kind.
 // The seed (fixed; FAULTS_SEED=<seed> replays another run's choices) is printed first.
-import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import { PROPERTIES, type Property } from "./checker.js";
-import { runProfile, SHORT, type RunResult } from "./profile.js";
-import { report, totalViolations } from "./report.js";
+import { overlapsOf, runProfile, SHORT, type RunResult } from "./profile.js";
+import { belowFloors, report, totalViolations } from "./report.js";
+import { saveRun } from "./saved-run.js";
 
 describe("faults: the short profile", function () {
   this.timeout(600_000);
@@ -19,11 +20,13 @@ describe("faults: the short profile", function () {
   before(async function () {
     console.log(`      fault run seed ${seed} (FAULTS_SEED=${seed} reproduces it)`);
     run = await runProfile({ ...SHORT, seed });
+    console.log("      the schedule of faults (start to end, since the run began: nemesis on target: what):");
+    console.log(run.faultLog.join("\n").replace(/^/gm, "        "));
     console.log(report(run).replace(/^/gm, "      "));
-    if (totalViolations(run) > 0) {
+    if (totalViolations(run) > 0 || belowFloors(run).length > 0) {
       const file = join(tmpdir(), `fencekeeper-faults-${seed}.jsonl`);
-      writeFileSync(file, run.ops.map((op) => JSON.stringify(op)).join("\n") + "\n");
-      console.log(`      the history of this run: ${file}`);
+      saveRun(file, run.ops, run.truth, run.resources, run.schedule);
+      console.log(`      the history of this run: ${file} (recheck: npm run faults -- --recheck ${file})`);
     }
   });
 
@@ -32,6 +35,21 @@ describe("faults: the short profile", function () {
     for (const [kind, n] of run.faults) expect(n, kind).to.be.at.least(1);
     // Faults bite: some writes were refused, some answers were ambiguous or failed over.
     expect(run.check.writes.refused).to.be.greaterThan(0);
+    expect(run.check.refusalsJudged).to.be.greaterThan(0);
+  });
+
+  it("overlaps faults: at least two run at the same time", () => {
+    expect(overlapsOf(run.schedule)).to.be.at.least(1);
+  });
+
+  it("reaches the floor of acknowledged operations of each kind (a server that refuses what it should accept falls below)", () => {
+    expect(belowFloors(run), "kind ok/floor").to.deep.equal([]);
+  });
+
+  it("reads with the checker's own layout what the real servers wrote (grants, fences, values)", () => {
+    expect(run.check.violations.layout.count, run.check.violations.layout.first).to.equal(0);
+    expect(run.check.grants).to.be.greaterThan(0);
+    expect(run.check.writes.acknowledged).to.be.greaterThan(0);
   });
 
   for (const p of Object.keys(PROPERTIES) as Property[]) {

@@ -1,5 +1,5 @@
-// The nemesis: the faults of a run, injected one at a time at random moments, each healed before the
-// next. The faults are the article's (a client paused past its TTL, a partition between a client and
+// The nemesis: the faults of a run, injected at random moments, alone or several at once (a group, in a
+// random combination from the seed), each group healed before the next. The faults are the article's (a client paused past its TTL, a partition between a client and
 // the service, a slow network) and those etcd and the service themselves suffer (a replica crashed, an
 // etcd member frozen, the etcd leader killed, the whole etcd cluster restarted from its data).
 import type { EtcdCluster } from "./etcd-cluster.js";
@@ -37,58 +37,166 @@ export interface World {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The nemeses that touch etcd: while one runs, etcd may renew every lease to its full TTL (a new leader). */
+export const ETCD_NEMESES: readonly Nemesis[] = ["pause-etcd-member", "kill-etcd-leader", "restart-etcd"];
+
+/** One fault of the schedule: when it ran (ms since the epoch), what, and on what. */
+export interface ScheduledFault {
+  nemesis: Nemesis;
+  target: string;
+  start: number;
+  end: number;
+  what: string;
+}
+
+/** A fault chosen, with every random choice made (so that a seed reproduces it), not yet run. */
+export interface PlannedFault {
+  nemesis: Nemesis;
+  target: string;
+  /** When it starts, after its group does. */
+  offsetMs: number;
+  run(): Promise<{ what: string; target: string }>;
+}
+
+/**
+ * Whether two faults may run at once: not two replica kills, not a whole-cluster restart beside another
+ * etcd fault (it stops every member anyway), and never two faults on one target. Everything else may
+ * overlap: a member frozen while the leader is killed leaves etcd without a quorum, which is the point.
+ */
+function compatible(a: PlannedFault | Nemesis, b: Nemesis): boolean {
+  const k = typeof a === "string" ? a : a.nemesis;
+  if (k === b) return false;
+  if ((k === "restart-etcd" && ETCD_NEMESES.includes(b)) || (b === "restart-etcd" && ETCD_NEMESES.includes(k))) return false;
+  return true;
+}
+
+/**
+ * The next group of faults to run together: the first of the queue, then up to size-1 more of it that may
+ * overlap with those chosen (taken out of the queue), each on a target of its own, each starting after a
+ * random offset. Every random choice is made here, in order, so that the schedule follows from the seed.
+ */
+export function planGroup(queue: Nemesis[], size: number, w: World, rng: Rng): PlannedFault[] {
+  const group: PlannedFault[] = [];
+  const taken = new Set<string>();
+  for (let i = 0; i < queue.length && group.length < size; ) {
+    const kind = queue[i];
+    if (!group.every((g) => compatible(g, kind))) {
+      i++;
+      continue;
+    }
+    const p = plan(kind, w, rng, taken, group.length === 0 ? 0 : rng.int(0, 1_500));
+    if (!p) {
+      i++;
+      continue;
+    }
+    queue.splice(i, 1);
+    taken.add(p.target);
+    group.push(p);
+  }
+  return group;
+}
+
+/** Runs a group of faults side by side; resolves with each as it ran, once the world is whole again. */
+export async function runGroup(group: PlannedFault[]): Promise<ScheduledFault[]> {
+  return Promise.all(
+    group.map(async (p) => {
+      await sleep(p.offsetMs);
+      const start = Date.now();
+      const { what, target } = await p.run();
+      return { nemesis: p.nemesis, target, start, end: Date.now(), what };
+    }),
+  );
+}
+
 /** Injects one fault and heals it; resolves with what was done, once the world is whole again. */
 export async function inject(kind: Nemesis, w: World, rng: Rng): Promise<string> {
+  const p = plan(kind, w, rng, new Set(), 0);
+  if (!p) throw new Error(`no target for ${kind}`);
+  return (await p.run()).what;
+}
+
+function plan(kind: Nemesis, w: World, rng: Rng, taken: Set<string>, offsetMs: number): PlannedFault | undefined {
+  const free = <T extends { name: string }>(xs: T[]) => xs.filter((x) => !taken.has(x.name));
+  const planned = (target: string, run: () => Promise<{ what: string; target?: string }>): PlannedFault => ({
+    nemesis: kind,
+    target,
+    offsetMs,
+    run: async () => {
+      const r = await run();
+      return { what: r.what, target: r.target ?? target };
+    },
+  });
   switch (kind) {
     case "pause-client": {
-      const c = rng.pick(w.clients);
+      const cs = free(w.clients);
+      if (cs.length === 0) return undefined;
+      const c = rng.pick(cs);
       const ms = w.maxTtlMs + rng.int(500, 2_000);
-      c.pause();
-      await sleep(ms);
-      c.resume();
-      return `SIGSTOP ${c.name} for ${ms} ms`;
+      return planned(c.name, async () => {
+        c.pause();
+        await sleep(ms);
+        c.resume();
+        return { what: `SIGSTOP ${c.name} for ${ms} ms` };
+      });
     }
     case "partition-client":
     case "slow-network": {
-      const c = rng.pick(w.clients.filter((x) => x.proxies.length > 0));
+      const cs = free(w.clients.filter((x) => x.proxies.length > 0));
+      if (cs.length === 0) return undefined;
+      const c = rng.pick(cs);
       const ms = rng.int(1_500, 4_500);
       const mode = kind === "slow-network" ? ({ kind: "delay", ms: rng.int(100, 800) } as const) : rng.pick([{ kind: "stall" }, { kind: "cut" }] as const);
-      for (const p of c.proxies) p.set(mode);
-      await sleep(ms);
-      for (const p of c.proxies) p.heal();
-      return `${mode.kind}${mode.kind === "delay" ? ` ${mode.ms} ms` : ""} between ${c.name} and the service for ${ms} ms`;
+      return planned(c.name, async () => {
+        for (const p of c.proxies) p.set(mode);
+        await sleep(ms);
+        for (const p of c.proxies) p.heal();
+        return { what: `${mode.kind}${mode.kind === "delay" ? ` ${mode.ms} ms` : ""} between ${c.name} and the service for ${ms} ms` };
+      });
     }
     case "kill-replica": {
-      const r = rng.pick(w.replicas);
+      const rs = free(w.replicas);
+      if (rs.length === 0) return undefined;
+      const r = rng.pick(rs);
       const ms = rng.int(200, 2_000);
-      await r.kill();
-      await sleep(ms);
-      await r.restart();
-      return `SIGKILL replica ${r.name}, restarted after ${ms} ms`;
+      return planned(r.name, async () => {
+        await r.kill();
+        await sleep(ms);
+        await r.restart();
+        return { what: `SIGKILL replica ${r.name}, restarted after ${ms} ms` };
+      });
     }
     case "pause-etcd-member": {
-      const m = rng.pick(w.cluster.members);
+      const ms0 = free(w.cluster.members);
+      if (ms0.length === 0) return undefined;
+      const m = rng.pick(ms0);
       const ms = rng.int(1_500, 5_000);
-      w.cluster.pauseMember(m);
-      await sleep(ms);
-      w.cluster.resumeMember(m);
-      return `SIGSTOP etcd ${m.name} for ${ms} ms`;
+      return planned(`etcd ${m.name}`, async () => {
+        w.cluster.pauseMember(m);
+        await sleep(ms);
+        w.cluster.resumeMember(m);
+        return { what: `SIGSTOP etcd ${m.name} for ${ms} ms` };
+      });
     }
     case "kill-etcd-leader": {
-      const leader = await w.cluster.waitForLeader();
       const ms = rng.int(500, 3_000);
-      await w.cluster.stopMember(leader, "SIGKILL");
-      await sleep(ms);
-      await w.cluster.startMember(leader);
-      await w.cluster.waitForLeader();
-      return `SIGKILL the etcd leader ${leader.name}, restarted after ${ms} ms`;
+      // The leader is etcd's choice, known only when the fault starts.
+      return planned("etcd leader", async () => {
+        const leader = await w.cluster.waitForLeader();
+        await w.cluster.stopMember(leader, "SIGKILL");
+        await sleep(ms);
+        await w.cluster.startMember(leader);
+        await w.cluster.waitForLeader();
+        return { what: `SIGKILL the etcd leader ${leader.name}, restarted after ${ms} ms`, target: `etcd ${leader.name}` };
+      });
     }
     case "restart-etcd": {
       const ms = rng.int(200, 1_500);
-      await w.cluster.stopAll("SIGTERM");
-      await sleep(ms);
-      await w.cluster.startAll();
-      return `stopped all etcd members, started them again from their data after ${ms} ms`;
+      return planned("etcd", async () => {
+        await w.cluster.stopAll("SIGTERM");
+        await sleep(ms);
+        await w.cluster.startAll();
+        return { what: `stopped all etcd members, started them again from their data after ${ms} ms` };
+      });
     }
   }
 }

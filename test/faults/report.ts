@@ -2,7 +2,7 @@
 // writes, violations per property (with the first example), and the soak figures of a long run.
 import { PROPERTIES, type Property } from "./checker.js";
 import type { OpKind, Outcome } from "./history.js";
-import type { RunResult } from "./profile.js";
+import { overlapsOf, type RunResult } from "./profile.js";
 
 const KINDS: OpKind[] = ["acquire", "renew", "release", "put", "delete", "txn"];
 const OUTCOMES: Outcome[] = ["ok", "fail", "ambiguous", "unsent"];
@@ -11,20 +11,29 @@ export function totalViolations(r: RunResult): number {
   return Object.values(r.check.violations).reduce((a, v) => a + v.count, 0);
 }
 
+/** The kinds whose acknowledged operations fell short of the run's floor, as "kind ok/floor". */
+export function belowFloors(r: RunResult): string[] {
+  const floors = r.options.floors;
+  if (!floors) return [];
+  return KINDS.map((k) => [k, r.ops.filter((op) => op.kind === k && op.outcome === "ok").length, floors[k]] as const)
+    .filter(([, n, f]) => n < f)
+    .map(([k, n, f]) => `${k} ${n}/${f}`);
+}
+
 export function report(r: RunResult): string {
   const lines: string[] = [];
   const row = (cells: (string | number)[], widths: number[]) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join("  ");
   const o = r.options;
   lines.push(`fault run: seed ${o.seed} (FAULTS_SEED=${o.seed} reproduces its choices), ${r.ops.length} operations, ${o.workers} clients, ${o.replicas} replicas, 3 etcd members, ${(r.durationMs / 1000).toFixed(0)} s`);
   lines.push("");
-  const w1 = [10, 8, 8, 10, 8, 8];
-  lines.push(row(["operation", ...OUTCOMES, "total"], w1));
+  const w1 = [10, 8, 8, 10, 8, 8, 8];
+  lines.push(row(["operation", ...OUTCOMES, "total", ...(o.floors ? ["ok floor"] : [])], w1));
   const total = Object.fromEntries(OUTCOMES.map((x) => [x, 0])) as Record<Outcome, number>;
   for (const k of KINDS) {
     const of = r.ops.filter((op) => op.kind === k);
     const counts = OUTCOMES.map((x) => of.filter((op) => op.outcome === x).length);
     counts.forEach((n, i) => (total[OUTCOMES[i]] += n));
-    lines.push(row([k, ...counts, of.length], w1));
+    lines.push(row([k, ...counts, of.length, ...(o.floors ? [o.floors[k]] : [])], w1));
   }
   lines.push(row(["all", ...OUTCOMES.map((x) => total[x]), r.ops.length], w1));
   lines.push("");
@@ -34,8 +43,10 @@ export function report(r: RunResult): string {
   lines.push("");
   lines.push(row(["fault", "count"], [20, 6]));
   for (const [k, n] of r.faults) lines.push(row([k, n], [20, 6]));
+  lines.push(`${r.schedule.length} faults; ${overlapsOf(r.schedule)} pairs of them overlapped in time`);
   lines.push("");
   const w = r.check.writes;
+  lines.push(`refusals judged against etcd's history: ${r.check.refusalsJudged}`);
   lines.push(`writes (a write and its retries once): ${w.acknowledged} acknowledged, ${w.refused} refused, ambiguous ${w.ambiguousCommitted + w.ambiguousNotCommitted} (${w.ambiguousCommitted} committed, ${w.ambiguousNotCommitted} not, by etcd's history); ${r.check.grants} grants; ${r.check.events} etcd events`);
   lines.push("");
   lines.push(row(["property", "violations"], [10, 10]) + "  first example");
