@@ -65,7 +65,7 @@ function violations(ops: Op[], events: EtcdEvent[]): Record<Property, number> {
   return Object.fromEntries(Object.entries(r.violations).map(([p, v]) => [p, v.count])) as Record<Property, number>;
 }
 
-const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, layout: 0 };
+const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, layout: 0, shared: 0, lockdelay: 0 };
 const A = 7n;
 const B = 9n;
 
@@ -200,14 +200,14 @@ describe("faults: the checker", () => {
   });
 
   it("ttl: a lease that outlives the TTL its Acquire asked for", () => {
-    // b asked for 2 s and never renewed; its owner key is still there 10 s later.
+    // b asked for 2 s and never renewed; its owner key is still there 30 s later.
     const bAcq = { ...ops[3], ttlMs: 2_000 };
-    const later = { ...acquire("c.1", 0, 0n, "fail"), t0: bAcq.t1 + 10_000, t1: bAcq.t1 + 10_001 };
+    const later = { ...acquire("c.1", 0, 0n, "fail"), t0: bAcq.t1 + 30_000, t1: bAcq.t1 + 30_001 };
     const o = [...ops.slice(0, 3), bAcq, ops[4], later];
     expect(violations(o, events)).to.deep.equal({ ...NONE, ttl: 1 });
     // Unless etcd was restarted meanwhile (it renews every lease to its full TTL), or b renewed it.
-    expect(check(o, truth(events), layout, [R], [{ start: bAcq.t1 + 1_000, end: bAcq.t1 + 6_000 }]).violations.ttl.count).to.equal(0);
-    const renew: Op = { client: "b", via: "grpc", seq: 0, kind: "renew", t0: bAcq.t1 + 5_000, t1: bAcq.t1 + 5_001, resource: R, outcome: "ok", gen: "6", lease: String(B) };
+    expect(check(o, truth(events), layout, [R], [{ start: bAcq.t1 + 1_000, end: bAcq.t1 + 12_000 }]).violations.ttl.count).to.equal(0);
+    const renew: Op = { client: "b", via: "grpc", seq: 0, kind: "renew", t0: bAcq.t1 + 12_000, t1: bAcq.t1 + 12_001, resource: R, outcome: "ok", gen: "6", lease: String(B) };
     expect(violations([...o, renew], events).ttl).to.equal(0);
   });
 
@@ -236,5 +236,33 @@ describe("faults: the checker", () => {
     expect(violations(ops, renamed).layout).to.be.greaterThan(0);
     const other = events.map((e) => (e.kv.key.equals(keys.ownerKey(R)) && e.type === "put" ? put(keys.ownerKey(R), "a.1", Number(e.rev), Number(e.rev), BigInt(e.kv.lease)) : e));
     expect(violations(ops, other).layout).to.be.greaterThan(0);
+  });
+
+  const sharedKey = (r: string, lease: bigint) => Buffer.from(`${P}r/${r}/s/${lease.toString(16).padStart(16, "0")}`);
+  const sharedAcquire = (holder: string, gen: number, lease: bigint, r = R, maxHolders?: number): Op => ({ ...acquire(holder, gen, lease), resource: r, shared: true, maxHolders });
+
+  it("shared: a shared holder beside the exclusive one", () => {
+    // b holds R exclusively from 6 on; c is granted a shared holding at 8.
+    const evs = [...events, put(sharedKey(R, 12n), JSON.stringify({ holder: "c.1", nonce: "n" }), 8, 8, 12n)];
+    expect(violations([...ops, sharedAcquire("c.1", 8, 12n)], evs)).to.deep.equal({ ...NONE, shared: 1 });
+  });
+
+  it("shared: more semaphore holders than its permits", () => {
+    const S = "sem";
+    const permit = (holder: string, rev: number, lease: bigint) => put(sharedKey(S, lease), JSON.stringify({ maxHolders: 2, holder, nonce: "n" }), rev, rev, lease);
+    const o = [...ops, sharedAcquire("s.1", 8, 21n, S, 2), sharedAcquire("s.2", 9, 22n, S, 2), sharedAcquire("s.3", 11, 23n, S, 2)];
+    const two = [...events, permit("s.1", 8, 21n), permit("s.2", 9, 22n), del(sharedKey(S, 21n), 10), permit("s.3", 11, 23n)];
+    expect(check(o, truth(two), layout, [R, S]).violations.shared.count).to.equal(0);
+    const three = [...events, permit("s.1", 8, 21n), permit("s.2", 9, 22n), permit("s.3", 11, 23n)];
+    expect(check(o, truth(three), layout, [R, S]).violations.shared.count).to.equal(1);
+  });
+
+  it("lockdelay: a grant while the lock-delay of the holder before is in force", () => {
+    // a's grant at 2 puts a lock-delay, which lasts until 8: b's grant at 6 is too early.
+    const delay = Buffer.from(`${P}r/${R}/owner-delay`);
+    const evs = [...events.slice(0, 1), put(delay, '{"seconds":1}', 2, 2, 99n), ...events.slice(1), del(delay, 8)];
+    expect(violations(ops, evs)).to.deep.equal({ ...NONE, lockdelay: 1 });
+    const ended = [...events.slice(0, 1), put(delay, '{"seconds":1}', 2, 2, 99n), ...events.slice(1, 6), del(delay, 5), ...events.slice(6)];
+    expect(violations(ops, ended)).to.deep.equal(NONE);
   });
 });

@@ -22,6 +22,8 @@ export const PROPERTIES = {
   live: "under LIVE, no write committed once its generation's lease was gone",
   owners: "generations strictly increase per resource; one holder per resource at a revision",
   ambiguous: "an ambiguous answer is resolved by the history, and applied at most once",
+  shared: "shared holders never beside an exclusive one; a semaphore never has more holders than its permits",
+  lockdelay: "no grant while a lock-delay is in force",
   refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
   layout: "every key and value under the prefix is one the documented layout describes",
@@ -49,9 +51,13 @@ export interface EtcdDisruption {
   end: number;
 }
 
-/** How long past its last renewal (or etcd disruption) a lease may outlive its TTL: etcd's expiry is not
- * exact, and a leader elected on its own (a loaded machine) renews every lease once more. */
-export const TTL_MARGIN = (ttlMs: number) => ttlMs + 3_000;
+/**
+ * How long past its TTL (from its last renewal or etcd fault) a lease may live: etcd's expiry is not
+ * exact, and on a loaded machine etcd elects leaders on its own (missed heartbeats), each renewing every
+ * lease once more, and revokes late (a run under a load of 20 saw a 2 s lease end 9.7 s after its last
+ * renewal). The bound catches a lease granted several times longer than asked, not one a little longer.
+ */
+export const TTL_MARGIN = (ttlMs: number) => 3 * ttlMs + 10_000;
 
 interface WriteGroup {
   id: string;
@@ -92,6 +98,8 @@ interface Span {
   to: bigint;
   holder: string;
   what: string;
+  /** A shared holder's: the semaphore's permits it names (0: no cap). */
+  max?: number;
 }
 
 /** What a resource's refusals are judged against: how its fence, issued key and holders stood, revision by revision. */
@@ -103,6 +111,8 @@ interface Timeline {
   /** Everything that makes the resource busy for an Acquire: owners, lock-delays, waiters, shared holders. */
   busy: Span[];
   openBusy: Map<string, Span>;
+  /** The lock-delays alone (also in busy). */
+  delays: Span[];
   /** The owner key's spans, by "generation|lease". */
   owners: Map<string, Span>;
 }
@@ -156,9 +166,11 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
 
   // --- etcd's history, in batches of one resource at one revision, read with layout.ts ---
   const known = new Set(resources);
+  const grantOf = new Map<string, { gen: bigint; lease: bigint }>();
   const batches = new Map<string, Batch>();
   const recordsAt = new Map<bigint, WriteGroup[]>(); // idempotency records put at a revision: their writes applied there
-  const timelines = new Map<string, Timeline>(resources.map((r) => [r, { fences: [], issued: [], busy: [], openBusy: new Map(), owners: new Map() }]));
+  const timelines = new Map<string, Timeline>(resources.map((r) => [r, { fences: [], issued: [], busy: [], openBusy: new Map(), owners: new Map(), delays: [] }]));
+  let grants = 0;
   for (const e of truth.events) {
     const p = layout.parse(e.kv.key);
     const where = () => `revision ${e.rev}: ${e.type} ${JSON.stringify(e.kv.key.toString())}`;
@@ -198,15 +210,28 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       }
       if (tl.openBusy.has(id)) continue; // rewritten in place
       let holder = "";
+      let maxHolders = 0;
       if (p.kind === "owner-delay") {
         if (!/^\{"seconds":\d+\}$/.test(e.kv.value.toString())) violate("layout", () => `${where()}: a lock-delay that is not {"seconds": n}`);
       } else {
         const v = decodeHolderValue(e.kv.value, p.kind === "shared");
         if (!v) violate("layout", () => `${where()}: a holder value the layout does not describe: ${e.kv.value.toString().slice(0, 80)}`);
         holder = v?.holder ?? "";
+        maxHolders = v?.maxHolders ?? 0;
       }
-      const span = { from: e.rev, to: INF, holder, what: p.kind };
+      if (p.kind === "shared") {
+        // A shared grant: its key's create revision is its generation, as the owner key's is.
+        grants++;
+        grantOf.set(holder, { gen: e.rev, lease: BigInt(e.kv.lease) });
+        const delay = tl.delays.find((b) => b.from < e.rev && b.to > e.rev);
+        if (delay) violate("lockdelay", () => `${where()}: a shared grant to ${holder} while the lock-delay put at revision ${delay.from} was in force`);
+        const acq = acquireByHolder.get(holder);
+        if (!acq) violate("owners", () => `${where()}: a shared grant to "${holder}", which no Acquire of the history asked for`);
+        else if (acq.outcome === "fail" && acq.reason !== "LEASE_NOT_FOUND") violate("owners", () => `${where()}: a shared grant to ${holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
+      }
+      const span = { from: e.rev, to: INF, holder, what: p.kind, max: maxHolders };
       tl.busy.push(span);
+      if (p.kind === "owner-delay") tl.delays.push(span);
       tl.openBusy.set(id, span);
       continue;
     }
@@ -226,8 +251,6 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   }
 
   const states = new Map<string, ResourceState>(resources.map((r) => [r, { lastGrant: 0n, fence: 0n, data: new Map(), granted: new Set(), orphans: new Set() }]));
-  let grants = 0;
-  const grantOf = new Map<string, { gen: bigint; lease: bigint }>();
   for (const b of batches.values()) {
     const s = states.get(b.resource)!;
     const where = `revision ${b.rev} of "${b.resource}"`;
@@ -318,6 +341,8 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       }
       grants++;
       if (s.owner) violate("owners", () => `${where}: ${holder} granted while ${s.owner!.holder} held it`);
+      const delay = tl.delays.find((d) => d.from < b.rev && d.to > b.rev);
+      if (delay) violate("lockdelay", () => `${where}: ${holder} granted while the lock-delay put at revision ${delay.from} was in force (until ${delay.to === INF ? "the end" : delay.to})`);
       if (gen <= s.lastGrant) violate("owners", () => `${where}: generation ${gen} granted after generation ${s.lastGrant}`);
       const acq = acquireByHolder.get(holder);
       if (!acq) violate("owners", () => `${where}: a grant to "${holder}", which no Acquire of the history asked for`);
@@ -346,6 +371,22 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
 
   for (const [r, s] of states) {
     if (s.owner && s.orphans.has(s.owner.gen)) violate("owners", () => `"${r}": the grant of generation ${s.owner!.gen}, whose Acquire was refused, still owns it at the end`);
+  }
+
+  // --- shared holders: never beside an exclusive one, never more than a semaphore's permits ---
+  for (const [r, tl] of timelines) {
+    const shared = tl.busy.filter((b) => b.what === "shared").sort((a, b) => cmp(a.from, b.from));
+    const owners = [...tl.owners.values()];
+    for (const sh of shared) {
+      const o = owners.find((x) => x.from < sh.to && sh.from < x.to);
+      if (o) violate("shared", () => `"${r}": shared holder ${sh.holder} (revisions ${sh.from} to ${sh.to === INF ? "the end" : sh.to}) beside exclusive holder ${o.holder} (${o.from} to ${o.to === INF ? "the end" : o.to})`);
+    }
+    for (let i = 0; i < shared.length; i++) {
+      const at = shared[i].from;
+      const holding = shared.slice(0, i + 1).filter((x) => x.to > at);
+      const cap = Math.min(...holding.map((x) => x.max || Infinity));
+      if (holding.length > cap) violate("shared", () => `"${r}": ${holding.length} semaphore holders at revision ${at} (${holding.map((x) => x.holder).join(", ")}), with ${cap} permits`);
+    }
   }
 
   // --- what the answers claimed, against what etcd kept ---
@@ -460,6 +501,8 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       if (op.reason === "RESOURCE_HELD") {
         const busy = tl.busy.find((b) => b.from <= hi && b.to > lo && b.holder !== op.holder);
         if (!busy) wrong(`nobody held, waited for or delayed the resource ${during}`);
+      } else if (op.reason === "LOCK_DELAY") {
+        if (!tl.delays.some((d) => d.from <= hi && d.to > lo)) wrong(`no lock-delay was in force ${during}`);
       } else if (op.reason !== "LEASE_NOT_FOUND") wrong("a refusal no state of etcd's history explains"); // LEASE_NOT_FOUND: judged with the grants above
     } else if (op.kind === "release" || op.kind === "renew") {
       if (op.reason === "LEASE_NOT_FOUND" || op.code === "NotFound") {

@@ -33,6 +33,11 @@ export interface Op {
   wait?: boolean;
   /** The TTL asked for, ms: the checker bounds the lease's life with it. */
   ttlMs?: number;
+  /** A shared acquisition (its grant is a shared holder's key, not the owner key); with maxHolders, a semaphore's permit. */
+  shared?: boolean;
+  maxHolders?: number;
+  /** The lock-delay asked for, ms. */
+  lockDelayMs?: number;
   /** The holder label sent with Acquire, unique per acquisition: the owner key's value names it. */
   holder?: string;
   // the token used (writes, renew, release) or granted (acquire)

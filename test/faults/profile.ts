@@ -120,6 +120,8 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   const started = Date.now();
   const rng = new Rng(o.seed);
   const resources = Array.from({ length: o.resources }, (_, i) => `res-${i}`);
+  // Plain-gRPC workers also acquire this one, as a counting semaphore (shared acquisitions of 2 permits).
+  const semaphore = { resource: "sem-0", maxHolders: 2 };
   const ops: Op[] = [];
   const faults = new Map<Nemesis, number>(NEMESES.map((n) => [n, 0]));
   const faultLog: string[] = [];
@@ -151,7 +153,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
       const mine = proxied ? await Promise.all(replicas.map((r) => FaultProxy.start(r.url))) : [];
       proxies.push(...mine);
       const name = `c${i}`;
-      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4 };
+      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore };
       workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""})`, config, mine, (op) => ops.push(op)));
     }
     if (o.soakIntervalMs > 0) {
@@ -190,8 +192,9 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     log(`${ops.length} operations; reading etcd's history back`);
     const truth = await readHistory(cluster.endpoints, PREFIX);
     log(`${truth.events.length} etcd events up to revision ${truth.revision}; checking`);
-    const result = check(ops, truth, new Layout(PREFIX), resources, disruptionsOf(schedule));
-    return { options: o, ops, faults, faultLog, schedule, check: result, truth, resources, soak: soakSummary, durationMs: Date.now() - started };
+    const judged = [...resources, semaphore.resource];
+    const result = check(ops, truth, new Layout(PREFIX), judged, disruptionsOf(schedule));
+    return { options: o, ops, faults, faultLog, schedule, check: result, truth, resources: judged, soak: soakSummary, durationMs: Date.now() - started };
   } finally {
     process.removeListener("exit", killAll);
     soak?.stop();

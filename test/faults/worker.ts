@@ -11,7 +11,8 @@ import { createInterface } from "node:readline";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { FencekeeperClient, FencekeeperError, LeaseLostError, type Lease, type Token } from "../../client/index.js";
-import { FenceMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import { AcquireMode, FenceMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import { tokenFromProto, tokenToProto } from "../../client/token.js";
 import { clientsFor, type Clients } from "../harness/clients.js";
 import type { Op, OpKind, Outcome, Via } from "./history.js";
 import { Rng } from "./rng.js";
@@ -24,6 +25,8 @@ export interface WorkerConfig {
   resources: string[];
   /** Keys per resource: k0 .. k(n-1). */
   keys: number;
+  /** A resource that plain-gRPC workers acquire as a counting semaphore of this many permits, now and then. */
+  semaphore?: { resource: string; maxHolders: number };
 }
 
 const CALL_TIMEOUT_MS = 4_000;
@@ -42,6 +45,8 @@ const definite = (code: Code, reason: string | undefined) => DEFINITE.has(code) 
 type Effects = [string, string | null][];
 interface Held {
   token: Token;
+  /** A shared holding (a semaphore's permit too): it writes nothing in the fenced store. */
+  shared?: boolean;
   /** The SDK's lease, when via sdk. */
   lease?: Lease;
 }
@@ -102,31 +107,49 @@ function classify(err: unknown): { outcome: Outcome; code: string; reason?: stri
   return { outcome: "ambiguous", code: String((err as Error)?.name ?? "Error"), message };
 }
 
-const toProto = (t: Token) => ({ resource: t.resource, generation: t.generation, leaseId: t.leaseId, principal: t.principal ?? "", keyId: t.keyId ?? "", signature: t.signature ?? new Uint8Array() });
+const toProto = (t: Token) => tokenToProto(t);
 const fromProto = (t: FencingToken | undefined): Token => {
   if (!t) throw new Error("no token in the answer");
-  return { resource: t.resource, generation: t.generation, leaseId: t.leaseId, principal: t.principal, keyId: t.keyId, signature: t.signature };
+  return tokenFromProto(t);
 };
 const seconds = (ms: number) => ({ seconds: BigInt(Math.ceil(ms / 1000)), nanos: 0 });
 
-async function acquire(resource: string): Promise<Held | undefined> {
+/**
+ * How a plain-gRPC worker acquires: mostly exclusive (a fifth of those with a lock-delay of 1 s, in force
+ * when the holder walks away), sometimes shared, sometimes a permit of the semaphore resource.
+ */
+function acquireMode(resource: string): { resource: string; shared?: boolean; maxHolders?: number; lockDelayMs?: number } {
+  if (sdk) return { resource };
+  const r = rng.next();
+  if (r < 0.1 && config.semaphore) return { resource: config.semaphore.resource, shared: true, maxHolders: config.semaphore.maxHolders };
+  if (r < 0.25) return { resource, shared: true };
+  if (r < 0.4) return { resource, lockDelayMs: 1_000 };
+  return { resource };
+}
+
+async function acquire(picked: string): Promise<Held | undefined> {
+  const { resource, shared, maxHolders, lockDelayMs } = acquireMode(picked);
   const wait = rng.chance(0.5);
   const waitMs = rng.int(300, 1_500);
   const ttlMs = rng.pick([2_000, 3_000]);
   const holder = `${config.client}.${seq + 1}`;
   let lease: Lease | undefined;
-  const a = await record({ kind: "acquire", resource, wait, holder, ttlMs }, async () => {
+  const a = await record({ kind: "acquire", resource, wait, holder, ttlMs, shared, maxHolders, lockDelayMs }, async () => {
     if (sdk) {
       lease = await sdk.acquire(resource, { ttl: ttlMs, wait: wait ? waitMs : false, holder });
       return { token: lease.token };
     }
     const res = await some().lease.acquire(
-      { resource, ttl: seconds(ttlMs), holder, wait, waitTimeout: wait ? { seconds: BigInt(Math.floor(waitMs / 1000)), nanos: (waitMs % 1000) * 1e6 } : undefined },
+      {
+        resource, ttl: seconds(ttlMs), holder, wait, waitTimeout: wait ? { seconds: BigInt(Math.floor(waitMs / 1000)), nanos: (waitMs % 1000) * 1e6 } : undefined,
+        ...(shared ? { mode: AcquireMode.SHARED, maxHolders: maxHolders ?? 0 } : {}),
+        ...(lockDelayMs ? { lockDelay: seconds(lockDelayMs) } : {}),
+      },
       { timeoutMs: CALL_TIMEOUT_MS + (wait ? waitMs : 0) },
     );
     return { token: fromProto(res.token) };
   });
-  return a.token ? { token: a.token, lease } : undefined;
+  return a.token ? { token: a.token, lease, shared } : undefined;
 }
 
 /** A write and, if its answer is ambiguous and it has an idempotency key, its retries. Returns its outcome. */
@@ -217,7 +240,7 @@ async function round(): Promise<void> {
   const actions = rng.int(1, 6);
   for (let i = 0; i < actions && !stopping; i++) {
     const r = rng.next();
-    if (r < 0.75) {
+    if (r < 0.75 && !held.shared) {
       const a = await write(held, false);
       if (a.reason === "STALE_TOKEN" || a.reason === "LEASE_NOT_HELD" || a.outcome === "unsent") break;
     } else if (r < 0.9 && !sdk) {
@@ -226,7 +249,7 @@ async function round(): Promise<void> {
       await sleep(rng.int(50, 400));
     }
   }
-  remember(held);
+  if (!held.shared) remember(held);
   // The SDK keeps its leases alive until released; a gRPC holder sometimes walks away instead, and its
   // lease expires after its TTL, as a crashed holder's would.
   if (sdk || rng.chance(0.85)) await release(held);
