@@ -38,6 +38,9 @@ export interface Op {
   maxHolders?: number;
   /** The lock-delay asked for, ms. */
   lockDelayMs?: number;
+  // renew
+  /** Renew, one KeepAlive message for this lease, or one for several (lease_ids). */
+  renewVia?: "renew" | "keepalive" | "keepalive-batch";
   /** The holder label sent with Acquire, unique per acquisition: the owner key's value names it. */
   holder?: string;
   // the token used (writes, renew, release) or granted (acquire)

@@ -5,8 +5,8 @@
 // --short. --max-minutes ends a run short of its operations (it still has every fault once).
 // --history keeps the run (client history, and etcd's beside it); `--recheck file.jsonl` checks a kept
 // run again.
-import { Layout } from "./layout.js";
 import { check, PROPERTIES, type Property } from "./checker.js";
+import { Layout } from "./layout.js";
 import { disruptionsOf, LONG, PREFIX, runProfile, SHORT, type ProfileOptions } from "./profile.js";
 import { belowFloors, report, totalViolations } from "./report.js";
 import { loadRun, saveRun } from "./saved-run.js";

@@ -5,12 +5,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { Layout } from "./layout.js";
 import { check, type CheckResult, type EtcdDisruption } from "./checker.js";
 import { EtcdCluster } from "./etcd-cluster.js";
 import { readHistory, type EtcdTruth } from "./etcd-history.js";
 import { FaultProxy } from "./fault-proxy.js";
 import { parseOp, type Op, type OpKind } from "./history.js";
+import { Layout } from "./layout.js";
 import { ETCD_NEMESES, NEMESES, planGroup, runGroup, type Nemesis, type ScheduledFault, type Victim, type World } from "./nemesis.js";
 import { Replica } from "./replicas.js";
 import { Rng } from "./rng.js";

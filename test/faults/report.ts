@@ -20,6 +20,26 @@ export function belowFloors(r: RunResult): string[] {
     .map(([k, n, f]) => `${k} ${n}/${f}`);
 }
 
+/**
+ * How soon renewals work again once etcd is back (a restart of every member, or a killed leader
+ * restarted): per such fault, the first plain-gRPC renewal invoked after its end and answered ok; and
+ * the renewals invoked from 1 s after an end to 5 s after it, by outcome (another fault may overlap).
+ */
+export function renewalsAfterEtcd(r: RunResult): string {
+  const ends = r.schedule.filter((f) => f.nemesis === "restart-etcd" || f.nemesis === "kill-etcd-leader").map((f) => f.end);
+  const renewals = r.ops.filter((op) => op.kind === "renew");
+  const firsts: number[] = [];
+  const later = { ok: 0, fail: 0, ambiguous: 0, unsent: 0 };
+  for (const e of ends) {
+    const ok = renewals.filter((op) => op.t0 >= e && op.outcome === "ok").map((op) => op.t1 - e);
+    if (ok.length > 0) firsts.push(Math.min(...ok));
+    for (const op of renewals) if (op.t0 >= e + 1_000 && op.t0 < e + 5_000) later[op.outcome]++;
+  }
+  firsts.sort((a, b) => a - b);
+  const median = firsts.length > 0 ? firsts[firsts.length >> 1] : NaN;
+  return `renewals after etcd came back (${ends.length} restarts and leader kills): the first ok ${median} ms after (median), ${firsts.at(-1) ?? NaN} ms at most; invoked 1 to 5 s after: ${later.ok} ok, ${later.ambiguous} ambiguous, ${later.fail} refused`;
+}
+
 export function report(r: RunResult): string {
   const lines: string[] = [];
   const row = (cells: (string | number)[], widths: number[]) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join("  ");
@@ -46,6 +66,7 @@ export function report(r: RunResult): string {
   lines.push(`${r.schedule.length} faults; ${overlapsOf(r.schedule)} pairs of them overlapped in time`);
   lines.push("");
   const w = r.check.writes;
+  lines.push(renewalsAfterEtcd(r));
   lines.push(`refusals judged against etcd's history: ${r.check.refusalsJudged}`);
   lines.push(`writes (a write and its retries once): ${w.acknowledged} acknowledged, ${w.refused} refused, ambiguous ${w.ambiguousCommitted + w.ambiguousNotCommitted} (${w.ambiguousCommitted} committed, ${w.ambiguousNotCommitted} not, by etcd's history); ${r.check.grants} grants; ${r.check.events} etcd events`);
   lines.push("");

@@ -9,6 +9,7 @@
 //   via "sdk":  the TypeScript SDK (leases kept alive on its KeepAlive stream, servers failed over)
 import { createInterface } from "node:readline";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { fromBinary } from "@bufbuild/protobuf";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { FencekeeperClient, FencekeeperError, LeaseLostError, type Lease, type Token } from "../../client/index.js";
 import { AcquireMode, FenceMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
@@ -195,13 +196,73 @@ async function send(held: Held, explicit: boolean, kind: OpKind, effects: Effect
   return { rev: res.commit?.revision, replayed: res.commit?.replayed };
 }
 
+/**
+ * A renewal: Renew, or one message on a KeepAlive stream, for this lease alone or batched (lease_ids) with
+ * the leases of the tokens this client held before (most of them gone: their answers are NOT_FOUND).
+ * Each lease's answer is its own history line.
+ */
 async function renew(held: Held): Promise<Outcome> {
   const { token } = held;
-  const a = await record({ kind: "renew", resource: token.resource, gen: String(token.generation), lease: String(token.leaseId) }, async () => {
-    await some().lease.renew({ leaseId: token.leaseId }, { timeoutMs: CALL_TIMEOUT_MS });
-    return {};
+  const how = rng.pick(["renew", "renew", "keepalive", "keepalive-batch"] as const);
+  const line = (t: Token) => ({ kind: "renew" as const, resource: t.resource, gen: String(t.generation), lease: String(t.leaseId), renewVia: how });
+  if (how === "renew") {
+    const a = await record(line(token), async () => {
+      await some().lease.renew({ leaseId: token.leaseId }, { timeoutMs: CALL_TIMEOUT_MS });
+      return {};
+    });
+    return a.outcome;
+  }
+  const others = how === "keepalive-batch" ? old.filter((o) => o.token.leaseId !== token.leaseId).map((o) => o.token) : [];
+  const t0 = Date.now();
+  let answers: (Error | undefined)[];
+  try {
+    answers = await keepAliveOnce(token.leaseId, others.map((t) => t.leaseId));
+  } catch (err) {
+    answers = [token, ...others].map(() => err as Error);
+  }
+  const t1 = Date.now();
+  let first: Outcome = "ok";
+  [token, ...others].forEach((t, i) => {
+    const entry: Op = { client: config.client, via: config.via, seq: ++seq, t0, t1, outcome: "ok", ...line(t) };
+    const err = answers[i];
+    if (err) {
+      const c = classify(err);
+      Object.assign(entry, { outcome: c.outcome, code: c.code, ...(c.reason ? { reason: c.reason } : {}), ...(c.message ? { message: c.message } : {}) });
+    }
+    if (i === 0) first = entry.outcome;
+    process.stdout.write(JSON.stringify(entry) + "\n");
   });
-  return a.outcome;
+  return first;
+}
+
+/** Sends one KeepAlive message (lease_id, and lease_ids when batched) and reads its answer: per lease, undefined (renewed) or the error. */
+async function keepAliveOnce(leaseId: bigint, more: bigint[]): Promise<(Error | undefined)[]> {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), CALL_TIMEOUT_MS);
+  let answered: () => void = () => {};
+  const done = new Promise<void>((r) => (answered = r));
+  async function* requests() {
+    yield more.length > 0 ? { leaseId, leaseIds: more } : { leaseId };
+    await done; // the stream stays open until the answer has come
+  }
+  try {
+    for await (const res of some().lease.keepAlive(requests(), { signal: ac.signal })) {
+      answered();
+      const status = (e: { code: number; message: string; details: { typeUrl: string; value: Uint8Array }[] } | undefined) => {
+        if (!e) return undefined;
+        const info = e.details.find((d) => d.typeUrl.endsWith("google.rpc.ErrorInfo"));
+        const reason = info ? fromBinary(ErrorInfoSchema, info.value).reason : undefined;
+        return new ConnectError(e.message, e.code as Code, undefined, reason ? [{ desc: ErrorInfoSchema, value: { reason, domain: "fencekeeper" } }] : undefined);
+      };
+      if (more.length === 0) return [status(res.error)];
+      return [leaseId, ...more].map((_, i) => status(res.renewals[i]?.error) ?? (res.renewals[i] ? undefined : new Error("no answer for this lease")));
+    }
+    throw new ConnectError("the KeepAlive stream ended without an answer", Code.Unavailable);
+  } finally {
+    answered();
+    clearTimeout(timer);
+    ac.abort();
+  }
 }
 
 async function release(held: Held): Promise<void> {
