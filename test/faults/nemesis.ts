@@ -190,12 +190,15 @@ function plan(kind: Nemesis, w: World, rng: Rng, taken: Set<string>, offsetMs: n
       });
     }
     case "restart-etcd": {
+      // Stopped cleanly, or killed outright (etcd killed and back within seconds): either way started
+      // again from its data.
       const ms = rng.int(200, 1_500);
+      const signal = rng.pick(["SIGTERM", "SIGKILL"] as const);
       return planned("etcd", async () => {
-        await w.cluster.stopAll("SIGTERM");
+        await w.cluster.stopAll(signal);
         await sleep(ms);
         await w.cluster.startAll();
-        return { what: `stopped all etcd members, started them again from their data after ${ms} ms` };
+        return { what: `${signal === "SIGKILL" ? "killed" : "stopped"} all etcd members, started them again from their data after ${ms} ms` };
       });
     }
   }
