@@ -65,7 +65,7 @@ function violations(ops: Op[], events: EtcdEvent[]): Record<Property, number> {
   return Object.fromEntries(Object.entries(r.violations).map(([p, v]) => [p, v.count])) as Record<Property, number>;
 }
 
-const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, layout: 0, shared: 0, lockdelay: 0 };
+const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, layout: 0, shared: 0, lockdelay: 0, sessions: 0 };
 const A = 7n;
 const B = 9n;
 
@@ -264,5 +264,17 @@ describe("faults: the checker", () => {
     expect(violations(ops, evs)).to.deep.equal({ ...NONE, lockdelay: 1 });
     const ended = [...events.slice(0, 1), put(delay, '{"seconds":1}', 2, 2, 99n), ...events.slice(1, 6), del(delay, 5), ...events.slice(6)];
     expect(violations(ops, ended)).to.deep.equal(NONE);
+  });
+
+  it("sessions: a CloseSession answered ok that left an acquisition on it, or answered NOT_FOUND while it was open", () => {
+    // b's lease B is a session (its key put at 1); b's owner key on it stays to the end.
+    const sessionKey = Buffer.from(`${P}s/${B.toString(16).padStart(16, "0")}`);
+    const evs = [put(sessionKey, "", 1, 1, B), ...events];
+    const close = (outcome: Op["outcome"]): Op => ({ client: "b", via: "grpc", seq: 0, kind: "close-session", t0: ++clock, t1: ++clock, resource: "", outcome, session: String(B), lease: String(B), ...(outcome === "fail" ? { code: "NotFound", reason: "LEASE_NOT_FOUND" } : {}) });
+    expect(violations([...ops, close("ok")], evs).sessions).to.equal(2);
+    expect(violations([...ops, close("fail")], evs).sessions).to.equal(1);
+    // Closed for real: the session's key and b's owner key go at 8.
+    const closed = [...evs, del(keys.ownerKey(R), 8), del(sessionKey, 8)];
+    expect(violations([...ops, close("ok")], closed)).to.deep.equal(NONE);
   });
 });

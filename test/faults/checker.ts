@@ -24,6 +24,7 @@ export const PROPERTIES = {
   ambiguous: "an ambiguous answer is resolved by the history, and applied at most once",
   shared: "shared holders never beside an exclusive one; a semaphore never has more holders than its permits",
   lockdelay: "no grant while a lock-delay is in force",
+  sessions: "a session closed leaves nothing held on it; a close is refused only once the session is gone",
   refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
   layout: "every key and value under the prefix is one the documented layout describes",
@@ -167,6 +168,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   // --- etcd's history, in batches of one resource at one revision, read with layout.ts ---
   const known = new Set(resources);
   const grantOf = new Map<string, { gen: bigint; lease: bigint }>();
+  const sessions = new Map<bigint, Span>();
   const batches = new Map<string, Batch>();
   const recordsAt = new Map<bigint, WriteGroup[]>(); // idempotency records put at a revision: their writes applied there
   const timelines = new Map<string, Timeline>(resources.map((r) => [r, { fences: [], issued: [], busy: [], openBusy: new Map(), owners: new Map(), delays: [] }]));
@@ -185,7 +187,16 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       if (g) push(recordsAt, e.rev, g);
       continue;
     }
-    if (p.scope === "other") continue; // sessions, signing keys, bindings: not in the workload's properties
+    if (p.scope === "other") {
+      if (p.kind === "session") {
+        // A session's key lives as long as the session: its lease is the session's id.
+        const id = BigInt(`0x${e.kv.key.toString().slice(-16)}`);
+        const span = sessions.get(id);
+        if (e.type === "put" && !span) sessions.set(id, { from: e.rev, to: INF, holder: "", what: "session" });
+        else if (e.type === "delete" && span && span.to === INF) span.to = e.rev;
+      }
+      continue; // signing keys, bindings: not in the workload's properties
+    }
     if (!known.has(p.resource)) {
       violate("layout", () => `${where()}: a key of "${p.resource}", a resource nobody used`);
       continue;
@@ -472,6 +483,24 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   const ownerSpan = (op: Op) => timelines.get(op.resource)?.owners.get(`${op.gen}|${op.lease}`);
   let refusalsJudged = 0;
   for (const op of ops) {
+    if (op.kind === "close-session" && (op.outcome === "ok" || op.outcome === "fail")) {
+      const id = BigInt(op.session!);
+      const [, hi] = windowOf(op);
+      const span = sessions.get(id);
+      if (op.outcome === "ok") {
+        if (span && span.to > hi) violate("sessions", () => `${op.client} close-session #${op.seq} of session ${id} was answered ok, and the session's key was still there at revision ${hi}`);
+        for (const tl of timelines.values()) {
+          for (const [k, o] of tl.owners) {
+            if (o.to > hi && k.endsWith(`|${id}`)) violate("sessions", () => `${op.client} close-session #${op.seq} of session ${id} was answered ok, and ${o.holder}'s owner key on it was still there at revision ${hi}`);
+          }
+        }
+      } else {
+        refusalsJudged++;
+        if (op.reason !== "LEASE_NOT_FOUND") violate("refusals", () => `${op.client} close-session #${op.seq} answered ${op.code} ${op.reason ?? ""}: a refusal no state of etcd's history explains`);
+        else if (span && span.to > hi) violate("sessions", () => `${op.client} close-session #${op.seq} of session ${id} was answered NOT_FOUND, and the session's key was there until revision ${span.to === INF ? "the end" : span.to}, past ${hi}`);
+      }
+      continue;
+    }
     if (op.outcome !== "fail" && !(op.kind === "release" && op.outcome === "ok")) continue;
     const tl = timelines.get(op.resource);
     if (!tl) continue;

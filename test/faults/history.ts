@@ -2,7 +2,7 @@
 // write one Op per line (JSON) as each answer arrives; the runner collects them. Numbers that are etcd
 // revisions or lease ids travel as decimal strings.
 
-export type OpKind = "acquire" | "renew" | "release" | "put" | "delete" | "txn";
+export type OpKind = "acquire" | "renew" | "release" | "put" | "delete" | "txn" | "open-session" | "close-session";
 
 /**
  * ok: the server said it was done. fail: the server said it was refused, and so not done.
@@ -36,6 +36,8 @@ export interface Op {
   /** A shared acquisition (its grant is a shared holder's key, not the owner key); with maxHolders, a semaphore's permit. */
   shared?: boolean;
   maxHolders?: number;
+  /** The session an acquisition was made on (its lease: the owner key is attached to it); open-session and close-session: theirs. */
+  session?: string;
   /** The lock-delay asked for, ms. */
   lockDelayMs?: number;
   // renew

@@ -36,7 +36,7 @@ export interface ProfileOptions {
   /** Ends the run after this long even short of its operations (once every fault happened); 0: no limit. */
   maxMs?: number;
   /** The acknowledged operations of each kind a run must reach (its report shows them). */
-  floors?: Record<OpKind, number>;
+  floors?: Partial<Record<OpKind, number>>;
   /** Samples RSS and open descriptors every this many ms (0: not at all). */
   soakIntervalMs: number;
   log?: (line: string) => void;
@@ -47,7 +47,7 @@ export interface ProfileOptions {
  * server gives it: a server that refuses what it should accept (or everything) falls below, even where
  * no single refusal can be shown wrong.
  */
-export const SHORT_FLOORS: Record<OpKind, number> = { acquire: 130, renew: 35, release: 60, put: 170, delete: 90, txn: 85 };
+export const SHORT_FLOORS: Partial<Record<OpKind, number>> = { acquire: 130, renew: 35, release: 60, put: 170, delete: 90, txn: 85 };
 
 export const SHORT: Omit<ProfileOptions, "seed"> = { ops: 3_500, workers: 8, replicas: 2, resources: 8, calmMs: [1_000, 2_500], maxOverlap: 3, soakIntervalMs: 0, floors: SHORT_FLOORS };
 export const LONG: Omit<ProfileOptions, "seed" | "ops"> = { workers: 8, replicas: 3, resources: 8, calmMs: [2_000, 8_000], maxOverlap: 3, soakIntervalMs: 5_000 };

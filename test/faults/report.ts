@@ -4,7 +4,7 @@ import { PROPERTIES, type Property } from "./checker.js";
 import type { OpKind, Outcome } from "./history.js";
 import { overlapsOf, type RunResult } from "./profile.js";
 
-const KINDS: OpKind[] = ["acquire", "renew", "release", "put", "delete", "txn"];
+const KINDS: OpKind[] = ["acquire", "renew", "release", "put", "delete", "txn", "open-session", "close-session"];
 const OUTCOMES: Outcome[] = ["ok", "fail", "ambiguous", "unsent"];
 
 export function totalViolations(r: RunResult): number {
@@ -15,7 +15,7 @@ export function totalViolations(r: RunResult): number {
 export function belowFloors(r: RunResult): string[] {
   const floors = r.options.floors;
   if (!floors) return [];
-  return KINDS.map((k) => [k, r.ops.filter((op) => op.kind === k && op.outcome === "ok").length, floors[k]] as const)
+  return KINDS.map((k) => [k, r.ops.filter((op) => op.kind === k && op.outcome === "ok").length, floors[k] ?? 0] as const)
     .filter(([, n, f]) => n < f)
     .map(([k, n, f]) => `${k} ${n}/${f}`);
 }
@@ -46,14 +46,14 @@ export function report(r: RunResult): string {
   const o = r.options;
   lines.push(`fault run: seed ${o.seed} (FAULTS_SEED=${o.seed} reproduces its choices), ${r.ops.length} operations, ${o.workers} clients, ${o.replicas} replicas, 3 etcd members, ${(r.durationMs / 1000).toFixed(0)} s`);
   lines.push("");
-  const w1 = [10, 8, 8, 10, 8, 8, 8];
+  const w1 = [13, 8, 8, 10, 8, 8, 8];
   lines.push(row(["operation", ...OUTCOMES, "total", ...(o.floors ? ["ok floor"] : [])], w1));
   const total = Object.fromEntries(OUTCOMES.map((x) => [x, 0])) as Record<Outcome, number>;
   for (const k of KINDS) {
     const of = r.ops.filter((op) => op.kind === k);
     const counts = OUTCOMES.map((x) => of.filter((op) => op.outcome === x).length);
     counts.forEach((n, i) => (total[OUTCOMES[i]] += n));
-    lines.push(row([k, ...counts, of.length, ...(o.floors ? [o.floors[k]] : [])], w1));
+    lines.push(row([k, ...counts, of.length, ...(o.floors ? [o.floors[k] ?? ""] : [])], w1));
   }
   lines.push(row(["all", ...OUTCOMES.map((x) => total[x]), r.ops.length], w1));
   lines.push("");

@@ -48,10 +48,14 @@ interface Held {
   token: Token;
   /** A shared holding (a semaphore's permit too): it writes nothing in the fenced store. */
   shared?: boolean;
+  /** Held on the worker's session: its lease is the session's. */
+  onSession?: boolean;
   /** The SDK's lease, when via sdk. */
   lease?: Lease;
 }
 interface Answer {
+  /** open-session: the session's id. */
+  session?: bigint;
   rev?: bigint;
   replayed?: boolean;
   token?: Token;
@@ -80,6 +84,7 @@ async function record(op: Omit<Op, "client" | "via" | "seq" | "t0" | "t1" | "out
     result = { ...a, outcome: "ok" };
     if (a.rev !== undefined) entry.rev = String(a.rev);
     if (a.replayed) entry.replayed = true;
+    if (a.session !== undefined) entry.session = entry.lease = String(a.session);
     if (a.token) {
       entry.gen = String(a.token.generation);
       entry.lease = String(a.token.leaseId);
@@ -119,23 +124,50 @@ const seconds = (ms: number) => ({ seconds: BigInt(Math.ceil(ms / 1000)), nanos:
  * How a plain-gRPC worker acquires: mostly exclusive (a fifth of those with a lock-delay of 1 s, in force
  * when the holder walks away), sometimes shared, sometimes a permit of the semaphore resource.
  */
-function acquireMode(resource: string): { resource: string; shared?: boolean; maxHolders?: number; lockDelayMs?: number } {
+function acquireMode(resource: string): { resource: string; shared?: boolean; maxHolders?: number; lockDelayMs?: number; onSession?: boolean } {
   if (sdk) return { resource };
   const r = rng.next();
   if (r < 0.1 && config.semaphore) return { resource: config.semaphore.resource, shared: true, maxHolders: config.semaphore.maxHolders };
   if (r < 0.25) return { resource, shared: true };
   if (r < 0.4) return { resource, lockDelayMs: 1_000 };
+  if (r < 0.5) return { resource, onSession: true };
   return { resource };
 }
 
+/** The session of a plain-gRPC worker (TTL 3 s, kept alive only by the renewals of its acquisitions), opened when first needed. */
+let session: bigint | undefined;
+
+async function openSession(): Promise<bigint | undefined> {
+  if (session !== undefined) return session;
+  const a = await record({ kind: "open-session", resource: "", ttlMs: 3_000 }, async () => {
+    const res = await some().lease.openSession({ ttl: seconds(3_000), holder: config.client }, { timeoutMs: CALL_TIMEOUT_MS });
+    return { session: res.sessionId };
+  });
+  session = a.session;
+  return a.session;
+}
+
+async function closeSession(): Promise<void> {
+  const id = session;
+  if (id === undefined) return;
+  session = undefined;
+  await record({ kind: "close-session", resource: "", session: String(id), lease: String(id) }, async () => {
+    await some().lease.closeSession({ sessionId: id }, { timeoutMs: CALL_TIMEOUT_MS });
+    return {};
+  });
+}
+
 async function acquire(picked: string): Promise<Held | undefined> {
-  const { resource, shared, maxHolders, lockDelayMs } = acquireMode(picked);
+  const { resource, shared, maxHolders, lockDelayMs, onSession } = acquireMode(picked);
+  const sessionId = onSession ? await openSession() : undefined;
+  if (onSession && sessionId === undefined) return undefined;
   const wait = rng.chance(0.5);
   const waitMs = rng.int(300, 1_500);
   const ttlMs = rng.pick([2_000, 3_000]);
   const holder = `${config.client}.${seq + 1}`;
   let lease: Lease | undefined;
-  const a = await record({ kind: "acquire", resource, wait, holder, ttlMs, shared, maxHolders, lockDelayMs }, async () => {
+  const on = sessionId !== undefined ? { session: String(sessionId) } : { ttlMs };
+  const a = await record({ kind: "acquire", resource, wait, holder, ...on, shared, maxHolders, lockDelayMs }, async () => {
     if (sdk) {
       lease = await sdk.acquire(resource, { ttl: ttlMs, wait: wait ? waitMs : false, holder });
       return { token: lease.token };
@@ -145,12 +177,15 @@ async function acquire(picked: string): Promise<Held | undefined> {
         resource, ttl: seconds(ttlMs), holder, wait, waitTimeout: wait ? { seconds: BigInt(Math.floor(waitMs / 1000)), nanos: (waitMs % 1000) * 1e6 } : undefined,
         ...(shared ? { mode: AcquireMode.SHARED, maxHolders: maxHolders ?? 0 } : {}),
         ...(lockDelayMs ? { lockDelay: seconds(lockDelayMs) } : {}),
+        ...(sessionId !== undefined ? { sessionId, ttl: undefined } : {}),
       },
       { timeoutMs: CALL_TIMEOUT_MS + (wait ? waitMs : 0) },
     );
     return { token: fromProto(res.token) };
   });
-  return a.token ? { token: a.token, lease, shared } : undefined;
+  // A session gone (expired while this worker did not renew it, or closed): open another next time.
+  if (sessionId !== undefined && a.reason === "LEASE_NOT_FOUND") session = undefined;
+  return a.token ? { token: a.token, lease, shared, onSession: sessionId !== undefined } : undefined;
 }
 
 /** A write and, if its answer is ambiguous and it has an idempotency key, its retries. Returns its outcome. */
@@ -314,6 +349,8 @@ async function round(): Promise<void> {
   // The SDK keeps its leases alive until released; a gRPC holder sometimes walks away instead, and its
   // lease expires after its TTL, as a crashed holder's would.
   if (sdk || rng.chance(0.85)) await release(held);
+  // A session ends now and then with everything on it.
+  if (held.onSession && rng.chance(0.5)) await closeSession();
 }
 
 while (!stopping) await round();
