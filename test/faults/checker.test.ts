@@ -277,4 +277,14 @@ describe("faults: the checker", () => {
     const closed = [...evs, del(keys.ownerKey(R), 8), del(sessionKey, 8)];
     expect(violations([...ops, close("ok")], closed)).to.deep.equal(NONE);
   });
+
+  it("refusals: ALREADY_ACQUIRED when the session neither held nor waited for the resource", () => {
+    const again: Op = { ...acquire("b.9", 0, 0n, "fail"), code: "AlreadyExists", reason: "ALREADY_ACQUIRED", session: String(B) };
+    // b's owner key (on lease B, its session) is there to the end: right.
+    expect(violations([...ops, again], events)).to.deep.equal(NONE);
+    // Gone at 8, and b's ORDER write at 9 was answered before the call: wrong.
+    const evs = [...events, del(keys.ownerKey(R), 8), ...mutation(9, 6, [["k1", "b.3/0"]])];
+    const o = [...ops, write("b.3", 6, B, [["k1", "b.3/0"]], "ok", 9, "order"), { ...again, t0: ++clock, t1: ++clock }];
+    expect(violations(o, evs)).to.deep.equal({ ...NONE, refusals: 1 });
+  });
 });

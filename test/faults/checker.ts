@@ -101,6 +101,8 @@ interface Span {
   what: string;
   /** A shared holder's: the semaphore's permits it names (0: no cap). */
   max?: number;
+  /** A waiter's or shared holder's: its lease (or session), 16 hex digits. */
+  lease?: string;
 }
 
 /** What a resource's refusals are judged against: how its fence, issued key and holders stood, revision by revision. */
@@ -240,7 +242,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
         if (!acq) violate("owners", () => `${where()}: a shared grant to "${holder}", which no Acquire of the history asked for`);
         else if (acq.outcome === "fail" && acq.reason !== "LEASE_NOT_FOUND") violate("owners", () => `${where()}: a shared grant to ${holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
       }
-      const span = { from: e.rev, to: INF, holder, what: p.kind, max: maxHolders };
+      const span = { from: e.rev, to: INF, holder, what: p.kind, max: maxHolders, lease: p.rest };
       tl.busy.push(span);
       if (p.kind === "owner-delay") tl.delays.push(span);
       tl.openBusy.set(id, span);
@@ -530,6 +532,15 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       if (op.reason === "RESOURCE_HELD") {
         const busy = tl.busy.find((b) => b.from <= hi && b.to > lo && b.holder !== op.holder);
         if (!busy) wrong(`nobody held, waited for or delayed the resource ${during}`);
+      } else if (op.reason === "ALREADY_ACQUIRED") {
+        // On a session that holds the resource already (an acquisition on it never released).
+        // On a session that holds or waits for the resource already (an acquisition on it never released,
+        // or a waiter's place left by a call cut off).
+        const hex = op.session !== undefined ? BigInt(op.session).toString(16).padStart(16, "0") : undefined;
+        const held =
+          [...tl.owners].some(([k, o]) => op.session !== undefined && k.endsWith(`|${op.session}`) && o.from <= hi && o.to > lo) ||
+          tl.busy.some((b) => hex !== undefined && b.lease === hex && b.from <= hi && b.to > lo);
+        if (!held) wrong(`its session ${op.session ?? "(none)"} neither held nor waited for the resource ${during}`);
       } else if (op.reason === "LOCK_DELAY") {
         if (!tl.delays.some((d) => d.from <= hi && d.to > lo)) wrong(`no lock-delay was in force ${during}`);
       } else if (op.reason !== "LEASE_NOT_FOUND") wrong("a refusal no state of etcd's history explains"); // LEASE_NOT_FOUND: judged with the grants above
