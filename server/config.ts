@@ -1,6 +1,7 @@
 // Configuration from flags and environment variables (flags win), checked at start so that a bad value
 // stops the server with its name and what is allowed. docs/configuration.md lists every setting.
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { X509Certificate, createPrivateKey, type KeyObject } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import { Command, InvalidArgumentError, Option } from "commander";
@@ -85,6 +86,10 @@ export interface Config {
   /** Traces go to this OTLP/HTTP endpoint, their spans batched for delayMs; a sampleRatio of the traces
    * the server starts is kept (a caller's traceparent decides for its own); undefined: no tracing. */
   otlp?: { endpoint: string; delayMs: number; sampleRatio: number };
+  /** Audit lines go to this file ("-": standard output); undefined: no audit trail (docs/audit.md). */
+  auditLog?: string;
+  /** This replica's name in audit lines: the host name (a pod's name) unless given. */
+  replica: string;
 }
 
 /** A setting whose value cannot work with the others; the message names the settings. */
@@ -201,6 +206,17 @@ function httpUrl(name: string) {
   };
 }
 
+/** "-", or a file the server can append to: a path that cannot be opened stops the server now, not its first audit line. */
+function auditLog(raw: string): string {
+  if (raw === "-") return raw;
+  try {
+    closeSync(openSync(raw, "a"));
+  } catch (err) {
+    throw new InvalidArgumentError(`audit-log: cannot append to "${raw}" (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+  return raw;
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /** The default metrics address, told apart from a given one by identity. */
@@ -274,6 +290,8 @@ export function serveOptions(cmd: Command): Command {
   opt("--otlp-endpoint <url>", "send traces to this OpenTelemetry collector over OTLP/HTTP (protobuf), e.g. http://127.0.0.1:4318; unset: no tracing", "FENCEKEEPER_OTLP_ENDPOINT", httpUrl("otlp-endpoint"));
   opt("--otlp-batch-delay <ms>", "how long finished spans wait to be sent together", "FENCEKEEPER_OTLP_BATCH_DELAY", integer("otlp-batch-delay", 1, 600_000), 5000);
   opt("--otlp-sample-ratio <ratio>", "the share of the traces the server starts that are recorded, 0 to 1 (a caller's traceparent decides for its own)", "FENCEKEEPER_OTLP_SAMPLE_RATIO", fraction("otlp-sample-ratio"), 1);
+  opt("--audit-log <file|->", "append one JSON line per ownership decision (granted, released, refused, ...) to this file, or - for standard output; unset: no audit trail (docs/audit.md)", "FENCEKEEPER_AUDIT_LOG", auditLog);
+  opt("--replica <name>", "this replica's name in the audit trail", "FENCEKEEPER_REPLICA", undefined, hostname(), "the host name");
   return cmd;
 }
 
@@ -318,6 +336,8 @@ export function toConfig(o: Record<string, unknown>): Config {
     compaction: { intervalMs: o.compactionInterval as number, retention: o.compactionRetention as number },
     maxBytesPerResource: o.maxBytesPerResource as number,
     otlp: o.otlpEndpoint !== undefined ? { endpoint: o.otlpEndpoint as string, delayMs: o.otlpBatchDelay as number, sampleRatio: o.otlpSampleRatio as number } : undefined,
+    auditLog: o.auditLog as string | undefined,
+    replica: o.replica as string,
   };
   const authenticated = config.authentication.mtls || config.authentication.jwt !== undefined;
   if (config.policyFile !== undefined && !authenticated) {

@@ -10,6 +10,8 @@ import { ErrorInfoSchema } from "../gen/ts/google/rpc/error_details_pb.js";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";
+import { auditKeys } from "./audit/keys.js";
+import { startAudit } from "./audit/start.js";
 import { Access } from "./auth/access.js";
 import { credentialsOf } from "./rpc/authentication.js";
 import { Authenticator } from "./auth/authenticator.js";
@@ -128,6 +130,9 @@ export async function serve(config: Config): Promise<void> {
     leaseMetrics(metrics, app.events);
     storeMetrics(metrics, app.events);
     ownershipLog(log, app.events);
+    // The audit trail (--audit-log): hears the domain and watches every call (docs/audit.md).
+    const audit = config.auditLog !== undefined ? startAudit(config.auditLog, config.replica, metrics, log) : undefined;
+    audit?.listen(app.events);
     const health = new HealthStatus([LeaseService.typeName, FencedStoreService.typeName]);
     healthMetrics(metrics, health);
     const calls = new InFlightCalls();
@@ -144,7 +149,7 @@ export async function serve(config: Config): Promise<void> {
       }
     };
     // Every call, whichever adapter brings it, runs through one pipeline (server/rpc/README.md).
-    const pipeline = new CallPipeline({ observer: allOf([requestLog(log), rpcMetrics(metrics)]), calls, authenticator: authenticator.enabled ? authenticator : undefined });
+    const pipeline = new CallPipeline({ observer: allOf([requestLog(log), rpcMetrics(metrics), ...(audit ? [audit.observer()] : [])]), calls, authenticator: authenticator.enabled ? authenticator : undefined });
     const viaConnect = connectAdapter({
       routes,
       observer: pipeline.observer,
@@ -173,6 +178,7 @@ export async function serve(config: Config): Promise<void> {
     } else {
       log.warn("etcd does not answer yet: what it accepts in one request (--etcd-max-txn-ops, --etcd-max-request-bytes) is not checked");
     }
+    if (audit && health.etcdUp) await auditKeys(audit, authenticator, () => app.coordinator.tokenKeys(), "startup", log);
     const exporter = config.metricsListen && (await startMetrics(config, metrics, log));
     const transport = await listen({ ...config.listen, tls: config.tls, ...config.connections, requestStreams }, handler);
     const { address, port } = transport.address;
@@ -196,6 +202,7 @@ export async function serve(config: Config): Promise<void> {
       probe.stop();
       policy?.close();
       app.close();
+      await audit?.close(1000); // every decision made during the drain, written (a stuck disk gets a second)
       etcd.close();
       await exporter?.close();
       await tracing?.shutdown(2000);
@@ -214,10 +221,13 @@ export async function serve(config: Config): Promise<void> {
         authenticator.reload().then(
           () => {
             log.info("JWT verification keys reloaded");
+            if (audit) void auditKeys(audit, authenticator, () => app.coordinator.tokenKeys(), "SIGHUP", log);
             access.streams.reauthenticate().catch((err: Error) => log.error({ err: err.message }, "open streams not authenticated again"));
           },
           (err: Error) => log.error({ err: err.message }, "JWT verification keys not reloaded; the previous keys stay in force"),
         );
+      } else if (audit) {
+        void auditKeys(audit, authenticator, () => app.coordinator.tokenKeys(), "SIGHUP", log);
       }
     });
     policy?.watch();

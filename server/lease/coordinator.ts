@@ -73,7 +73,7 @@ export class LeaseCoordinator {
       }
       throw err;
     }
-    this.d.events.emit({ type: "granted", resource: p.resource, generation: grant.token.generation, leaseId: grant.token.leaseId, onSession: Boolean(p.sessionId), ttlSeconds: grant.ttlSeconds, waited: grant.waited });
+    this.d.events.emit({ type: "granted", resource: p.resource, generation: grant.token.generation, leaseId: grant.token.leaseId, onSession: Boolean(p.sessionId), ttlSeconds: grant.ttlSeconds, waited: grant.waited, mode: grant.token.mode ?? "exclusive" });
     return { ...grant, token: await this.d.signer.sign({ ...grant.token, principal: p.principal ?? "" }) };
   }
 
