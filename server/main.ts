@@ -213,10 +213,11 @@ export async function serve(config: Config): Promise<void> {
     };
     process.on("SIGINT", () => void shutdown("SIGINT"));
     process.on("SIGTERM", () => void shutdown("SIGTERM"));
-    // SIGHUP re-reads what may change without a restart: the policy, and the JWT verification keys. A bad
-    // file keeps what is in force, with an error in the log.
+    // SIGHUP re-reads what may change without a restart: the policy, and the JWT verification keys (a bad
+    // file keeps what is in force, with an error in the log); and the audit file is opened again (rotation).
     process.on("SIGHUP", () => {
       void policy?.reload("SIGHUP");
+      audit?.reopen();
       if (config.authentication.jwt) {
         authenticator.reload().then(
           () => {

@@ -31,6 +31,7 @@ export class AuditSink {
   private brokenUntil = 0;
   private closed = false;
   private idle: (() => void)[] = [];
+  private reopening = false;
 
   constructor(private readonly o: AuditSinkOptions) {}
 
@@ -51,6 +52,14 @@ export class AuditSink {
     if (!this.writing) this.drain();
   }
 
+  /**
+   * The file is closed and opened again by path before the next line (on SIGHUP): after a rotation that
+   * renamed it, lines go to the new file. Standard output is not reopened.
+   */
+  reopen(): void {
+    this.reopening = true;
+  }
+
   /** Resolves once every queued line is written (or dropped), or after timeoutMs; later lines are dropped. The file is closed. */
   async close(timeoutMs: number): Promise<void> {
     this.closed = true;
@@ -69,6 +78,11 @@ export class AuditSink {
   }
 
   private open(): Writable {
+    if (this.reopening) {
+      this.reopening = false;
+      if (this.out && this.out !== process.stdout) this.out.end();
+      if (this.out !== process.stdout) this.out = undefined;
+    }
     if (this.out) return this.out;
     if (this.o.target === "-") return (this.out = process.stdout);
     const out = createWriteStream(this.o.target, { flags: "a" });

@@ -73,6 +73,11 @@ export class AuditTrail {
     this.write(keysLoaded(keys, keyIds, keyCount, trigger), {});
   }
 
+  /** The file is opened again by path before the next line (after a rotation). */
+  reopen(): void {
+    this.sink.reopen();
+  }
+
   /** Flushes what is queued (at most timeoutMs) and closes the file. */
   close(timeoutMs: number): Promise<void> {
     return this.sink.close(timeoutMs);

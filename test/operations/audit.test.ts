@@ -1,7 +1,7 @@
 // The audit trail (issue 25, part 2), against real etcd and real server processes: two replicas, each
 // writing its own decisions to its own --audit-log, for a scripted scenario that goes through every kind
 // of line; nothing secret in either file; and a sink that cannot be written (/dev/full) stops no call.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
@@ -13,7 +13,7 @@ import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { failure, uniqueResource } from "../harness/suite.js";
+import { eventually, failure, uniqueResource } from "../harness/suite.js";
 import { scrape } from "./support/metrics.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
@@ -225,6 +225,29 @@ describe("the audit trail (--audit-log)", function () {
     expect(m.value("fencekeeper_audit_written_total")).to.equal(0);
     expect(server.logs.some((l) => l.includes("audit lines dropped"))).to.equal(true);
     expect(await server.stop()).to.equal(0);
+  });
+
+  it("SIGHUP opens the file again by its path: after a rotation that renamed it, lines go to the new file", async () => {
+    const file = join(dir, "rotated.audit.jsonl");
+    const server = await startServer({ etcd: etcd.endpoint, args: ["--audit-log", file] });
+    servers.push(server);
+    const lease = createClient(LeaseService, createGrpcTransport({ baseUrl: server.url }));
+    const before = uniqueResource("audit/rotate");
+    await lease.acquire({ resource: before, ttl: ttl(10), holder: "h" });
+    await eventually(() => existsSync(file) && readLines(file).some((l) => l.resource === before), "the first line is written");
+    renameSync(file, `${file}.1`);
+    server.process.kill("SIGHUP");
+    await eventually(() => existsSync(file), "the file is opened again (the keys loaded on SIGHUP are written to it)");
+    const after = uniqueResource("audit/rotate");
+    await lease.acquire({ resource: after, ttl: ttl(10), holder: "h" });
+    expect(await server.stop()).to.equal(0);
+    const old = readLines(`${file}.1`);
+    const fresh = readLines(file);
+    expect(old.filter((l) => l.kind === "granted").map((l) => l.resource)).to.deep.equal([before]);
+    expect(fresh.map((l) => [l.kind, l.resource ?? l.trigger])).to.deep.equal([
+      ["keys loaded", "SIGHUP"],
+      ["granted", after],
+    ]);
   });
 
   it("--audit-log -: the lines go to standard output beside the log", async () => {
