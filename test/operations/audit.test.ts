@@ -102,6 +102,7 @@ describe("the audit trail (--audit-log)", function () {
       const bobB = clientsAs(b, await jwt("bob"));
       const bobA = clientsAs(a, await jwt("bob"));
       const malloryA = clientsAs(a, await jwt("mallory"));
+      const strangerA = clientsAs(a, SECRET_BEARER);
       const strangerB = clientsAs(b, SECRET_BEARER);
       const r1 = uniqueResource("audit/r1");
       const r2 = uniqueResource("audit/r2");
@@ -121,6 +122,8 @@ describe("the audit trail (--audit-log)", function () {
       );
       // Denied by the policy, not authenticated, a forged signature.
       expect((await failure(malloryA.lease.acquire({ resource: r1, ttl: ttl(30), holder: "m" }, id("acquire-denied")))).code).to.equal(Code.PermissionDenied);
+      // (Each replica: a refused its caller on the unary fast path, b in connect-node's interceptors.)
+      expect((await failure(strangerA.store.put({ resource: r1, key: "k", value: new Uint8Array([1]), mutation: { token: t1 } }, id("put-stranger")))).code).to.equal(Code.Unauthenticated);
       expect((await failure(strangerB.lease.acquire({ resource: r1, ttl: ttl(30), holder: "s" }, id("acquire-stranger")))).code).to.equal(Code.Unauthenticated);
       const forged: FencingToken = { ...t2, signature: t2.signature.map((byte, i) => (i === 0 ? byte ^ 1 : byte)) };
       expect((await failure(bobA.store.put({ resource: r1, key: "k", value: new TextEncoder().encode(SECRET_VALUE), mutation: { token: forged } }, id("put-forged")))).code).to.equal(
@@ -176,6 +179,7 @@ describe("the audit trail (--audit-log)", function () {
         { kind: "released", requestId: "release-1", rpc: `${L}Release`, principal: "alice", resource: r1, generation: "<gen1>", lease: "<lease1>" },
         { kind: "refused", requestId: "put-stale", rpc: `${S}Put`, principal: "alice", reason: "STALE_TOKEN", operation: "put", resource: r1, generation: "<gen1>" },
         { kind: "refused", requestId: "acquire-denied", rpc: `${L}Acquire`, principal: "mallory", reason: "PERMISSION_DENIED", resource: r1 },
+        { kind: "refused", requestId: "put-stranger", rpc: `${S}Put`, reason: "UNAUTHENTICATED" },
         { kind: "refused", requestId: "put-forged", rpc: `${S}Put`, principal: "bob", reason: "TOKEN_SIGNATURE_INVALID", resource: r1 },
       ]);
       expect(linesB.map(shape)).to.deep.equal([
