@@ -10,6 +10,7 @@
 import { createContextKey, type ConnectError, type ContextValues } from "@connectrpc/connect";
 import { ErrorInfoSchema, type ErrorInfo } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { CALLER, GRANTS, PEER } from "../auth/access.js";
+import { DomainError } from "../errors/errors.js";
 import type { DomainEvent, DomainEvents } from "../events/events.js";
 import type { CallObserver, CallStart } from "../rpc/call-observer.js";
 import { currentCall, keepCallScope } from "../rpc/call-scope.js";
@@ -96,6 +97,15 @@ export class AuditTrail {
         same.lease ??= told.lease;
       } else {
         decided.push(refused(info.reason, { ...told, resource: told.resource ?? onlyResource(values) }));
+      }
+    }
+    // A Batch's writes denied by the policy each on its own (the call went on): the decisions say which.
+    const grants = values?.get(GRANTS);
+    if (grants) {
+      for (const [resource, d] of grants) {
+        if (d instanceof DomainError && d.reason === "PERMISSION_DENIED" && !decided.some((x) => x.reason === d.reason && x.resource === resource)) {
+          decided.push(refused(d.reason, { resource }));
+        }
       }
     }
     if (decided.length === 0) return;

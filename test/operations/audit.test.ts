@@ -129,6 +129,10 @@ describe("the audit trail (--audit-log)", function () {
       expect((await failure(bobA.store.put({ resource: r1, key: "k", value: new TextEncoder().encode(SECRET_VALUE), mutation: { token: forged } }, id("put-forged")))).code).to.equal(
         Code.InvalidArgument,
       );
+      // A Batch whose writes are decided each on its own: one stale, one denied by the policy.
+      const put = (resource: string, token: FencingToken) => ({ write: { case: "put" as const, value: { resource, key: "b", value: new TextEncoder().encode(SECRET_VALUE), mutation: { token } } } });
+      const { results } = await aliceA.store.batch({ writes: [put(r1, t1), put("elsewhere/x", t1)] }, id("batch-mixed"));
+      expect(results.map((r) => r.result.case)).to.deep.equal(["error", "error"]);
       await bobB.lease.release({ token: t2 }, id("release-2"));
       // A session on b, with an acquisition on it.
       const { sessionId } = await bobB.lease.openSession({ ttl: ttl(30), holder: "bob-session" }, id("session-open"));
@@ -181,6 +185,8 @@ describe("the audit trail (--audit-log)", function () {
         { kind: "refused", requestId: "acquire-denied", rpc: `${L}Acquire`, principal: "mallory", reason: "PERMISSION_DENIED", resource: r1 },
         { kind: "refused", requestId: "put-stranger", rpc: `${S}Put`, reason: "UNAUTHENTICATED" },
         { kind: "refused", requestId: "put-forged", rpc: `${S}Put`, principal: "bob", reason: "TOKEN_SIGNATURE_INVALID", resource: r1 },
+        { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "STALE_TOKEN", operation: "put", resource: r1 },
+        { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "PERMISSION_DENIED", resource: "elsewhere/x" },
       ]);
       expect(linesB.map(shape)).to.deep.equal([
         { kind: "keys loaded", keys: "jwt verification", keyIds: "<ids>", keyCount: 1, trigger: "startup" },
