@@ -27,6 +27,7 @@ import { drain } from "./lifecycle/drain.js";
 import { InFlightCalls } from "./rpc/in-flight.js";
 import { etcdMetrics } from "./metrics/etcd-metrics.js";
 import { serveMetrics, type MetricsEndpoint } from "./metrics/exporter.js";
+import { consoleHandler } from "./console/console-server.js";
 import { healthMetrics } from "./metrics/health-metrics.js";
 import { leaseMetrics } from "./metrics/lease-metrics.js";
 import { createMetricsRegistry } from "./metrics/registry.js";
@@ -177,6 +178,16 @@ export async function serve(config: Config): Promise<void> {
     const transport = await listen({ ...config.listen, tls: config.tls, ...config.connections, requestStreams }, handler);
     const { address, port } = transport.address;
     const url = `${transport.scheme}://${address.includes(":") ? `[${address}]` : address}:${port}`;
+    // The read-only console: its page, and its calls handed to the same handler (server/console/).
+    let consolePort = 0;
+    const consoleTransport =
+      config.consoleListen &&
+      (await listen({ ...config.consoleListen, ...config.connections, requestStreams }, consoleHandler(handler, config.consoleListen, () => consolePort)));
+    if (consoleTransport) {
+      consolePort = consoleTransport.address.port;
+      const at = consoleTransport.address.address;
+      log.info({ url: `http://${at.includes(":") ? `[${at}]` : at}:${consolePort}/` }, "console");
+    }
 
     let stopping = false;
     const shutdown = async (signal: string) => {
@@ -192,7 +203,9 @@ export async function serve(config: Config): Promise<void> {
       }
       stopping = true;
       log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
+      consoleTransport?.stopAccepting();
       await drain({ health, transport, calls, graceMs: config.shutdownGraceMs, settleMs: config.etcdTimeoutMs, log });
+      consoleTransport?.destroy();
       probe.stop();
       policy?.close();
       app.close();
