@@ -84,13 +84,16 @@ if [ "$for_tests" = 1 ]; then
       exit 1
     fi
   fi
+  # Installs that take minutes on a fresh machine (building helm, chromium's packages) run after the
+  # others, detached and at the lowest priority while the tests run; the tests that need them wait for
+  # them (each script takes a lock).
+  background=(scripts/setup-helm.sh scripts/setup-chromium.sh)
   for extra in scripts/setup-*.sh; do
-    case $extra in
-      # Minutes of compiling on a fresh machine: at the lowest priority while the tests run; the chart's
-      # test waits for it (scripts/setup-helm.sh).
-      scripts/setup-helm.sh) bash "$extra" --background ;;
-      *) [ -e "$extra" ] && bash "$extra" ;;
-    esac
+    case " ${background[*]} " in *" $extra "*) continue ;; esac
+    [ -e "$extra" ] && bash "$extra"
+  done
+  for extra in "${background[@]}"; do
+    bash "$extra" --background
   done
 fi
 
