@@ -278,12 +278,15 @@ function opKey(op: RedisWriteOp): string {
 }
 
 /**
- * Every data key must carry the resource's hash tag (see the file's header). A key tagged with another
- * resource belongs to it: "otherResource", before any command.
+ * Every data key must carry the resource's hash tag as its first `{...}` (see the file's header). A key
+ * tagged otherwise belongs to another resource: "otherResource", before any command. The whole
+ * `{<resource>}` is compared, not only Redis's tag: of a name with a `}` in it ("a}b"), Redis hashes only
+ * what comes before ("a"), which "a}c" shares.
  */
 function checkKeys(resource: string, keys: readonly string[]): RedisFencedOutcome | undefined {
-  const tag = hashTag(fenceKey(resource));
-  if (tag === undefined) throw new RangeError(`resource "${resource}" begins with "}", so it cannot be a Redis hash tag: fence it in another store`);
+  if (hashTag(fenceKey(resource)) === undefined) {
+    throw new RangeError(`resource "${resource}" begins with "}", so it cannot be a Redis hash tag: fence it in another store`);
+  }
   for (const key of keys) {
     if (typeof key !== "string") throw new TypeError(`data keys are strings; got ${typeof key}`);
     if (key.startsWith("fencekeeper:fence:")) throw new RangeError(`"${key}" is a fence key: the helper writes it, a caller may not`);
@@ -291,10 +294,10 @@ function checkKeys(resource: string, keys: readonly string[]): RedisFencedOutcom
     if (own === undefined) {
       throw new RangeError(
         `key "${key}" has no hash tag: a key fenced by resource "${resource}" must contain "${resourceTag(resource)}" ` +
-          `(its first {...}), so that it shares the fence key's slot in a Redis Cluster`,
+          `(as its first {...}), so that it shares the fence key's slot in a Redis Cluster`,
       );
     }
-    if (own !== tag) return { status: "otherResource", resource: own };
+    if (!key.startsWith(resourceTag(resource), key.indexOf("{"))) return { status: "otherResource", resource: own };
   }
   return undefined;
 }

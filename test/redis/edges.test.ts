@@ -74,6 +74,12 @@ for (const kind of ["one server", "a Cluster of three masters"] as const) {
       expect(await fencedSet(redis, { key: `x:${resourceTag(other)}`, value: "no", unverified: true, token: tok(r, 1000) })).to.deep.equal({ status: "otherResource", resource: other });
       expect(await redis.get(`x:${resourceTag(other)}`)).to.equal("o");
       expect(await redis.get(fenceKey(other))).to.equal("5");
+      // Redis hashes "a}b" and "a}c" by their common "a": the same slot, but not the same resource.
+      const [ab, ac] = [`${r}}b`, `${r}}c`];
+      expect(await fencedSet(redis, { key: `x:${resourceTag(ac)}`, value: "c", unverified: true, token: tok(ac, 5) })).to.deep.equal({ status: "applied", fence: 5n });
+      expect(await fencedSet(redis, { key: `x:${resourceTag(ac)}`, value: "b", unverified: true, token: tok(ab, 9) })).to.deep.equal({ status: "otherResource", resource: r });
+      expect(await fencedSet(redis, { key: `y:${resourceTag(ab)}`, value: "b", unverified: true, token: tok(ab, 9) })).to.deep.equal({ status: "applied", fence: 9n });
+      expect(await redis.get(`x:${resourceTag(ac)}`)).to.equal("c");
     });
 
     it("a key without the resource's hash tag, or the fence key itself, is refused before any command", async () => {
