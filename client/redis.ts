@@ -5,8 +5,9 @@
 // the data and raises the fence; a stale generation writes nothing and gets the fence back. A DEL leaves
 // the fence in place, so a stale holder cannot write the key back.
 //
-// Built on ioredis (https://github.com/redis/ioredis): its defineCommand sends EVALSHA and falls back to
-// EVAL by itself when the server does not have the script (after a restart, a failover, SCRIPT FLUSH), and
+// Built on ioredis (https://github.com/redis/ioredis): its defineCommand sends the script whole (EVAL) the
+// first time on a connection, EVALSHA after, and EVAL again by itself when the server has lost the script
+// (NOSCRIPT: after a restart, a failover, SCRIPT FLUSH), and
 // the same helper works on a single server and on Redis Cluster (ioredis's Cluster routes the script to the
 // slot of its keys). The SDK does not depend on ioredis at runtime: the helpers take the caller's Redis or
 // Cluster object, typed by what they use of it.
