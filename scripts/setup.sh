@@ -84,8 +84,29 @@ if [ "$for_tests" = 1 ]; then
       exit 1
     fi
   fi
+  # The Redis fencing tests run a throwaway redis-server, and a small Cluster of them (test/harness/redis.ts).
+  if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "fencekeeper setup: installing Redis (Debian package redis-server, with redis-cli)" >&2
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq >&2 && apt-get install -y -qq redis-server >&2 \
+        || { echo "fencekeeper setup: installing redis-server failed; the Redis tests need it" >&2; exit 1; }
+    else
+      echo "fencekeeper setup: Redis is missing (the tests need it). Install it with:" >&2
+      echo "  sudo apt-get install -y redis-server" >&2
+      exit 1
+    fi
+  fi
+  # Installs that take minutes on a fresh machine (building helm, chromium's packages) run after the
+  # others, detached and at the lowest priority while the tests run; the tests that need them wait for
+  # them (each script takes a lock).
+  background=(scripts/setup-helm.sh scripts/setup-chromium.sh)
   for extra in scripts/setup-*.sh; do
+    case " ${background[*]} " in *" $extra "*) continue ;; esac
     [ -e "$extra" ] && bash "$extra"
+  done
+  for extra in "${background[@]}"; do
+    bash "$extra" --background
   done
 fi
 
