@@ -1,7 +1,7 @@
 // What a handler sees of its call, whichever adapter brought it (connect's handler context, or the unary
 // fast path's own): the signal that ends its work, the time left, and the values the pipeline put there
 // (the caller, the policy's decisions: server/auth/access.ts).
-import { createContextKey, type ContextValues } from "@connectrpc/connect";
+import type { ContextValues } from "@connectrpc/connect";
 
 export interface CallContext {
   /** Aborted when the caller goes away, its deadline passes, or the server gives up the call. */
@@ -11,6 +11,3 @@ export interface CallContext {
   /** The call's context values: its caller, what the policy decided (server/auth/access.ts). */
   readonly values: ContextValues;
 }
-
-/** The call's request id (server/observability/request-context.ts), in its values: put there by both adapters. */
-export const REQUEST_ID = createContextKey<string>("", { description: "the call's request id" });

@@ -20,7 +20,7 @@ import { CALLER, PEER } from "../auth/access.js";
 import type { Authenticator } from "../auth/authenticator.js";
 import { authenticate, authenticating } from "./authentication.js";
 import type { Authorization } from "./authorization.js";
-import { REQUEST_ID, type CallContext } from "./call-context.js";
+import type { CallContext } from "./call-context.js";
 import { inCallScope } from "./call-scope.js";
 import type { CallObserver } from "./call-observer.js";
 import { callerFaults } from "./caller-faults.js";
@@ -133,7 +133,6 @@ export class CallPipeline {
     let error: ConnectError | undefined;
     try {
       c = a.start();
-      c.values.set(REQUEST_ID, a.requestId);
       c.values.set(PEER, { address: a.socket.remoteAddress ?? "", port: a.socket.remotePort ?? 0 });
       // Credentials first: an unauthenticated caller's message is not even read.
       const caller = this.o.authenticator && authenticate(this.o.authenticator, a.method.parent.typeName, a.authorization, a.socket);
