@@ -133,6 +133,9 @@ describe("the audit trail (--audit-log)", function () {
       const put = (resource: string, token: FencingToken) => ({ write: { case: "put" as const, value: { resource, key: "b", value: new TextEncoder().encode(SECRET_VALUE), mutation: { token } } } });
       const { results } = await aliceA.store.batch({ writes: [put(r1, t1), put("elsewhere/x", t1)] }, id("batch-mixed"));
       expect(results.map((r) => r.result.case)).to.deep.equal(["error", "error"]);
+      // And one refused for its token's principal: bob writes under his own token, and under alice's.
+      const { results: bobs } = await bobA.store.batch({ writes: [put(r1, t2), put(r1, t1)] }, id("batch-not-holder"));
+      expect(bobs.map((r) => r.result.case)).to.deep.equal(["commit", "error"]);
       await bobB.lease.release({ token: t2 }, id("release-2"));
       // A session on b, with an acquisition on it.
       const { sessionId } = await bobB.lease.openSession({ ttl: ttl(30), holder: "bob-session" }, id("session-open"));
@@ -184,9 +187,10 @@ describe("the audit trail (--audit-log)", function () {
         { kind: "refused", requestId: "put-stale", rpc: `${S}Put`, principal: "alice", reason: "STALE_TOKEN", operation: "put", resource: r1, generation: "<gen1>" },
         { kind: "refused", requestId: "acquire-denied", rpc: `${L}Acquire`, principal: "mallory", reason: "PERMISSION_DENIED", resource: r1 },
         { kind: "refused", requestId: "put-stranger", rpc: `${S}Put`, reason: "UNAUTHENTICATED" },
-        { kind: "refused", requestId: "put-forged", rpc: `${S}Put`, principal: "bob", reason: "TOKEN_SIGNATURE_INVALID", resource: r1 },
+        { kind: "refused", requestId: "put-forged", rpc: `${S}Put`, principal: "bob", reason: "TOKEN_SIGNATURE_INVALID", operation: "put", resource: r1 },
         { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "STALE_TOKEN", operation: "put", resource: r1 },
         { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "PERMISSION_DENIED", resource: "elsewhere/x" },
+        { kind: "refused", requestId: "batch-not-holder", rpc: `${S}Batch`, principal: "bob", reason: "NOT_HOLDER", operation: "put", resource: r1 },
       ]);
       expect(linesB.map(shape)).to.deep.equal([
         { kind: "keys loaded", keys: "jwt verification", keyIds: "<ids>", keyCount: 1, trigger: "startup" },
