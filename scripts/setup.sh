@@ -84,6 +84,21 @@ if [ "$for_tests" = 1 ]; then
       exit 1
     fi
   fi
+  # The MariaDB fencing tests start their own throwaway mariadbd (test/harness/mariadb.ts), never the
+  # package's service: one installed here is stopped and kept from starting at boot.
+  if [ ! -x /usr/sbin/mariadbd ] && [ ! -x /usr/sbin/mysqld ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "fencekeeper setup: installing MariaDB (Debian package mariadb-server)" >&2
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq >&2 && apt-get install -y -qq mariadb-server >&2 \
+        || { echo "fencekeeper setup: installing mariadb-server failed; the MariaDB tests need it" >&2; exit 1; }
+      systemctl disable --now mariadb >/dev/null 2>&1 || service mariadb stop >/dev/null 2>&1 || true
+    else
+      echo "fencekeeper setup: MariaDB is missing (the tests need it). Install it with:" >&2
+      echo "  sudo apt-get install -y mariadb-server" >&2
+      exit 1
+    fi
+  fi
   for extra in scripts/setup-*.sh; do
     [ -e "$extra" ] && bash "$extra"
   done
