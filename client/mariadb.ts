@@ -11,9 +11,10 @@
 // - An insert is a plain INSERT, and a fenced UPDATE of the tombstone when the key is taken. Not
 //   INSERT ... ON DUPLICATE KEY UPDATE: with CLIENT_FOUND_ROWS its count is 1 both for "inserted" and for
 //   "the row was there and the fence kept it unchanged", so a refused insert would read as applied.
-// - Generations go in as strings through CAST(? AS SIGNED) and come out through CAST(... AS CHAR): a
-//   BIGINT compared with a string parameter may be compared as a double, and mysql2 reads BIGINT as a
-//   JavaScript number; both lose generations past 2^53.
+// - Generations go in as strings through CAST(? AS SIGNED) and come out through CAST(... AS CHAR): MySQL's
+//   documented rule compares a number with a string as doubles (MariaDB 10.11 happens to convert such a
+//   parameter exactly; the CAST does not rely on it), and mysql2 reads BIGINT as a JavaScript number;
+//   either would lose generations past 2^53.
 // - The resource is compared as bytes (CAST(? AS BINARY), a VARBINARY column): MySQL's default collations
 //   ignore case and trailing spaces, which would make "Orders" and "orders " the same resource.
 // The helpers take anything with mysql2/promise's execute() (a Pool, a Connection, a PoolConnection inside
