@@ -65,6 +65,14 @@ describe("MariaDB fencing at its edges", () => {
     });
   }
 
+  it("why inserts are not ON DUPLICATE KEY UPDATE: with CLIENT_FOUND_ROWS a row the fence kept counts 1, as an inserted one does", async () => {
+    const odku = `INSERT INTO ${table} (id, body, fence_resource, fence_token) VALUES (?, ?, 'r', ?)
+      ON DUPLICATE KEY UPDATE body = IF(fence_token <= VALUES(fence_token), VALUES(body), body), fence_token = GREATEST(fence_token, VALUES(fence_token))`;
+    const count = async (c: mysql.Pool, id: string, gen: number) => ((await c.execute<mysql.ResultSetHeader>(odku, [id, "x", gen]))[0]).affectedRows;
+    expect([await count(db, "a", 5), await count(db, "a", 4), await count(db, "a", 6)]).to.deep.equal([1, 1, 2]); // inserted, refused, updated
+    expect([await count(changedOnly, "b", 5), await count(changedOnly, "b", 4), await count(changedOnly, "b", 6)]).to.deep.equal([1, 0, 2]);
+  });
+
   it("an older generation is told apart from a missing row: stale with the row's fence, or notFound", async () => {
     await fencedInsert(db, { table, id: "a", unverified: true, token: tok("r", 7), set: { body: "from-B" } });
     expect(await fencedUpdate(db, { table, id: "a", unverified: true, token: tok("r", 6), set: { body: "stale" } })).to.deep.equal({ status: "stale", fence: 7n });
