@@ -16,6 +16,7 @@ inputs=(server cli client common gen proto sdk test/conformance package.json pac
 setup_fresh() {
   [ -f "$test_stamp" ] && [ -d node_modules ] && [ -f dist/.built ] && command -v etcd >/dev/null 2>&1 &&
     ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 &&
+    command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1 &&
     [ -z "$(find "${inputs[@]}" \( -name dist -o -name target -o -name __pycache__ -o -name '*.egg-info' \) -prune \
       -o -newer "$test_stamp" -print -quit 2>/dev/null)" ]
 }
@@ -81,6 +82,19 @@ if [ "$for_tests" = 1 ]; then
     else
       echo "fencekeeper setup: PostgreSQL is missing (the tests need it). Install it with:" >&2
       echo "  sudo apt-get install -y postgresql" >&2
+      exit 1
+    fi
+  fi
+  # The fault runs' network namespaces and their partitions and bad links (test/faults/netns.ts).
+  if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "fencekeeper setup: installing iproute2 (ip, tc)" >&2
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq >&2 && apt-get install -y -qq iproute2 >&2 \
+        || { echo "fencekeeper setup: installing iproute2 failed; the fault runs need it" >&2; exit 1; }
+    else
+      echo "fencekeeper setup: ip and tc are missing (the fault runs need them, as root). Install them with:" >&2
+      echo "  sudo apt-get install -y iproute2" >&2
       exit 1
     fi
   fi
