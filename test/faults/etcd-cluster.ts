@@ -1,4 +1,5 @@
-// A real 3-member etcd cluster on loopback ports, in a temporary folder, for the fault-injection runs.
+// A real 3-member etcd cluster on loopback ports (or each member in a network namespace of its own,
+// netns.ts), in a temporary folder, for the fault-injection runs.
 // Members are started and stopped one by one (a member restarted keeps its data and its ports, so it
 // rejoins as itself), frozen with SIGSTOP, and the whole cluster can be stopped and started again from
 // its data. The binary is the one the test harness uses: etcd on PATH, installed by scripts/setup.sh.

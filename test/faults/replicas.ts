@@ -1,6 +1,7 @@
-// The fencekeeper server replicas of a fault run: each on a loopback port of its own that it keeps
-// across restarts (so that clients, and the proxies in front of them, find it again), all given every
-// endpoint of the etcd cluster and one key prefix. Started by the test harness's startServer.
+// The fencekeeper server replicas of a fault run: each on a loopback port of its own (or in a network
+// namespace of its own, netns.ts) that it keeps across restarts (so that clients, and the proxies in
+// front of them, find it again), all given every endpoint of the etcd cluster and one key prefix.
+// Started by the test harness's startServer.
 import { freePort } from "../../server/etcd/embedded.js";
 import { SERVER_COMMAND, startServer, type TestServer } from "../harness/server.js";
 import type { Network } from "./netns.js";
