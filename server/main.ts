@@ -52,9 +52,9 @@ function etcdCredentials(tls: EtcdTls | undefined): EtcdConnectOptions["credenti
 }
 
 /** The metrics endpoint; at the default address only, a busy port is a warning (e.g. a second local server). */
-async function startMetrics(config: Config, metrics: Registry, log: Logger): Promise<MetricsEndpoint | undefined> {
+async function startMetrics(config: Config, metrics: Registry, health: HealthStatus, log: Logger): Promise<MetricsEndpoint | undefined> {
   try {
-    const endpoint = await serveMetrics(config.metricsListen!, metrics);
+    const endpoint = await serveMetrics(config.metricsListen!, metrics, health);
     log.info({ url: endpoint.url }, "metrics");
     return endpoint;
   } catch (err) {
@@ -173,7 +173,7 @@ export async function serve(config: Config): Promise<void> {
     } else {
       log.warn("etcd does not answer yet: what it accepts in one request (--etcd-max-txn-ops, --etcd-max-request-bytes) is not checked");
     }
-    const exporter = config.metricsListen && (await startMetrics(config, metrics, log));
+    const exporter = config.metricsListen && (await startMetrics(config, metrics, health, log));
     const transport = await listen({ ...config.listen, tls: config.tls, ...config.connections, requestStreams }, handler);
     const { address, port } = transport.address;
     const url = `${transport.scheme}://${address.includes(":") ? `[${address}]` : address}:${port}`;
