@@ -105,7 +105,7 @@ export class Network {
     } catch (e) {
       await net.destroy();
       throw new Error(
-        `the fault run's network namespaces could not be made (the partition nemeses need root and iproute2; run as root, or choose nemeses without --netns): ${(e as Error).message}`,
+        `the fault run's network namespaces could not be made (the partition nemeses need root and iproute2; run as root, or choose the process faults alone: npm run faults -- --nemeses process): ${(e as Error).message}`,
       );
     }
     return net;

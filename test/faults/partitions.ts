@@ -24,7 +24,7 @@ const list = (xs: string[]) => (xs.length ? xs.join(" ") : "none");
 /** Injects one network fault and heals it; resolves with what was done, once etcd has a leader again. */
 export async function injectPartition(kind: PartitionNemesis, w: World, rng: Rng): Promise<string> {
   const net = w.net;
-  if (!net) throw new Error(`the ${kind} nemesis needs the run's network namespaces (the profile's netns option; npm run faults -- --netns)`);
+  if (!net) throw new Error(`the ${kind} nemesis needs the run's network namespaces (a run whose nemeses include it has them)`);
   const members = w.cluster.members.map((m) => m.name);
   // Long enough for the members to elect a leader (election timeout 1 s) and for leases to expire
   // (TTL 2 to 3 s) on one side.
