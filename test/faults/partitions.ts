@@ -11,12 +11,15 @@ export type PartitionNemesis = (typeof PARTITION_NEMESES)[number];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Where a replica stands in a split: it reaches the members of its side only. */
+/** Where the replicas stand in a split (each reaches the members of its side only): one on each side
+ * when there are two or more, so that clients see both a replica that can reach a quorum and one that
+ * cannot; the others at random. */
 function sides(replicas: Replica[], rng: Rng): [string[], string[]] {
-  const a: string[] = [];
-  const b: string[] = [];
-  for (const r of replicas) (rng.chance(0.5) ? a : b).push(r.name);
-  return [a, b];
+  const [first, second, ...rest] = rng.shuffle(replicas.map((r) => r.name));
+  const a = [first];
+  const b = second === undefined ? [] : [second];
+  for (const r of rest) (rng.chance(0.5) ? a : b).push(r);
+  return rng.chance(0.5) ? [a, b] : [b, a];
 }
 
 const list = (xs: string[]) => (xs.length ? xs.join(" ") : "none");
