@@ -73,7 +73,7 @@ describe("faults: the network namespaces", function () {
   });
 
   it("a bridge: the middle node sees both sides, which do not see each other", async () => {
-    await net.cut("a", "c");
+    await net.cut(["a", "c"]);
     try {
       expect(probe(net, "a", "c")).to.equal("hangs");
       expect(probe(net, "a", "b")).to.equal("b");
@@ -85,13 +85,38 @@ describe("faults: the network namespaces", function () {
   });
 
   it("a shaped link still carries traffic, and healing removes the shaping", async () => {
-    const what = await net.shape("a", "b", { delayMs: 50, jitterMs: 10, lossPct: 1, reorderPct: 10 });
+    const { what } = await net.shape("a", "b", { delayMs: 50, jitterMs: 10, lossPct: 1, reorderPct: 10 });
     expect(what).to.match(/netem|100 kbit/);
     const qdisc = () => execFileSync("ip", ["netns", "exec", net.ns("a"), "tc", "qdisc", "show", "dev", "eth0"], { encoding: "utf8" });
     expect(qdisc()).to.contain("htb");
     expect(probe(net, "a", "b")).to.equal("b");
     await net.heal();
     expect(qdisc()).not.to.contain("htb");
+  });
+
+  it("faults in force together heal one at a time: a link both cut stays cut until both heal, two shaped links share a node", async () => {
+    const split = await net.partition([["a"], ["b", "c"]]);
+    const bridge = await net.cut(["a", "c"]);
+    const { fault: slow } = await net.shape("b", "c", { delayMs: 50, jitterMs: 10, lossPct: 1, reorderPct: 10 });
+    const { fault: slower } = await net.shape("b", "a", { delayMs: 50, jitterMs: 10, lossPct: 1, reorderPct: 10 });
+    try {
+      expect(net.inForce).to.equal(4);
+      await net.heal(split);
+      expect(probe(net, "a", "b"), "a -> b, once the split is healed").to.equal("b");
+      expect(probe(net, "a", "c"), "a -> c, still cut by the bridge").to.equal("hangs");
+      expect(probe(net, "b", "c"), "b -> c, shaped").to.equal("c");
+      await net.heal(slow);
+      const filters = execFileSync("ip", ["netns", "exec", net.ns("b"), "tc", "filter", "show", "dev", "eth0"], { encoding: "utf8" });
+      expect(filters, "b's filters: only the link to a is still shaped").to.contain(`${net.addr("a").split(".").map((x) => Number(x).toString(16).padStart(2, "0")).join("")}/ffffffff`);
+      expect(filters).not.to.contain(`${net.addr("c").split(".").map((x) => Number(x).toString(16).padStart(2, "0")).join("")}/ffffffff`);
+      await net.heal(bridge);
+      expect(probe(net, "a", "c")).to.equal("c");
+      await net.heal(slower);
+      expect(net.inForce).to.equal(0);
+      expect(execFileSync("ip", ["netns", "exec", net.ns("b"), "tc", "qdisc", "show", "dev", "eth0"], { encoding: "utf8" })).not.to.contain("htb");
+    } finally {
+      await net.heal();
+    }
   });
 
   it("removes every namespace and link at the end, and what a run killed by SIGKILL left at the next start", async () => {

@@ -47,11 +47,25 @@ export interface LinkShape {
   reorderPct: number;
 }
 
+interface Shape {
+  from: string;
+  to: string;
+  s: LinkShape;
+}
+
+/** One network fault in force (what partition, cut or shape did), to heal as one. */
+export interface NetFault {
+  readonly cuts: string[];
+  readonly shapes: Shape[];
+}
+
 export class Network {
   /** Address of each node, by name. */
   private readonly addrs = new Map<string, string>();
-  private readonly cuts = new Set<string>();
-  private readonly shaped = new Set<string>();
+  /** Directed cuts ("from>to") in force, with how many faults hold each. */
+  private readonly cutCount = new Map<string, number>();
+  private readonly shapes: Shape[] = [];
+  private readonly active = new Set<NetFault>();
   private netemKnown?: boolean;
   private readonly cleanupOnExit = () => this.destroySync();
 
@@ -134,53 +148,96 @@ export class Network {
   }
 
   /** Cuts every link between a node of one group and a node of another (nodes in no group keep theirs). */
-  async partition(groups: string[][]): Promise<void> {
+  async partition(groups: string[][]): Promise<NetFault> {
+    const pairs: [string, string][] = [];
     for (let i = 0; i < groups.length; i++) {
-      for (let j = i + 1; j < groups.length; j++) for (const a of groups[i]) for (const b of groups[j]) await this.cut(a, b);
+      for (let j = i + 1; j < groups.length; j++) for (const a of groups[i]) for (const b of groups[j]) pairs.push([a, b]);
     }
+    return this.cut(...pairs);
   }
 
-  /** Both ways: neither node's packets reach the other. */
-  async cut(a: string, b: string): Promise<void> {
-    for (const [from, to] of [
-      [a, b],
-      [b, a],
-    ]) {
-      await ip("-n", this.ns(from), "neigh", "replace", this.addr(to), "lladdr", NOWHERE, "dev", DEV, "nud", "permanent");
-      this.cuts.add(`${from}>${to}`);
+  /** Cuts each link given, both ways: neither node's packets reach the other. One fault, healed as one. */
+  async cut(...pairs: [string, string][]): Promise<NetFault> {
+    const fault: NetFault = { cuts: pairs.flatMap(([a, b]) => [`${a}>${b}`, `${b}>${a}`]), shapes: [] };
+    this.active.add(fault);
+    for (const c of fault.cuts) {
+      const n = this.cutCount.get(c) ?? 0;
+      this.cutCount.set(c, n + 1);
+      const [from, to] = c.split(">");
+      // Counted, so that faults in force together each heal only their own (a link cut twice stays cut
+      // until both are healed).
+      if (n === 0) await ip("-n", this.ns(from), "neigh", "replace", this.addr(to), "lladdr", NOWHERE, "dev", DEV, "nud", "permanent");
     }
+    return fault;
   }
 
-  /** Delay, loss and reordering on the link between a and b, both ways. Answers what was applied. */
-  async shape(a: string, b: string, s: LinkShape): Promise<string> {
+  /** Delay, loss and reordering on the link between a and b, both ways; what was applied, in words. */
+  async shape(a: string, b: string, s: LinkShape): Promise<{ fault: NetFault; what: string }> {
     const netem = await this.hasNetem();
-    for (const [from, to] of [
-      [a, b],
-      [b, a],
-    ]) {
-      const ns = this.ns(from);
-      // Class 1:1 (the default) is the unshaped rest; 1:2 is the link, which the filter steers into.
-      await tc(ns, "qdisc", "add", "dev", DEV, "root", "handle", "1:", "htb", "default", "1");
-      await tc(ns, "class", "add", "dev", DEV, "parent", "1:", "classid", "1:1", "htb", "rate", "10gbit");
-      if (netem) {
-        await tc(ns, "class", "add", "dev", DEV, "parent", "1:", "classid", "1:2", "htb", "rate", "10gbit");
-        await tc(ns, "qdisc", "add", "dev", DEV, "parent", "1:2", "handle", "20:", "netem", "delay", `${s.delayMs}ms`, `${s.jitterMs}ms`, "loss", `${s.lossPct}%`, "reorder", `${s.reorderPct}%`, "50%");
-      } else {
-        // Without netem: every other packet of the link through a narrow class (100 kbit/s, a queue of
-        // 8 packets: delay by queueing, loss by overflow), the others straight on, so that a connection's packets also overtake each other (reordering).
-        await tc(ns, "class", "add", "dev", DEV, "parent", "1:", "classid", "1:2", "htb", "rate", "10gbit");
-        await tc(ns, "class", "add", "dev", DEV, "parent", "1:", "classid", "1:3", "htb", "rate", "100kbit", "ceil", "100kbit", "burst", "2k");
-        await tc(ns, "qdisc", "add", "dev", DEV, "parent", "1:3", "handle", "30:", "pfifo", "limit", "8");
-        // The low bit of the IP identification, which a connection's packets count up (the TCP checksum
-        // is not computed yet on a veth that offloads it; sequence numbers move by the write's length).
-        await tc(ns, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "dst", `${this.addr(to)}/32`, "match", "u16", "0x0001", "0x0001", "at", "4", "flowid", "1:3");
-      }
-      await tc(ns, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip", "prio", "2", "u32", "match", "ip", "dst", `${this.addr(to)}/32`, "flowid", "1:2");
-      this.shaped.add(from);
-    }
-    return netem
+    const fault: NetFault = { cuts: [], shapes: [{ from: a, to: b, s }, { from: b, to: a, s }] };
+    this.active.add(fault);
+    this.shapes.push(...fault.shapes);
+    for (const node of [a, b]) await this.applyShapes(node);
+    const what = netem
       ? `netem delay ${s.delayMs}±${s.jitterMs} ms, loss ${s.lossPct} %, reorder ${s.reorderPct} %`
       : "every other packet through a 100 kbit/s queue of 8 (delay, loss, reordering; this kernel has no netem)";
+    return { fault, what };
+  }
+
+  /** Network faults not yet healed. */
+  get inForce(): number {
+    return this.active.size;
+  }
+
+  /** Heals one fault (or, without one, every fault in force). */
+  async heal(fault?: NetFault): Promise<void> {
+    for (const f of fault ? [fault] : [...this.active]) {
+      if (!this.active.delete(f)) continue;
+      for (const c of f.cuts) {
+        const n = (this.cutCount.get(c) ?? 1) - 1;
+        if (n > 0) {
+          this.cutCount.set(c, n);
+          continue;
+        }
+        this.cutCount.delete(c);
+        const [from, to] = c.split(">");
+        await ip("-n", this.ns(from), "neigh", "del", this.addr(to), "dev", DEV).catch(() => {});
+      }
+      for (const sh of f.shapes) this.shapes.splice(this.shapes.indexOf(sh), 1);
+      for (const node of new Set(f.shapes.map((sh) => sh.from))) await this.applyShapes(node);
+    }
+  }
+
+  /** Sets the node's veth up for the shaped links from it now in force (none: as it was). */
+  private async applyShapes(node: string): Promise<void> {
+    const ns = this.ns(node);
+    await tc(ns, "qdisc", "del", "dev", DEV, "root").catch(() => {});
+    const mine = this.shapes.filter((sh) => sh.from === node);
+    if (mine.length === 0) return;
+    const netem = await this.hasNetem();
+    // Class 1:1 (the default) is the unshaped rest; each link has its classes, which filters steer its
+    // packets into (class and handle numbers are hexadecimal to tc).
+    await tc(ns, "qdisc", "add", "dev", DEV, "root", "handle", "1:", "htb", "default", "1");
+    await tc(ns, "class", "add", "dev", DEV, "parent", "1:", "classid", "1:1", "htb", "rate", "10gbit");
+    for (const [i, { to, s }] of mine.entries()) {
+      const fast = (0x10 + 2 * i).toString(16);
+      const slow = (0x11 + 2 * i).toString(16);
+      const dst = ["match", "ip", "dst", `${this.addr(to)}/32`];
+      await tc(ns, "class", "add", "dev", DEV, "parent", "1:", "classid", `1:${fast}`, "htb", "rate", "10gbit");
+      if (netem) {
+        await tc(ns, "qdisc", "add", "dev", DEV, "parent", `1:${fast}`, "handle", `${fast}:`, "netem", "delay", `${s.delayMs}ms`, `${s.jitterMs}ms`, "loss", `${s.lossPct}%`, "reorder", `${s.reorderPct}%`, "50%");
+      } else {
+        // Without netem: every other packet of the link through a narrow class (100 kbit/s, a queue of
+        // 8 packets: delay by queueing, loss by overflow), the others straight on, so that a
+        // connection's packets also overtake each other (reordering). Every other: the low bit of the
+        // IP identification, which a connection's packets count up (the TCP checksum is not computed
+        // yet on a veth that offloads it; sequence numbers move by the write's length).
+        await tc(ns, "class", "add", "dev", DEV, "parent", "1:", "classid", `1:${slow}`, "htb", "rate", "100kbit", "ceil", "100kbit", "burst", "2k");
+        await tc(ns, "qdisc", "add", "dev", DEV, "parent", `1:${slow}`, "handle", `${slow}:`, "pfifo", "limit", "8");
+        await tc(ns, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip", "prio", "1", "u32", ...dst, "match", "u16", "0x0001", "0x0001", "at", "4", "flowid", `1:${slow}`);
+      }
+      await tc(ns, "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ip", "prio", "2", "u32", ...dst, "flowid", `1:${fast}`);
+    }
   }
 
   /** Whether the kernel has the netem qdisc (CONFIG_NET_SCH_NETEM); asked once, on the hub's bridge. */
@@ -195,17 +252,6 @@ export class Network {
       }
     }
     return this.netemKnown;
-  }
-
-  /** Every link whole again. */
-  async heal(): Promise<void> {
-    for (const c of this.cuts) {
-      const [from, to] = c.split(">");
-      await ip("-n", this.ns(from), "neigh", "del", this.addr(to), "dev", DEV).catch(() => {});
-    }
-    this.cuts.clear();
-    for (const node of this.shaped) await tc(this.ns(node), "qdisc", "del", "dev", DEV, "root").catch(() => {});
-    this.shaped.clear();
   }
 
   /** Removes the namespaces (with the processes still in them) and the links. */

@@ -1,8 +1,10 @@
 // The network nemeses, Jepsen's, on the run's network namespaces (netns.ts): links between etcd members
 // and server replicas cut or made bad, while every node still reaches the harness and the clients (who
 // run in the harness's namespace), so that what the clients see is the service behind a partition,
-// not a partition in front of it. Each heals its fault and waits for etcd to have a leader again.
+// not a partition in front of it. Each heals its own fault (others may be in force at the same time)
+// and, when no other network fault is left, waits for etcd to have a leader again.
 import type { World } from "./nemesis.js";
+import type { NetFault } from "./netns.js";
 import type { Replica } from "./replicas.js";
 import type { Rng } from "./rng.js";
 
@@ -33,13 +35,14 @@ export async function injectPartition(kind: PartitionNemesis, w: World, rng: Rng
   // (TTL 2 to 3 s) on one side.
   const ms = rng.int(2_500, 6_000);
   let what: string;
+  let fault: NetFault;
   switch (kind) {
     case "isolate-etcd-leader": {
       // The leader, as the members' status says, alone with the replicas that chose its side: they can
       // reach no quorum; the majority elects a new leader and serves the others.
       const leader = (await w.cluster.waitForLeader()).name;
       const [withLeader, withMajority] = sides(w.replicas, rng);
-      await net.partition([
+      fault = await net.partition([
         [leader, ...withLeader],
         [...members.filter((m) => m !== leader), ...withMajority],
       ]);
@@ -49,7 +52,7 @@ export async function injectPartition(kind: PartitionNemesis, w: World, rng: Rng
     case "split-etcd": {
       const [minority, ...majority] = rng.shuffle([...members]);
       const [withMinority, withMajority] = sides(w.replicas, rng);
-      await net.partition([
+      fault = await net.partition([
         [minority, ...withMinority],
         [...majority, ...withMajority],
       ]);
@@ -59,17 +62,15 @@ export async function injectPartition(kind: PartitionNemesis, w: World, rng: Rng
     case "cut-replica": {
       // It still answers its clients, with no etcd behind it.
       const r = rng.pick(w.replicas);
-      await net.partition([[r.name], members]);
+      fault = await net.partition([[r.name], members]);
       what = `cut replica ${r.name} from every etcd member`;
       break;
     }
     case "bridge-etcd": {
       // Two sides that share one member: it sees both (and may lead both), they do not see each other.
       const [left, bridge, right] = rng.shuffle([...members]);
-      await net.cut(left, right);
       const [withLeft, withRight] = sides(w.replicas, rng);
-      for (const r of withLeft) await net.cut(r, right);
-      for (const r of withRight) await net.cut(r, left);
+      fault = await net.cut([left, right], ...withLeft.map((r): [string, string] => [r, right]), ...withRight.map((r): [string, string] => [r, left]));
       what = `bridge: ${left} (with replicas: ${list(withLeft)}) | ${right} (with: ${list(withRight)}), ${bridge} sees both`;
       break;
     }
@@ -77,13 +78,16 @@ export async function injectPartition(kind: PartitionNemesis, w: World, rng: Rng
       const pairs = linkChoices(members, w.replicas);
       const [a, b] = rng.pick(pairs);
       const shape = { delayMs: rng.int(50, 400), jitterMs: rng.int(10, 200), lossPct: rng.int(1, 20), reorderPct: rng.int(5, 50) };
-      what = `${await net.shape(a, b, shape)} between ${a} and ${b}`;
+      const shaped = await net.shape(a, b, shape);
+      fault = shaped.fault;
+      what = `${shaped.what} between ${a} and ${b}`;
       break;
     }
   }
   await sleep(ms);
-  await net.heal();
-  await w.cluster.waitForLeader();
+  await net.heal(fault);
+  // Another network fault still in force may keep etcd from a quorum: its own heal waits.
+  if (net.inForce === 0) await w.cluster.waitForLeader();
   return `${what} for ${ms} ms`;
 }
 
