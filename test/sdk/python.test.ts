@@ -2,7 +2,7 @@
 // tests, then the SDK suite (sdk-suite.ts), with leases of their own and on sessions, through threads
 // and through fencekeeper.aio.
 import { expect } from "chai";
-import { hold, reasons, runConsumer, runScenario, runUnitTests } from "./python-probe.js";
+import { elect, hold, reasons, runConsumer, runScenario, runUnitTests } from "./python-probe.js";
 import { uniqueResource } from "../harness/suite.js";
 import { sdkSuite } from "./sdk-suite.js";
 
@@ -11,6 +11,7 @@ sdkSuite({
   name: "Python",
   tag: "py-sdk",
   hold,
+  elect,
   grantedWithinMs: 15_000,
   state: ["status", "status"],
   write: (key, value) => [`write ${key} ${value}`, "write"],

@@ -383,7 +383,7 @@ export function sdkSuite(sdk: Sdk): void {
           expect(third.ok, JSON.stringify(third)).to.equal(false);
           expect(Date.now() - startedAt).to.be.at.least(250);
           // Another N while the semaphore is held: refused, naming the N in force.
-          expect(await a.command(`semaphore ${resource} 3 300`, "permit")).to.include({ ok: false, code: "FailedPrecondition", reason: "MAX_HOLDERS_MISMATCH" });
+          expect(await a.command(`semaphore ${resource} 3 300`, "permit")).to.include({ ok: false, reason: "MAX_HOLDERS_MISMATCH" });
           // A permit's token writes nothing in the fenced store.
           expect(await a.command("permit-write k v", "permit-write")).to.include({ ok: false, reason: "SHARED_TOKEN", sent: true });
           await a.command("release-permits", "permits-released");
