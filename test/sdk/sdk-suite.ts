@@ -81,7 +81,7 @@ export interface Sdk {
    * observe of leaders (leader), and takes the commands resign, proclaim V, leader, semaphore R N WAIT_MS,
    * permit-write K V, describe-of R, release-permits; at the end of its stdin it stops and prints stopped.
    */
-  elect?(o: ElectOptions): ProbeProcess;
+  elect(o: ElectOptions): ProbeProcess;
   /** How long a new holder may take to print "granted" (a JVM starts slowly). */
   grantedWithinMs: number;
   /** The holder's commands: its state, and a write through its lease. */
@@ -306,8 +306,8 @@ export function sdkSuite(sdk: Sdk): void {
       }
     });
 
-    if (sdk.elect) {
-      const elect = sdk.elect;
+    {
+      const elect = (o: ElectOptions) => sdk.elect(o);
       it("election helpers: campaign through lead, leader, proclaim, observe of leaders, resign hands over to a TypeScript campaigner, elected again after it", async () => {
         const resource = uniqueResource(`${sdk.tag}-election`);
         const name = `${sdk.tag}-a`;
