@@ -73,3 +73,10 @@ export function elect(o: ElectOptions): ProbeProcess {
   const args = [PROBE, "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs / 1000), "--holder", o.holder, "--value", o.value];
   return new ProbeProcess("the Python campaigner", PYTHON, args);
 }
+
+/** `probe.py elect-aio`: the election and semaphore helpers of fencekeeper.aio, to its end. */
+export async function runElectAio(server: string, resource: string): Promise<ScenarioRun> {
+  assertInstalled();
+  const r = await runToEnd(PYTHON, [PROBE, "elect-aio", "--server", server, "--resource", resource]);
+  return { code: r.code, output: r.stdout + r.stderr };
+}

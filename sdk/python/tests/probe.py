@@ -21,6 +21,8 @@
 
   probe.py elect --server URL --resource R [--ttl SECONDS] [--holder H] [--value V]
       runs client.lead() on R and the election and semaphore commands (elect.py)
+  probe.py elect-aio --server URL --resource R
+      the election and semaphore helpers of fencekeeper.aio (elect_aio.py): "ok ..." per step
 
   probe.py reasons
       prints the error class the library raises for each reason of the generated ErrorReason enum (null for
@@ -227,7 +229,7 @@ async def serve_async(args: argparse.Namespace, client: fencekeeper.aio.Client, 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="probe.py")
-    parser.add_argument("command", choices=["scenario", "hold", "reasons", "elect"])
+    parser.add_argument("command", choices=["scenario", "hold", "reasons", "elect", "elect-aio"])
     parser.add_argument("--holder", default="py-probe", help="elect: the holder label")
     parser.add_argument("--value", default="", help="elect: the value to campaign with")
     parser.add_argument("--server", default="", help="http(s)://host:port, several comma-separated")
@@ -269,6 +271,10 @@ def main(argv: list[str]) -> int:
             print(f"FAIL {type(e).__name__} {e.code.name} {e.reason or ''}: {e}", file=sys.stderr, flush=True)
             return 1
         return 0
+    if args.command == "elect-aio":
+        from elect_aio import main as elect_aio
+
+        return elect_aio(args.server, args.resource)
     if args.command == "elect":
         from elect import elect
 

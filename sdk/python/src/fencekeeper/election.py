@@ -363,3 +363,150 @@ def _serve(resource: str, leadership: Leadership, on_elected: Callable[..., Any]
         mine.set()
     if served and on_deposed is not None:
         on_deposed(leadership.signal.error)
+
+
+# asyncio (fencekeeper.aio.Client's campaign, leader, observe_leaders, lead and semaphore).
+
+
+class AsyncLeadership:
+    """An elected campaign of fencekeeper.aio: the leader's aio Lease."""
+
+    def __init__(self, lease: Any):
+        self.lease = lease
+
+    @property
+    def token(self) -> Token:
+        return self.lease.token
+
+    @property
+    def lost(self) -> Any:
+        """An asyncio.Event, set once this process can no longer assume it leads (by the loop, when it runs:
+        look at `leading` right before acting, which looks at the clock)."""
+        return self.lease.lost
+
+    @property
+    def leading(self) -> bool:
+        return bool(self.lease.held)
+
+    async def proclaim(self, value: Value) -> int:
+        return int(await self.lease.proclaim(value))
+
+    async def resign(self) -> None:
+        await self.lease.release()
+
+    def __repr__(self) -> str:
+        return f"AsyncLeadership({self.lease!r})"
+
+
+async def campaign_async(client: Any, resource: str, value: Value, *, ttl: float | None = None, wait: bool | float = True, holder: str | None = None, lock_delay: float = 0) -> AsyncLeadership:
+    options: dict[str, Any] = {"ttl": ttl} if ttl is not None else {}
+    return AsyncLeadership(await client.acquire(resource, wait=wait, holder=holder, lock_delay=lock_delay, value=value, **options))
+
+
+async def observe_leaders_async(client: Any, resource: str) -> Any:
+    observation = client._core.observe_leaders(resource)
+    end = object()
+    try:
+        while (x := await client._run(next, observation, end)) is not end:
+            yield x
+    finally:
+        observation.close()
+
+
+async def lead_async(
+    client: Any,
+    resource: str,
+    on_elected: Callable[..., Any],
+    *,
+    on_deposed: Callable[[LeaseLostError | None], Any] | None = None,
+    on_new_leader: Callable[[Leader | None], Any] | None = None,
+    value: Value | Callable[[], Value] = b"",
+    ttl: float | None = None,
+    holder: str | None = None,
+    lock_delay: float = 0,
+) -> None:
+    """As lead(), for asyncio: on_elected(lost, token, leadership) is awaited if it is a coroutine function;
+    cancelling the task that awaits lead_async() stops it (a leadership is resigned, on_elected awaited,
+    on_deposed called), and the CancelledError goes on."""
+    import asyncio
+
+    async def follow() -> None:
+        assert on_new_leader is not None
+        last: object = object()
+        try:
+            async for change in observe_leaders_async(client, resource):
+                generation = change.leader.token.generation if change.leader else None
+                if generation != last:
+                    last = generation
+                    on_new_leader(change.leader)
+        except FencekeeperError:
+            pass  # following is best effort: leading goes on without it
+
+    following = asyncio.create_task(follow()) if on_new_leader is not None else None
+    try:
+        failures = 0
+        while True:
+            try:
+                leadership = await campaign_async(client, resource, value() if callable(value) else value, ttl=ttl, holder=holder, lock_delay=lock_delay)
+                failures = 0
+            except (UnavailableError, TimeoutError, LeaseNotFoundError, LockDelayError):
+                failures += 1
+                await asyncio.sleep(_BACKOFF.delay(failures))
+                continue
+            await _serve_async(client, resource, leadership, on_elected, on_deposed)
+    finally:
+        if following is not None:
+            following.cancel()
+            await asyncio.gather(following, return_exceptions=True)
+
+
+async def _serve_async(client: Any, resource: str, leadership: AsyncLeadership, on_elected: Callable[..., Any], on_deposed: Callable[..., Any] | None) -> None:
+    """One term, as _serve(); the terms of one resource take turns with those of threads too."""
+    import asyncio
+
+    mine = threading.Event()
+    with _terms_lock:
+        before = _terms.get(resource)
+        _terms[resource] = mine
+    served = False
+    canceled = False
+    try:
+        if before is not None:
+            try:
+                await client._run(before.wait)
+            except asyncio.CancelledError:
+                canceled = True
+                await leadership.resign()
+                await client._run(before.wait)
+        served = not canceled and leadership.leading
+        if served:
+            work = asyncio.ensure_future(_call(on_elected, leadership.lost, leadership.token, leadership))
+            try:
+                try:
+                    await asyncio.shield(work)
+                except Exception:  # noqa: BLE001 (a leader whose work failed should not keep the others out)
+                    await leadership.resign()
+                # Leadership lasts until the loss, whether or not on_elected returned earlier.
+                await leadership.lost.wait()
+            except asyncio.CancelledError:
+                canceled = True
+                await leadership.resign()
+                await asyncio.gather(work, return_exceptions=True)
+        await leadership.resign()
+    finally:
+        with _terms_lock:
+            if _terms.get(resource) is mine:
+                del _terms[resource]
+        mine.set()
+    if served and on_deposed is not None:
+        on_deposed(leadership.lease.error)
+    if canceled:
+        raise asyncio.CancelledError()
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> None:
+    import inspect
+
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        await result
