@@ -98,14 +98,17 @@ describe("election across three languages (Go, Python, Java campaigners; resign 
       await eventually(() => seenByTs.includes(g4.token.generation), "the TypeScript observer sees Go again");
 
       // Every observer saw the same leaders in the same order, each with its value.
-      const order = (p: ProbeProcess) => dedupe(p.seen("leader").filter((e) => e.generation !== null));
+      // (From Go's first term on: under load, a grant lost before its onElected could start is skipped, and
+      // observed all the same.)
+      const since = (g: string | null) => g !== null && BigInt(g) >= BigInt(g1.token.generation);
+      const order = (p: ProbeProcess) => dedupe(p.seen("leader").filter((e) => since(e.generation)));
       for (const [p, name] of [[go, "Go"], [python, "Python"], [java, "Java"]] as const) {
         const seen = order(p);
         expect(seen.map((e) => e.generation), `${name}'s observe of leaders`).to.deep.equal(expected);
         expect(seen.map((e) => e.value), `${name}'s values`).to.deep.equal(names);
-        expect(p.seen("new-leader").filter((e) => e.generation !== null).map((e) => e.generation), `${name}'s onNewLeader`).to.deep.equal(expected);
+        expect(p.seen("new-leader").filter((e) => since(e.generation)).map((e) => e.generation), `${name}'s onNewLeader`).to.deep.equal(expected);
       }
-      expect([...new Set(seenByTs)]).to.deep.equal(expected);
+      expect([...new Set(seenByTs.filter(since))]).to.deep.equal(expected);
       // Each was elected once per term it served; never two terms at once in one process.
       expect(go.seen("elected")).to.have.length(2);
       expect(python.seen("elected")).to.have.length(1);

@@ -64,6 +64,6 @@ export function hold(o: HoldOptions): ProbeProcess {
 /** `fk-sdk-probe elect`: a Go process running Lead. */
 export function elect(o: ElectOptions): ProbeProcess {
   assertProbeBuilt();
-  const args = ["elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", `${o.ttlMs}ms`, "--holder", o.holder, "--value", o.value];
+  const args = ["elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", `${o.ttlMs}ms`, "--holder", o.holder, "--value", o.value, "--linger", `${o.lingerMs ?? 0}ms`];
   return new ProbeProcess("the Go campaigner", PROBE, args);
 }

@@ -69,6 +69,6 @@ export function hold(o: HoldOptions): ProbeProcess {
 /** An `elect` process: the Java library's lead() on a resource (Elect.java). */
 export function elect(o: ElectOptions): ProbeProcess {
   assertProbeBuilt();
-  const args = ["-jar", JAR, "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl-ms", String(o.ttlMs), "--holder", o.holder, "--value", o.value];
+  const args = ["-jar", JAR, "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl-ms", String(o.ttlMs), "--holder", o.holder, "--value", o.value, "--linger-ms", String(o.lingerMs ?? 0)];
   return new ProbeProcess("the Java campaigner", "java", args);
 }

@@ -70,7 +70,7 @@ export function hold(o: HoldOptions): ProbeProcess {
 /** `probe.py elect`: a Python process running client.lead() (elect.py). */
 export function elect(o: ElectOptions): ProbeProcess {
   assertInstalled();
-  const args = [PROBE, "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs / 1000), "--holder", o.holder, "--value", o.value];
+  const args = [PROBE, "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs / 1000), "--holder", o.holder, "--value", o.value, "--linger", String((o.lingerMs ?? 0) / 1000)];
   return new ProbeProcess("the Python campaigner", PYTHON, args);
 }
 

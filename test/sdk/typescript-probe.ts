@@ -42,6 +42,6 @@ export function hold(o: HoldOptions): ProbeProcess {
 
 /** `probe.ts elect`: a node process running the SDK's lead() (elect.ts). */
 export function elect(o: ElectOptions): ProbeProcess {
-  const args = [...NODE.slice(1), "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs), "--holder", o.holder, "--value", o.value];
+  const args = [...NODE.slice(1), "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs), "--holder", o.holder, "--value", o.value, "--linger", String(o.lingerMs ?? 0)];
   return new ProbeProcess("the TypeScript campaigner", NODE[0], args);
 }

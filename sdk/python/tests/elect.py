@@ -1,13 +1,15 @@
 """probe.py elect: runs client.lead() on a resource for test/sdk/sdk-suite.ts and
 test/sdk/election-three-languages.test.ts, printing one JSON line per event (elected, abort, deposed,
 new-leader, and leader for each change client.observe_leaders() gives), and answering the commands of
-its stdin: resign, proclaim V, leader, semaphore R N WAIT_MS, permit-write K V, describe-of R,
-release-permits. At the end of stdin it stops lead() and prints stopped."""
+its stdin: resign, proclaim V, leader, second (a second client's lead() in this process), semaphore R N
+WAIT_MS, permit-write K V, describe-of R, release-permits. With linger, on_elected goes on that long after
+its signal is set (printing returned). At the end of stdin it stops lead() and prints stopped."""
 
 from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import Any
 
 import fencekeeper
@@ -24,7 +26,7 @@ def token_fields(t: fencekeeper.Token) -> dict[str, Any]:
     return {"resource": t.resource, "generation": str(t.generation), "lease_id": str(t.lease_id), "shared": t.shared}
 
 
-def elect(server: str, resource: str, ttl: float, holder: str, value: str, credentials: fencekeeper.Credentials | None) -> int:
+def elect(server: str, resource: str, ttl: float, holder: str, value: str, credentials: fencekeeper.Credentials | None, linger: float = 0) -> int:
     client = fencekeeper.Client(server, holder=holder, credentials=credentials)
     stop = threading.Event()
     current: list[fencekeeper.Leadership] = []
@@ -38,26 +40,30 @@ def elect(server: str, resource: str, ttl: float, holder: str, value: str, crede
         except fencekeeper.FencekeeperError as e:
             out("observe-error", error=str(e))
 
-    def on_elected(signal: fencekeeper.LossSignal, token: fencekeeper.Token, leadership: fencekeeper.Leadership) -> None:
-        current[:] = [leadership]
-        out("elected", token=token_fields(token), valid_until=ms(leadership.lease.valid_until))
-        signal.wait()
-        e = signal.error
-        out("abort", generation=str(token.generation), why=e.why if e else "", valid_until=ms(e.valid_until) if e else None, lost_at=ms(e.lost_at) if e else None)
+    results: list[BaseException] = []
 
-    def on_deposed(e: fencekeeper.LeaseLostError | None) -> None:
-        out("deposed", generation=str(e.token.generation) if e else None, why=e.why if e else "")
+    def run(c: fencekeeper.Client, n: int) -> None:
+        def on_elected(signal: fencekeeper.LossSignal, token: fencekeeper.Token, leadership: fencekeeper.Leadership) -> None:
+            current[:] = [leadership]
+            out("elected", loop=n, token=token_fields(token), valid_until=ms(leadership.lease.valid_until))
+            signal.wait()
+            e = signal.error
+            out("abort", loop=n, generation=str(token.generation), why=e.why if e else "", valid_until=ms(e.valid_until) if e else None, lost_at=ms(e.lost_at) if e else None)
+            time.sleep(linger)  # as code that ignores its signal would
+            out("returned", loop=n, generation=str(token.generation))
 
-    result: list[BaseException] = []
+        def on_deposed(e: fencekeeper.LeaseLostError | None) -> None:
+            out("deposed", loop=n, generation=str(e.token.generation) if e else None, why=e.why if e else "")
 
-    def run() -> None:
         try:
-            client.lead(resource, on_elected, on_deposed=on_deposed, on_new_leader=lambda l: out("new-leader", **leader_fields(l)), value=value, stop=stop, ttl=ttl)
+            c.lead(resource, on_elected, on_deposed=on_deposed, on_new_leader=lambda l: out("new-leader", loop=n, **leader_fields(l)), value=value, stop=stop, ttl=ttl)
         except BaseException as e:  # noqa: BLE001
-            result.append(e)
+            results.append(e)
 
     observer = threading.Thread(target=observe, daemon=True)
-    leading = threading.Thread(target=run, daemon=True)
+    leading = threading.Thread(target=run, args=(client, 1), daemon=True)
+    second: threading.Thread | None = None
+    second_client: fencekeeper.Client | None = None
     observer.start()
     leading.start()
     for line in sys.stdin:
@@ -74,6 +80,11 @@ def elect(server: str, resource: str, ttl: float, holder: str, value: str, crede
                     out("proclaim", ok=True, revision=str(leadership.proclaim(args[1])))
                 except fencekeeper.FencekeeperError as e:
                     out("proclaim", ok=False, error=type(e).__name__, reason=e.reason or "")
+            elif args[0] == "second" and second is None:
+                second_client = fencekeeper.Client(server, holder=holder + "-2", credentials=credentials)
+                second = threading.Thread(target=run, args=(second_client, 2), daemon=True)
+                second.start()
+                out("second-started")
             elif args[0] == "leader":
                 out("leader-now", **leader_fields(client.leader(resource)))
             elif args[0] == "semaphore" and len(args) == 4:
@@ -104,8 +115,12 @@ def elect(server: str, resource: str, ttl: float, holder: str, value: str, crede
             out("error", message=f"{type(e).__name__}: {e}")
     stop.set()
     leading.join()
+    if second is not None:
+        second.join()
+    if second_client is not None:
+        second_client.close()
     observation.close()
     observer.join()
-    out("stopped", **({"error": repr(result[0])} if result else {}))
+    out("stopped", **({"error": repr(results[0])} if results else {}))
     client.close()
     return 0

@@ -232,6 +232,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("command", choices=["scenario", "hold", "reasons", "elect", "elect-aio"])
     parser.add_argument("--holder", default="py-probe", help="elect: the holder label")
     parser.add_argument("--value", default="", help="elect: the value to campaign with")
+    parser.add_argument("--linger", type=float, default=0, help="elect: seconds on_elected goes on after its signal")
     parser.add_argument("--server", default="", help="http(s)://host:port, several comma-separated")
     parser.add_argument("--resource", default="")
     parser.add_argument("--scoped", action="store_true", help="hold: through client.lease(), the scoped form")
@@ -278,7 +279,7 @@ def main(argv: list[str]) -> int:
     if args.command == "elect":
         from elect import elect
 
-        return elect(args.server, args.resource, args.ttl, args.holder, args.value, credentials)
+        return elect(args.server, args.resource, args.ttl, args.holder, args.value, credentials, args.linger)
     if args.asyncio:
         return asyncio.run(hold_async(args, credentials))
     return hold(args, credentials)

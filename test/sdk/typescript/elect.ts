@@ -1,8 +1,9 @@
 // probe.ts elect: the TypeScript SDK's lead() on a resource, speaking the line protocol of the other
 // languages' `elect` (sdk/go/cmd/fk-sdk-probe/elect.go): it prints elected, abort, deposed, new-leader, and
-// leader for each change observeLeaders() gives, and answers resign, proclaim V, leader, semaphore R N
-// WAIT_MS, permit-write K V, describe-of R, release-permits; at the end of stdin it stops lead() and prints
-// stopped.
+// leader for each change observeLeaders() gives, and answers resign, proclaim V, leader, second (a second
+// client's lead() in this process), semaphore R N WAIT_MS, permit-write K V, describe-of R,
+// release-permits; with --linger, onElected goes on that long after its signal aborted (printing
+// returned); at the end of stdin it stops lead() and prints stopped.
 import { createInterface } from "node:readline";
 import { FencekeeperClient, FencekeeperError, LeaseLostError, type Credentials, type Leader, type Leadership, type Lease, type Token } from "../../../client/index.js";
 
@@ -10,7 +11,7 @@ const print = (fields: Record<string, unknown>) => process.stdout.write(JSON.str
 const tokenJson = (t: Token) => ({ resource: t.resource, generation: String(t.generation), lease_id: String(t.leaseId), shared: t.shared === true });
 const leaderJson = (l: Leader | undefined) => ({ holder: l?.holder ?? null, generation: l ? String(l.token.generation) : null, value: l ? new TextDecoder().decode(l.value) : null });
 
-export async function elect(o: { servers: string[]; resource: string; ttl: number; holder: string; value: string; credentials: Credentials }): Promise<void> {
+export async function elect(o: { servers: string[]; resource: string; ttl: number; holder: string; value: string; linger: number; credentials: Credentials }): Promise<void> {
   const client = new FencekeeperClient({ servers: o.servers, holder: o.holder, credentials: o.credentials });
   const stop = new AbortController();
   let current: Leadership | undefined;
@@ -22,30 +23,35 @@ export async function elect(o: { servers: string[]; resource: string; ttl: numbe
       print({ event: "observe-error", error: String(err) });
     }
   })();
-  const leading = client
-    .lead(
-      o.resource,
-      {
-        async onElected(signal, token, leadership) {
-          current = leadership;
-          print({ event: "elected", token: tokenJson(token), valid_until: leadership.lease.validUntil.getTime() });
-          await new Promise((resolve) => (signal.aborted ? resolve(undefined) : signal.addEventListener("abort", resolve, { once: true })));
-          const e = signal.reason as LeaseLostError;
-          print({ event: "abort", generation: String(token.generation), why: e.why, valid_until: e.validUntil.getTime() });
+  const lead = (c: FencekeeperClient, n: number) =>
+    c
+      .lead(
+        o.resource,
+        {
+          async onElected(signal, token, leadership) {
+            current = leadership;
+            print({ event: "elected", loop: n, token: tokenJson(token), valid_until: leadership.lease.validUntil.getTime() });
+            await new Promise((resolve) => (signal.aborted ? resolve(undefined) : signal.addEventListener("abort", resolve, { once: true })));
+            const e = signal.reason as LeaseLostError;
+            print({ event: "abort", loop: n, generation: String(token.generation), why: e.why, valid_until: e.validUntil.getTime() });
+            await new Promise((resolve) => setTimeout(resolve, o.linger)); // as code that ignores its signal would
+            print({ event: "returned", loop: n, generation: String(token.generation) });
+          },
+          onDeposed(e) {
+            print({ event: "deposed", loop: n, generation: String(e.token.generation), why: e.why });
+          },
+          onNewLeader(l) {
+            print({ event: "new-leader", loop: n, ...leaderJson(l) });
+          },
         },
-        onDeposed(e) {
-          print({ event: "deposed", generation: String(e.token.generation), why: e.why });
-        },
-        onNewLeader(l) {
-          print({ event: "new-leader", ...leaderJson(l) });
-        },
-      },
-      { ttl: o.ttl, value: o.value, signal: stop.signal },
-    )
-    .then(
-      () => undefined,
-      (err) => String(err),
-    );
+        { ttl: o.ttl, value: o.value, signal: stop.signal },
+      )
+      .then(
+        () => undefined,
+        (err) => String(err),
+      );
+  const leading = lead(client, 1);
+  let second: { client: FencekeeperClient; leading: Promise<string | undefined> } | undefined;
 
   for await (const line of createInterface({ input: process.stdin })) {
     const args = line.trim().split(/\s+/);
@@ -59,6 +65,10 @@ export async function elect(o: { servers: string[]; resource: string; ttl: numbe
         } catch (err) {
           print({ event: "proclaim", ok: false, error: (err as Error).constructor.name, reason: (err as FencekeeperError).reason ?? "" });
         }
+      } else if (args[0] === "second" && !second) {
+        const other = new FencekeeperClient({ servers: o.servers, holder: `${o.holder}-2`, credentials: o.credentials });
+        second = { client: other, leading: lead(other, 2) };
+        print({ event: "second-started" });
       } else if (args[0] === "leader") {
         print({ event: "leader-now", ...leaderJson(await client.leader(o.resource)) });
       } else if (args[0] === "semaphore" && args.length === 4) {
@@ -93,7 +103,8 @@ export async function elect(o: { servers: string[]; resource: string; ttl: numbe
     }
   }
   stop.abort();
-  const error = await leading;
+  const error = (await leading) ?? (await second?.leading);
+  await second?.client.close();
   await observing;
   print({ event: "stopped", ...(error ? { error } : {}) });
   await client.close();

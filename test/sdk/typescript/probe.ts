@@ -52,6 +52,7 @@ const { values: o } = parseArgs({
     shared: { type: "boolean", default: false },
     "lock-delay": { type: "string" },
     value: { type: "string", default: "" },
+    linger: { type: "string", default: "0" },
     bearer: { type: "string" },
     "tls-ca": { type: "string" },
     "tls-cert": { type: "string" },
@@ -89,7 +90,7 @@ if (command === "reasons") {
 } else if (command === "hold") {
   await hold();
 } else if (command === "elect") {
-  await elect({ servers: o.server!.split(","), resource: o.resource!, ttl: Number(o.ttl), holder: o.holder!, value: o.value!, credentials });
+  await elect({ servers: o.server!.split(","), resource: o.resource!, ttl: Number(o.ttl), holder: o.holder!, value: o.value!, linger: Number(o.linger), credentials });
 } else {
   process.stderr.write("usage: probe.ts scenario|hold|reasons --server URLS --resource R\n");
   process.exitCode = 2;

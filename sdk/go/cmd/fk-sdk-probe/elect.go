@@ -16,7 +16,7 @@ import (
 // elect runs Lead on resource and the election and semaphore commands of the SDK suite
 // (test/sdk/sdk-suite.ts) and of test/sdk/election-three-languages.test.ts, printing one JSON line per
 // event, as the other languages' probes do.
-func elect(options fencekeeper.Options, resource string, ttl time.Duration, value string) error {
+func elect(options fencekeeper.Options, resource string, ttl time.Duration, value string, linger time.Duration) error {
 	var p printer
 	c, err := fencekeeper.New(options)
 	if err != nil {
@@ -39,30 +39,43 @@ func elect(options fencekeeper.Options, resource string, ttl time.Duration, valu
 			p.print(merge(map[string]any{"event": "leader", "at": ms(time.Now()), "revision": itoa(change.Revision)}, leaderJSON(change.Leader)))
 		}
 	}()
-	led := make(chan error, 1)
-	go func() {
-		led <- c.Lead(ctx, resource, fencekeeper.LeadCallbacks{
-			OnElected: func(lctx context.Context, token fencekeeper.Token, l *fencekeeper.Leadership) error {
-				mu.Lock()
-				current = l
-				mu.Unlock()
-				p.print(map[string]any{"event": "elected", "at": ms(time.Now()), "token": tokenJSON(token), "valid_until": ms(l.ValidUntil())})
-				<-lctx.Done()
-				var lost *fencekeeper.LeaseLostError
-				errors.As(context.Cause(lctx), &lost)
-				p.print(map[string]any{"event": "abort", "at": ms(time.Now()), "generation": itoa(token.Generation), "why": string(lost.Why), "valid_until": ms(lost.ValidUntil), "lost_at": ms(lost.LostAt)})
-				return nil
-			},
-			OnDeposed: func(err error) {
-				var lost *fencekeeper.LeaseLostError
-				errors.As(err, &lost)
-				p.print(map[string]any{"event": "deposed", "at": ms(time.Now()), "generation": itoa(lost.Token.Generation), "why": string(lost.Why)})
-			},
-			OnNewLeader: func(l *fencekeeper.Leader) {
-				p.print(merge(map[string]any{"event": "new-leader", "at": ms(time.Now())}, leaderJSON(l)))
-			},
-		}, fencekeeper.LeadOptions{TTL: ttl, Value: []byte(value)})
-	}()
+	// lead runs a lead loop of its own client (the first: c) and tags its events with its number. With
+	// linger, onElected goes on for that long after its context ended, as code that ignores it would.
+	lead := func(c *fencekeeper.Client, n int) chan error {
+		led := make(chan error, 1)
+		tag := func(fields map[string]any) map[string]any {
+			fields["loop"] = n
+			return fields
+		}
+		go func() {
+			led <- c.Lead(ctx, resource, fencekeeper.LeadCallbacks{
+				OnElected: func(lctx context.Context, token fencekeeper.Token, l *fencekeeper.Leadership) error {
+					mu.Lock()
+					current = l
+					mu.Unlock()
+					p.print(tag(map[string]any{"event": "elected", "at": ms(time.Now()), "token": tokenJSON(token), "valid_until": ms(l.ValidUntil())}))
+					<-lctx.Done()
+					var lost *fencekeeper.LeaseLostError
+					errors.As(context.Cause(lctx), &lost)
+					p.print(tag(map[string]any{"event": "abort", "at": ms(time.Now()), "generation": itoa(token.Generation), "why": string(lost.Why), "valid_until": ms(lost.ValidUntil), "lost_at": ms(lost.LostAt)}))
+					time.Sleep(linger)
+					p.print(tag(map[string]any{"event": "returned", "at": ms(time.Now()), "generation": itoa(token.Generation)}))
+					return nil
+				},
+				OnDeposed: func(err error) {
+					var lost *fencekeeper.LeaseLostError
+					errors.As(err, &lost)
+					p.print(tag(map[string]any{"event": "deposed", "at": ms(time.Now()), "generation": itoa(lost.Token.Generation), "why": string(lost.Why)}))
+				},
+				OnNewLeader: func(l *fencekeeper.Leader) {
+					p.print(tag(merge(map[string]any{"event": "new-leader", "at": ms(time.Now())}, leaderJSON(l))))
+				},
+			}, fencekeeper.LeadOptions{TTL: ttl, Value: []byte(value)})
+		}()
+		return led
+	}
+	led := lead(c, 1)
+	var second chan error
 
 	lines := bufio.NewScanner(os.Stdin)
 	for lines.Scan() {
@@ -85,6 +98,16 @@ func elect(options fencekeeper.Options, resource string, ttl time.Duration, valu
 				fields["error"] = errorType(err)
 			}
 			p.print(fields)
+		case args[0] == "second" && second == nil:
+			options.Holder += "-2"
+			other, err := fencekeeper.New(options)
+			if err != nil {
+				p.print(map[string]any{"event": "error", "message": err.Error()})
+				break
+			}
+			defer other.Close()
+			second = lead(other, 2)
+			p.print(map[string]any{"event": "second-started", "at": ms(time.Now())})
 		case args[0] == "leader":
 			now, err := c.Leader(cctx, resource)
 			fields := merge(map[string]any{"event": "leader-now", "at": ms(time.Now())}, leaderJSON(now))
@@ -139,6 +162,9 @@ func elect(options fencekeeper.Options, resource string, ttl time.Duration, valu
 	}
 	stop()
 	err = <-led
+	if second != nil {
+		err = errors.Join(err, <-second)
+	}
 	fields := map[string]any{"event": "stopped", "at": ms(time.Now())}
 	if err != nil {
 		fields["error"] = err.Error()

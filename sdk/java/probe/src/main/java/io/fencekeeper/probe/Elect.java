@@ -25,8 +25,9 @@ import java.util.concurrent.CompletableFuture;
  * The probe's `elect`: runs the library's lead() on a resource for test/sdk/sdk-suite.ts and
  * test/sdk/election-three-languages.test.ts, printing one JSON line per event (elected, abort, deposed,
  * new-leader, and leader for each change observeLeaders() gives), and answering the commands of its stdin:
- * resign, proclaim V, leader, semaphore R N WAIT_MS, permit-write K V, describe-of R, release-permits. At
- * the end of stdin it stops lead() and prints stopped.
+ * resign, proclaim V, leader, second (a second client's lead() in this process), semaphore R N WAIT_MS,
+ * permit-write K V, describe-of R, release-permits. With --linger-ms, onElected goes on that long after its
+ * loss (printing returned when it returns). At the end of stdin it stops lead() and prints stopped.
  */
 final class Elect {
   private Elect() {}
@@ -42,28 +43,11 @@ final class Elect {
     Election.Leadership[] current = new Election.Leadership[1];
     List<Lease> permits = new ArrayList<>();
     Election.Running observing = client.observeLeaders(resource, change -> Probe.say("leader", with(leader(change.leader()), "revision", Long.toString(change.revision()))));
-    Election.Running leading = client.lead(resource, new Election.LeadCallbacks() {
-      @Override
-      public void onElected(CompletableFuture<LeaseLostException> lost, Token token, Election.Leadership leadership) {
-        synchronized (current) {
-          current[0] = leadership;
-        }
-        Probe.say("elected", "token", Probe.token(token), "valid_until", Probe.ms(leadership.lease().validUntil()));
-        LeaseLostException e = lost.join();
-        Probe.say("abort", "generation", Long.toString(token.getGeneration()), "why", e.why().name(), "valid_until", Probe.ms(e.validUntil()),
-            "lost_at", Probe.ms(e.lostAt()));
-      }
-
-      @Override
-      public void onDeposed(LeaseLostException e) {
-        Probe.say("deposed", "generation", Long.toString(e.token().getGeneration()), "why", e.why().name());
-      }
-
-      @Override
-      public void onNewLeader(Election.Leader leader) {
-        Probe.say("new-leader", leader(leader));
-      }
-    }, AcquireOptions.ttl(ttl), flags.getOrDefault("value", ""));
+    long linger = Long.parseLong(flags.getOrDefault("linger-ms", "0"));
+    String value = flags.getOrDefault("value", "");
+    Election.Running leading = lead(client, 1, resource, ttl, value, linger, current);
+    Election.Running second = null;
+    FencekeeperClient secondClient = null;
 
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (String line; (line = in.readLine()) != null; ) {
@@ -83,6 +67,10 @@ final class Elect {
           } catch (FencekeeperException e) {
             Probe.say("proclaim", "ok", false, "error", e.getClass().getSimpleName(), "reason", String.valueOf(e.reason()));
           }
+        } else if (args[0].equals("second") && second == null) {
+          secondClient = FencekeeperClient.builder().servers(flags.get("server")).holder(flags.getOrDefault("holder", "java-probe") + "-2").credentials(credentials).build();
+          second = lead(secondClient, 2, resource, ttl, value, linger, current);
+          Probe.say("second-started");
         } else if (args[0].equals("leader")) {
           Probe.say("leader-now", leader(client.leader(resource)));
         } else if (args[0].equals("semaphore") && args.length == 4) {
@@ -123,11 +111,41 @@ final class Elect {
       }
     }
     leading.close();
+    if (second != null) second.close();
+    if (secondClient != null) secondClient.close();
     observing.close();
     Map<String, Object> stopped = new LinkedHashMap<>();
     if (leading.done().isCompletedExceptionally()) stopped.put("error", leading.done().handle((x, e) -> String.valueOf(e)).join());
     Probe.say("stopped", stopped);
     client.close();
+  }
+
+  /** A lead loop of client, its events tagged with n; onElected goes on lingerMs after its loss, as code that ignores it would. */
+  private static Election.Running lead(FencekeeperClient client, int n, String resource, Duration ttl, String value, long lingerMs, Election.Leadership[] current) {
+    return client.lead(resource, new Election.LeadCallbacks() {
+      @Override
+      public void onElected(CompletableFuture<LeaseLostException> lost, Token token, Election.Leadership leadership) throws InterruptedException {
+        synchronized (current) {
+          current[0] = leadership;
+        }
+        Probe.say("elected", "loop", n, "token", Probe.token(token), "valid_until", Probe.ms(leadership.lease().validUntil()));
+        LeaseLostException e = lost.join();
+        Probe.say("abort", "loop", n, "generation", Long.toString(token.getGeneration()), "why", e.why().name(), "valid_until", Probe.ms(e.validUntil()),
+            "lost_at", Probe.ms(e.lostAt()));
+        Thread.sleep(lingerMs);
+        Probe.say("returned", "loop", n, "generation", Long.toString(token.getGeneration()));
+      }
+
+      @Override
+      public void onDeposed(LeaseLostException e) {
+        Probe.say("deposed", "loop", n, "generation", Long.toString(e.token().getGeneration()), "why", e.why().name());
+      }
+
+      @Override
+      public void onNewLeader(Election.Leader leader) {
+        Probe.say("new-leader", with(leader(leader), "loop", n));
+      }
+    }, AcquireOptions.ttl(ttl), value);
   }
 
   private static Map<String, Object> leader(Election.Leader l) {

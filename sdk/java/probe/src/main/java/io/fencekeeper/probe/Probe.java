@@ -67,7 +67,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  */
 public final class Probe {
-  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared", "value");
+  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared", "value", "linger-ms");
 
   private Probe() {}
 
