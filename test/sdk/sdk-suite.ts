@@ -351,10 +351,10 @@ export function sdkSuite(sdk: Sdk): void {
           await a.next((e) => e.event === "new-leader" && e.generation === third, 5000);
           // (From A's first term on: under load, a grant lost before its onElected could start is skipped, and
           // observed all the same.)
-          const from = <T extends { generation: string | null }>(events: T[]) => events.filter((e) => e.generation !== null && BigInt(e.generation) >= BigInt(first));
-          const leaders = from(a.seen("leader") as ProbeEvent[]).map((e) => `${e.generation} ${e.value}`);
+          const from = (events: ProbeEvent[]) => events.filter((e) => e.generation !== null && BigInt(e.generation) >= BigInt(first));
+          const leaders = from(a.seen("leader")).map((e) => `${e.generation} ${e.value}`);
           expect([...new Set(leaders)]).to.deep.equal([`${first} a-1`, `${first} a-2`, `${second} b-1`, `${third} a-1`]);
-          const newLeaders = from(a.seen("new-leader") as ProbeEvent[]).map((e) => e.generation);
+          const newLeaders = from(a.seen("new-leader")).map((e) => e.generation);
           expect(newLeaders).to.deep.equal([first, second, third]);
           expect(a.seen("elected")).to.have.length(2);
 
