@@ -56,6 +56,8 @@ export interface Config {
   metricsListen?: HostPort;
   /** False when metricsListen is the default: then a busy port leaves the server without metrics, with a warning. */
   metricsListenGiven: boolean;
+  /** Where the read-only web console is served (server/console/); undefined: nowhere. */
+  consoleListen?: HostPort;
   reflection: boolean;
   /** Unary calls decoded by the server's own short path (server/rpc/unary-fast-path.ts) rather than connect's. */
   unaryFastPath: boolean;
@@ -241,6 +243,14 @@ export function serveOptions(cmd: Command): Command {
     DEFAULT_METRICS_LISTEN,
     "127.0.0.1:9464",
   );
+  opt(
+    "--console-listen <host:port|off>",
+    "address of the read-only web console (who holds what, live); port 0 picks a free one; off: none",
+    "FENCEKEEPER_CONSOLE_LISTEN",
+    orOff(hostPort("console-listen", "127.0.0.1:8080")),
+    false,
+    "off",
+  );
   opt("--reflection <on|off>", "serve gRPC server reflection (v1 and v1alpha)", "FENCEKEEPER_REFLECTION", boolean("reflection"), true, "on");
   opt("--unary-fast-path <on|off>", "serve unary calls on the server's short path (off: all through connect-node, for comparison)", "FENCEKEEPER_UNARY_FAST_PATH", boolean("unary-fast-path"), true, "on");
   opt("--health-probe-interval <ms>", "how often etcd is probed for the health service", "FENCEKEEPER_HEALTH_PROBE_INTERVAL", integer("health-probe-interval", 100, 60_000), 2000);
@@ -297,6 +307,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     logLevel: o.logLevel as string,
     metricsListen: (o.metricsListen as HostPort | false) || undefined,
     metricsListenGiven: o.metricsListen !== DEFAULT_METRICS_LISTEN,
+    consoleListen: (o.consoleListen as HostPort | false) || undefined,
     reflection: o.reflection as boolean,
     unaryFastPath: o.unaryFastPath as boolean,
     healthProbeIntervalMs: o.healthProbeInterval as number,
@@ -330,6 +341,13 @@ export function toConfig(o: Record<string, unknown>): Config {
       `--listen (FENCEKEEPER_LISTEN) ${config.listen.host}:${config.listen.port} is reachable beyond this machine, and no authentication is set: ` +
         "anyone who reaches the port could renew, release and write under anyone's lease. Set --tls-client-ca or --jwt-keys, " +
         "or --allow-unauthenticated on (FENCEKEEPER_ALLOW_UNAUTHENTICATED) when something in front of the server authenticates callers",
+    );
+  }
+  if (config.consoleListen && !authenticated && !config.allowUnauthenticated && !isLoopback(config.consoleListen.host)) {
+    throw new ConfigError(
+      `--console-listen (FENCEKEEPER_CONSOLE_LISTEN) ${config.consoleListen.host}:${config.consoleListen.port} is reachable beyond this machine, and no authentication is set: ` +
+        "anyone who reaches it would see every holder. Serve it on loopback, set --jwt-keys (the console sends the bearer token you give it), " +
+        "or --allow-unauthenticated on when something in front of the server authenticates callers",
     );
   }
   // A Txn commits as one transaction with the fence and the idempotency record beside its operations.

@@ -27,6 +27,7 @@ import { drain } from "./lifecycle/drain.js";
 import { InFlightCalls } from "./rpc/in-flight.js";
 import { etcdMetrics } from "./metrics/etcd-metrics.js";
 import { serveMetrics, type MetricsEndpoint } from "./metrics/exporter.js";
+import { consoleHandler } from "./console/console-server.js";
 import { healthMetrics } from "./metrics/health-metrics.js";
 import { leaseMetrics } from "./metrics/lease-metrics.js";
 import { createMetricsRegistry } from "./metrics/registry.js";
@@ -52,9 +53,9 @@ function etcdCredentials(tls: EtcdTls | undefined): EtcdConnectOptions["credenti
 }
 
 /** The metrics endpoint; at the default address only, a busy port is a warning (e.g. a second local server). */
-async function startMetrics(config: Config, metrics: Registry, log: Logger): Promise<MetricsEndpoint | undefined> {
+async function startMetrics(config: Config, metrics: Registry, health: HealthStatus, log: Logger): Promise<MetricsEndpoint | undefined> {
   try {
-    const endpoint = await serveMetrics(config.metricsListen!, metrics);
+    const endpoint = await serveMetrics(config.metricsListen!, metrics, health);
     log.info({ url: endpoint.url }, "metrics");
     return endpoint;
   } catch (err) {
@@ -173,10 +174,20 @@ export async function serve(config: Config): Promise<void> {
     } else {
       log.warn("etcd does not answer yet: what it accepts in one request (--etcd-max-txn-ops, --etcd-max-request-bytes) is not checked");
     }
-    const exporter = config.metricsListen && (await startMetrics(config, metrics, log));
+    const exporter = config.metricsListen && (await startMetrics(config, metrics, health, log));
     const transport = await listen({ ...config.listen, tls: config.tls, ...config.connections, requestStreams }, handler);
     const { address, port } = transport.address;
     const url = `${transport.scheme}://${address.includes(":") ? `[${address}]` : address}:${port}`;
+    // The read-only console: its page, and its calls handed to the same handler (server/console/).
+    let consolePort = 0;
+    const consoleTransport =
+      config.consoleListen &&
+      (await listen({ ...config.consoleListen, ...config.connections, requestStreams }, consoleHandler(handler, config.consoleListen, () => consolePort)));
+    if (consoleTransport) {
+      consolePort = consoleTransport.address.port;
+      const at = consoleTransport.address.address;
+      log.info({ url: `http://${at.includes(":") ? `[${at}]` : at}:${consolePort}/` }, "console");
+    }
 
     let stopping = false;
     const shutdown = async (signal: string) => {
@@ -192,7 +203,9 @@ export async function serve(config: Config): Promise<void> {
       }
       stopping = true;
       log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
+      consoleTransport?.stopAccepting();
       await drain({ health, transport, calls, graceMs: config.shutdownGraceMs, settleMs: config.etcdTimeoutMs, log });
+      consoleTransport?.destroy();
       probe.stop();
       policy?.close();
       app.close();
