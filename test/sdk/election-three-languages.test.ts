@@ -35,7 +35,7 @@ describe("election across three languages (Go, Python, Java campaigners; resign 
   it("leadership passes Go → Python (resign) → Java (Python paused past its TTL) → Go (resign); every observer sees that order; the paused leader's signal aborts before Java's election", async () => {
     const resource = uniqueResource("election-3");
     const c = clientsFor(server.url);
-    const waiters = async (n: number, what: string) => eventually(async () => (await c.lease.describe({ resource })).waiters === n, what, 20_000);
+    const waiters = async (n: number, what: string) => eventually(async () => (await c.lease.describe({ resource })).waiters === n, what, 40_000);
     const servers = [server.url];
     const ts = new FencekeeperClient({ servers: server.url });
     const stopObserving = new AbortController();
