@@ -19,6 +19,11 @@
         acquire                another acquire of R without wait: {"event": "acquire", "ok": bool, "error": class name}
       --asyncio runs the same on fencekeeper.aio, the loss seen through its asyncio.Event.
 
+  probe.py elect --server URL --resource R [--ttl SECONDS] [--holder H] [--value V]
+      runs client.lead() on R and the election and semaphore commands (elect.py)
+  probe.py elect-aio --server URL --resource R
+      the election and semaphore helpers of fencekeeper.aio (elect_aio.py): "ok ..." per step
+
   probe.py reasons
       prints the error class the library raises for each reason of the generated ErrorReason enum (null for
       none), and for NOT_FOUND without a reason, as one JSON object.
@@ -224,7 +229,10 @@ async def serve_async(args: argparse.Namespace, client: fencekeeper.aio.Client, 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="probe.py")
-    parser.add_argument("command", choices=["scenario", "hold", "reasons"])
+    parser.add_argument("command", choices=["scenario", "hold", "reasons", "elect", "elect-aio"])
+    parser.add_argument("--holder", default="py-probe", help="elect: the holder label")
+    parser.add_argument("--value", default="", help="elect: the value to campaign with")
+    parser.add_argument("--linger", type=float, default=0, help="elect: seconds on_elected goes on after its signal")
     parser.add_argument("--server", default="", help="http(s)://host:port, several comma-separated")
     parser.add_argument("--resource", default="")
     parser.add_argument("--scoped", action="store_true", help="hold: through client.lease(), the scoped form")
@@ -264,6 +272,14 @@ def main(argv: list[str]) -> int:
             print(f"FAIL {type(e).__name__} {e.code.name} {e.reason or ''}: {e}", file=sys.stderr, flush=True)
             return 1
         return 0
+    if args.command == "elect-aio":
+        from elect_aio import main as elect_aio
+
+        return elect_aio(args.server, args.resource)
+    if args.command == "elect":
+        from elect import elect
+
+        return elect(args.server, args.resource, args.ttl, args.holder, args.value, credentials, args.linger)
     if args.asyncio:
         return asyncio.run(hold_async(args, credentials))
     return hold(args, credentials)

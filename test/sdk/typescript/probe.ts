@@ -14,6 +14,8 @@
 //         observe     the first state observe() gives (now): as describe, with max_holders and value
 //         acquire     another acquire() of the resource, without waiting: its error's class, or its token
 //       and exits at the end of stdin.
+//   probe.ts elect --server URLS --resource R [--ttl MS] [--holder H] [--value V]
+//       the SDK's lead() on R, and the election and semaphore commands (elect.ts)
 //   probe.ts reasons
 //       the error class the SDK raises for each reason of the generated ErrorReason enum, and for NOT_FOUND
 //       without a reason, as one JSON object.
@@ -28,6 +30,7 @@ import { FencekeeperClient, FencekeeperError, LeaseLostError, StaleTokenError, t
 import { toFencekeeperError } from "../../../client/error-mapping.js";
 import { ErrorInfoSchema } from "../../../gen/ts/google/rpc/error_details_pb.js";
 import { documentedReasons, generatedReasons } from "../reasons-table.js";
+import { elect } from "./elect.js";
 import { runScenario } from "./scenario.js";
 
 /** FAILED_PRECONDITION for Code.FailedPrecondition, as the other probes print codes. */
@@ -48,6 +51,8 @@ const { values: o } = parseArgs({
     sessions: { type: "boolean", default: false },
     shared: { type: "boolean", default: false },
     "lock-delay": { type: "string" },
+    value: { type: "string", default: "" },
+    linger: { type: "string", default: "0" },
     bearer: { type: "string" },
     "tls-ca": { type: "string" },
     "tls-cert": { type: "string" },
@@ -84,6 +89,8 @@ if (command === "reasons") {
   }
 } else if (command === "hold") {
   await hold();
+} else if (command === "elect") {
+  await elect({ servers: o.server!.split(","), resource: o.resource!, ttl: Number(o.ttl), holder: o.holder!, value: o.value!, linger: Number(o.linger), credentials });
 } else {
   process.stderr.write("usage: probe.ts scenario|hold|reasons --server URLS --resource R\n");
   process.exitCode = 2;

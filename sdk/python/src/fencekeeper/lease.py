@@ -117,6 +117,13 @@ class Lease:
     def txn(self, ops: Sequence[Put | Delete], *, mode: FenceModeName | None = None, idempotency_key: str | None = None) -> Commit:
         return self._write(lambda m: self._ctx.store.txn(self.token, ops, mode=m, idempotency_key=idempotency_key), mode)
 
+    def proclaim(self, value: Value) -> int:
+        """Publishes a new value without giving the resource up (docs/election.md); returns the etcd revision
+        at which it took effect. Checked first, as a write is; refused as stale, it ends the lease."""
+        from fencekeeper.election import proclaim
+
+        return proclaim(self, value)
+
     def get(self, key: str) -> GetResult:
         self.check()
         return self._ctx.store.get(self.token.resource, key)

@@ -222,7 +222,8 @@ public final class Lease implements AutoCloseable {
     return o.mode() != null ? o : o.withMode(ctx.fenceMode());
   }
 
-  private Store.Commit write(Supplier<Store.Commit> call) {
+  /** A call under the lease: checked first; refused as stale (STALE_TOKEN, LEASE_NOT_HELD), it ends the lease. */
+  <T> T write(Supplier<T> call) {
     check();
     try {
       return call.get();

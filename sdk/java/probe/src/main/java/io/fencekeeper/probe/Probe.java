@@ -55,6 +55,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       describe             the library's describe: held, holders, lock_delay_ms, lock_delay_until
  *       observe              the first state observe() gives (now): as describe, with max_holders and value
  *       acquire              another acquire of R without waiting: ok, or the exception's class
+ * fk-sdk-probe elect --server URL --resource R [--ttl-ms 2000] [--holder H] [--value V]
+ *     runs the library's lead() on R and the election and semaphore commands (Elect.java)
  * fk-sdk-probe api
  *     the public members of the library's public classes whose signatures name a generated protobuf class
  *     (io.fencekeeper.v1), but deprecated ones, as one JSON object: {"generated_types_exposed": [...]}
@@ -65,12 +67,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  */
 public final class Probe {
-  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared");
+  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared", "value", "linger-ms");
 
   private Probe() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length < 1 || !Set.of("scenario", "semantics", "hold", "reasons", "api").contains(args[0])) usage();
+    if (args.length < 1 || !Set.of("scenario", "semantics", "hold", "reasons", "api", "elect").contains(args[0])) usage();
     if (args[0].equals("api")) {
       System.out.println(Json.write(Map.of("generated_types_exposed", PublicApi.generatedTypesExposed())));
       return;
@@ -89,6 +91,10 @@ public final class Probe {
     Credentials credentials = new Credentials(
         flags.containsKey("bearer") ? () -> flags.get("bearer") : null,
         path(flags.get("tls-ca")), path(flags.get("tls-cert")), path(flags.get("tls-key")));
+    if (args[0].equals("elect")) {
+      Elect.run(flags, credentials);
+      System.exit(0);
+    }
     if (!args[0].equals("hold")) {
       try {
         if (args[0].equals("scenario")) Scenario.run(flags.get("server"), credentials, flags.get("resource"), sessions(flags));
@@ -255,14 +261,14 @@ public final class Probe {
     }
   }
 
-  private static void say(String event, Object... fields) {
+  static void say(String event, Object... fields) {
     Map<String, Object> map = new LinkedHashMap<>();
     for (int i = 0; i < fields.length; i += 2) map.put((String) fields[i], fields[i + 1]);
     say(event, map);
   }
 
   /** Prints one JSON line: the event, when it was printed ("at", wall clock ms), and its fields. */
-  private static synchronized void say(String event, Map<String, Object> fields) {
+  static synchronized void say(String event, Map<String, Object> fields) {
     Map<String, Object> line = new LinkedHashMap<>();
     line.put("event", event);
     line.put("at", System.currentTimeMillis());
@@ -271,7 +277,7 @@ public final class Probe {
     System.out.flush();
   }
 
-  private static Map<String, Object> token(Token t) {
+  static Map<String, Object> token(Token t) {
     Map<String, Object> json = new LinkedHashMap<>();
     json.put("resource", t.getResource());
     json.put("generation", Long.toString(t.getGeneration()));
@@ -280,7 +286,7 @@ public final class Probe {
     return json;
   }
 
-  private static long ms(Instant instant) {
+  static long ms(Instant instant) {
     return instant.toEpochMilli();
   }
 
