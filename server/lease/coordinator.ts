@@ -16,6 +16,7 @@ import { liftLockDelay, lockDelayState, releaseWrites, type LockDelayState } fro
 import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
 import { proclaim } from "./proclaim.js";
 import { maxHoldersOf } from "./semaphore.js";
+import { preemptedError, type PreemptedLeases } from "./preemption.js";
 import { decodeShared, sharedHolders } from "./shared.js";
 
 export type { AcquireParams, Grant, HolderState, Ownership };
@@ -47,6 +48,8 @@ export const MAX_HOLDER_TTLS = 100;
 export interface CoordinatorDeps extends AcquireDeps {
   signer: TokenSigner;
   tokens: TokenChecks;
+  /** The leases preempted (preemption.ts), which renewals refuse; unset: renewals do not look. */
+  preempted?: PreemptedLeases;
 }
 
 export class LeaseCoordinator {
@@ -72,6 +75,9 @@ export class LeaseCoordinator {
         throw new DomainError(err.kind, err.message, err.reason, err.metadata, token);
       }
       throw err;
+    }
+    for (const h of grant.preempted ?? []) {
+      this.d.events.emit({ type: "preempted", resource: p.resource, generation: h.generation, leaseId: h.leaseId, byGeneration: grant.token.generation, byPrincipal: p.principal ?? "" });
     }
     this.d.events.emit({ type: "granted", resource: p.resource, generation: grant.token.generation, leaseId: grant.token.leaseId, onSession: Boolean(p.sessionId), ttlSeconds: grant.ttlSeconds, waited: grant.waited });
     return { ...grant, token: await this.d.signer.sign({ ...grant.token, principal: p.principal ?? "" }) };
@@ -100,6 +106,9 @@ export class LeaseCoordinator {
       if (checking) await checking;
       else if (!o.bindings && o.principal !== undefined) await checkBound(this.d, leaseId, o.principal);
       if (!o.bindings) await o.allowed?.(leaseId);
+      // A preempted lease is refused from memory (preemption.ts): no etcd read per renewal.
+      const preempted = this.d.preempted?.of(leaseId);
+      if (preempted) throw preemptedError(leaseId, preempted);
       const ttl = await this.d.leases.renew(leaseId, o.caller);
       if (ttl <= 0) {
         events.emit({ type: "lease gone", leaseId });
