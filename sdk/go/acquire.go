@@ -36,6 +36,12 @@ type AcquireOptions struct {
 	// session's: when it ends, the lease is released (LostCanceled). Nil: the lease lives until Release,
 	// Client.Close or its loss, whatever becomes of the context given to Acquire.
 	LeaseContext context.Context
+	// Preempt takes the resource from whoever holds it, at once, ahead of the waiters (docs/preemption.md):
+	// for an orchestrator that knows the holder is gone. The old holder's writes are refused from then on,
+	// and its lease is lost (LostPreempted, a *PreemptedError cause) at its next renewal. Needs the policy
+	// verb preempt (or admin); exclusive, on a lease of its own (also with Options.Sessions), without
+	// LockDelay; never waits.
+	Preempt bool
 }
 
 func (o AcquireOptions) mode() fencekeeperv1.AcquireMode {
@@ -70,7 +76,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 	if o.Holder == "" {
 		o.Holder = c.holder
 	}
-	if c.sessions != nil && o.LockDelay == 0 {
+	if c.sessions != nil && o.LockDelay == 0 && !o.Preempt {
 		if l, err := c.acquireOnSession(ctx, resource, o); l != nil || err != nil {
 			return l, err
 		}
@@ -106,7 +112,7 @@ func canceled(ctx context.Context, resource string) error {
 
 // acquireOwn is an acquisition on an etcd lease of its own.
 func (c *Client) acquireOwn(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
-	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(o.TTL), Holder: o.Holder, Wait: o.Wait, Mode: o.mode()}
+	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(o.TTL), Holder: o.Holder, Wait: o.Wait, Mode: o.mode(), Preempt: o.Preempt}
 	if o.LockDelay != 0 {
 		req.LockDelay = durationpb.New(o.LockDelay)
 	}
