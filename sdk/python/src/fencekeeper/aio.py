@@ -172,12 +172,13 @@ class Client:
         holder: str | None = None,
         lock_delay: float = 0,
         shared: bool = False,
+        preempt: bool = False,
     ) -> Lease:
         """As fencekeeper.Client.acquire(); cancelling the awaiting task cancels it."""
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
         acquire = functools.partial(
-            self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared
+            self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared, preempt=preempt
         )
         acquiring = loop.run_in_executor(self._threads, acquire)
         try:

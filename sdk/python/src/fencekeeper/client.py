@@ -211,6 +211,7 @@ class Client:
         holder: str | None = None,
         lock_delay: float = 0,
         shared: bool = False,
+        preempt: bool = False,
     ) -> Lease:
         """Acquires resource and keeps its lease alive until it is released or lost.
 
@@ -220,8 +221,14 @@ class Client:
         lock_delay: seconds (whole, rounded up; 0: none) during which nobody is granted the resource if this
         lease expires rather than being released (docs/lock-delay.md); such a lease is always one of its own.
         shared: a shared acquisition (docs/shared-leases.md), held beside other shared ones while no
-        exclusive one holds or waits; its token's shared is True and the fenced store refuses its writes."""
+        exclusive one holds or waits; its token's shared is True and the fenced store refuses its writes.
+        preempt: take the resource from whoever holds it, at once, ahead of the waiters (docs/preemption.md);
+        the old holder's writes are refused from then on, and its lease is lost ("preempted", a
+        PreemptedError cause) at its next renewal. Needs the policy verb preempt (or admin); exclusive,
+        on a lease of its own, without lock_delay; never waits."""
         mode = token_pb2.ACQUIRE_MODE_SHARED if shared else token_pb2.ACQUIRE_MODE_UNSPECIFIED
+        if preempt:
+            return self._acquire_own(resource, ttl, wait, cancel, holder, mode, lock_delay, preempt=True)
         if self._sessions is not None and not lock_delay:
             lease = self._acquire_on_session(resource, ttl, wait, cancel, holder, mode)
             if lease is not None:
@@ -229,7 +236,15 @@ class Client:
         return self._acquire_own(resource, ttl, wait, cancel, holder, mode, lock_delay)
 
     def _acquire_own(
-        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int, lock_delay: float = 0
+        self,
+        resource: str,
+        ttl: float,
+        wait: bool | float,
+        cancel: threading.Event | None,
+        holder: str | None,
+        mode: int,
+        lock_delay: float = 0,
+        preempt: bool = False,
     ) -> Lease:
         """An acquisition on an etcd lease of its own."""
         if self._closed:
@@ -243,6 +258,7 @@ class Client:
             wait_timeout=_duration(wait_for) if wait_for is not None else None,
             lock_delay=_duration(lock_delay) if lock_delay else None,
             mode=mode,
+            preempt=preempt,
         )
         sent_at = now()
         res = self._acquire_call(req, wait, wait_for, cancel)
