@@ -10,10 +10,14 @@ import java.util.Objects;
  * (zero: none; see docs/lock-delay.md: if the lease expires rather than being released, nobody is granted
  * the resource for that long; such a lease is always one of its own, also with sessions), and whether the
  * acquisition is shared (docs/shared-leases.md: held beside other shared ones while no exclusive one holds
- * or waits; its token's mode is ACQUIRE_MODE_SHARED and the fenced store refuses its writes).
+ * or waits; its token's mode is ACQUIRE_MODE_SHARED and the fenced store refuses its writes), and whether
+ * it preempts (docs/preemption.md: takes the resource from whoever holds it, at once, ahead of the waiters;
+ * the old holder's writes are refused from then on and its lease is lost, LossCause.PREEMPTED, at its next
+ * renewal; needs the policy verb preempt or admin; exclusive, on a lease of its own, without a lock-delay;
+ * never waits).
  * <pre>{@code AcquireOptions.ttl(Duration.ofSeconds(5)).waitAtMost(Duration.ofSeconds(30))}</pre>
  */
-public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay, boolean shared) {
+public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay, boolean shared, boolean preempt) {
   public static final Duration DEFAULT_TTL = Duration.ofSeconds(10);
 
   public AcquireOptions {
@@ -22,14 +26,19 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
     if (waitLimit != null && (!waits || waitLimit.isNegative())) throw new IllegalArgumentException("waitLimit needs waits, and must not be negative");
   }
 
+  /** Without preempting, as before it existed. */
+  public AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay, boolean shared) {
+    this(ttl, waits, waitLimit, holder, lockDelay, shared, false);
+  }
+
   /** Exclusive, without a lock-delay, as before either existed. */
   public AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder) {
-    this(ttl, waits, waitLimit, holder, Duration.ZERO, false);
+    this(ttl, waits, waitLimit, holder, Duration.ZERO, false, false);
   }
 
   /** TTL 10 s, no waiting, the client's holder label, no lock-delay, exclusive. */
   public static AcquireOptions defaults() {
-    return new AcquireOptions(DEFAULT_TTL, false, null, null, Duration.ZERO, false);
+    return new AcquireOptions(DEFAULT_TTL, false, null, null, Duration.ZERO, false, false);
   }
 
   public static AcquireOptions ttl(Duration ttl) {
@@ -37,35 +46,40 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
   }
 
   public AcquireOptions withTtl(Duration ttl) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, preempt);
   }
 
   /** Fail fast with ResourceHeldException when the resource is held (the default). */
   public AcquireOptions noWait() {
-    return new AcquireOptions(ttl, false, null, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, false, null, holder, lockDelay, shared, preempt);
   }
 
   /** Wait in line until granted, or until the acquire is canceled (its future, or an interrupt). */
   public AcquireOptions waitForever() {
-    return new AcquireOptions(ttl, true, null, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, true, null, holder, lockDelay, shared, preempt);
   }
 
   /** Wait in line at most this long, then fail with DeadlineExceededException. */
   public AcquireOptions waitAtMost(Duration limit) {
-    return new AcquireOptions(ttl, true, limit, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, true, limit, holder, lockDelay, shared, preempt);
   }
 
   public AcquireOptions withHolder(String holder) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, preempt);
   }
 
   /** The lock-delay (whole seconds, rounded up by the server; zero: none). */
   public AcquireOptions withLockDelay(Duration lockDelay) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, preempt);
   }
 
   /** A shared acquisition (true) or an exclusive one (false, the default). */
   public AcquireOptions withShared(boolean shared) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, preempt);
+  }
+
+  /** Take the resource from whoever holds it (true), or not (false, the default). */
+  public AcquireOptions withPreempt(boolean preempt) {
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, preempt);
   }
 }
