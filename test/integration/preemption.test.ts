@@ -26,6 +26,7 @@ import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { ProcessClient } from "../harness/process-client.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { failure, sleep, uniqueResource } from "../harness/suite.js";
+import { scrape } from "../operations/support/metrics.js";
 
 const HOLDER = "test/integration/holder-process.ts";
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
@@ -159,7 +160,10 @@ describe("preemption", function () {
     const s2 = await cb.lease.acquire({ resource, ttl: ttl(30), holder: "S2", mode: AcquireMode.SHARED });
     const refused = await failure(ca.lease.acquire({ resource, ttl: ttl(30), holder: "P", preempt: true, mode: AcquireMode.SHARED }));
     expect(refused.code).to.equal(Code.InvalidArgument);
+    const counted = async () => (await scrape(a)).samples.find((x) => x.name === "fencekeeper_preemptions_total")?.value ?? 0;
+    const before = await counted();
     const p = await ca.lease.acquire({ resource, ttl: ttl(30), holder: "P", preempt: true });
+    expect((await counted()) - before, "fencekeeper_preemptions_total counts each holding ended").to.equal(2);
     for (const s of [s1, s2]) expect(reasonOf(await failure(cb.lease.renew({ leaseId: s.token!.leaseId }))).reason).to.equal("PREEMPTED");
     const d = await ca.lease.describe({ resource });
     expect(d.holders.map((h) => h.holder)).to.deep.equal(["P"]);
