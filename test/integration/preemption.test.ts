@@ -218,26 +218,25 @@ describe("preemption under a policy", function () {
   let lease: Client<typeof LeaseService>;
   const events: DomainEvent[] = [];
   const person = (name: string, groups: string[] = []): Principal => ({ name, via: "jwt", groups, claims: {} });
-  const people = new Map([person("alice"), person("mallory"), person("otto"), person("sam", ["sre"])].map((p) => [p.name, p]));
+  const people = new Map([person("alice"), person("mallory"), person("otto"), person("pia"), person("sam", ["sre"])].map((p) => [p.name, p]));
+  let policyPath: string;
+  let policyFile: PolicyFile;
+  const rules = [
+    { principals: ["alice", "mallory", "otto"], verbs: ["acquire", "write"], resources: ["jobs/*"] },
+    { principals: ["otto", "pia"], verbs: ["preempt"], resources: ["jobs/*"] },
+    { groups: ["sre"], verbs: ["admin"], resources: ["*"] },
+  ];
   const as = (name: string) => ({ headers: { "x-test-caller": name } });
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-preemption-"));
     const keys = await issuerKeys(dir);
-    const policyPath = join(dir, "policy.json");
-    writeFileSync(
-      policyPath,
-      JSON.stringify({
-        version: 1,
-        rules: [
-          { principals: ["alice", "mallory", "otto"], verbs: ["acquire", "write"], resources: ["jobs/*"] },
-          { principals: ["otto"], verbs: ["preempt"], resources: ["jobs/*"] },
-          { groups: ["sre"], verbs: ["admin"], resources: ["*"] },
-        ],
-      }),
-    );
+    policyPath = join(dir, "policy.json");
+    writeFileSync(policyPath, JSON.stringify({ version: 1, rules }));
     const log = pino({ level: "silent" });
-    const access = new Access(await Authenticator.create({ mtls: false, jwt: jwtConfig([keys.pemFile]) }), await PolicyFile.load(policyPath, log));
+    policyFile = await PolicyFile.load(policyPath, log);
+    policyFile.watch();
+    const access = new Access(await Authenticator.create({ mtls: false, jwt: jwtConfig([keys.pemFile]) }), policyFile);
     etcd = await startEtcd();
     client = connectEtcd({ endpoints: [etcd.endpoint], callTimeoutMs: 5000 });
     app = createApp({
@@ -258,6 +257,7 @@ describe("preemption under a policy", function () {
   });
   after(async () => {
     app?.close();
+    policyFile?.close();
     client?.close();
     await etcd?.destroy();
     rmSync(dir, { recursive: true, force: true });
@@ -283,5 +283,15 @@ describe("preemption under a policy", function () {
       [held.token!.generation, held.token!.leaseId, byOtto.token!.generation, "otto"],
       [byOtto.token!.generation, byOtto.token!.leaseId, bySam.token!.generation, "sam"],
     ]);
+  });
+
+  it("a principal granted preempt alone keeps the lease it took renewable after a policy reload", async () => {
+    const resource = `jobs/${uniqueResource("preempt-only")}`;
+    await lease.acquire({ resource, ttl: ttl(30), holder: "alice-2" }, as("alice"));
+    const taken = await lease.acquire({ resource, ttl: ttl(30), holder: "pia-1", preempt: true }, as("pia"));
+    // A reload (any change of the file) makes renewals ask the policy again what the lease holds.
+    writeFileSync(policyPath, JSON.stringify({ version: 1, rules: [...rules, { principals: ["nobody"], verbs: ["read"], resources: ["x"] }] }));
+    await sleep(800);
+    expect((await lease.renew({ leaseId: taken.token!.leaseId }, as("pia"))).ttl).to.not.equal(undefined);
   });
 });
