@@ -35,7 +35,7 @@ import { claimLeaseSlot } from "./lease-cap.js";
 import { grantWithDelay, inLockDelay, lockDelaySeconds, lockDelayWrites } from "./lock-delay.js";
 import { atTime } from "./long-timeout.js";
 import { checkMaxHolders, semaphoreRules } from "./semaphore.js";
-import { checkPreempt, preempt, type PreemptedHolding } from "./preemption.js";
+import { checkPreempt, preempt, type PreemptedHolding, type PreemptedLeases } from "./preemption.js";
 import { lineRules, type Ahead, type LineRules } from "./shared.js";
 
 export interface AcquireParams {
@@ -80,6 +80,8 @@ export interface AcquireDeps {
   leases: Leases;
   limits: Limits;
   events: DomainEvents;
+  /** The leases preempted (preemption.ts): renewals refuse them; a preemption here notes its own at once. */
+  preempted?: PreemptedLeases;
 }
 
 /** What a session acquisition's checks read (sessionReads). */

@@ -16,7 +16,7 @@ import { liftLockDelay, lockDelayState, releaseWrites, type LockDelayState } fro
 import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
 import { proclaim } from "./proclaim.js";
 import { maxHoldersOf } from "./semaphore.js";
-import { preemptedError, type PreemptedLeases } from "./preemption.js";
+import { preemptedError } from "./preemption.js";
 import { decodeShared, sharedHolders } from "./shared.js";
 
 export type { AcquireParams, Grant, HolderState, Ownership };
@@ -48,8 +48,6 @@ export const MAX_HOLDER_TTLS = 100;
 export interface CoordinatorDeps extends AcquireDeps {
   signer: TokenSigner;
   tokens: TokenChecks;
-  /** The leases preempted (preemption.ts), which renewals refuse; unset: renewals do not look. */
-  preempted?: PreemptedLeases;
 }
 
 export class LeaseCoordinator {

@@ -72,6 +72,8 @@ export interface PreemptDeps {
   keys: KeyLayout;
   committer: Committer;
   reader: Reader;
+  /** This replica's set of preempted leases: told at once, without waiting for its watch. */
+  preempted?: PreemptedLeases;
 }
 
 /**
@@ -130,6 +132,8 @@ export async function preempt(
       if (attempt < ATTEMPTS) continue;
       throw new DomainError("aborted", `"${resource}" changed hands too often to be preempted; acquire again`, "RESOURCE_HELD", { resource });
     }
+    // This replica refuses the old leases' renewals from now on; the others once their watch sees the records.
+    for (const h of holders) d.preempted?.note(h.leaseId, { resource, generation: h.generation, byGeneration: 0n, byPrincipal });
     const granted = await committer.commit("acquire", {
       compare: [cmp.createdAt(delayKey, decided.revision), cmp.leaseIs(delayKey, lease)],
       success: [op.del(delayKey), ...grantWrites],
@@ -140,6 +144,7 @@ export async function preempt(
       throw new DomainError("aborted", `the preemption of "${resource}" was interrupted: the preemptor's lease ended before its grant; acquire again`);
     }
     const generation = granted.revision;
+    for (const h of holders) d.preempted?.note(h.leaseId, { resource, generation: h.generation, byGeneration: generation, byPrincipal });
     await settle(d, resource, holders, { resource, generation: 0n, byGeneration: generation, byPrincipal }).catch(() => undefined);
     return { generation, preempted: holders.map((h) => ({ leaseId: h.leaseId, generation: h.generation })) };
   }
@@ -219,6 +224,11 @@ export class PreemptedLeases {
   /** The record of a lease preempted, if it is. */
   of(leaseId: bigint): PreemptedEntry | undefined {
     return this.leases.get(leaseId);
+  }
+
+  /** A preemption this replica committed: known before its watch brings the record (which then replaces it). */
+  note(leaseId: bigint, entry: PreemptedEntry): void {
+    this.leases.set(leaseId, entry);
   }
 
   /** Starts following the records; runs until stop(). */
