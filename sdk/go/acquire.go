@@ -42,6 +42,12 @@ type AcquireOptions struct {
 	// MaxHolders makes the acquisition a permit of a counting semaphore of that many (docs/semaphores.md;
 	// Client.Semaphore). Implies Shared. Zero: no cap.
 	MaxHolders int
+	// Preempt takes the resource from whoever holds it, at once, ahead of the waiters (docs/preemption.md):
+	// for an orchestrator that knows the holder is gone. The old holder's writes are refused from then on,
+	// and its lease is lost (LostPreempted, a *PreemptedError cause) at its next renewal. Needs the policy
+	// verb preempt (or admin); exclusive, on a lease of its own (also with Options.Sessions), without
+	// LockDelay; never waits.
+	Preempt bool
 }
 
 func (o AcquireOptions) mode() fencekeeperv1.AcquireMode {
@@ -76,7 +82,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 	if o.Holder == "" {
 		o.Holder = c.holder
 	}
-	if c.sessions != nil && o.LockDelay == 0 {
+	if c.sessions != nil && o.LockDelay == 0 && !o.Preempt {
 		if l, err := c.acquireOnSession(ctx, resource, o); l != nil || err != nil {
 			return l, err
 		}
@@ -112,7 +118,7 @@ func canceled(ctx context.Context, resource string) error {
 
 // acquireOwn is an acquisition on an etcd lease of its own.
 func (c *Client) acquireOwn(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
-	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(o.TTL), Holder: o.Holder, Wait: o.Wait, Mode: o.mode(), Value: o.Value, MaxHolders: int32(o.MaxHolders)}
+	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(o.TTL), Holder: o.Holder, Wait: o.Wait, Mode: o.mode(), Value: o.Value, MaxHolders: int32(o.MaxHolders), Preempt: o.Preempt}
 	if o.LockDelay != 0 {
 		req.LockDelay = durationpb.New(o.LockDelay)
 	}

@@ -33,6 +33,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         mode: acquireModeFromProto(req.mode),
         value: req.value,
         maxHolders: req.maxHolders,
+        preempt: req.preempt,
       },
       ctx.signal,
     );

@@ -17,6 +17,7 @@ import { holderState, observe, type HolderState, type Ownership } from "./observ
 import { proclaim } from "./proclaim.js";
 import { listInUse, type ListParams } from "./listing.js";
 import { maxHoldersOf } from "./semaphore.js";
+import { preemptedError } from "./preemption.js";
 import { decodeShared, sharedHolders } from "./shared.js";
 
 export type { AcquireParams, Grant, HolderState, Ownership };
@@ -74,6 +75,9 @@ export class LeaseCoordinator {
       }
       throw err;
     }
+    for (const h of grant.preempted ?? []) {
+      this.d.events.emit({ type: "preempted", resource: p.resource, generation: h.generation, leaseId: h.leaseId, byGeneration: grant.token.generation, byPrincipal: p.principal ?? "" });
+    }
     this.d.events.emit({ type: "granted", resource: p.resource, generation: grant.token.generation, leaseId: grant.token.leaseId, onSession: Boolean(p.sessionId), ttlSeconds: grant.ttlSeconds, waited: grant.waited, mode: grant.token.mode ?? "exclusive" });
     return { ...grant, token: await this.d.signer.sign({ ...grant.token, principal: p.principal ?? "" }) };
   }
@@ -101,6 +105,9 @@ export class LeaseCoordinator {
       if (checking) await checking;
       else if (!o.bindings && o.principal !== undefined) await checkBound(this.d, leaseId, o.principal);
       if (!o.bindings) await o.allowed?.(leaseId);
+      // A preempted lease is refused from memory (preemption.ts): no etcd read per renewal.
+      const preempted = this.d.preempted?.of(leaseId);
+      if (preempted) throw preemptedError(leaseId, preempted);
       const ttl = await this.d.leases.renew(leaseId, o.caller);
       if (ttl <= 0) {
         events.emit({ type: "lease gone", leaseId });

@@ -54,6 +54,7 @@ export function hold(o: HoldOptions): ProbeProcess {
     `${o.ttlMs}ms`,
     ...(o.sessions ? ["--sessions"] : []),
     ...(o.shared ? ["--shared"] : []),
+    ...(o.preempt ? ["--preempt"] : []),
     ...(o.lockDelayMs ? ["--lock-delay", `${o.lockDelayMs}ms`] : []),
     ...(o.holder ? ["--holder", o.holder] : []),
     ...(o.acquireTimeoutMs ? ["--acquire-timeout", `${o.acquireTimeoutMs}ms`] : []),

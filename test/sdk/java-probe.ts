@@ -63,6 +63,7 @@ export function hold(o: HoldOptions): ProbeProcess {
   if (o.sessions) args.push("--sessions", "true");
   if (o.lockDelayMs) args.push("--lock-delay-ms", String(o.lockDelayMs));
   if (o.shared) args.push("--shared", "true");
+  if (o.preempt) args.push("--preempt", "true");
   return new ProbeProcess("the Java holder", "java", args);
 }
 

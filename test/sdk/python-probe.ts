@@ -60,7 +60,7 @@ export async function runConsumer(server: string, resource: string): Promise<Sce
 /** `probe.py hold`: holds one lease (through fencekeeper.aio with `asyncio`) until killed. */
 export function hold(o: HoldOptions): ProbeProcess {
   assertInstalled();
-  const args = [PROBE, "hold", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs / 1000), ...(o.shared ? ["--shared"] : [])];
+  const args = [PROBE, "hold", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs / 1000), ...(o.shared ? ["--shared"] : []), ...(o.preempt ? ["--preempt"] : [])];
   if (o.lockDelayMs) args.push("--lock-delay", String(o.lockDelayMs / 1000));
   if (o.asyncio) args.push("--asyncio");
   if (o.scoped) args.push("--scoped");

@@ -40,6 +40,8 @@ export interface HoldOptions {
   acquireTimeoutMs?: number;
   /** Python: through the scoped form, client.lease() (aio's with asyncio). */
   scoped?: boolean;
+  /** Take the resource from its holder (the library's preempt option). */
+  preempt?: boolean;
 }
 
 /** A campaigner process (the probe's `elect`): it runs the library's lead loop on resource. */
@@ -420,6 +422,21 @@ export function sdkSuite(sdk: Sdk): void {
         }
       });
     }
+
+    it("preempt: the library's option takes a held resource at once, and a holder preempted in turn is lost with why preempted, naming the new generation", async () => {
+      const c = clientsFor(env.server.url);
+      const resource = uniqueResource(`${sdk.tag}-preempt`);
+      const first = await c.lease.acquire({ resource, ttl: { seconds: 30n, nanos: 0 }, holder: "first" });
+      const h = hold({ servers: [env.server.url], resource, ttlMs: 6000, preempt: true });
+      const granted = await h.next("granted", sdk.grantedWithinMs);
+      expect(BigInt(granted.token.generation) > first.token!.generation, "granted over the holder").to.equal(true);
+      // Taken from the library's holder in turn: it learns it at its next renewal (every 2 s).
+      const taker = await c.lease.acquire({ resource, ttl: { seconds: 30n, nanos: 0 }, holder: "taker", preempt: true });
+      const lost = await h.next("lost", 6000);
+      expect(String(lost.why).toLowerCase()).to.equal("preempted");
+      expect(lost).to.include({ reason: "PREEMPTED", by_generation: String(taker.token!.generation), by_principal: "" });
+      await c.lease.release({ token: taker.token });
+    });
 
     for (const sessions of sdk.paused.sessions) {
       const on = sessions ? "on a session" : "on a lease of its own";

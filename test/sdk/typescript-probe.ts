@@ -34,6 +34,7 @@ export function hold(o: HoldOptions): ProbeProcess {
     String(o.ttlMs),
     ...(o.sessions ? ["--sessions"] : []),
     ...(o.shared ? ["--shared"] : []),
+    ...(o.preempt ? ["--preempt"] : []),
     ...(o.lockDelayMs ? ["--lock-delay", String(o.lockDelayMs)] : []),
     ...(o.holder ? ["--holder", o.holder] : []),
   ];

@@ -3,7 +3,7 @@
   probe.py scenario --server URL --resource R [--sessions] [credentials]
       the conformance scenario (test/conformance/SCENARIO.md) through the library; "ok ..." per step,
       exit 0, or "FAIL ..." on stderr and exit 1.
-  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--lock-delay SECONDS] [--asyncio] [--shared] [--scoped] [credentials]
+  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--lock-delay SECONDS] [--asyncio] [--shared] [--preempt] [--scoped] [credentials]
       acquires R (with --scoped, through the scoped form client.lease()) and keeps it, printing one JSON line per event, times in ms since the epoch:
         {"event": "granted", "token": {...}, "valid_until": ms, "at": ms}
         {"event": "renewed" | "stream-opened" | "stream-failed", ...}     (the client's events)
@@ -92,7 +92,11 @@ async def outcome_async(call: Callable[[], Awaitable[fencekeeper.Commit]]) -> di
 
 
 def lost_fields(error: fencekeeper.LeaseLostError) -> dict[str, Any]:
-    return {"why": error.why, "at": ms(error.lost_at), "valid_until": ms(error.valid_until)}
+    fields: dict[str, Any] = {"why": error.why, "at": ms(error.lost_at), "valid_until": ms(error.valid_until)}
+    cause = error.__cause__
+    if isinstance(cause, fencekeeper.PreemptedError):
+        fields.update(reason=cause.reason, by_generation=str(cause.by_generation), by_principal=cause.by_principal)
+    return fields
 
 
 def described(d: fencekeeper.Description) -> dict[str, Any]:
@@ -141,7 +145,7 @@ def hold(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) 
         with contextlib.ExitStack() as scope:
             lease = scope.enter_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
             return serve(args, client, lease)
-    return serve(args, client, client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
+    return serve(args, client, client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt))
 
 
 def serve(args: argparse.Namespace, client: fencekeeper.Client, lease: fencekeeper.Lease) -> int:
@@ -177,7 +181,9 @@ async def hold_async(args: argparse.Namespace, credentials: fencekeeper.Credenti
         async with contextlib.AsyncExitStack() as scope:
             lease = await scope.enter_async_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
             return await serve_async(args, client, lease)
-    return await serve_async(args, client, await client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
+    return await serve_async(
+        args, client, await client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt)
+    )
 
 
 async def serve_async(args: argparse.Namespace, client: fencekeeper.aio.Client, lease: fencekeeper.aio.Lease) -> int:
@@ -241,6 +247,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--sessions", action="store_true", help="acquire on sessions (Client(sessions=True))")
     parser.add_argument("--lock-delay", type=float, default=0, help="hold: the lock-delay, seconds (acquire(lock_delay=...))")
     parser.add_argument("--shared", action="store_true", help="hold: a shared acquisition (acquire(shared=True))")
+    parser.add_argument("--preempt", action="store_true", help="hold: take the resource from its holder (acquire(preempt=True))")
     parser.add_argument("--bearer", default="")
     parser.add_argument("--tls-ca", default="")
     parser.add_argument("--tls-cert", default="")

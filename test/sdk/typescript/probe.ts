@@ -3,7 +3,7 @@
 //
 //   probe.ts scenario --server URLS --resource R [--bearer JWT] [--tls-ca F --tls-cert F --tls-key F]
 //       the conformance scenario of test/conformance/SCENARIO.md through the SDK (scenario.ts)
-//   probe.ts hold --server URLS --resource R [--ttl MS] [--holder H] [--sessions] [--shared] [--lock-delay MS]
+//   probe.ts hold --server URLS --resource R [--ttl MS] [--holder H] [--sessions] [--shared] [--lock-delay MS] [--preempt]
 //       acquires R and keeps it; prints one JSON line per event (granted, renewed, session-opened,
 //       session-renewed, stream-opened, stream-failed, lost), then runs the commands it reads on stdin:
 //         write K V   a write through the lease (checked first: a lost lease sends nothing)
@@ -26,7 +26,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { FencekeeperClient, FencekeeperError, LeaseLostError, StaleTokenError, type Commit, type Credentials, type Token } from "../../../client/index.js";
+import { FencekeeperClient, FencekeeperError, LeaseLostError, PreemptedError, StaleTokenError, type Commit, type Credentials, type Token } from "../../../client/index.js";
 import { toFencekeeperError } from "../../../client/error-mapping.js";
 import { ErrorInfoSchema } from "../../../gen/ts/google/rpc/error_details_pb.js";
 import { documentedReasons, generatedReasons } from "../reasons-table.js";
@@ -50,6 +50,7 @@ const { values: o } = parseArgs({
     holder: { type: "string", default: "ts-probe" },
     sessions: { type: "boolean", default: false },
     shared: { type: "boolean", default: false },
+    preempt: { type: "boolean", default: false },
     "lock-delay": { type: "string" },
     value: { type: "string", default: "" },
     linger: { type: "string", default: "0" },
@@ -138,13 +139,14 @@ async function hold(): Promise<void> {
       }
     },
   });
-  const lease = await client.acquire(resource, { ttl, holder, shared: o.shared, ...(o["lock-delay"] ? { lockDelay: Number(o["lock-delay"]) } : {}) });
+  const lease = await client.acquire(resource, { ttl, holder, shared: o.shared, preempt: o.preempt, ...(o["lock-delay"] ? { lockDelay: Number(o["lock-delay"]) } : {}) });
   print({ event: "granted", at: Date.now(), token: tokenJson(lease.token), ttl_ms: lease.ttlMs, valid_until: lease.validUntil.getTime() });
   // The loss signal, as a program would listen for it.
   lease.signal.addEventListener("abort", () => {
     const e = lease.signal.reason as LeaseLostError;
     if (e.why === "released") return;
-    print({ event: "lost", at: e.lostAt.getTime(), why: e.why, valid_until: e.validUntil.getTime(), last_confirmed_at: e.lastConfirmedAt.getTime() });
+    const p = e.cause instanceof PreemptedError ? { reason: e.cause.reason, by_generation: String(e.cause.byGeneration), by_principal: e.cause.byPrincipal } : {};
+    print({ event: "lost", at: e.lostAt.getTime(), why: e.why, valid_until: e.validUntil.getTime(), last_confirmed_at: e.lastConfirmedAt.getTime(), ...p });
   });
   for await (const line of createInterface({ input: process.stdin })) {
     const args = line.trim().split(/\s+/);

@@ -83,7 +83,21 @@ type AcquireRequest struct {
 	// Each permit is a shared holding: its own generation and token, which writes nothing in the fenced
 	// store (SHARED_TOKEN). 0 or unset: no cap (an ordinary shared acquisition). Negative, above 100000,
 	// or set without mode ACQUIRE_MODE_SHARED is INVALID_ARGUMENT.
-	MaxHolders    int32 `protobuf:"varint,10,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
+	MaxHolders int32 `protobuf:"varint,10,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
+	// Preemption (docs/preemption.md): take the resource from whoever holds it now, at once, for an
+	// orchestrator that knows the holder is gone (its pod deleted, its node fenced). One etcd transaction
+	// ends the holder's acquisition (every shared holder's, all together) and raises the resource's fence
+	// past its generation, so that its writes to the fenced store are refused from that instant in both
+	// fence modes; this acquisition is then granted a greater generation ahead of every waiter, who keep
+	// their places behind it. The preempted holder learns it at its next Renew or KeepAlive answer:
+	// FAILED_PRECONDITION, reason PREEMPTED, naming the preemptor's principal and the new generation;
+	// its lease is renewed no more. Needs the policy verb preempt (or admin) on the resource, not acquire.
+	// A free resource is acquired as without preempt. Never waits: wait is ignored. FAILED_PRECONDITION
+	// (reason PREEMPTED is not used then) when the holder asked for a lock-delay: it protects a resource
+	// that cannot check tokens, which a takeover would not protect. Must be exclusive (mode unset or
+	// ACQUIRE_MODE_EXCLUSIVE), on a lease of its own (session_id unset), without lock_delay:
+	// INVALID_ARGUMENT otherwise.
+	Preempt       bool `protobuf:"varint,11,opt,name=preempt,proto3" json:"preempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -186,6 +200,13 @@ func (x *AcquireRequest) GetMaxHolders() int32 {
 		return x.MaxHolders
 	}
 	return 0
+}
+
+func (x *AcquireRequest) GetPreempt() bool {
+	if x != nil {
+		return x.Preempt
+	}
+	return false
 }
 
 // The response of LeaseService.Acquire.
@@ -1861,7 +1882,7 @@ var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\x84\x03\n" +
+	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\x9e\x03\n" +
 	"\x0eAcquireRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
@@ -1876,7 +1897,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05value\x18\t \x01(\fR\x05value\x12\x1f\n" +
 	"\vmax_holders\x18\n" +
 	" \x01(\x05R\n" +
-	"maxHolders\"\xac\x01\n" +
+	"maxHolders\x12\x18\n" +
+	"\apreempt\x18\v \x01(\bR\apreempt\"\xac\x01\n" +
 	"\x0fAcquireResponse\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x128\n" +

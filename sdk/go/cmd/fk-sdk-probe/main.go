@@ -2,7 +2,7 @@
 //
 //	fk-sdk-probe scenario --server URLS --resource R
 //	    the conformance scenario of test/conformance/SCENARIO.md, through the library
-//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--shared] [--lock-delay 3s] [--acquire-timeout 1s]
+//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--shared] [--lock-delay 3s] [--acquire-timeout 1s] [--preempt]
 //	    acquires R (on a session with --sessions, shared with --shared; with --acquire-timeout, with a
 //	    context.WithTimeout context whose cancel runs as Acquire returns, as a Go program would write it) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
 //	    stream-failed, ...), then runs the commands it reads on stdin, one a line:
@@ -70,6 +70,7 @@ func main() {
 	shared := flags.Bool("shared", false, "hold: a shared acquisition (AcquireOptions.Shared)")
 	value := flags.String("value", "", "elect: the value to campaign with")
 	linger := flags.Duration("linger", 0, "elect: onElected goes on this long after its context ended")
+	preempt := flags.Bool("preempt", false, "hold: take the resource from its holder (AcquireOptions.Preempt)")
 	acquireTimeout := flags.Duration("acquire-timeout", 0, "hold: Acquire's context is a context.WithTimeout of this, cancelled once Acquire returns")
 	bearer := flags.String("bearer", "", "a JWT, sent as authorization: Bearer")
 	ca := flags.String("tls-ca", "", "PEM CA of the server's certificate")
@@ -91,7 +92,7 @@ func main() {
 			os.Exit(1)
 		}
 	case "hold":
-		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay}, *acquireTimeout); err != nil {
+		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay, Preempt: *preempt}, *acquireTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -204,7 +205,12 @@ func hold(options fencekeeper.Options, resource string, acquire fencekeeper.Acqu
 		<-lease.Done()
 		var lost *fencekeeper.LeaseLostError
 		errors.As(lease.Err(), &lost)
-		p.print(map[string]any{"event": "lost", "at": ms(lost.LostAt), "why": string(lost.Why), "valid_until": ms(lost.ValidUntil), "last_confirmed_at": ms(lost.LastConfirmedAt)})
+		event := map[string]any{"event": "lost", "at": ms(lost.LostAt), "why": string(lost.Why), "valid_until": ms(lost.ValidUntil), "last_confirmed_at": ms(lost.LastConfirmedAt)}
+		var preempted *fencekeeper.PreemptedError
+		if errors.As(lost.Cause, &preempted) {
+			event["reason"], event["by_generation"], event["by_principal"] = preempted.Reason, strconv.FormatInt(preempted.ByGeneration, 10), preempted.ByPrincipal
+		}
+		p.print(event)
 	}()
 	lines := bufio.NewScanner(os.Stdin)
 	for lines.Scan() {

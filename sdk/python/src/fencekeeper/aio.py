@@ -179,13 +179,14 @@ class Client:
         shared: bool = False,
         value: Value = b"",
         max_holders: int = 0,
+        preempt: bool = False,
     ) -> Lease:
         """As fencekeeper.Client.acquire(); cancelling the awaiting task cancels it."""
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
         acquire = functools.partial(
             self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared,
-            value=value, max_holders=max_holders,
+            value=value, max_holders=max_holders, preempt=preempt,
         )
         acquiring = loop.run_in_executor(self._threads, acquire)
         try:

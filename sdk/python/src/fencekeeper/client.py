@@ -217,6 +217,7 @@ class Client:
         shared: bool = False,
         value: Value = b"",
         max_holders: int = 0,
+        preempt: bool = False,
     ) -> Lease:
         """Acquires resource and keeps its lease alive until it is released or lost.
 
@@ -228,9 +229,16 @@ class Client:
         shared: a shared acquisition (docs/shared-leases.md), held beside other shared ones while no
         exclusive one holds or waits; its token's shared is True and the fenced store refuses its writes.
         value: published with the acquisition (docs/election.md), shown by describe and observe; lease.proclaim()
-        changes it. max_holders: a permit of a counting semaphore of that many (semaphore(); implies shared)."""
+        changes it. max_holders: a permit of a counting semaphore of that many (semaphore(); implies shared).
+        preempt: take the resource from whoever holds it, at once, ahead of the waiters (docs/preemption.md);
+        the old holder's writes are refused from then on, and its lease is lost ("preempted", a
+        PreemptedError cause) at its next renewal. Needs the policy verb preempt (or admin); exclusive,
+        on a lease of its own, without lock_delay; never waits."""
         mode = token_pb2.ACQUIRE_MODE_SHARED if shared or max_holders else token_pb2.ACQUIRE_MODE_UNSPECIFIED
         extra = {"value": _bytes(value), "max_holders": max_holders}
+        if preempt:
+            extra["preempt"] = True
+            return self._acquire_own(resource, ttl, wait, cancel, holder, mode, lock_delay, extra)
         if self._sessions is not None and not lock_delay:
             lease = self._acquire_on_session(resource, ttl, wait, cancel, holder, mode, extra)
             if lease is not None:

@@ -207,6 +207,10 @@ def _loss_message(t: Token, why: LossCause, valid_until: datetime, cause: Any, o
     if why == "not-found":
         gone = "its session expired or was closed" if on_session else "it expired or was released"
         return f"{lease} is lost: the server says {gone}"
+    if why == "preempted":
+        by = f' by "{cause.by_principal}"' if getattr(cause, "by_principal", None) else ""
+        now_at = f" (now generation {cause.by_generation})" if getattr(cause, "by_generation", None) else ""
+        return f"{lease} is lost: it was preempted{by}{now_at}; its writes are refused"
     if why == "fenced":
         return f"{lease} is lost: a write under its token was refused ({cause})"
     if why == "released":

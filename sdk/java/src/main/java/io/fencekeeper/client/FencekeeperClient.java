@@ -409,7 +409,7 @@ public final class FencekeeperClient implements AutoCloseable {
   private Lease acquireIn(String resource, AcquireOptions o, Context.CancellableContext context) {
     if (closed) throw closedError();
     // A lock-delay is for an acquisition of its own: on a session, acquisitions end with the session.
-    if (sessions != null && o.lockDelay().isZero()) {
+    if (sessions != null && o.lockDelay().isZero() && !o.preempt()) {
       Lease lease = acquireOnSession(resource, o, context);
       if (lease != null) return lease;
     }
@@ -434,6 +434,7 @@ public final class FencekeeperClient implements AutoCloseable {
   private Lease acquireOwn(String resource, AcquireOptions o, Context.CancellableContext context) {
     AcquireRequest.Builder req = AcquireRequest.newBuilder().setResource(resource).setTtl(proto(o.ttl()));
     if (!o.lockDelay().isZero()) req.setLockDelay(proto(o.lockDelay()));
+    if (o.preempt()) req.setPreempt(true);
     Stamp sentAt = Stamp.now();
     AcquireResponse res = acquireCall(req, o, o.waitLimit());
     if (!res.hasTtl()) {

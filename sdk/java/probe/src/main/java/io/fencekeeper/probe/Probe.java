@@ -10,6 +10,7 @@ import io.fencekeeper.client.Lease;
 import io.fencekeeper.client.LeaseLostException;
 import io.fencekeeper.client.Observation;
 import io.fencekeeper.client.Ownership;
+import io.fencekeeper.client.PreemptedException;
 import io.fencekeeper.client.StaleTokenException;
 import io.fencekeeper.client.FenceMode;
 import io.fencekeeper.client.Token;
@@ -38,7 +39,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *     step checks what sessions promise (Sessions.java)
  * fk-sdk-probe semantics --server URL --resource PREFIX
  *     the library's own promises (Semantics.java), on resources named PREFIX-...; output as scenario's
- * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N] [--sessions true] [--lock-delay-ms N] [--shared true]
+ * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N] [--sessions true] [--lock-delay-ms N] [--shared true] [--preempt true]
  *     acquires R (on a session with --sessions true) and holds it, printing one JSON line per event with
  *     its wall-clock time "at" (ms): granted (token, valid_until), renewed (sent_at, confirmed_at,
  *     valid_until), session-opened (session_id), session-renewed (as renewed), stream-opened,
@@ -67,7 +68,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  */
 public final class Probe {
-  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared", "value", "linger-ms");
+  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared", "value", "linger-ms", "preempt");
 
   private Probe() {}
 
@@ -123,11 +124,23 @@ public final class Probe {
         .onEvent(Probe::report)
         .build();
     Duration lockDelay = Duration.ofMillis(Long.parseLong(flags.getOrDefault("lock-delay-ms", "0")));
-    Lease lease = client.acquire(resource, AcquireOptions.ttl(ttl).waitForever().withLockDelay(lockDelay).withShared(Boolean.parseBoolean(flags.getOrDefault("shared", "false"))));
+    Lease lease = client.acquire(resource, AcquireOptions.ttl(ttl).waitForever().withLockDelay(lockDelay).withShared(Boolean.parseBoolean(flags.getOrDefault("shared", "false")))
+        .withPreempt(Boolean.parseBoolean(flags.getOrDefault("preempt", "false"))));
     AtomicLong lastSeenHeldAt = new AtomicLong(System.currentTimeMillis());
     say("granted", "token", token(lease.token()), "ttl_ms", lease.ttl().toMillis(), "valid_until", ms(lease.validUntil()));
-    lease.addLossListener(e -> say("lost", "why", e.why().name(), "valid_until", ms(e.validUntil()), "lost_at", ms(e.lostAt()),
-        "last_seen_held_at", lastSeenHeldAt.get()));
+    lease.addLossListener(e -> {
+      Map<String, Object> lost = new LinkedHashMap<>();
+      lost.put("why", e.why().name());
+      lost.put("valid_until", ms(e.validUntil()));
+      lost.put("lost_at", ms(e.lostAt()));
+      lost.put("last_seen_held_at", lastSeenHeldAt.get());
+      if (e.getCause() instanceof PreemptedException p) {
+        lost.put("reason", p.reason());
+        lost.put("by_generation", String.valueOf(p.byGeneration()));
+        lost.put("by_principal", p.byPrincipal());
+      }
+      say("lost", lost);
+    });
 
     if (flags.containsKey("write-every-ms")) {
       long every = Long.parseLong(flags.get("write-every-ms"));
