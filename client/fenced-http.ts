@@ -154,8 +154,11 @@ export interface FencedEndpoint {
   /**
    * The whole check for a write to `resource` whose request has these headers. On `ok`, write, then call
    * done() however the write ends. Never throws: a store or keys failure is a 503 refusal.
+   * `store` replaces the endpoint's for this request: a store bound to the handler's own transaction
+   * (postgresFenceStore(txClient)), so that the fence and the write commit together and a concurrent
+   * admit of the resource, in any process, waits for the commit.
    */
-  admit(headers: HeaderSource, resource: string): Promise<Admission | Refusal>;
+  admit(headers: HeaderSource, resource: string, o?: { store?: FenceStore }): Promise<Admission | Refusal>;
   /**
    * `(req, res, next)` for node:http and express-like servers. resourceOf says which resource the
    * request writes, or undefined for a request that is not fenced. A refusal is answered here (JSON
@@ -184,7 +187,7 @@ export function fencedEndpoint(o: FencedEndpointOptions): FencedEndpoint {
   const turns = new Turns();
   const serialize = o.serialize ?? true;
 
-  async function admit(headers: HeaderSource, resource: string): Promise<Admission | Refusal> {
+  async function admit(headers: HeaderSource, resource: string, a: { store?: FenceStore } = {}): Promise<Admission | Refusal> {
     const value = headerOf(headers);
     if (value === undefined) {
       return refuse(400, Code.InvalidArgument, `a write to "${resource}" needs its fencing token in the ${FENCING_TOKEN_HEADER} header (fencingTokenHeader(lease.token))`, { resource });
@@ -215,7 +218,7 @@ export function fencedEndpoint(o: FencedEndpointOptions): FencedEndpoint {
     }
     const leave = serialize ? await turns.enter(resource) : () => {};
     try {
-      const verdict = await o.store.admit(resource, token.generation);
+      const verdict = await (a.store ?? o.store).admit(resource, token.generation);
       if (verdict.status === "stale") {
         leave();
         return refuse(409, Code.FailedPrecondition, `stale fencing token: generation ${verdict.fence} of "${resource}" has written since generation ${token.generation}; this holder has lost its lease and must stop`, { ...about, fence: verdict.fence }, "STALE_TOKEN");

@@ -158,6 +158,57 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
     await newer.release();
   });
 
+  it("without serialize, admitting inside the handler's transaction keeps the newer data (the form for many instances)", async () => {
+    const fenced = fencedEndpoint({ keys, store: postgresFenceStore(db), serialize: false });
+    // Each request: BEGIN; admit on the transaction's connection; write; COMMIT. The admit's row lock
+    // holds a concurrent admit of the resource, from any process, until this transaction ends.
+    const server = createServer(async (req, res) => {
+      const resource = decodeURIComponent(req.url!.slice(7));
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const body = Buffer.concat(chunks).toString();
+      const tx = await db.connect();
+      try {
+        await tx.query("BEGIN");
+        const a = await fenced.admit(req.headers, resource, { store: postgresFenceStore(tx) });
+        if (!a.ok) {
+          await tx.query("ROLLBACK");
+          return res.writeHead(a.httpStatus).end(a.message);
+        }
+        if (body.startsWith("slow")) await sleep(400);
+        await tx.query(
+          "INSERT INTO items (resource, body, generation) VALUES ($1, $2, $3) ON CONFLICT (resource) DO UPDATE SET body = EXCLUDED.body, generation = EXCLUDED.generation",
+          [resource, body, String(a.token.generation)],
+        );
+        await tx.query("COMMIT");
+        a.done();
+        res.writeHead(200).end();
+      } finally {
+        tx.release();
+      }
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const resource = uniqueResource("orders");
+      const older = await client.acquire(resource, { ttl: 5000 });
+      await older.release();
+      const newer = await client.acquire(resource, { ttl: 5000 });
+      const at = (token: Token, body: string) =>
+        fetch(`${url}/items/${encodeURIComponent(resource)}`, { method: "PUT", headers: { "fencing-token": fencingTokenHeader(token) }, body });
+      const slow = at(older.token, "slow-older");
+      await sleep(100);
+      expect((await at(newer.token, "newer")).status).to.equal(200);
+      expect((await slow).status).to.equal(200);
+      expect(await item(resource)).to.deep.equal([{ body: "newer", generation: String(newer.token.generation) }]);
+      // And the older one, once more, is now stale.
+      expect((await at(older.token, "older-again")).status).to.equal(409);
+      await newer.release();
+    } finally {
+      await closeServer(server);
+    }
+  });
+
   it("without serialize the same race leaves the older data (why it is on by default)", async () => {
     const store = postgresFenceStore(db);
     const loose = await startService(db, { keys, store, serialize: false });
