@@ -12,6 +12,7 @@ import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { FencekeeperClient, type Token } from "../../client/index.js";
 import { fencingTokenHeader } from "../../client/fenced-http.js";
 import { failure, uniqueResource, useServer } from "../harness/suite.js";
+import { scrape } from "../operations/support/metrics.js";
 
 export interface ServiceProcess {
   /** The base URL of its HTTP service; of its gRPC service when it has one. */
@@ -117,6 +118,20 @@ export function fencedServiceTests(language: string, start: (server: string) => 
       expect((await missing.json()).message).to.match(/fencing.token/i);
       if (o.admits) expect(await admits(), "the store was asked").to.equal(before);
       expect(await item(resource)).to.deep.equal({ value: "genuine", generation: String(lease.token.generation) });
+      await lease.release();
+    });
+
+    it("a flood of tokens naming unknown key ids costs the fencekeeper server at most one ListTokenKeys", async () => {
+      const resource = uniqueResource("orders");
+      const lease = await client.acquire(resource, { ttl: 5000 });
+      expect((await put(resource, lease.token, "genuine")).status).to.equal(200); // the keys are fetched by now
+      const served = async () =>
+        (await scrape(s.server)).value("grpc_server_handled_total", { grpc_service: "fencekeeper.v1.LeaseService", grpc_method: "ListTokenKeys", grpc_code: "OK" });
+      const before = await served();
+      expect(before, "the service fetched the keys through the server (else this counter is not the one)").to.be.at.least(1);
+      const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => put(resource, { ...lease.token, keyId: `forged-${i}` }, "x")));
+      expect(answers.map((r) => r.status)).to.deep.equal(Array(30).fill(403));
+      expect((await served()) - before).to.be.at.most(1);
       await lease.release();
     });
 
