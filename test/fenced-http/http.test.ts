@@ -13,6 +13,7 @@ import { fenceTableDdl, postgresFenceStore } from "../../client/postgres-fence-s
 import { ProcessClient } from "../harness/process-client.js";
 import { startPostgres, type TestPostgres } from "../harness/postgres.js";
 import { sleep, uniqueResource, useServer } from "../harness/suite.js";
+import { scrape } from "../operations/support/metrics.js";
 
 const HOLDER = "test/fenced-http/http-holder.ts";
 
@@ -56,6 +57,7 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
     return p;
   };
   const item = async (resource: string) => (await db.query("SELECT body, generation FROM items WHERE resource = $1", [resource])).rows;
+  const attempts = async () => Number((await db.query("SELECT n FROM admit_attempts")).rows[0].n);
   const fence = async (resource: string) => (await db.query("SELECT fence FROM fencekeeper_fences WHERE resource = $1", [resource])).rows;
   const put = (resource: string, token: Token | string | undefined, body: string) =>
     fetch(`${service.url}/items/${encodeURIComponent(resource)}`, {
@@ -69,6 +71,11 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
     postgres = await startPostgres();
     db = new pg.Pool({ connectionString: postgres.url });
     await db.query(fenceTableDdl());
+    // PostgreSQL's own count of admits: every admit begins with an INSERT into the fence table, and a
+    // BEFORE INSERT row trigger fires for each, conflicting or not.
+    await db.query(`CREATE TABLE admit_attempts (n bigint NOT NULL); INSERT INTO admit_attempts VALUES (0);
+      CREATE FUNCTION count_admit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE admit_attempts SET n = n + 1; RETURN NEW; END $$;
+      CREATE TRIGGER count_admit BEFORE INSERT ON fencekeeper_fences FOR EACH ROW EXECUTE FUNCTION count_admit();`);
     await db.query("CREATE TABLE items (resource text PRIMARY KEY, body text NOT NULL, generation bigint NOT NULL)");
     client = new FencekeeperClient({ servers: s.server.url });
     const store = postgresFenceStore(db);
@@ -109,6 +116,8 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
     const lease = await client.acquire(resource, { ttl: 5000 });
     expect((await put(resource, lease.token, "genuine")).status).to.equal(200);
     const before = admits;
+    const attemptsBefore = await attempts();
+    expect(attemptsBefore, "the trigger counts admits").to.be.at.least(1);
 
     // A made-up generation far ahead, signature kept: it would lock every real holder out if admitted.
     const forged = await put(resource, { ...lease.token, generation: 2n ** 62n }, "forged");
@@ -127,6 +136,7 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
     expect((await put(resource, Buffer.from("garbage").toString("base64"), "junk")).status).to.equal(400);
 
     expect(admits, "the store was asked").to.equal(before);
+    expect(await attempts(), "PostgreSQL saw an admit").to.equal(attemptsBefore);
     expect(await item(resource)).to.deep.equal([{ body: "genuine", generation: String(lease.token.generation) }]);
     expect(await fence(resource)).to.deep.equal([{ fence: String(lease.token.generation) }]);
     await lease.release();
@@ -136,10 +146,15 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
     const resource = uniqueResource("orders");
     const lease = await client.acquire(resource, { ttl: 5000 });
     expect((await put(resource, lease.token, "genuine")).status).to.equal(200);
+    const served = async () =>
+      (await scrape(s.server)).value("grpc_server_handled_total", { grpc_service: "fencekeeper.v1.LeaseService", grpc_method: "ListTokenKeys", grpc_code: "OK" });
     const before = keyFetches;
+    const servedBefore = await served();
+    expect(servedBefore, "the server counted the first fetch").to.be.at.least(1);
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => put(resource, { ...lease.token, keyId: `forged-${i}` }, "x")));
     expect(answers.map((r) => r.status)).to.deep.equal(Array(50).fill(403));
     expect(keyFetches - before).to.be.at.most(1);
+    expect((await served()) - servedBefore, "ListTokenKeys served").to.be.at.most(1);
     await lease.release();
   });
 
