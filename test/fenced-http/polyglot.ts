@@ -11,7 +11,7 @@ import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { FencekeeperClient, type Token } from "../../client/index.js";
 import { fencingTokenHeader } from "../../client/fenced-http.js";
-import { failure, uniqueResource, useServer } from "../harness/suite.js";
+import { eventually, failure, uniqueResource, useServer } from "../harness/suite.js";
 import { scrape } from "../operations/support/metrics.js";
 
 export interface ServiceProcess {
@@ -119,6 +119,18 @@ export function fencedServiceTests(language: string, start: (server: string) => 
       if (o.admits) expect(await admits(), "the store was asked").to.equal(before);
       expect(await item(resource)).to.deep.equal({ value: "genuine", generation: String(lease.token.generation) });
       await lease.release();
+    });
+
+    it("HTTP: an older generation admitted just before a newer one cannot finish its write after it (the per-resource turn)", async () => {
+      const resource = uniqueResource("orders");
+      const { older, newer } = await generations(resource);
+      const admitted = await admits();
+      const slow = put(resource, older, "slow-older"); // admitted first, takes 400 ms to write
+      await eventually(async () => (await admits()) > admitted, "the older write admitted");
+      expect((await put(resource, newer.token, "newer")).status).to.equal(200);
+      expect((await slow).status).to.equal(200);
+      expect(await item(resource)).to.deep.equal({ value: "newer", generation: String(newer.token.generation) });
+      await newer.release();
     });
 
     it("a flood of tokens naming unknown key ids costs the fencekeeper server at most one ListTokenKeys", async () => {

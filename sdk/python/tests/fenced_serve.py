@@ -3,7 +3,8 @@
     fenced_serve.py wsgi|asgi --server URL
 
 serves on a loopback port of its own and prints {"http": URL} as one line, then runs until stdin ends.
-PUT /items/<resource> writes the body as the resource's item behind the middleware; GET /items/<resource>
+PUT /items/<resource> writes the body as the resource's item behind the middleware (a body "slow..."
+takes 400 ms); GET /items/<resource>
 answers {"value", "generation"}; GET /admits answers how many times the fence store was asked. wsgi: the
 standard library's wsgiref server, one thread a request. asgi: the smallest HTTP/1.1 server on asyncio
 that runs an ASGI application (one request a connection), since the standard library has no ASGI server."""
@@ -15,6 +16,7 @@ import asyncio
 import json
 import sys
 import threading
+import time
 from socketserver import ThreadingMixIn
 from typing import Any
 from urllib.parse import unquote
@@ -49,6 +51,8 @@ def wsgi(endpoint: FencedEndpoint, store: MemoryStore) -> str:
     def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
+        if body.startswith(b"slow"):
+            time.sleep(0.4)
         status, out = route(environ["REQUEST_METHOD"], environ["PATH_INFO"], environ.get(TOKEN_KEY), body, store)
         start_response(f"{status} {'OK' if status == 200 else 'Not Found'}", [("Content-Type", "application/json")])
         return [out]
@@ -74,6 +78,8 @@ async def asgi(endpoint: FencedEndpoint, store: MemoryStore) -> str:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
+        if body.startswith(b"slow"):
+            await asyncio.sleep(0.4)  # not time.sleep: the loop must go on serving the other requests
         status, out = route(scope["method"], scope["path"], scope.get(TOKEN_KEY), body, store)
         await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": out})

@@ -4,7 +4,8 @@
 //	fk-fenced-serve --server URL
 //
 // serves on loopback, on ports of its own, and prints them as one JSON line {"http": URL, "grpc": ADDR}:
-//   - HTTP: PUT /items/<resource> writes the body as the resource's item, behind Endpoint.Middleware;
+//   - HTTP: PUT /items/<resource> writes the body as the resource's item, behind Endpoint.Middleware (a
+//     body "slow..." takes 400 ms);
 //     GET /items/<resource> answers {"value", "generation"}; GET /admits answers how many times the
 //     fence store was asked.
 //   - gRPC: FencedStoreService.Put writes value as the item of request.resource, behind
@@ -78,6 +79,9 @@ func main() {
 	mux.HandleFunc("PUT /items/{resource}", func(w http.ResponseWriter, r *http.Request) {
 		t, _ := fencedhttp.TokenFrom(r.Context())
 		body, _ := io.ReadAll(r.Body)
+		if strings.HasPrefix(string(body), "slow") {
+			time.Sleep(400 * time.Millisecond)
+		}
 		data.put(t.Resource, string(body), t.Generation)
 		_ = json.NewEncoder(w).Encode(map[string]string{"written": string(body)})
 	})

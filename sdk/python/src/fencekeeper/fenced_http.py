@@ -264,7 +264,13 @@ class WSGIMiddleware:
             if refusal:
                 return _refuse_wsgi(refusal, start_response)
             # The body is produced inside the turn, so that a streamed write is over before the next one.
-            return list(self.app({**environ, TOKEN_KEY: checked}, start_response))
+            result = self.app({**environ, TOKEN_KEY: checked}, start_response)
+            try:
+                return list(result)
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
         finally:
             lock.release()
             self._turns.leave(resource)

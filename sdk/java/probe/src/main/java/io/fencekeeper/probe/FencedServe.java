@@ -32,7 +32,7 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * serves on loopback, on ports of its own, and prints {"http": URL, "grpc": URL} as one line, then runs
  * until stdin ends. HTTP (the JDK's HttpServer, behind FencedHttpFilter): PUT /items/<resource> writes the
- * body as the resource's item; GET /items/<resource> answers {"value", "generation"}; GET /admits how
+ * body as the resource's item (a body "slow..." takes 400 ms); GET /items/<resource> answers {"value", "generation"}; GET /admits how
  * many times the fence store was asked. gRPC (behind FencedServerInterceptor): FencedStoreService.Put
  * writes value as the item of request.resource.
  */
@@ -57,6 +57,13 @@ public final class FencedServe {
       if (ex.getRequestMethod().equals("PUT")) {
         Token t = (Token) ex.getAttribute(FencedHttpFilter.TOKEN_ATTRIBUTE);
         String body = new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+        if (body.startsWith("slow")) {
+          try {
+            Thread.sleep(400);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
         items.put(resource, new String[] {body, Long.toString(t.getGeneration())});
         answer(ex, 200, Json.write(Map.of("written", body)));
       } else {
