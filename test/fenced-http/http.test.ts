@@ -12,7 +12,7 @@ import type { FenceStore } from "../../client/fence-store.js";
 import { fenceTableDdl, postgresFenceStore } from "../../client/postgres-fence-store.js";
 import { ProcessClient } from "../harness/process-client.js";
 import { startPostgres, type TestPostgres } from "../harness/postgres.js";
-import { sleep, uniqueResource, useServer } from "../harness/suite.js";
+import { eventually, sleep, uniqueResource, useServer } from "../harness/suite.js";
 import { scrape } from "../operations/support/metrics.js";
 
 const HOLDER = "test/fenced-http/http-holder.ts";
@@ -57,7 +57,7 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
     return p;
   };
   const item = async (resource: string) => (await db.query("SELECT body, generation FROM items WHERE resource = $1", [resource])).rows;
-  const attempts = async () => Number((await db.query("SELECT n FROM admit_attempts")).rows[0].n);
+  const attempts = async () => Number((await db.query("SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS n FROM admit_attempts")).rows[0].n);
   const fence = async (resource: string) => (await db.query("SELECT fence FROM fencekeeper_fences WHERE resource = $1", [resource])).rows;
   const put = (resource: string, token: Token | string | undefined, body: string) =>
     fetch(`${service.url}/items/${encodeURIComponent(resource)}`, {
@@ -72,9 +72,10 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
     db = new pg.Pool({ connectionString: postgres.url });
     await db.query(fenceTableDdl());
     // PostgreSQL's own count of admits: every admit begins with an INSERT into the fence table, and a
-    // BEFORE INSERT row trigger fires for each, conflicting or not.
-    await db.query(`CREATE TABLE admit_attempts (n bigint NOT NULL); INSERT INTO admit_attempts VALUES (0);
-      CREATE FUNCTION count_admit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE admit_attempts SET n = n + 1; RETURN NEW; END $$;
+    // BEFORE INSERT row trigger fires for each, conflicting or not. A sequence, not a counter row: it
+    // takes no lock that would serialize admits by itself, and others see it at once, not at COMMIT.
+    await db.query(`CREATE SEQUENCE admit_attempts;
+      CREATE FUNCTION count_admit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM nextval('admit_attempts'); RETURN NEW; END $$;
       CREATE TRIGGER count_admit BEFORE INSERT ON fencekeeper_fences FOR EACH ROW EXECUTE FUNCTION count_admit();`);
     await db.query("CREATE TABLE items (resource text PRIMARY KEY, body text NOT NULL, generation bigint NOT NULL)");
     client = new FencekeeperClient({ servers: s.server.url });
@@ -164,8 +165,9 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
     await older.release();
     const newer = await client.acquire(resource, { ttl: 5000 });
     // The older write is admitted first and takes 400 ms; the newer arrives while it is under way.
+    const attempted = await attempts();
     const slow = put(resource, older.token, "slow-older");
-    await sleep(100);
+    await eventually(async () => (await attempts()) > attempted, "the older write admitted");
     const fast = await put(resource, newer.token, "newer");
     expect(fast.status).to.equal(200);
     expect((await slow).status).to.equal(200);
@@ -211,8 +213,9 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
       const newer = await client.acquire(resource, { ttl: 5000 });
       const at = (token: Token, body: string) =>
         fetch(`${url}/items/${encodeURIComponent(resource)}`, { method: "PUT", headers: { "fencing-token": fencingTokenHeader(token) }, body });
+      const attempted = await attempts();
       const slow = at(older.token, "slow-older");
-      await sleep(100);
+      await eventually(async () => (await attempts()) > attempted, "the older write admitted");
       expect((await at(newer.token, "newer")).status).to.equal(200);
       expect((await slow).status).to.equal(200);
       expect(await item(resource)).to.deep.equal([{ body: "newer", generation: String(newer.token.generation) }]);
@@ -234,8 +237,9 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
       const newer = await client.acquire(resource, { ttl: 5000 });
       const at = (token: Token, body: string) =>
         fetch(`${loose.url}/items/${encodeURIComponent(resource)}`, { method: "PUT", headers: { "fencing-token": fencingTokenHeader(token) }, body });
+      const attempted = await attempts();
       const slow = at(older.token, "slow-older");
-      await sleep(100);
+      await eventually(async () => (await attempts()) > attempted, "the older write admitted");
       expect((await at(newer.token, "newer")).status).to.equal(200);
       expect((await slow).status).to.equal(200);
       expect(await item(resource)).to.deep.equal([{ body: "slow-older", generation: String(older.token.generation) }]);
