@@ -91,20 +91,25 @@ export class TokenKeyCache {
   }
 
   #refresh(): Promise<void> {
-    this.#inflight ??= (async () => {
+    if (!this.#inflight) {
       this.#lastFetch = performance.now(); // before the call: a failing fetch also waits its turn
       this.fetches++;
-      try {
-        this.#keys = await (this.#source as Exclude<KeySource, readonly TokenKey[]>)();
-        this.#lastError = undefined;
-      } catch (err) {
-        this.#lastError = err;
-        if (!this.#keys.length) throw err;
-      } finally {
-        this.#inflight = undefined;
-      }
-    })();
+      const fetching: Promise<void> = this.#fetch().finally(() => {
+        if (this.#inflight === fetching) this.#inflight = undefined;
+      });
+      this.#inflight = fetching;
+    }
     return this.#inflight;
+  }
+
+  async #fetch(): Promise<void> {
+    try {
+      this.#keys = await (this.#source as Exclude<KeySource, readonly TokenKey[]>)();
+      this.#lastError = undefined;
+    } catch (err) {
+      this.#lastError = err;
+      if (!this.#keys.length) throw err;
+    }
   }
 }
 
@@ -240,10 +245,19 @@ export function fencedEndpoint(o: FencedEndpointOptions): FencedEndpoint {
         return next(err);
       }
       if (resource === undefined) return next();
+      // Listened for from the start: a client that goes away while the request waits for its turn
+      // must not leave the turn taken for good.
+      let closed = false;
+      let leave: (() => void) | undefined;
+      res.once("close", () => {
+        closed = true;
+        leave?.();
+      });
       admit(req.headers, resource).then((a) => {
         if (!a.ok) return answer(res, a);
+        if (closed) return a.done();
+        leave = a.done;
         admitted.set(req, a.token);
-        res.once("close", a.done);
         next();
       }, next);
     },

@@ -64,6 +64,7 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
       method: "PUT",
       headers: token === undefined ? {} : { "fencing-token": typeof token === "string" ? token : fencingTokenHeader(token) },
       body,
+      signal: AbortSignal.timeout(5000), // a request stuck behind a turn never given back fails, not hangs
     });
 
   before(async function () {
@@ -173,6 +174,29 @@ describe("fenced HTTP endpoint: a node:http service with its fences in PostgreSQ
     expect((await slow).status).to.equal(200);
     expect(await item(resource)).to.deep.equal([{ body: "newer", generation: String(newer.token.generation) }]);
     await newer.release();
+  });
+
+  it("a client that goes away while its request waits for the resource's turn does not keep the turn", async () => {
+    const resource = uniqueResource("orders");
+    const lease = await client.acquire(resource, { ttl: 5000 });
+    const attempted = await attempts();
+    const slow = put(resource, lease.token, "slow-first"); // holds the turn for 400 ms
+    await eventually(async () => (await attempts()) > attempted, "the first write admitted");
+    const gone = new AbortController();
+    const waiting = fetch(`${service.url}/items/${encodeURIComponent(resource)}`, {
+      method: "PUT",
+      headers: { "fencing-token": fencingTokenHeader(lease.token) },
+      body: "never",
+      signal: gone.signal,
+    }).catch((err: Error) => err.name);
+    await sleep(100);
+    gone.abort(); // while it waits behind the first
+    expect(await waiting).to.equal("AbortError");
+    expect((await slow).status).to.equal(200);
+    // The next request gets its turn: the one that went away left it.
+    const next = await put(resource, lease.token, "after").catch((err: Error) => err.name);
+    expect(next instanceof Response ? next.status : next).to.equal(200);
+    await lease.release();
   });
 
   it("without serialize, admitting inside the handler's transaction keeps the newer data (the form for many instances)", async () => {
