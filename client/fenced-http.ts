@@ -13,6 +13,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { AcquireMode, FencingTokenSchema } from "../gen/ts/fencekeeper/v1/token_pb.js";
 import { ErrorInfoSchema } from "../gen/ts/google/rpc/error_details_pb.js";
 import type { FenceStore } from "./fence-store.js";
+export type { FenceStore, FenceVerdict } from "./fence-store.js";
 import { tokenFromProto, tokenToProto, type Token } from "./token.js";
 import { verifyToken, type TokenKey, type Verification } from "./verify-token.js";
 
