@@ -64,6 +64,31 @@ export class KeyLayout {
     return `${this.prefix}r/${encodeURIComponent(resource)}/`;
   }
 
+  /** Where the keys of the resources whose names start with namePrefix lie: [start, end). */
+  resourcesRange(namePrefix: string): [Buffer, Buffer] {
+    const start = Buffer.from(`${this.prefix}r/${encodeURIComponent(namePrefix)}`);
+    return [start, prefixEnd(start)];
+  }
+
+  /** The resource any key under r/ belongs to; undefined for any other key. */
+  resourceOfKey(key: Buffer): string | undefined {
+    const rest = key.toString("latin1");
+    const root = `${this.prefix}r/`;
+    if (!rest.startsWith(root)) return undefined;
+    const slash = rest.indexOf("/", root.length);
+    if (slash < 0) return undefined;
+    try {
+      return decodeURIComponent(rest.slice(root.length, slash));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Past every key of a resource: where a scan of resources goes on after it. */
+  afterResource(resource: string): Buffer {
+    return prefixEnd(Buffer.from(this.resourceRoot(resource)));
+  }
+
   linePrefix(resource: string): Buffer {
     return Buffer.from(`${this.resourceRoot(resource)}q/`);
   }

@@ -9,7 +9,7 @@ import type { ContextValues } from "@connectrpc/connect";
 import { FencedStoreService, type BatchRequest } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService, type ProclaimRequest, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { tokenFromProto } from "../api/convert.js";
-import { CALLER, GRANTS, type Access, type Decision } from "../auth/access.js";
+import { CALLER, GRANTS, VISIBLE, type Access, type Decision } from "../auth/access.js";
 import type { Verb } from "../auth/policy.js";
 import { checkResource } from "../validation/validate.js";
 
@@ -24,6 +24,11 @@ interface Rule {
   each?: true;
   /** The handler binds the call to the caller unless it is the resource's admin: admin is decided too. */
   asAdmin?: true;
+  /**
+   * The call names no resource but lists some: nothing is refused, and the handler leaves out the
+   * resources the caller may not `verb` (the pipeline gives it the filter, VISIBLE).
+   */
+  lists?: true;
 }
 
 /** Methods that name no resource: renewals are checked against what the lease holds (auth/renewal-grants.ts). */
@@ -58,6 +63,8 @@ const RULES: Record<string, Rule | typeof NONE> = {
   },
   [`${LeaseService.typeName}/Describe`]: resource("observe"),
   [`${LeaseService.typeName}/Observe`]: resource("observe"),
+  // Lists the resources in use that the caller may observe; the others are left out, not refused.
+  [`${LeaseService.typeName}/ListResources`]: { verb: "observe", lists: true, resources: () => [] },
   [`${LeaseService.typeName}/LiftLockDelay`]: resource("admin"),
   [`${LeaseService.typeName}/KeepAlive`]: NONE,
   [`${LeaseService.typeName}/Renew`]: NONE,
@@ -106,6 +113,11 @@ export class Authorization {
     const rule = RULES[`${method.parent.typeName}/${method.name}`];
     if (rule === NONE || !this.access.authorizing) return;
     const caller = values.get(CALLER);
+    if (rule.lists) {
+      const verb = rule.verb;
+      values.set(VISIBLE, (r) => this.access.allows(caller, verb, r));
+      return;
+    }
     const grants = new Map<string, Decision | Error>();
     values.set(GRANTS, grants);
     if (!rule.each) {

@@ -1,6 +1,6 @@
 // The short fault profile: random operations from eight clients (plain gRPC and the SDK, half of them
-// through fault proxies) on two replicas and a 3-member etcd cluster, every fault of the nemesis at
-// least once, and the checker's verdict on the whole history: no violation of any property.
+// through fault proxies) on two replicas and a 3-member etcd cluster, each in a network namespace of its
+// own, every fault of the nemesis at least once (two of them partitions between etcd and the replicas), and the checker's verdict on the whole history: no violation of any property.
 // The seed (fixed; FAULTS_SEED=<seed> replays another run's choices) is printed first.
 import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -4,6 +4,8 @@
 // etcd member frozen, the etcd leader killed, the whole etcd cluster restarted from its data).
 import type { EtcdCluster } from "./etcd-cluster.js";
 import type { FaultProxy } from "./fault-proxy.js";
+import type { Network } from "./netns.js";
+import { injectPartition, PARTITION_NEMESES } from "./partitions.js";
 import type { Replica } from "./replicas.js";
 import type { Rng } from "./rng.js";
 
@@ -16,7 +18,9 @@ export const NEMESES = [
   "kill-etcd-leader",
   "restart-etcd",
 ] as const;
-export type Nemesis = (typeof NEMESES)[number];
+/** NEMESES and the network nemeses (partitions.ts), which need the run's network namespaces. */
+export const ALL_NEMESES = [...NEMESES, ...PARTITION_NEMESES] as const;
+export type Nemesis = (typeof ALL_NEMESES)[number];
 
 /** A client process as the nemesis sees it: it can be frozen, and some talk through proxies. */
 export interface Victim {
@@ -33,6 +37,8 @@ export interface World {
   clients: Victim[];
   /** The longest TTL the clients ask for, in ms: a pause past it makes a holder lose its lease. */
   maxTtlMs: number;
+  /** The members' and replicas' network namespaces, when the run has them. */
+  net?: Network;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -90,5 +96,7 @@ export async function inject(kind: Nemesis, w: World, rng: Rng): Promise<string>
       await w.cluster.startAll();
       return `stopped all etcd members, started them again from their data after ${ms} ms`;
     }
+    default:
+      return injectPartition(kind, w, rng);
   }
 }

@@ -12,6 +12,8 @@ import { readHistory, type EtcdTruth } from "./etcd-history.js";
 import { FaultProxy } from "./fault-proxy.js";
 import { parseOp, type Op } from "./history.js";
 import { inject, NEMESES, type Nemesis, type Victim, type World } from "./nemesis.js";
+import { Network } from "./netns.js";
+import { PARTITION_NEMESES } from "./partitions.js";
 import { Replica } from "./replicas.js";
 import { Rng } from "./rng.js";
 import { Soak, type SoakSummary } from "./soak.js";
@@ -35,10 +37,21 @@ export interface ProfileOptions {
   maxMs?: number;
   /** Samples RSS and open descriptors every this many ms (0: not at all). */
   soakIntervalMs: number;
+  /** The faults to inject, each at least once (default NEMESES); a network nemesis (partitions.ts)
+   * puts the members and replicas in network namespaces of their own (netns.ts). */
+  nemeses?: readonly Nemesis[];
   log?: (line: string) => void;
 }
 
-export const SHORT: Omit<ProfileOptions, "seed"> = { ops: 5_000, workers: 8, replicas: 2, resources: 8, calmMs: [1_000, 3_000], soakIntervalMs: 0 };
+export const SHORT: Omit<ProfileOptions, "seed"> = {
+  ops: 5_000,
+  workers: 8,
+  replicas: 2,
+  resources: 8,
+  calmMs: [1_000, 3_000],
+  soakIntervalMs: 0,
+  nemeses: [...NEMESES, "isolate-etcd-leader", "cut-replica"],
+};
 export const LONG: Omit<ProfileOptions, "seed" | "ops"> = { workers: 8, replicas: 3, resources: 8, calmMs: [2_000, 8_000], soakIntervalMs: 5_000 };
 
 export interface RunResult {
@@ -101,10 +114,18 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   const rng = new Rng(o.seed);
   const resources = Array.from({ length: o.resources }, (_, i) => `res-${i}`);
   const ops: Op[] = [];
-  const faults = new Map<Nemesis, number>(NEMESES.map((n) => [n, 0]));
+  const kinds = o.nemeses ?? NEMESES;
+  const faults = new Map<Nemesis, number>(kinds.map((n) => [n, 0]));
   const faultLog: string[] = [];
 
-  const cluster = await EtcdCluster.start();
+  const net = kinds.some((k) => (PARTITION_NEMESES as readonly string[]).includes(k))
+    ? await Network.create([...["m0", "m1", "m2"], ...Array.from({ length: o.replicas }, (_, i) => `r${i}`)])
+    : undefined;
+  if (net) log(`network ${net.subnet}.0/24: namespaces ${net.id}-<node>, harness ${net.hostAddr}`);
+  const cluster = await EtcdCluster.start(3, net).catch(async (e) => {
+    await net?.destroy();
+    throw e;
+  });
   const replicas: Replica[] = [];
   const workers: WorkerProcess[] = [];
   const proxies: FaultProxy[] = [];
@@ -122,7 +143,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   };
   process.once("exit", killAll);
   try {
-    for (let i = 0; i < o.replicas; i++) replicas.push(await Replica.start(`r${i}`, cluster.endpoints, PREFIX));
+    for (let i = 0; i < o.replicas; i++) replicas.push(await Replica.start(`r${i}`, cluster.endpoints, PREFIX, net));
     log(`etcd ${cluster.endpoints.join(" ")}; replicas ${replicas.map((r) => r.url).join(" ")}`);
     for (let i = 0; i < o.workers; i++) {
       const via = i % 2 === 0 ? "grpc" : "sdk";
@@ -136,7 +157,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     if (o.soakIntervalMs > 0) {
       soak = new Soak(() => [...replicas.map((r) => ({ role: "server" as const, pid: r.pid })), ...workers.map((w) => ({ role: "client" as const, pid: w.process.pid }))], o.soakIntervalMs);
     }
-    const world: World = { cluster, replicas, clients: workers, maxTtlMs: MAX_TTL_MS };
+    const world: World = { cluster, replicas, clients: workers, maxTtlMs: MAX_TTL_MS, net };
 
     // Faults until the run has its operations and every fault happened; each round injects every kind
     // once, in an order of its own.
@@ -148,7 +169,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
       await sleep(rng.int(...o.calmMs));
       for (const r of replicas) r.trimLogs();
       if (done()) break;
-      if (queue.length === 0) queue = rng.shuffle([...NEMESES]);
+      if (queue.length === 0) queue = rng.shuffle([...kinds]);
       const kind = queue.shift()!;
       const what = await inject(kind, world, rng);
       faults.set(kind, faults.get(kind)! + 1);
@@ -172,6 +193,10 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     for (const w of workers) if (w.process.exitCode === null && w.process.signalCode === null) w.process.kill("SIGKILL");
     await Promise.all(proxies.map((p) => p.close()));
     await Promise.all(replicas.map((r) => r.kill()));
-    await cluster.destroy();
+    try {
+      await cluster.destroy();
+    } finally {
+      await net?.destroy();
+    }
   }
 }

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/lease.proto.
  */
 export const file_fencekeeper_v1_lease: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEiqwIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDBITCgttYXhfaG9sZGVycxgKIAEoBSKVAQoPQWNxdWlyZVJlc3BvbnNlEisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhItCgpsb2NrX2RlbGF5GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjcKEEtlZXBBbGl2ZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMSEQoJbGVhc2VfaWRzGAIgAygDIqABChFLZWVwQWxpdmVSZXNwb25zZRIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cxIuCghyZW5ld2FscxgEIAMoCzIcLmZlbmNla2VlcGVyLnYxLkxlYXNlUmVuZXdhbCJrCgxMZWFzZVJlbmV3YWwSEAoIbGVhc2VfaWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiEKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMiIAoMUmVuZXdSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDIjcKDVJlbmV3UmVzcG9uc2USJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj0KDlJlbGVhc2VSZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuIhEKD1JlbGVhc2VSZXNwb25zZSIjCg9EZXNjcmliZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiowMKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCRItCgpsb2NrX2RlbGF5GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCyADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISGwoTaG9sZGVyc193aXRob3V0X3R0bBgMIAEoBRINCgV2YWx1ZRgNIAEoDBITCgttYXhfaG9sZGVycxgOIAEoBSKWAQoGSG9sZGVyEg4KBmhvbGRlchgBIAEoCRIrCgV0b2tlbhgCIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGAoQaG9sZGVyX3ByaW5jaXBhbBgEIAEoCRINCgV2YWx1ZRgFIAEoDCIiCg5PYnNlcnZlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKIAwoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDEhgKEGhvbGRlcl9wcmluY2lwYWwYBSABKAkSLQoKbG9ja19kZWxheRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChBsb2NrX2RlbGF5X3VudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdob2xkZXJzGAggAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiYKBmpvaW5lZBgJIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIkCgRsZWZ0GAogAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEg0KBXZhbHVlGAsgASgMEhMKC21heF9ob2xkZXJzGAwgASgFIkwKEk9wZW5TZXNzaW9uUmVxdWVzdBImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGaG9sZGVyGAIgASgJIlEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgDIhYKFENsb3NlU2Vzc2lvblJlc3BvbnNlIhYKFExpc3RUb2tlbktleXNSZXF1ZXN0Ij8KFUxpc3RUb2tlbktleXNSZXNwb25zZRImCgRrZXlzGAEgAygLMhguZmVuY2VrZWVwZXIudjEuVG9rZW5LZXkiQQoIVG9rZW5LZXkSDgoGa2V5X2lkGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgMIk0KD1Byb2NsYWltUmVxdWVzdBIrCgV0b2tlbhgBIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhINCgV2YWx1ZRgCIAEoDCIkChBQcm9jbGFpbVJlc3BvbnNlEhAKCHJldmlzaW9uGAEgASgDIigKFExpZnRMb2NrRGVsYXlSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIjsKFUxpZnRMb2NrRGVsYXlSZXNwb25zZRIOCgZsaWZ0ZWQYASABKAgSEgoKZ2VuZXJhdGlvbhgCIAEoAzKdBwoMTGVhc2VTZXJ2aWNlEkoKB0FjcXVpcmUSHi5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXNwb25zZRJUCglLZWVwQWxpdmUSIC5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXF1ZXN0GiEuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVzcG9uc2UoATABEkQKBVJlbmV3EhwuZmVuY2VrZWVwZXIudjEuUmVuZXdSZXF1ZXN0Gh0uZmVuY2VrZWVwZXIudjEuUmVuZXdSZXNwb25zZRJKCgdSZWxlYXNlEh4uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVzcG9uc2USTQoIRGVzY3JpYmUSHy5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlEkwKB09ic2VydmUSHi5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXNwb25zZTABElYKC09wZW5TZXNzaW9uEiIuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXF1ZXN0GiMuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXNwb25zZRJZCgxDbG9zZVNlc3Npb24SIy5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiQuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USXAoNTGlzdFRva2VuS2V5cxIkLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFRva2VuS2V5c1Jlc3BvbnNlElwKDUxpZnRMb2NrRGVsYXkSJC5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpZnRMb2NrRGVsYXlSZXNwb25zZRJNCghQcm9jbGFpbRIfLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVzcG9uc2VCaQoRaW8uZmVuY2VrZWVwZXIudjFCCkxlYXNlUHJvdG9QAVpGZ2l0aHViLmNvbS9mZW5jZWtlZXBlci9mZW5jZWtlZXBlci9nZW4vZ28vZmVuY2VrZWVwZXIvdjE7ZmVuY2VrZWVwZXJ2MWIGcHJvdG8z", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEiqwIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDBITCgttYXhfaG9sZGVycxgKIAEoBSKVAQoPQWNxdWlyZVJlc3BvbnNlEisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhItCgpsb2NrX2RlbGF5GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjcKEEtlZXBBbGl2ZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMSEQoJbGVhc2VfaWRzGAIgAygDIqABChFLZWVwQWxpdmVSZXNwb25zZRIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cxIuCghyZW5ld2FscxgEIAMoCzIcLmZlbmNla2VlcGVyLnYxLkxlYXNlUmVuZXdhbCJrCgxMZWFzZVJlbmV3YWwSEAoIbGVhc2VfaWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiEKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMiIAoMUmVuZXdSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDIjcKDVJlbmV3UmVzcG9uc2USJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj0KDlJlbGVhc2VSZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuIhEKD1JlbGVhc2VSZXNwb25zZSIjCg9EZXNjcmliZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiowMKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCRItCgpsb2NrX2RlbGF5GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCyADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISGwoTaG9sZGVyc193aXRob3V0X3R0bBgMIAEoBRINCgV2YWx1ZRgNIAEoDBITCgttYXhfaG9sZGVycxgOIAEoBSJNChRMaXN0UmVzb3VyY2VzUmVxdWVzdBIOCgZwcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiwgEKFUxpc3RSZXNvdXJjZXNSZXNwb25zZRJBCglyZXNvdXJjZXMYASADKAsyLi5mZW5jZWtlZXBlci52MS5MaXN0UmVzb3VyY2VzUmVzcG9uc2UuUmVzb3VyY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJGk0KCFJlc291cmNlEhAKCHJlc291cmNlGAEgASgJEi8KBXN0YXRlGAIgASgLMiAuZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXNwb25zZSKWAQoGSG9sZGVyEg4KBmhvbGRlchgBIAEoCRIrCgV0b2tlbhgCIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGAoQaG9sZGVyX3ByaW5jaXBhbBgEIAEoCRINCgV2YWx1ZRgFIAEoDCIiCg5PYnNlcnZlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKIAwoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDEhgKEGhvbGRlcl9wcmluY2lwYWwYBSABKAkSLQoKbG9ja19kZWxheRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChBsb2NrX2RlbGF5X3VudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdob2xkZXJzGAggAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiYKBmpvaW5lZBgJIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIkCgRsZWZ0GAogAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEg0KBXZhbHVlGAsgASgMEhMKC21heF9ob2xkZXJzGAwgASgFIkwKEk9wZW5TZXNzaW9uUmVxdWVzdBImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGaG9sZGVyGAIgASgJIlEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgDIhYKFENsb3NlU2Vzc2lvblJlc3BvbnNlIhYKFExpc3RUb2tlbktleXNSZXF1ZXN0Ij8KFUxpc3RUb2tlbktleXNSZXNwb25zZRImCgRrZXlzGAEgAygLMhguZmVuY2VrZWVwZXIudjEuVG9rZW5LZXkiQQoIVG9rZW5LZXkSDgoGa2V5X2lkGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgMIk0KD1Byb2NsYWltUmVxdWVzdBIrCgV0b2tlbhgBIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhINCgV2YWx1ZRgCIAEoDCIkChBQcm9jbGFpbVJlc3BvbnNlEhAKCHJldmlzaW9uGAEgASgDIigKFExpZnRMb2NrRGVsYXlSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIjsKFUxpZnRMb2NrRGVsYXlSZXNwb25zZRIOCgZsaWZ0ZWQYASABKAgSEgoKZ2VuZXJhdGlvbhgCIAEoAzL7BwoMTGVhc2VTZXJ2aWNlEkoKB0FjcXVpcmUSHi5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXNwb25zZRJUCglLZWVwQWxpdmUSIC5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXF1ZXN0GiEuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVzcG9uc2UoATABEkQKBVJlbmV3EhwuZmVuY2VrZWVwZXIudjEuUmVuZXdSZXF1ZXN0Gh0uZmVuY2VrZWVwZXIudjEuUmVuZXdSZXNwb25zZRJKCgdSZWxlYXNlEh4uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVzcG9uc2USTQoIRGVzY3JpYmUSHy5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlElwKDUxpc3RSZXNvdXJjZXMSJC5mZW5jZWtlZXBlci52MS5MaXN0UmVzb3VyY2VzUmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXNwb25zZRJMCgdPYnNlcnZlEh4uZmVuY2VrZWVwZXIudjEuT2JzZXJ2ZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVzcG9uc2UwARJWCgtPcGVuU2Vzc2lvbhIiLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVxdWVzdBojLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVzcG9uc2USWQoMQ2xvc2VTZXNzaW9uEiMuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBokLmZlbmNla2VlcGVyLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlElwKDUxpc3RUb2tlbktleXMSJC5mZW5jZWtlZXBlci52MS5MaXN0VG9rZW5LZXlzUmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXNwb25zZRJcCg1MaWZ0TG9ja0RlbGF5EiQuZmVuY2VrZWVwZXIudjEuTGlmdExvY2tEZWxheVJlcXVlc3QaJS5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVzcG9uc2USTQoIUHJvY2xhaW0SHy5mZW5jZWtlZXBlci52MS5Qcm9jbGFpbVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5Qcm9jbGFpbVJlc3BvbnNlQmkKEWlvLmZlbmNla2VlcGVyLnYxQgpMZWFzZVByb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * The request of LeaseService.Acquire.
@@ -516,6 +516,99 @@ export const DescribeResponseSchema: GenMessage<DescribeResponse> = /*@__PURE__*
   messageDesc(file_fencekeeper_v1_lease, 10);
 
 /**
+ * The request of LeaseService.ListResources.
+ *
+ * @generated from message fencekeeper.v1.ListResourcesRequest
+ */
+export type ListResourcesRequest = Message<"fencekeeper.v1.ListResourcesRequest"> & {
+  /**
+   * Only resources whose names start with this; empty: every resource.
+   *
+   * @generated from field: string prefix = 1;
+   */
+  prefix: string;
+
+  /**
+   * At most this many resources in the answer: 1 to 1000; 0 means 100.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * Where to go on: the next_page_token of the previous answer, with the same prefix. Empty: from the
+   * start.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message fencekeeper.v1.ListResourcesRequest.
+ * Use `create(ListResourcesRequestSchema)` to create a new message.
+ */
+export const ListResourcesRequestSchema: GenMessage<ListResourcesRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 11);
+
+/**
+ * The response of LeaseService.ListResources.
+ *
+ * @generated from message fencekeeper.v1.ListResourcesResponse
+ */
+export type ListResourcesResponse = Message<"fencekeeper.v1.ListResourcesResponse"> & {
+  /**
+   * The resources of this page, in name order.
+   *
+   * @generated from field: repeated fencekeeper.v1.ListResourcesResponse.Resource resources = 1;
+   */
+  resources: ListResourcesResponse_Resource[];
+
+  /**
+   * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
+   * than page_size resources and still have a next one.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message fencekeeper.v1.ListResourcesResponse.
+ * Use `create(ListResourcesResponseSchema)` to create a new message.
+ */
+export const ListResourcesResponseSchema: GenMessage<ListResourcesResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 12);
+
+/**
+ * One resource in use, as Describe describes it.
+ *
+ * @generated from message fencekeeper.v1.ListResourcesResponse.Resource
+ */
+export type ListResourcesResponse_Resource = Message<"fencekeeper.v1.ListResourcesResponse.Resource"> & {
+  /**
+   * The resource's name.
+   *
+   * @generated from field: string resource = 1;
+   */
+  resource: string;
+
+  /**
+   * What Describe answers for it.
+   *
+   * @generated from field: fencekeeper.v1.DescribeResponse state = 2;
+   */
+  state?: DescribeResponse;
+};
+
+/**
+ * Describes the message fencekeeper.v1.ListResourcesResponse.Resource.
+ * Use `create(ListResourcesResponse_ResourceSchema)` to create a new message.
+ */
+export const ListResourcesResponse_ResourceSchema: GenMessage<ListResourcesResponse_Resource> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 12, 0);
+
+/**
  * One holder of a resource: an exclusive holder, or one of its shared holders.
  *
  * @generated from message fencekeeper.v1.Holder
@@ -563,7 +656,7 @@ export type Holder = Message<"fencekeeper.v1.Holder"> & {
  * Use `create(HolderSchema)` to create a new message.
  */
 export const HolderSchema: GenMessage<Holder> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 11);
+  messageDesc(file_fencekeeper_v1_lease, 13);
 
 /**
  * The request of LeaseService.Observe.
@@ -584,7 +677,7 @@ export type ObserveRequest = Message<"fencekeeper.v1.ObserveRequest"> & {
  * Use `create(ObserveRequestSchema)` to create a new message.
  */
 export const ObserveRequestSchema: GenMessage<ObserveRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 12);
+  messageDesc(file_fencekeeper_v1_lease, 14);
 
 /**
  * One ownership change of the observed resource. The first message of the stream gives the state at
@@ -694,7 +787,7 @@ export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
  * Use `create(ObserveResponseSchema)` to create a new message.
  */
 export const ObserveResponseSchema: GenMessage<ObserveResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 13);
+  messageDesc(file_fencekeeper_v1_lease, 15);
 
 /**
  * The request of LeaseService.OpenSession.
@@ -722,7 +815,7 @@ export type OpenSessionRequest = Message<"fencekeeper.v1.OpenSessionRequest"> & 
  * Use `create(OpenSessionRequestSchema)` to create a new message.
  */
 export const OpenSessionRequestSchema: GenMessage<OpenSessionRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 14);
+  messageDesc(file_fencekeeper_v1_lease, 16);
 
 /**
  * The response of LeaseService.OpenSession.
@@ -750,7 +843,7 @@ export type OpenSessionResponse = Message<"fencekeeper.v1.OpenSessionResponse"> 
  * Use `create(OpenSessionResponseSchema)` to create a new message.
  */
 export const OpenSessionResponseSchema: GenMessage<OpenSessionResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 15);
+  messageDesc(file_fencekeeper_v1_lease, 17);
 
 /**
  * The request of LeaseService.CloseSession.
@@ -771,7 +864,7 @@ export type CloseSessionRequest = Message<"fencekeeper.v1.CloseSessionRequest"> 
  * Use `create(CloseSessionRequestSchema)` to create a new message.
  */
 export const CloseSessionRequestSchema: GenMessage<CloseSessionRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 16);
+  messageDesc(file_fencekeeper_v1_lease, 18);
 
 /**
  * The response of LeaseService.CloseSession.
@@ -786,7 +879,7 @@ export type CloseSessionResponse = Message<"fencekeeper.v1.CloseSessionResponse"
  * Use `create(CloseSessionResponseSchema)` to create a new message.
  */
 export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 17);
+  messageDesc(file_fencekeeper_v1_lease, 19);
 
 /**
  * The request of LeaseService.ListTokenKeys.
@@ -801,7 +894,7 @@ export type ListTokenKeysRequest = Message<"fencekeeper.v1.ListTokenKeysRequest"
  * Use `create(ListTokenKeysRequestSchema)` to create a new message.
  */
 export const ListTokenKeysRequestSchema: GenMessage<ListTokenKeysRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 18);
+  messageDesc(file_fencekeeper_v1_lease, 20);
 
 /**
  * The response of LeaseService.ListTokenKeys.
@@ -822,7 +915,7 @@ export type ListTokenKeysResponse = Message<"fencekeeper.v1.ListTokenKeysRespons
  * Use `create(ListTokenKeysResponseSchema)` to create a new message.
  */
 export const ListTokenKeysResponseSchema: GenMessage<ListTokenKeysResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 19);
+  messageDesc(file_fencekeeper_v1_lease, 21);
 
 /**
  * A public key that verifies FencingToken signatures.
@@ -857,7 +950,7 @@ export type TokenKey = Message<"fencekeeper.v1.TokenKey"> & {
  * Use `create(TokenKeySchema)` to create a new message.
  */
 export const TokenKeySchema: GenMessage<TokenKey> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 20);
+  messageDesc(file_fencekeeper_v1_lease, 22);
 
 /**
  * The request of LeaseService.Proclaim.
@@ -885,7 +978,7 @@ export type ProclaimRequest = Message<"fencekeeper.v1.ProclaimRequest"> & {
  * Use `create(ProclaimRequestSchema)` to create a new message.
  */
 export const ProclaimRequestSchema: GenMessage<ProclaimRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 21);
+  messageDesc(file_fencekeeper_v1_lease, 23);
 
 /**
  * The response of LeaseService.Proclaim.
@@ -906,7 +999,7 @@ export type ProclaimResponse = Message<"fencekeeper.v1.ProclaimResponse"> & {
  * Use `create(ProclaimResponseSchema)` to create a new message.
  */
 export const ProclaimResponseSchema: GenMessage<ProclaimResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 22);
+  messageDesc(file_fencekeeper_v1_lease, 24);
 
 /**
  * The request of LeaseService.LiftLockDelay.
@@ -927,7 +1020,7 @@ export type LiftLockDelayRequest = Message<"fencekeeper.v1.LiftLockDelayRequest"
  * Use `create(LiftLockDelayRequestSchema)` to create a new message.
  */
 export const LiftLockDelayRequestSchema: GenMessage<LiftLockDelayRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 23);
+  messageDesc(file_fencekeeper_v1_lease, 25);
 
 /**
  * The response of LeaseService.LiftLockDelay.
@@ -955,7 +1048,7 @@ export type LiftLockDelayResponse = Message<"fencekeeper.v1.LiftLockDelayRespons
  * Use `create(LiftLockDelayResponseSchema)` to create a new message.
  */
 export const LiftLockDelayResponseSchema: GenMessage<LiftLockDelayResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 24);
+  messageDesc(file_fencekeeper_v1_lease, 26);
 
 /**
  * LeaseService hands out leases on named resources, each with a fencing token.
@@ -1023,6 +1116,19 @@ export const LeaseService: GenService<{
     methodKind: "unary";
     input: typeof DescribeRequestSchema;
     output: typeof DescribeResponseSchema;
+  },
+  /**
+   * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
+   * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
+   * a policy, only the resources the caller may observe are listed (the others are left out, not
+   * refused). For consoles and operators: "who holds what, and who waits".
+   *
+   * @generated from rpc fencekeeper.v1.LeaseService.ListResources
+   */
+  listResources: {
+    methodKind: "unary";
+    input: typeof ListResourcesRequestSchema;
+    output: typeof ListResourcesResponseSchema;
   },
   /**
    * Stream the ownership changes of one resource, starting with its current state: each new holder, and

@@ -136,6 +136,31 @@ class DescribeResponse(_message.Message):
     max_holders: int
     def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., holders_without_ttl: _Optional[int] = ..., value: _Optional[bytes] = ..., max_holders: _Optional[int] = ...) -> None: ...
 
+class ListResourcesRequest(_message.Message):
+    __slots__ = ("prefix", "page_size", "page_token")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    page_size: int
+    page_token: str
+    def __init__(self, prefix: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListResourcesResponse(_message.Message):
+    __slots__ = ("resources", "next_page_token")
+    class Resource(_message.Message):
+        __slots__ = ("resource", "state")
+        RESOURCE_FIELD_NUMBER: _ClassVar[int]
+        STATE_FIELD_NUMBER: _ClassVar[int]
+        resource: str
+        state: DescribeResponse
+        def __init__(self, resource: _Optional[str] = ..., state: _Optional[_Union[DescribeResponse, _Mapping]] = ...) -> None: ...
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[ListResourcesResponse.Resource]
+    next_page_token: str
+    def __init__(self, resources: _Optional[_Iterable[_Union[ListResourcesResponse.Resource, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class Holder(_message.Message):
     __slots__ = ("holder", "token", "ttl", "holder_principal", "value")
     HOLDER_FIELD_NUMBER: _ClassVar[int]
