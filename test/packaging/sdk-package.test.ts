@@ -45,11 +45,15 @@ import { FencekeeperClient, LeaseLostError, type Token } from "@fencekeeper/clie
 import { fencedUpdate } from "@fencekeeper/client/postgres";
 import { fencedSet } from "@fencekeeper/client/redis";
 import { fencedUpdate as fencedUpdateMy, mariadbFenceStore } from "@fencekeeper/client/mariadb";
+import { fencedEndpoint, fencingTokenHeader } from "@fencekeeper/client/fenced-http";
+import { postgresFenceStore } from "@fencekeeper/client/postgres-fence-store";
 export async function use(url: string): Promise<bigint> {
   const fk = new FencekeeperClient({ servers: [url], fenceMode: "order" });
   const lease = await fk.acquire("r", { ttl: 5000, wait: 1000 });
   const token: Token = lease.token;
   void fencedUpdate; void fencedSet; void LeaseLostError; void fencedUpdateMy; void mariadbFenceStore;
+  const fenced = fencedEndpoint({ keys: () => fk.tokenKeys(), store: postgresFenceStore({ query: async () => ({ rowCount: 0, rows: [] }) }) });
+  void fenced.middleware((req) => req.url); void fencingTokenHeader(token);
   return token.generation;
 }
 `;
