@@ -3,6 +3,7 @@
 // generation, a lease, a principal's name, an address. Nothing here is ever copied from a request or an
 // error wholesale, so that no value, no token signature and no credential can reach the file.
 import type { AcquireMode } from "../tokens/token.js";
+import type { DomainEvent } from "../events/events.js";
 
 /** What a line says happened. */
 export type AuditKind = "granted" | "released" | "preempted" | "refused" | "session opened" | "session closed" | "keys loaded";
@@ -74,18 +75,8 @@ export function released(e: { resource: string; generation: bigint; leaseId: big
   return { time: now(), kind: "released", resource: e.resource, generation: String(e.generation), lease: String(e.leaseId), ...(e.onSession ? { session: String(e.leaseId) } : {}) };
 }
 
-/**
- * The shape of the domain event the preemption work emits (issue 25, part 1): the holder of generation
- * on leaseId lost resource to byPrincipal's byGeneration.
- */
-export interface PreemptedEvent {
-  type: "preempted";
-  resource: string;
-  generation: bigint;
-  leaseId: bigint;
-  byGeneration: bigint;
-  byPrincipal: string;
-}
+/** The domain's preemption: the holder of generation on leaseId lost resource to byPrincipal's byGeneration. */
+export type PreemptedEvent = Extract<DomainEvent, { type: "preempted" }>;
 
 export function preempted(e: Omit<PreemptedEvent, "type">): AuditDraft {
   return {

@@ -25,7 +25,6 @@ import {
   sessionOpened,
   type AuditCaller,
   type AuditDraft,
-  type PreemptedEvent,
 } from "./record.js";
 import type { AuditSink } from "./sink.js";
 
@@ -50,11 +49,8 @@ export class AuditTrail {
     return events.on((e) => this.heard(e));
   }
 
-  /**
-   * A domain event: the preemption's ("preempted") is heard as soon as the domain emits it, since its
-   * shape is PreemptedEvent's.
-   */
-  heard(e: DomainEvent | PreemptedEvent): void {
+  /** A domain event. */
+  heard(e: DomainEvent): void {
     const draft = draftOf(e);
     if (!draft) return;
     const call = currentCall();
@@ -120,7 +116,7 @@ export class AuditTrail {
   }
 }
 
-function draftOf(e: DomainEvent | PreemptedEvent): AuditDraft | undefined {
+function draftOf(e: DomainEvent): AuditDraft | undefined {
   switch (e.type) {
     case "granted":
       return granted(e);
