@@ -16,12 +16,13 @@ import { acquire } from "./acquire.js";
 import { coalesce } from "./coalesce.js";
 import { election } from "./election.js";
 import { leases } from "./leases.js";
+import { preempt } from "./preempt.js";
 import { bounded } from "./measure.js";
 import { topEntries } from "./profile-top.js";
 import { latency, put } from "./put.js";
 import type { Check, Context, Flags, Scenario } from "./scenario.js";
 
-const SCENARIOS: Scenario[] = [put, latency, coalesce, acquire, leases, election];
+const SCENARIOS: Scenario[] = [put, latency, coalesce, acquire, leases, election, preempt];
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
 const PROFILER = fileURLToPath(new URL("./cpu-profile.mjs", import.meta.url));
 

@@ -98,6 +98,14 @@ export interface AcquireOptions {
    * MAX_HOLDERS_MISMATCH (FAILED_PRECONDITION). Default: no cap.
    */
   maxHolders?: number;
+  /**
+   * Take the resource from whoever holds it, at once (docs/preemption.md): for an orchestrator that
+   * knows the holder is gone. The old holder's writes are refused from then on, and its lease is lost
+   * with why "preempted" (a PreemptedError cause) at its next renewal; waiters stay behind this one.
+   * Needs the policy verb preempt (or admin). Exclusive, on a lease of its own, without lockDelay;
+   * never waits. Default false.
+   */
+  preempt?: boolean;
 }
 
 /** One holder of a resource: its token's shared says whether it is exclusive or shared. */
@@ -228,7 +236,7 @@ export class FencekeeperClient {
   /** Acquires a resource and keeps its lease alive until it is released or lost. */
   async acquire(resource: string, o: AcquireOptions = {}): Promise<Lease> {
     // A lock-delay is for an acquisition of its own: on a session, acquisitions end with the session.
-    return (this.#sessions && !o.lockDelay && (await this.#acquireOnSession(resource, o))) || this.#acquireOwn(resource, o);
+    return (this.#sessions && !o.lockDelay && !o.preempt && (await this.#acquireOnSession(resource, o))) || this.#acquireOwn(resource, o);
   }
 
   /** An acquisition on an etcd lease of its own. */
@@ -252,6 +260,7 @@ export class FencekeeperClient {
             mode: modeOf(o),
             value: valueOf(o),
             maxHolders: o.maxHolders ?? 0,
+            preempt: o.preempt ?? false,
           },
           { signal: o.signal, timeoutMs },
         ),

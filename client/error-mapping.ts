@@ -13,6 +13,7 @@ import {
   LeaseNotFoundError,
   LeaseNotHeldError,
   LockDelayError,
+  PreemptedError,
   PermissionDeniedError,
   ResourceHeldError,
   StaleTokenError,
@@ -29,6 +30,7 @@ const BY_REASON: Record<string, Plain> = {
   LEASE_NOT_HELD: LeaseNotHeldError,
   GENERATION_NOT_ISSUED: GenerationNotIssuedError,
   LEASE_NOT_FOUND: LeaseNotFoundError,
+  PREEMPTED: PreemptedError,
   IDEMPOTENCY_KEY_REUSED: IdempotencyKeyReusedError,
   ETCD_UNAVAILABLE: UnavailableError,
 };

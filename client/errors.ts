@@ -75,6 +75,21 @@ export class LeaseNotFoundError extends FencekeeperError {
   readonly leaseId: bigint | undefined = bigintOf(this.metadata.lease_id);
 }
 
+/**
+ * PREEMPTED: a renewal answered that another acquisition preempted this lease's holding
+ * (AcquireOptions.preempt): its writes are refused since, and it is renewed no more. The cause of the
+ * LeaseLostError of a lease lost this way (why "preempted").
+ */
+export class PreemptedError extends FencekeeperError {
+  readonly resource: string | undefined = this.metadata.resource;
+  /** The preempted generation. */
+  readonly generation: bigint | undefined = bigintOf(this.metadata.generation);
+  /** The preemptor's generation (0 if the answer came while it was being granted). */
+  readonly byGeneration: bigint | undefined = bigintOf(this.metadata.by_generation);
+  /** The preemptor's principal; empty without authentication. */
+  readonly byPrincipal: string | undefined = this.metadata.by_principal;
+}
+
 /** IDEMPOTENCY_KEY_REUSED: the key was used before with a different request. */
 export class IdempotencyKeyReusedError extends FencekeeperError {
   readonly idempotencyKey: string | undefined = this.metadata.idempotency_key;
@@ -107,6 +122,8 @@ export type LossCause =
   | "deadline"
   /** The server answered that the lease is gone (LEASE_NOT_FOUND). */
   | "not-found"
+  /** Another acquisition preempted it (the cause is a PreemptedError). */
+  | "preempted"
   /** A write under the lease's token was refused (STALE_TOKEN or LEASE_NOT_HELD). */
   | "fenced"
   /** This program released it. */

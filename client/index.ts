@@ -16,6 +16,7 @@ export {
   ResourceHeldError,
   LockDelayError,
   LeaseNotFoundError,
+  PreemptedError,
   IdempotencyKeyReusedError,
   UnavailableError,
   TimeoutError,

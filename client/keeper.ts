@@ -5,7 +5,7 @@
 // at once; a lease that ends on its own (released, fenced, canceled) leaves a session to the others.
 import type { Instant } from "./clock.js";
 import { Deadline } from "./deadline.js";
-import { LeaseNotFoundError, type FencekeeperError, type LossCause } from "./errors.js";
+import { LeaseNotFoundError, PreemptedError, type FencekeeperError, type LossCause } from "./errors.js";
 import type { Emitter } from "./events.js";
 import type { KeepAlive, Renewable } from "./keepalive.js";
 import type { Lease } from "./lease.js";
@@ -25,6 +25,9 @@ export interface KeeperContext {
 export type EndLease = (why: LossCause, cause: unknown, ending: Promise<void>) => void;
 
 const done = Promise.resolve();
+
+/** How a keeper is lost: its deadline passed, or the server says it is gone or was preempted (nothing to release then). */
+export type KeeperLoss = "deadline" | "not-found" | "preempted";
 
 export abstract class Keeper implements Renewable {
   /** The etcd lease: the lease's own, or the session's. */
@@ -77,6 +80,7 @@ export abstract class Keeper implements Renewable {
   refused(error: FencekeeperError): void {
     if (this.endedWhy !== undefined) return;
     if (error instanceof LeaseNotFoundError) this.lose("not-found", error);
+    else if (error instanceof PreemptedError) this.lose("preempted", error);
     else this.renewalFailed(error);
   }
 
@@ -85,7 +89,7 @@ export abstract class Keeper implements Renewable {
   /** A lease ended on its own (released, fenced, canceled): the cleanup on the server, as a promise. */
   abstract leaseEnded(lease: Lease, why: LossCause): Promise<void>;
   /** The keeper is lost (its deadline passed, or the server says it is gone), and every lease on it. */
-  abstract lose(why: "deadline" | "not-found", cause?: unknown): void;
+  abstract lose(why: KeeperLoss, cause?: unknown): void;
   protected abstract renewed(sentAt: Instant, ttlMs: number, at: Instant): void;
   protected abstract renewalFailed(error: FencekeeperError): void;
 }
@@ -121,7 +125,7 @@ export class OwnLease extends Keeper {
     return this.ctx.release(lease.token);
   }
 
-  lose(why: "deadline" | "not-found", cause?: unknown): void {
+  lose(why: KeeperLoss, cause?: unknown): void {
     if (this.endedWhy !== undefined) return;
     this.endedWhy = why;
     this.ctx.keepAlive.remove(this.leaseId);
@@ -175,7 +179,7 @@ export class Session extends Keeper {
     return this.ctx.release(lease.token);
   }
 
-  lose(why: "deadline" | "not-found", cause?: unknown): void {
+  lose(why: KeeperLoss, cause?: unknown): void {
     if (this.endedWhy !== undefined) return;
     // Past its deadline the session may still be alive in etcd: close it, so that its resources pass on now.
     this.finish(why, cause, why === "deadline" ? this.ctx.closeSession(this.leaseId) : done);

@@ -184,6 +184,12 @@ function lossMessage(t: Token, why: LossCause, validUntil: Date, cause: unknown,
       return `${lease} is lost: no renewal${onSession ? " of its session" : ""} was confirmed before its deadline ${validUntil.toISOString()}`;
     case "not-found":
       return `${lease} is lost: the server says ${onSession ? "its session expired or was closed" : "it expired or was released"}`;
+    case "preempted": {
+      const p = cause as { byPrincipal?: string; byGeneration?: bigint } | undefined;
+      const by = p?.byPrincipal ? ` by "${p.byPrincipal}"` : "";
+      const gen = p?.byGeneration ? ` (now generation ${p.byGeneration})` : "";
+      return `${lease} is lost: it was preempted${by}${gen}; its writes are refused`;
+    }
     case "fenced":
       return `${lease} is lost: a write under its token was refused (${cause instanceof Error ? cause.message : String(cause)})`;
     case "released":

@@ -32,7 +32,8 @@ const worker = setInterval(() => {
 lease.signal.addEventListener("abort", () => {
   clearInterval(worker);
   const e = lease.signal.reason as LeaseLostError;
-  say("lost", { why: e.why, message: e.message, validUntil: e.validUntil.getTime(), lastConfirmedAt: e.lastConfirmedAt.getTime(), lastSeenHeldAt });
+  const cause = e.cause instanceof FencekeeperError ? e.cause : undefined;
+  say("lost", { why: e.why, reason: cause?.reason, byPrincipal: cause?.metadata.by_principal, byGeneration: cause?.metadata.by_generation, message: e.message, validUntil: e.validUntil.getTime(), lastConfirmedAt: e.lastConfirmedAt.getTime(), lastSeenHeldAt });
 });
 
 function outcome(err: unknown): Record<string, unknown> {

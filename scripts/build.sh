@@ -3,14 +3,15 @@
 # that an unchanged checkout costs one `find`):
 # - dist/: the server and the CLI, which `npm start`, the container image and bin/fencekeeper.js run
 #   (tsconfig.build.json);
-# - client/dist/: the SDK package @fencekeeper/client (client/tsconfig.json).
+# - client/dist/: the SDK package @fencekeeper/client (client/tsconfig.json);
+# - dist/console/: the web console's page and its script, bundled by esbuild (console/).
 # scripts/setup.sh runs it; so do the tests that run compiled code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 stamp=dist/.built
 sources=()
-for path in server cli client common gen/ts gen/ts-grpc tsconfig.json tsconfig.build.json package-lock.json; do
+for path in server cli client common console gen/ts gen/ts-grpc tsconfig.json tsconfig.build.json package-lock.json; do
   if [ -e "$path" ]; then sources+=("$path"); fi
 done
 fresh() {
@@ -32,4 +33,9 @@ touch dist/.building
 # an old dist/ after an edit to any other file. -p with incremental compares every file's contents.
 npx tsc -p tsconfig.build.json
 npx tsc -p client/tsconfig.json
+# The console's page (--console-listen): its script bundled for the browser with what it imports (the
+# generated code, connect-web), beside the page.
+mkdir -p dist/console
+npx esbuild console/app.ts --bundle --format=esm --target=es2022 --minify --log-level=warning --outfile=dist/console/app.js
+cp console/index.html dist/console/index.html
 mv dist/.building "$stamp"

@@ -15,7 +15,9 @@ inputs=(server cli client common gen proto sdk test/conformance package.json pac
   tsconfig.json tsconfig.build.json scripts/setup.sh scripts/setup-polyglot.sh scripts/build.sh)
 setup_fresh() {
   [ -f "$test_stamp" ] && [ -d node_modules ] && [ -f dist/.built ] && command -v etcd >/dev/null 2>&1 &&
-    ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 &&
+    ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 &&
+    { [ -x /usr/sbin/mariadbd ] || [ -x /usr/sbin/mysqld ]; } &&
+    command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1 &&
     [ -z "$(find "${inputs[@]}" \( -name dist -o -name target -o -name __pycache__ -o -name '*.egg-info' \) -prune \
       -o -newer "$test_stamp" -print -quit 2>/dev/null)" ]
 }
@@ -71,21 +73,41 @@ if ! command -v etcd >/dev/null 2>&1; then
 fi
 
 if [ "$for_tests" = 1 ]; then
-  # The PostgreSQL fencing tests run a throwaway cluster of Debian's postgresql (test/harness/postgres.ts).
-  if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+  # The fenced-resource recipes' tests run throwaway servers of Debian's packages: PostgreSQL, Redis (a
+  # server and a small Cluster) and MariaDB (test/harness/postgres.ts, redis.ts, mariadb.ts); the fault
+  # runs need iproute2. The missing ones are installed together, with one apt-get. The harnesses start their own servers on free ports,
+  # never the packages' services: those are stopped and kept from starting at boot.
+  missing=()
+  ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
+  { command -v redis-server && command -v redis-cli; } >/dev/null 2>&1 || missing+=(redis-server)
+  [ -x /usr/sbin/mariadbd ] || [ -x /usr/sbin/mysqld ] || missing+=(mariadb-server)
+  # The fault runs' network namespaces, partitions and bad links (test/faults/netns.ts).
+  { command -v ip && command -v tc; } >/dev/null 2>&1 || missing+=(iproute2)
+  if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      echo "fencekeeper setup: installing PostgreSQL (Debian package postgresql)" >&2
+      echo "fencekeeper setup: installing ${missing[*]} (Debian packages) for the fencing recipes' tests" >&2
       export DEBIAN_FRONTEND=noninteractive
-      apt-get update -qq >&2 && apt-get install -y -qq postgresql >&2 \
-        || { echo "fencekeeper setup: installing postgresql failed; the PostgreSQL tests need it" >&2; exit 1; }
+      apt-get update -qq >&2 && apt-get install -y -qq "${missing[@]}" >&2 \
+        || { echo "fencekeeper setup: installing ${missing[*]} failed; the tests need them" >&2; exit 1; }
+      for service in postgresql redis-server mariadb; do
+        case " ${missing[*]} " in *" ${service%-server}"*) systemctl disable --now "$service" >/dev/null 2>&1 || service "$service" stop >/dev/null 2>&1 || true ;; esac
+      done
     else
-      echo "fencekeeper setup: PostgreSQL is missing (the tests need it). Install it with:" >&2
-      echo "  sudo apt-get install -y postgresql" >&2
+      echo "fencekeeper setup: the tests need ${missing[*]}. Install them with:" >&2
+      echo "  sudo apt-get install -y ${missing[*]}" >&2
       exit 1
     fi
   fi
+  # Installs that take minutes on a fresh machine (building helm, chromium's packages) run after the
+  # others, detached and at the lowest priority while the tests run; the tests that need them wait for
+  # them (each script takes a lock).
+  background=(scripts/setup-helm.sh scripts/setup-chromium.sh)
   for extra in scripts/setup-*.sh; do
+    case " ${background[*]} " in *" $extra "*) continue ;; esac
     [ -e "$extra" ] && bash "$extra"
+  done
+  for extra in "${background[@]}"; do
+    bash "$extra" --background
   done
 fi
 

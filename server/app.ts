@@ -24,6 +24,7 @@ import { checkEtcdLimits } from "./etcd/limits-probe.js";
 import { Reader } from "./etcd/reader.js";
 import type { EtcdState } from "./health/etcd-probe.js";
 import { LeaseCoordinator } from "./lease/coordinator.js";
+import { PreemptedLeases } from "./lease/preemption.js";
 import { FencedStore } from "./store/fenced-store.js";
 import { IdempotencyLeases } from "./store/idempotency.js";
 import { Authorization, checkRules } from "./rpc/authorization.js";
@@ -80,7 +81,9 @@ export function createApp(o: AppOptions): App {
   const signer = new TokenSigner({ keys, committer, reader }, o.tokenSigningKey);
   // With authentication on, a token must prove whose it is: only signed tokens are taken.
   const tokens = new TokenChecks(signer, o.access.enabled);
-  const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens, events });
+  const preempted = new PreemptedLeases(keys, reader, o.log);
+  preempted.start();
+  const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens, events, preempted });
   const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits, events });
   // The handlers as every call reaches them: authorized from one table, failures mapped (server/rpc).
   checkRules([LeaseService, FencedStoreService]);
@@ -109,6 +112,7 @@ export function createApp(o: AppOptions): App {
     checkEtcdLimits: () => checkEtcdLimits(o.etcd, calls, keys, o.etcdLimits),
     close() {
       compactor?.stop();
+      preempted.stop();
       leases.close();
     },
   };

@@ -1,6 +1,7 @@
 // Configuration from flags and environment variables (flags win), checked at start so that a bad value
 // stops the server with its name and what is allowed. docs/configuration.md lists every setting.
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { X509Certificate, createPrivateKey, type KeyObject } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import { Command, InvalidArgumentError, Option } from "commander";
@@ -56,6 +57,8 @@ export interface Config {
   metricsListen?: HostPort;
   /** False when metricsListen is the default: then a busy port leaves the server without metrics, with a warning. */
   metricsListenGiven: boolean;
+  /** Where the read-only web console is served (server/console/); undefined: nowhere. */
+  consoleListen?: HostPort;
   reflection: boolean;
   /** Unary calls decoded by the server's own short path (server/rpc/unary-fast-path.ts) rather than connect's. */
   unaryFastPath: boolean;
@@ -85,6 +88,10 @@ export interface Config {
   /** Traces go to this OTLP/HTTP endpoint, their spans batched for delayMs; a sampleRatio of the traces
    * the server starts is kept (a caller's traceparent decides for its own); undefined: no tracing. */
   otlp?: { endpoint: string; delayMs: number; sampleRatio: number };
+  /** Audit lines go to this file ("-": standard output); undefined: no audit trail (docs/audit.md). */
+  auditLog?: string;
+  /** This replica's name in audit lines: the host name (a pod's name) unless given. */
+  replica: string;
 }
 
 /** A setting whose value cannot work with the others; the message names the settings. */
@@ -201,6 +208,17 @@ function httpUrl(name: string) {
   };
 }
 
+/** "-", or a file the server can append to: a path that cannot be opened stops the server now, not its first audit line. */
+function auditLog(raw: string): string {
+  if (raw === "-") return raw;
+  try {
+    closeSync(openSync(raw, "a"));
+  } catch (err) {
+    throw new InvalidArgumentError(`audit-log: cannot append to "${raw}" (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+  return raw;
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /** The default metrics address, told apart from a given one by identity. */
@@ -241,6 +259,14 @@ export function serveOptions(cmd: Command): Command {
     DEFAULT_METRICS_LISTEN,
     "127.0.0.1:9464",
   );
+  opt(
+    "--console-listen <host:port|off>",
+    "address of the read-only web console (who holds what, live); port 0 picks a free one; off: none",
+    "FENCEKEEPER_CONSOLE_LISTEN",
+    orOff(hostPort("console-listen", "127.0.0.1:8080")),
+    false,
+    "off",
+  );
   opt("--reflection <on|off>", "serve gRPC server reflection (v1 and v1alpha)", "FENCEKEEPER_REFLECTION", boolean("reflection"), true, "on");
   opt("--unary-fast-path <on|off>", "serve unary calls on the server's short path (off: all through connect-node, for comparison)", "FENCEKEEPER_UNARY_FAST_PATH", boolean("unary-fast-path"), true, "on");
   opt("--health-probe-interval <ms>", "how often etcd is probed for the health service", "FENCEKEEPER_HEALTH_PROBE_INTERVAL", integer("health-probe-interval", 100, 60_000), 2000);
@@ -274,6 +300,8 @@ export function serveOptions(cmd: Command): Command {
   opt("--otlp-endpoint <url>", "send traces to this OpenTelemetry collector over OTLP/HTTP (protobuf), e.g. http://127.0.0.1:4318; unset: no tracing", "FENCEKEEPER_OTLP_ENDPOINT", httpUrl("otlp-endpoint"));
   opt("--otlp-batch-delay <ms>", "how long finished spans wait to be sent together", "FENCEKEEPER_OTLP_BATCH_DELAY", integer("otlp-batch-delay", 1, 600_000), 5000);
   opt("--otlp-sample-ratio <ratio>", "the share of the traces the server starts that are recorded, 0 to 1 (a caller's traceparent decides for its own)", "FENCEKEEPER_OTLP_SAMPLE_RATIO", fraction("otlp-sample-ratio"), 1);
+  opt("--audit-log <file|->", "append one JSON line per ownership decision (granted, released, refused, ...) to this file, or - for standard output; unset: no audit trail (docs/audit.md)", "FENCEKEEPER_AUDIT_LOG", auditLog);
+  opt("--replica <name>", "this replica's name in the audit trail", "FENCEKEEPER_REPLICA", undefined, hostname(), "the host name");
   return cmd;
 }
 
@@ -297,6 +325,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     logLevel: o.logLevel as string,
     metricsListen: (o.metricsListen as HostPort | false) || undefined,
     metricsListenGiven: o.metricsListen !== DEFAULT_METRICS_LISTEN,
+    consoleListen: (o.consoleListen as HostPort | false) || undefined,
     reflection: o.reflection as boolean,
     unaryFastPath: o.unaryFastPath as boolean,
     healthProbeIntervalMs: o.healthProbeInterval as number,
@@ -318,6 +347,8 @@ export function toConfig(o: Record<string, unknown>): Config {
     compaction: { intervalMs: o.compactionInterval as number, retention: o.compactionRetention as number },
     maxBytesPerResource: o.maxBytesPerResource as number,
     otlp: o.otlpEndpoint !== undefined ? { endpoint: o.otlpEndpoint as string, delayMs: o.otlpBatchDelay as number, sampleRatio: o.otlpSampleRatio as number } : undefined,
+    auditLog: o.auditLog as string | undefined,
+    replica: o.replica as string,
   };
   const authenticated = config.authentication.mtls || config.authentication.jwt !== undefined;
   if (config.policyFile !== undefined && !authenticated) {
@@ -330,6 +361,13 @@ export function toConfig(o: Record<string, unknown>): Config {
       `--listen (FENCEKEEPER_LISTEN) ${config.listen.host}:${config.listen.port} is reachable beyond this machine, and no authentication is set: ` +
         "anyone who reaches the port could renew, release and write under anyone's lease. Set --tls-client-ca or --jwt-keys, " +
         "or --allow-unauthenticated on (FENCEKEEPER_ALLOW_UNAUTHENTICATED) when something in front of the server authenticates callers",
+    );
+  }
+  if (config.consoleListen && !authenticated && !config.allowUnauthenticated && !isLoopback(config.consoleListen.host)) {
+    throw new ConfigError(
+      `--console-listen (FENCEKEEPER_CONSOLE_LISTEN) ${config.consoleListen.host}:${config.consoleListen.port} is reachable beyond this machine, and no authentication is set: ` +
+        "anyone who reaches it would see every holder. Serve it on loopback, set --jwt-keys (the console sends the bearer token you give it), " +
+        "or --allow-unauthenticated on when something in front of the server authenticates callers",
     );
   }
   // A Txn commits as one transaction with the fence and the idempotency record beside its operations.

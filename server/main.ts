@@ -10,6 +10,8 @@ import { ErrorInfoSchema } from "../gen/ts/google/rpc/error_details_pb.js";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";
+import { auditKeys } from "./audit/keys.js";
+import { startAudit } from "./audit/start.js";
 import { Access } from "./auth/access.js";
 import { credentialsOf } from "./rpc/authentication.js";
 import { Authenticator } from "./auth/authenticator.js";
@@ -27,6 +29,7 @@ import { drain } from "./lifecycle/drain.js";
 import { InFlightCalls } from "./rpc/in-flight.js";
 import { etcdMetrics } from "./metrics/etcd-metrics.js";
 import { serveMetrics, type MetricsEndpoint } from "./metrics/exporter.js";
+import { consoleHandler } from "./console/console-server.js";
 import { healthMetrics } from "./metrics/health-metrics.js";
 import { leaseMetrics } from "./metrics/lease-metrics.js";
 import { createMetricsRegistry } from "./metrics/registry.js";
@@ -52,9 +55,9 @@ function etcdCredentials(tls: EtcdTls | undefined): EtcdConnectOptions["credenti
 }
 
 /** The metrics endpoint; at the default address only, a busy port is a warning (e.g. a second local server). */
-async function startMetrics(config: Config, metrics: Registry, log: Logger): Promise<MetricsEndpoint | undefined> {
+async function startMetrics(config: Config, metrics: Registry, health: HealthStatus, log: Logger): Promise<MetricsEndpoint | undefined> {
   try {
-    const endpoint = await serveMetrics(config.metricsListen!, metrics);
+    const endpoint = await serveMetrics(config.metricsListen!, metrics, health);
     log.info({ url: endpoint.url }, "metrics");
     return endpoint;
   } catch (err) {
@@ -128,6 +131,9 @@ export async function serve(config: Config): Promise<void> {
     leaseMetrics(metrics, app.events);
     storeMetrics(metrics, app.events);
     ownershipLog(log, app.events);
+    // The audit trail (--audit-log): hears the domain and watches every call (docs/audit.md).
+    const audit = config.auditLog !== undefined ? startAudit(config.auditLog, config.replica, metrics, log) : undefined;
+    audit?.listen(app.events);
     const health = new HealthStatus([LeaseService.typeName, FencedStoreService.typeName]);
     healthMetrics(metrics, health);
     const calls = new InFlightCalls();
@@ -144,7 +150,7 @@ export async function serve(config: Config): Promise<void> {
       }
     };
     // Every call, whichever adapter brings it, runs through one pipeline (server/rpc/README.md).
-    const pipeline = new CallPipeline({ observer: allOf([requestLog(log), rpcMetrics(metrics)]), calls, authenticator: authenticator.enabled ? authenticator : undefined });
+    const pipeline = new CallPipeline({ observer: allOf([requestLog(log), rpcMetrics(metrics), ...(audit ? [audit.observer()] : [])]), calls, authenticator: authenticator.enabled ? authenticator : undefined });
     const viaConnect = connectAdapter({
       routes,
       observer: pipeline.observer,
@@ -173,10 +179,21 @@ export async function serve(config: Config): Promise<void> {
     } else {
       log.warn("etcd does not answer yet: what it accepts in one request (--etcd-max-txn-ops, --etcd-max-request-bytes) is not checked");
     }
-    const exporter = config.metricsListen && (await startMetrics(config, metrics, log));
+    if (audit && health.etcdUp) await auditKeys(audit, authenticator, () => app.coordinator.tokenKeys(), "startup", log);
+    const exporter = config.metricsListen && (await startMetrics(config, metrics, health, log));
     const transport = await listen({ ...config.listen, tls: config.tls, ...config.connections, requestStreams }, handler);
     const { address, port } = transport.address;
     const url = `${transport.scheme}://${address.includes(":") ? `[${address}]` : address}:${port}`;
+    // The read-only console: its page, and its calls handed to the same handler (server/console/).
+    let consolePort = 0;
+    const consoleTransport =
+      config.consoleListen &&
+      (await listen({ ...config.consoleListen, ...config.connections, requestStreams }, consoleHandler(handler, config.consoleListen, () => consolePort)));
+    if (consoleTransport) {
+      consolePort = consoleTransport.address.port;
+      const at = consoleTransport.address.address;
+      log.info({ url: `http://${at.includes(":") ? `[${at}]` : at}:${consolePort}/` }, "console");
+    }
 
     let stopping = false;
     const shutdown = async (signal: string) => {
@@ -192,10 +209,13 @@ export async function serve(config: Config): Promise<void> {
       }
       stopping = true;
       log.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
+      consoleTransport?.stopAccepting();
       await drain({ health, transport, calls, graceMs: config.shutdownGraceMs, settleMs: config.etcdTimeoutMs, log });
+      consoleTransport?.destroy();
       probe.stop();
       policy?.close();
       app.close();
+      await audit?.close(1000); // every decision made during the drain, written (a stuck disk gets a second)
       etcd.close();
       await exporter?.close();
       await tracing?.shutdown(2000);
@@ -206,18 +226,22 @@ export async function serve(config: Config): Promise<void> {
     };
     process.on("SIGINT", () => void shutdown("SIGINT"));
     process.on("SIGTERM", () => void shutdown("SIGTERM"));
-    // SIGHUP re-reads what may change without a restart: the policy, and the JWT verification keys. A bad
-    // file keeps what is in force, with an error in the log.
+    // SIGHUP re-reads what may change without a restart: the policy, and the JWT verification keys (a bad
+    // file keeps what is in force, with an error in the log); and the audit file is opened again (rotation).
     process.on("SIGHUP", () => {
       void policy?.reload("SIGHUP");
+      audit?.reopen();
       if (config.authentication.jwt) {
         authenticator.reload().then(
           () => {
             log.info("JWT verification keys reloaded");
+            if (audit) void auditKeys(audit, authenticator, () => app.coordinator.tokenKeys(), "SIGHUP", log);
             access.streams.reauthenticate().catch((err: Error) => log.error({ err: err.message }, "open streams not authenticated again"));
           },
           (err: Error) => log.error({ err: err.message }, "JWT verification keys not reloaded; the previous keys stay in force"),
         );
+      } else if (audit) {
+        void auditKeys(audit, authenticator, () => app.coordinator.tokenKeys(), "SIGHUP", log);
       }
     });
     policy?.watch();

@@ -13,7 +13,7 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\n");
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
-type Handler = (req: Request, res: Response) => void;
+export type Handler = (req: Request, res: Response) => void;
 
 export interface ListenOptions {
   host: string;

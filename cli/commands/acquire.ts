@@ -13,6 +13,7 @@ interface Options {
   lockDelay?: number;
   shared?: boolean;
   maxHolders?: number;
+  preempt?: boolean;
   verbose?: boolean;
 }
 
@@ -32,6 +33,7 @@ export function acquireCommand(): Command {
     .addOption(
       new Option("--max-holders <n>", "a permit of a counting semaphore of n: shared, granted while fewer than n hold (docs/semaphores.md)").argParser(permits),
     )
+    .option("--preempt", "take it from its holder at once, ahead of the waiters (docs/preemption.md; needs the policy verb preempt or admin)")
     .option("--verbose", "also print every confirmed renewal")
     .action(
       action(async (ctx, resource: string, o: Options) => {
@@ -44,7 +46,7 @@ export function acquireCommand(): Command {
             ctx.out.result({ event: "renewed", sentAt, confirmedAt, validUntil }, () => `renewed: valid until ${validUntil.toISOString()}`);
           },
         });
-        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, lockDelay: o.lockDelay, shared: o.shared, maxHolders: o.maxHolders, signal: stop }).catch((err) => {
+        const lease = await client.acquire(resource, { ttl: o.ttl, wait, holder: o.holder, lockDelay: o.lockDelay, shared: o.shared, maxHolders: o.maxHolders, preempt: o.preempt, signal: stop }).catch((err) => {
           if (stop.aborted) return undefined;
           throw err;
         });

@@ -36,10 +36,22 @@ type AcquireOptions struct {
 	// session's: when it ends, the lease is released (LostCanceled). Nil: the lease lives until Release,
 	// Client.Close or its loss, whatever becomes of the context given to Acquire.
 	LeaseContext context.Context
+	// Value is published with the acquisition (docs/election.md): Describe and Observe show it, and
+	// Lease.Proclaim changes it. At most 1 MiB.
+	Value []byte
+	// MaxHolders makes the acquisition a permit of a counting semaphore of that many (docs/semaphores.md;
+	// Client.Semaphore). Implies Shared. Zero: no cap.
+	MaxHolders int
+	// Preempt takes the resource from whoever holds it, at once, ahead of the waiters (docs/preemption.md):
+	// for an orchestrator that knows the holder is gone. The old holder's writes are refused from then on,
+	// and its lease is lost (LostPreempted, a *PreemptedError cause) at its next renewal. Needs the policy
+	// verb preempt (or admin); exclusive, on a lease of its own (also with Options.Sessions), without
+	// LockDelay; never waits.
+	Preempt bool
 }
 
 func (o AcquireOptions) mode() fencekeeperv1.AcquireMode {
-	if o.Shared {
+	if o.Shared || o.MaxHolders > 0 {
 		return fencekeeperv1.AcquireMode_ACQUIRE_MODE_SHARED
 	}
 	return fencekeeperv1.AcquireMode_ACQUIRE_MODE_UNSPECIFIED
@@ -70,7 +82,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 	if o.Holder == "" {
 		o.Holder = c.holder
 	}
-	if c.sessions != nil && o.LockDelay == 0 {
+	if c.sessions != nil && o.LockDelay == 0 && !o.Preempt {
 		if l, err := c.acquireOnSession(ctx, resource, o); l != nil || err != nil {
 			return l, err
 		}
@@ -106,7 +118,7 @@ func canceled(ctx context.Context, resource string) error {
 
 // acquireOwn is an acquisition on an etcd lease of its own.
 func (c *Client) acquireOwn(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
-	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(o.TTL), Holder: o.Holder, Wait: o.Wait, Mode: o.mode()}
+	req := &fencekeeperv1.AcquireRequest{Resource: resource, Ttl: durationpb.New(o.TTL), Holder: o.Holder, Wait: o.Wait, Mode: o.mode(), Value: o.Value, MaxHolders: int32(o.MaxHolders), Preempt: o.Preempt}
 	if o.LockDelay != 0 {
 		req.LockDelay = durationpb.New(o.LockDelay)
 	}
@@ -154,7 +166,7 @@ func (c *Client) acquireOnSession(ctx context.Context, resource string, o Acquir
 		if o.Wait && waitTimeout > 0 {
 			waitTimeout = max(time.Millisecond, waitTimeout-time.Since(startedAt))
 		}
-		res, err := c.acquire(ctx, &fencekeeperv1.AcquireRequest{Resource: resource, Holder: o.Holder, Wait: o.Wait, SessionId: session.id, Mode: o.mode()}, waitTimeout)
+		res, err := c.acquire(ctx, &fencekeeperv1.AcquireRequest{Resource: resource, Holder: o.Holder, Wait: o.Wait, SessionId: session.id, Mode: o.mode(), Value: o.Value, MaxHolders: int32(o.MaxHolders)}, waitTimeout)
 		var se *StatusError
 		var notFound *LeaseNotFoundError
 		switch {

@@ -138,6 +138,10 @@ type Description struct {
 	LockDelay time.Duration
 	// LockDelayUntil is set while the resource is in a lock-delay (its holder's lease expired): about when it ends.
 	LockDelayUntil time.Time
+	// Value is the exclusive holder's published value (AcquireOptions.Value, Lease.Proclaim).
+	Value []byte
+	// MaxHolders is the shared holders' semaphore size (AcquireOptions.MaxHolders), 0 when they are not a semaphore's.
+	MaxHolders int
 }
 
 // Holder is one holder of a resource.
@@ -170,7 +174,8 @@ func (c *Client) Describe(ctx context.Context, resource string) (Description, er
 	if err != nil {
 		return Description{}, err
 	}
-	out := Description{Held: d.GetHeld(), Holder: d.GetHolder(), TTL: d.GetTtl().AsDuration(), Waiters: int(d.GetWaiters()), Fence: d.GetFence(), LastIssued: d.GetLastIssued()}
+	out := Description{Held: d.GetHeld(), Holder: d.GetHolder(), TTL: d.GetTtl().AsDuration(), Waiters: int(d.GetWaiters()), Fence: d.GetFence(), LastIssued: d.GetLastIssued(),
+		Value: d.GetValue(), MaxHolders: int(d.GetMaxHolders())}
 	if d.GetToken() != nil {
 		t := tokenFromProto(d.GetToken())
 		out.Token = &t

@@ -107,6 +107,20 @@ type LeaseNotFoundError struct {
 
 func (e *LeaseNotFoundError) Unwrap() error { return e.StatusError }
 
+// PreemptedError (PREEMPTED): a renewal answered that another acquisition preempted the lease's holding
+// (AcquireOptions.Preempt, docs/preemption.md): its writes are refused since, and it is renewed no more.
+// The Cause of the LeaseLostError of a lease lost this way (LostPreempted).
+type PreemptedError struct {
+	*StatusError
+	Resource string
+	// Generation is the preempted one; ByGeneration the preemptor's (0 if the answer came while it was being granted).
+	Generation, ByGeneration int64
+	// ByPrincipal is the preemptor's principal; empty without authentication.
+	ByPrincipal string
+}
+
+func (e *PreemptedError) Unwrap() error { return e.StatusError }
+
 // IdempotencyKeyReusedError (IDEMPOTENCY_KEY_REUSED): the key was used before with another request.
 type IdempotencyKeyReusedError struct {
 	*StatusError
@@ -155,6 +169,8 @@ const (
 	LostDeadline LossCause = "deadline"
 	// LostNotFound: the server answered that the lease is gone (LEASE_NOT_FOUND).
 	LostNotFound LossCause = "not-found"
+	// LostPreempted: another acquisition preempted it (the Cause is a *PreemptedError).
+	LostPreempted LossCause = "preempted"
 	// LostFenced: a write under the lease's token was refused (STALE_TOKEN or LEASE_NOT_HELD).
 	LostFenced LossCause = "fenced"
 	// LostReleased: this program released it (Release, or Client.Close).
@@ -187,6 +203,14 @@ func (e *LeaseLostError) Error() string {
 		return fmt.Sprintf("%s is lost: no renewal was confirmed before its deadline %s", lease, e.ValidUntil.UTC().Format(time.RFC3339Nano))
 	case LostNotFound:
 		return lease + " is lost: the server says it expired or was released"
+	case LostPreempted:
+		var p *PreemptedError
+		if errors.As(e.Cause, &p) && p.ByPrincipal != "" {
+			return fmt.Sprintf("%s is lost: it was preempted by %q (now generation %d); its writes are refused", lease, p.ByPrincipal, p.ByGeneration)
+		} else if p != nil {
+			return fmt.Sprintf("%s is lost: it was preempted (now generation %d); its writes are refused", lease, p.ByGeneration)
+		}
+		return lease + " is lost: it was preempted; its writes are refused"
 	case LostFenced:
 		return fmt.Sprintf("%s is lost: a write under its token was refused (%v)", lease, e.Cause)
 	case LostReleased:
@@ -303,6 +327,9 @@ var byReason = map[fencekeeperv1.ErrorReason]func(se *StatusError, holder *Token
 	fencekeeperv1.ErrorReason_ETCD_NO_SPACE:        plain,
 	fencekeeperv1.ErrorReason_BATCH_TOO_LARGE:      func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
 	fencekeeperv1.ErrorReason_MAX_HOLDERS_MISMATCH: plain,
+	fencekeeperv1.ErrorReason_PREEMPTED: func(se *StatusError, _ *Token) error {
+		return &PreemptedError{StatusError: se, Resource: se.Metadata["resource"], Generation: se.int64("generation"), ByGeneration: se.int64("by_generation"), ByPrincipal: se.Metadata["by_principal"]}
+	},
 }
 
 // plain: the reason is for a person, or for the client itself; the *StatusError carries it.

@@ -304,9 +304,14 @@ func (k *keepAlive) answered(s *stream, res *fencekeeperv1.KeepAliveResponse, at
 		if r.GetError() != nil {
 			o.err = statusError(grpcstatus.FromProto(r.GetError()), nil)
 			var notFound *LeaseNotFoundError
+			var preempted *PreemptedError
 			if errors.As(o.err, &notFound) {
 				// The lease is gone for good.
 				o.lost = LostNotFound
+				delete(k.entries, r.GetLeaseId())
+			} else if errors.As(o.err, &preempted) {
+				// Renewed no more: another acquisition took the resource.
+				o.lost = LostPreempted
 				delete(k.entries, r.GetLeaseId())
 			} else {
 				// UNAVAILABLE proves nothing: try again soon.

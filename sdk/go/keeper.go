@@ -137,7 +137,7 @@ func (k *keeper) lose(why LossCause, cause error) {
 	go func() {
 		defer close(cleaned)
 		switch {
-		case why == LostNotFound:
+		case why == LostNotFound, why == LostPreempted:
 		case why == LostDeadline && k.lockDelay:
 		case k.session:
 			k.c.closeSession(k.id)

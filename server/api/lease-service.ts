@@ -1,7 +1,7 @@
 // LeaseService handlers: protobuf in, domain call, protobuf out.
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import type { Access } from "../auth/access.js";
+import { VISIBLE, type Access } from "../auth/access.js";
 import type { CallerCaps } from "../auth/caller-caps.js";
 import { invalid } from "../errors/errors.js";
 import { checkResource } from "../validation/validate.js";
@@ -33,6 +33,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
         mode: acquireModeFromProto(req.mode),
         value: req.value,
         maxHolders: req.maxHolders,
+        preempt: req.preempt,
       },
       ctx.signal,
     );
@@ -98,6 +99,14 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
     describe: async (req, ctx) => {
       checkResource(req.resource);
       return describeToProto(await coordinator.describe(req.resource));
+    },
+
+    listResources: async (req, ctx) => {
+      const page = await coordinator.listResources({ prefix: req.prefix, pageSize: req.pageSize, pageToken: req.pageToken, visible: ctx.values.get(VISIBLE) });
+      return {
+        resources: page.resources.map(({ resource, description }) => ({ resource, state: describeToProto(description) })),
+        nextPageToken: page.nextPageToken,
+      };
     },
 
     observe: async function* (req, ctx) {

@@ -31,6 +31,12 @@ const GRANTED: Decision = Object.freeze({ admin: undefined });
 /** The call's decisions, by resource: granted, or the refusal (a Batch's writes are answered each on its own). */
 export const GRANTS = createContextKey<Map<string, Decision | Error> | undefined>(undefined, { description: "the policy's decisions for the call" });
 
+/**
+ * For a call that lists resources (ListResources): whether the caller may see one, by the policy's
+ * verb for the method. Put by the pipeline (server/rpc/authorization.ts); without a policy, all.
+ */
+export const VISIBLE = createContextKey<(resource: string) => boolean>(() => true, { description: "which listed resources the caller may see" });
+
 /** What a handler sees of its call's values. */
 export interface HasValues {
   readonly values: ContextValues;
@@ -109,6 +115,13 @@ export class Access {
     }
     authorize(policy, caller, verb, resource);
     return NOT_ADMIN;
+  }
+
+  /** Whether the policy lets caller do verb on resource (or admin it): no refusal thrown, for a listing. */
+  allows(caller: Principal, verb: Verb, resource: string): boolean {
+    if (!this.policy) return true;
+    const policy = this.policy.current();
+    return policy.allows(caller, verb, resource) || policy.allows(caller, "admin", resource);
   }
 
   /** The principal the caller's leases are bound to; undefined without authentication. */

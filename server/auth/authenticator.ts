@@ -91,6 +91,12 @@ export class Authenticator {
     return parts.length ? parts.join("; ") : "none: every call is anonymous";
   }
 
+  /** The JWT verification keys in force: their kids (a PEM key has none) and how many; undefined without --jwt-keys. */
+  verificationKeys(): { kids: string[]; count: number } | undefined {
+    if (!this.keys) return undefined;
+    return { kids: this.keys.keys.flatMap((k) => (k.kid === undefined ? [] : [k.kid])), count: this.keys.size };
+  }
+
   /**
    * Re-reads the key files (on SIGHUP); on a bad file keeps the old keys and throws the ConfigError.
    * Verified tokens are forgotten: a key taken out of the files stops its tokens at once, not when they expire.

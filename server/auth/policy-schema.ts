@@ -11,11 +11,12 @@ import { field, type Json, type JsonObject } from "./policy-json.js";
  * - write: Put, Delete, Txn in its namespace;
  * - read: Get, Range, GetFence;
  * - observe: Describe, Observe;
- * - admin: act on other principals' leases of it, beside the verb of the act (release them, write under their tokens).
+ * - admin: act on other principals' leases of it, beside the verb of the act (release them, write under their tokens);
+ * - preempt: Acquire it with preempt set, taking it from its holder (docs/preemption.md); admin covers it.
  */
-export type Verb = "acquire" | "write" | "read" | "observe" | "admin";
+export type Verb = "acquire" | "write" | "read" | "observe" | "admin" | "preempt";
 
-export const VERBS: readonly Verb[] = Object.freeze(["acquire", "write", "read", "observe", "admin"] as const);
+export const VERBS: readonly Verb[] = Object.freeze(["acquire", "write", "read", "observe", "admin", "preempt"] as const);
 
 export type ClaimValue = string | number | boolean;
 

@@ -1,6 +1,6 @@
 // Whether the policy still lets a principal keep a lease alive. Renewing names no resource, so it needs
 // no verb of its own; but renewing is holding on, and holding is part of acquiring: once a policy reload
-// takes `acquire` (and `admin`) on a resource away from a principal, its leases that hold that resource
+// takes `acquire` (and `admin`, and `preempt`, which acquires too) on a resource away from a principal, its leases that hold that resource
 // are refused renewal (PERMISSION_DENIED, naming the resource), on Renew and on every KeepAlive stream,
 // open or new. They then end at their TTL, as any lease not renewed (or sooner, released by an admin).
 //
@@ -67,7 +67,7 @@ export class RenewalGrants {
   private async decide(p: Principal, leaseId: bigint): Promise<DomainError | undefined> {
     const resources = await this.ask(leaseId);
     const policy = this.policy!.current();
-    const resource = resources.find((r) => !policy.allows(p, "acquire", r) && !policy.allows(p, "admin", r));
+    const resource = resources.find((r) => !policy.allows(p, "acquire", r) && !policy.allows(p, "admin", r) && !policy.allows(p, "preempt", r));
     if (resource === undefined) return undefined;
     return new DomainError(
       "permission_denied",

@@ -22,7 +22,8 @@ export type Reason =
   | "QUOTA_EXCEEDED"
   | "ETCD_NO_SPACE"
   | "BATCH_TOO_LARGE"
-  | "MAX_HOLDERS_MISMATCH";
+  | "MAX_HOLDERS_MISMATCH"
+  | "PREEMPTED";
 
 export type Kind =
   | "invalid_argument"

@@ -44,6 +44,14 @@
 //                                                (an acquisition's or a session's), attached to it; its
 //                                                value is the principal's name, compared byte for byte
 //   P p/<principal hash>/<lease id>              the same leases, listed by principal, to count them
+//   P x/<lease id, 16 hex digits>                a lease whose holding was preempted (lease/preemption.ts),
+//                                                attached to it: the resource, the preempted generation, the
+//                                                preemptor's principal and generation (encodePreempted). Every
+//                                                replica watches the prefix, so that a renewal reads nothing
+//                                                from etcd to refuse it
+// While a preemption hands a resource over (between its two transactions), its lock-delay key holds the
+// value PREEMPTING on the preemptor's lease: every grant already waits for that key, so waiters stay
+// behind the preemptor without a rule of their own.
 //
 // Only a grant writes an owner key, and only the first in line is granted: a line key whose Acquire
 // went away (a waiter cut off while etcd was down) can block the line until its lease ends, but it
@@ -62,6 +70,31 @@ export class KeyLayout {
 
   private resourceRoot(resource: string): string {
     return `${this.prefix}r/${encodeURIComponent(resource)}/`;
+  }
+
+  /** Where the keys of the resources whose names start with namePrefix lie: [start, end). */
+  resourcesRange(namePrefix: string): [Buffer, Buffer] {
+    const start = Buffer.from(`${this.prefix}r/${encodeURIComponent(namePrefix)}`);
+    return [start, prefixEnd(start)];
+  }
+
+  /** The resource any key under r/ belongs to; undefined for any other key. */
+  resourceOfKey(key: Buffer): string | undefined {
+    const rest = key.toString("latin1");
+    const root = `${this.prefix}r/`;
+    if (!rest.startsWith(root)) return undefined;
+    const slash = rest.indexOf("/", root.length);
+    if (slash < 0) return undefined;
+    try {
+      return decodeURIComponent(rest.slice(root.length, slash));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Past every key of a resource: where a scan of resources goes on after it. */
+  afterResource(resource: string): Buffer {
+    return prefixEnd(Buffer.from(this.resourceRoot(resource)));
   }
 
   linePrefix(resource: string): Buffer {
@@ -176,6 +209,21 @@ export class KeyLayout {
 
   bindingKey(leaseId: bigint): Buffer {
     return Buffer.from(`${this.prefix}b/${hex16(leaseId)}`);
+  }
+
+  /** The preempted leases (lease/preemption.ts), which every replica watches. */
+  preemptedPrefix(): Buffer {
+    return Buffer.from(`${this.prefix}x/`);
+  }
+
+  preemptedKey(leaseId: bigint): Buffer {
+    return Buffer.from(`${this.prefix}x/${hex16(leaseId)}`);
+  }
+
+  /** The lease a preempted key names; undefined for any other key. */
+  preemptedLeaseOf(key: Buffer): bigint | undefined {
+    const m = /^x\/([0-9a-f]{16})$/.exec(key.subarray(this.prefix.length).toString("latin1"));
+    return m ? BigInt(`0x${m[1]}`) : undefined;
   }
 
   /** Where a principal's leases are listed: the first 16 hex digits of the SHA-256 of its name. */
@@ -398,6 +446,30 @@ export function isHeldBy(owner: IKeyValue | undefined, token: { generation: bigi
   return owner !== undefined && BigInt(owner.create_revision) === token.generation && BigInt(owner.lease) === token.leaseId;
 }
 
+/** What a preempted lease's key says (lease/preemption.ts). byGeneration is 0 until the preemptor is granted. */
+export interface PreemptedEntry {
+  resource: string;
+  generation: bigint;
+  byGeneration: bigint;
+  byPrincipal: string;
+}
+
+export function encodePreempted(e: PreemptedEntry): Buffer {
+  return Buffer.from(JSON.stringify({ resource: e.resource, generation: String(e.generation), byGeneration: String(e.byGeneration), byPrincipal: e.byPrincipal }));
+}
+
+export function decodePreempted(value: Buffer): PreemptedEntry | undefined {
+  try {
+    const v = JSON.parse(value.toString()) as Record<string, unknown>;
+    return { resource: String(v.resource ?? ""), generation: BigInt(String(v.generation ?? "0")), byGeneration: BigInt(String(v.byGeneration ?? "0")), byPrincipal: String(v.byPrincipal ?? "") };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The lock-delay key's value while a preemption hands the resource over (see the layout above). */
+export const PREEMPTING = Buffer.from(JSON.stringify({ seconds: 0, preempting: true }));
+
 /** A lock-delay key's value: the delay, in whole seconds. */
 export function encodeLockDelay(seconds: number): Buffer {
   return Buffer.from(JSON.stringify({ seconds }));
@@ -406,18 +478,23 @@ export function encodeLockDelay(seconds: number): Buffer {
 /** A lock-delay key as read: its delay, the generation that put it, and its delay lease. */
 export interface LockDelayEntry {
   seconds: number;
+  /** The key stands for a preemption handing the resource over, not for a lock-delay. */
+  preempting: boolean;
   generation: bigint;
   delayLease: bigint;
 }
 
 export function decodeLockDelay(kv: IKeyValue): LockDelayEntry {
   let seconds = 0;
+  let preempting = false;
   try {
-    seconds = Number(JSON.parse(kv.value.toString()).seconds) || 0;
+    const v = JSON.parse(kv.value.toString());
+    seconds = Number(v.seconds) || 0;
+    preempting = v.preempting === true;
   } catch {
     // A key written by something else than fencekeeper: it still delays, for an unknown time.
   }
-  return { seconds, generation: BigInt(kv.create_revision), delayLease: BigInt(kv.lease) };
+  return { seconds, preempting, generation: BigInt(kv.create_revision), delayLease: BigInt(kv.lease) };
 }
 
 // The lease ids of an acquisition with a lock-delay. It has two etcd leases, and fencekeeper chooses

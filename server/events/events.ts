@@ -8,6 +8,7 @@
 // operation and the other listeners go on as if it had not been there.
 import { DomainError, type Kind, type Reason } from "../errors/errors.js";
 import { inSpan } from "../tracing/tracer.js";
+import type { AcquireMode } from "../tokens/token.js";
 
 /** How a renewal came in. */
 export type RenewalVia = "Renew" | "KeepAlive";
@@ -17,7 +18,12 @@ export type WriteOp = "put" | "delete" | "txn";
 
 export type DomainEvent =
   /** A generation granted: on a lease of its own (ttlSeconds: what etcd reported for it) or on a session. */
-  | { type: "granted"; resource: string; generation: bigint; leaseId: bigint; onSession: boolean; ttlSeconds?: number; waited: boolean }
+  | { type: "granted"; resource: string; generation: bigint; leaseId: bigint; onSession: boolean; ttlSeconds?: number; waited: boolean; mode: AcquireMode }
+  /**
+   * A holding ended by a preemption (lease/preemption.ts): generation and leaseId are the old holder's,
+   * byGeneration the preemptor's (a "granted" event follows for it), byPrincipal its principal ("" without authentication).
+   */
+  | { type: "preempted"; resource: string; generation: bigint; leaseId: bigint; byGeneration: bigint; byPrincipal: string }
   /** A generation given up by Release; a lease of its own goes with it (revoked), a session lives on. */
   | { type: "released"; resource: string; generation: bigint; leaseId: bigint; onSession: boolean }
   | { type: "session opened"; sessionId: bigint; ttlSeconds: number }

@@ -35,6 +35,7 @@ import { claimLeaseSlot } from "./lease-cap.js";
 import { grantWithDelay, inLockDelay, lockDelaySeconds, lockDelayWrites } from "./lock-delay.js";
 import { atTime } from "./long-timeout.js";
 import { checkMaxHolders, semaphoreRules } from "./semaphore.js";
+import { checkPreempt, preempt, type PreemptedHolding, type PreemptedLeases } from "./preemption.js";
 import { lineRules, type Ahead, type LineRules } from "./shared.js";
 
 export interface AcquireParams {
@@ -56,6 +57,8 @@ export interface AcquireParams {
   value?: Uint8Array;
   /** A counting semaphore's size (semaphore.ts; shared mode only); undefined: no cap. */
   maxHolders?: number;
+  /** Take the resource from whoever holds it (preemption.ts); never waits. */
+  preempt?: boolean;
 }
 
 export interface Grant {
@@ -66,6 +69,8 @@ export interface Grant {
   waited: boolean;
   /** The lock-delay granted, in whole seconds; undefined without one. */
   lockDelaySeconds?: number;
+  /** With preempt: the holdings the grant ended (none when the resource was free). */
+  preempted?: PreemptedHolding[];
 }
 
 export interface AcquireDeps {
@@ -75,6 +80,8 @@ export interface AcquireDeps {
   leases: Leases;
   limits: Limits;
   events: DomainEvents;
+  /** The leases preempted (preemption.ts): renewals refuse them; a preemption here notes its own at once. */
+  preempted?: PreemptedLeases;
 }
 
 /** What a session acquisition's checks read (sessionReads). */
@@ -98,6 +105,7 @@ export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSig
     checkLeaseId(p.sessionId!, "session_id");
     if (p.ttlMs !== undefined) throw new DomainError("invalid_argument", "ttl must be unset with session_id: an acquisition on a session lasts as long as the session");
   }
+  if (p.preempt) checkPreempt(p, onSession);
   const ttl = onSession ? 0 : ttlSeconds(p.ttlMs, d.limits);
   const delay = lockDelaySeconds(p.lockDelayMs, d.limits, onSession, p.mode === "shared");
   const maxHolders = checkMaxHolders(p.maxHolders, p.mode === "shared");
@@ -152,7 +160,15 @@ class Acquisition {
 
   async run(): Promise<Grant> {
     try {
-      let generation = await this.tryFirst();
+      let preempted: PreemptedHolding[] | undefined;
+      let generation: bigint | undefined;
+      if (this.p.preempt) {
+        this.maybeGranted = true;
+        const bind = this.p.principal !== undefined ? bindOps(this.keys, this.lease.id, this.p.principal) : [];
+        ({ generation, preempted } = await preempt(this.d, this.p, this.lease.id, this.grantWrites(), bind));
+      } else {
+        generation = await this.tryFirst();
+      }
       let waited = false;
       if (generation === undefined) {
         generation = await inLine(this.d.events, this.p.resource, () => this.waitInLine());
@@ -167,7 +183,7 @@ class Acquisition {
       // TTL etcd reported at the grant is fresh.
       const ttlLeft = waited ? await this.d.leases.renew(this.lease.id) : this.lease.ttlSeconds;
       if (ttlLeft <= 0) throw placeLost(this.p.resource, this.lease.id);
-      return { token, ttlSeconds: ttlLeft, waited, ...(this.delay > 0 ? { lockDelaySeconds: this.delay } : {}) };
+      return { token, ttlSeconds: ttlLeft, waited, ...(this.delay > 0 ? { lockDelaySeconds: this.delay } : {}), ...(preempted ? { preempted } : {}) };
     } catch (err) {
       await this.leaveNothing();
       throw err;

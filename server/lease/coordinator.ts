@@ -15,7 +15,9 @@ import { claimLeaseSlot } from "./lease-cap.js";
 import { liftLockDelay, lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
 import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
 import { proclaim } from "./proclaim.js";
+import { listInUse, type ListParams } from "./listing.js";
 import { maxHoldersOf } from "./semaphore.js";
+import { preemptedError } from "./preemption.js";
 import { decodeShared, sharedHolders } from "./shared.js";
 
 export type { AcquireParams, Grant, HolderState, Ownership };
@@ -73,7 +75,10 @@ export class LeaseCoordinator {
       }
       throw err;
     }
-    this.d.events.emit({ type: "granted", resource: p.resource, generation: grant.token.generation, leaseId: grant.token.leaseId, onSession: Boolean(p.sessionId), ttlSeconds: grant.ttlSeconds, waited: grant.waited });
+    for (const h of grant.preempted ?? []) {
+      this.d.events.emit({ type: "preempted", resource: p.resource, generation: h.generation, leaseId: h.leaseId, byGeneration: grant.token.generation, byPrincipal: p.principal ?? "" });
+    }
+    this.d.events.emit({ type: "granted", resource: p.resource, generation: grant.token.generation, leaseId: grant.token.leaseId, onSession: Boolean(p.sessionId), ttlSeconds: grant.ttlSeconds, waited: grant.waited, mode: grant.token.mode ?? "exclusive" });
     return { ...grant, token: await this.d.signer.sign({ ...grant.token, principal: p.principal ?? "" }) };
   }
 
@@ -100,6 +105,9 @@ export class LeaseCoordinator {
       if (checking) await checking;
       else if (!o.bindings && o.principal !== undefined) await checkBound(this.d, leaseId, o.principal);
       if (!o.bindings) await o.allowed?.(leaseId);
+      // A preempted lease is refused from memory (preemption.ts): no etcd read per renewal.
+      const preempted = this.d.preempted?.of(leaseId);
+      if (preempted) throw preemptedError(leaseId, preempted);
       const ttl = await this.d.leases.renew(leaseId, o.caller);
       if (ttl <= 0) {
         events.emit({ type: "lease gone", leaseId });
@@ -219,6 +227,18 @@ export class LeaseCoordinator {
       if (h.value) description.value = h.value;
     }
     return description;
+  }
+
+  /** The resources in use, a page at a time (listing.ts), each as describe() describes it. */
+  async listResources(p: ListParams): Promise<{ resources: { resource: string; description: Description }[]; nextPageToken: string }> {
+    const page = await listInUse(this.d, p);
+    const resources: { resource: string; description: Description }[] = [];
+    // A bounded number of describes at a time: a page may name a thousand resources.
+    for (let i = 0; i < page.resources.length; i += 32) {
+      const part = page.resources.slice(i, i + 32);
+      resources.push(...(await Promise.all(part.map(async (resource) => ({ resource, description: await this.describe(resource) })))));
+    }
+    return { resources, nextPageToken: page.nextPageToken };
   }
 
   /** A holder with its token signed, for its principal. */

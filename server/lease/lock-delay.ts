@@ -19,7 +19,7 @@ import type { ICompare, IKeyValue, IRequestOp } from "etcd3";
 import { DomainError, invalid } from "../errors/errors.js";
 import type { Limits } from "../validation/limits.js";
 import type { Token } from "../tokens/token.js";
-import { decodeLockDelay, delayedLeaseIds, delayLeaseOf, encodeLockDelay, type KeyLayout, type LockDelayEntry } from "../etcd/keys.js";
+import { decodeLockDelay, delayedLeaseIds, delayLeaseOf, encodeLockDelay, PREEMPTING, type KeyLayout, type LockDelayEntry } from "../etcd/keys.js";
 import type { Committer } from "../etcd/committer.js";
 import type { Leases } from "../etcd/leases.js";
 import { cmp, op } from "../etcd/ops.js";
@@ -95,7 +95,8 @@ export async function liftLockDelay(d: { keys: KeyLayout; committer: Committer; 
   const key = keys.lockDelayKey(resource);
   const lifted = Reads.one({ key });
   const res = await committer.commit("lift lock-delay", {
-    compare: [cmp.createdAt(keys.ownerKey(resource), 0n), cmp.exists(key)],
+    // A preemption handing the resource over (preemption.ts) is not a lock-delay: it is not lifted.
+    compare: [cmp.createdAt(keys.ownerKey(resource), 0n), cmp.exists(key), { key, target: "Value", result: "NotEqual", value: PREEMPTING }],
     success: [...lifted.ops(), op.del(key)],
     failure: [],
   });
@@ -117,6 +118,7 @@ export interface LockDelayState {
 export async function lockDelayState(leases: Leases, kv: IKeyValue | undefined, held: boolean): Promise<LockDelayState> {
   if (!kv) return {};
   const entry = decodeLockDelay(kv);
+  if (entry.preempting) return {};
   if (held) return { lockDelaySeconds: entry.seconds };
   return { lockDelaySeconds: entry.seconds, lockDelayUntil: await until(leases, entry) };
 }
@@ -124,6 +126,9 @@ export async function lockDelayState(leases: Leases, kv: IKeyValue | undefined, 
 /** The refusal of an Acquire that does not wait, while a lock-delay is served. */
 export async function inLockDelay(leases: Leases, resource: string, kv: IKeyValue): Promise<DomainError> {
   const entry = decodeLockDelay(kv);
+  if (entry.preempting) {
+    return new DomainError("aborted", `"${resource}" is being handed over to a preemptor; acquire with wait set to queue for it`, "RESOURCE_HELD", { resource });
+  }
   const at = (await until(leases, entry)).toISOString();
   return new DomainError(
     "aborted",

@@ -75,6 +75,12 @@ export function leaseMetrics(registry: Registry, events: DomainEvents): void {
     registers: [registry],
   });
 
+  const preemptions = new Counter({
+    name: "fencekeeper_preemptions_total",
+    help: "Holdings ended by a preemption through this replica (an Acquire with preempt set; shared holders count one each).",
+    registers: [registry],
+  });
+
   // Looked up once: a KeepAlive stream's renewals come thousands a second.
   const renewedOk = { Renew: renewals.labels({ grpc_method: "Renew", result: "OK" }), KeepAlive: renewals.labels({ grpc_method: "KeepAlive", result: "OK" }) };
 
@@ -90,6 +96,9 @@ export function leaseMetrics(registry: Registry, events: DomainEvents): void {
       case "released":
         if (!e.onSession) held.end(e.leaseId);
         return;
+      case "preempted":
+        // The old lease is renewed no more: it counts as held until it is seen gone, as an expiring one.
+        return preemptions.inc();
       case "session closed":
         sessions.end(e.sessionId);
         return held.end(e.sessionId);

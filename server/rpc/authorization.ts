@@ -7,9 +7,9 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import { FencedStoreService, type BatchRequest } from "../../gen/ts/fencekeeper/v1/store_pb.js";
-import { LeaseService, type ProclaimRequest, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { LeaseService, type AcquireRequest, type ProclaimRequest, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { tokenFromProto } from "../api/convert.js";
-import { CALLER, GRANTS, type Access, type Decision } from "../auth/access.js";
+import { CALLER, GRANTS, VISIBLE, type Access, type Decision } from "../auth/access.js";
 import type { Verb } from "../auth/policy.js";
 import { checkResource } from "../validation/validate.js";
 
@@ -21,9 +21,16 @@ interface Rule {
    * the write that names it, not of the call (a Batch).
    */
   resources(req: never): string[];
+  /** The verb when it depends on the request; unset: verb. */
+  verbOf?(req: never): Verb;
   each?: true;
   /** The handler binds the call to the caller unless it is the resource's admin: admin is decided too. */
   asAdmin?: true;
+  /**
+   * The call names no resource but lists some: nothing is refused, and the handler leaves out the
+   * resources the caller may not `verb` (the pipeline gives it the filter, VISIBLE).
+   */
+  lists?: true;
 }
 
 /** Methods that name no resource: renewals are checked against what the lease holds (auth/renewal-grants.ts). */
@@ -33,7 +40,8 @@ const NONE = undefined;
 const resource = (verb: Verb, asAdmin?: true): Rule => ({ verb, asAdmin, resources: (req: { resource: string }) => (checkResource(req.resource), [req.resource]) });
 
 const RULES: Record<string, Rule | typeof NONE> = {
-  [`${LeaseService.typeName}/Acquire`]: resource("acquire"),
+  // Preempting takes the resource from another principal's lease: a verb of its own (admin covers it).
+  [`${LeaseService.typeName}/Acquire`]: { ...resource("acquire"), verbOf: (req: AcquireRequest) => (req.preempt ? "preempt" : "acquire") },
   // Releasing is part of acquiring: the same verb. An admin of the resource may release anyone's lease.
   [`${LeaseService.typeName}/Release`]: {
     verb: "acquire",
@@ -58,6 +66,8 @@ const RULES: Record<string, Rule | typeof NONE> = {
   },
   [`${LeaseService.typeName}/Describe`]: resource("observe"),
   [`${LeaseService.typeName}/Observe`]: resource("observe"),
+  // Lists the resources in use that the caller may observe; the others are left out, not refused.
+  [`${LeaseService.typeName}/ListResources`]: { verb: "observe", lists: true, resources: () => [] },
   [`${LeaseService.typeName}/LiftLockDelay`]: resource("admin"),
   [`${LeaseService.typeName}/KeepAlive`]: NONE,
   [`${LeaseService.typeName}/Renew`]: NONE,
@@ -106,10 +116,16 @@ export class Authorization {
     const rule = RULES[`${method.parent.typeName}/${method.name}`];
     if (rule === NONE || !this.access.authorizing) return;
     const caller = values.get(CALLER);
+    if (rule.lists) {
+      const verb = rule.verb;
+      values.set(VISIBLE, (r) => this.access.allows(caller, verb, r));
+      return;
+    }
     const grants = new Map<string, Decision | Error>();
     values.set(GRANTS, grants);
+    const verb = rule.verbOf?.(req as never) ?? rule.verb;
     if (!rule.each) {
-      for (const r of rule.resources(req as never)) if (!grants.has(r)) grants.set(r, this.access.decide(caller, rule.verb, r, rule.asAdmin === true));
+      for (const r of rule.resources(req as never)) if (!grants.has(r)) grants.set(r, this.access.decide(caller, verb, r, rule.asAdmin === true));
       return;
     }
     for (const r of rule.resources(req as never)) {
@@ -120,7 +136,7 @@ export class Authorization {
         continue; // the handler refuses the write that names it
       }
       try {
-        grants.set(r, this.access.decide(caller, rule.verb, r, rule.asAdmin === true));
+        grants.set(r, this.access.decide(caller, verb, r, rule.asAdmin === true));
       } catch (err) {
         grants.set(r, err as Error);
       }

@@ -2,11 +2,13 @@
 // of each message a stream sends, and how the call ends. The pipeline's first step (pipeline.ts), on
 // both ways calls come in.
 import type { DescMethod } from "@bufbuild/protobuf";
-import { Code, type ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError, type ContextValues } from "@connectrpc/connect";
 
 export interface CallStart {
   readonly method: DescMethod;
   readonly requestId: string;
+  /** The call's values once it has them (its peer, its caller once authenticated, the policy's decisions): read at its end. */
+  readonly values?: () => ContextValues | undefined;
 }
 
 export interface CallWatch {

@@ -60,7 +60,7 @@ export class InFlightCalls {
     return (next) => async (req) => {
       const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
       req.contextValues.set(OBSERVED, true);
-      const watch = observer({ method: req.method, requestId });
+      const watch = observer({ method: req.method, requestId, values: () => req.contextValues });
       let res: AnyResponse;
       try {
         res = await this.track(next, req, watch);

@@ -21,6 +21,7 @@ import type { Authenticator } from "../auth/authenticator.js";
 import { authenticate, authenticating } from "./authentication.js";
 import type { Authorization } from "./authorization.js";
 import type { CallContext } from "./call-context.js";
+import { inCallScope } from "./call-scope.js";
 import type { CallObserver } from "./call-observer.js";
 import { callerFaults } from "./caller-faults.js";
 import { toConnectError } from "./errors.js";
@@ -50,7 +51,7 @@ export function handlers(service: DescService, impl: object, authorization?: Aut
         ? async (req: never, ctx: CallContext) => {
             try {
               authorize?.authorize(method, req, ctx.values);
-              return await fn.call(impl, req, ctx);
+              return await inCallScope(ctx.values, () => fn.call(impl, req, ctx));
             } catch (err) {
               throw toConnectError(err);
             }
@@ -124,20 +125,20 @@ export class CallPipeline {
   async serveUnary(a: UnaryArrival): Promise<{ answer?: unknown; error?: ConnectError }> {
     // Watched from its arrival: a call refused before its handler runs (no credentials, a message that
     // cannot be read, too large, too slow to arrive) is logged and counted as any other.
-    const watch = this.o.observer({ method: a.method, requestId: a.requestId });
+    let c: StoppableCall | undefined;
+    const watch = this.o.observer({ method: a.method, requestId: a.requestId, values: () => c?.values });
     // Traced (when tracing is on) from its arrival too; its work runs with the call's span active.
     const span = CallSpan.start(a.method, a.header);
-    let c: StoppableCall | undefined;
     let answer: unknown;
     let error: ConnectError | undefined;
     try {
       c = a.start();
+      c.values.set(PEER, { address: a.socket.remoteAddress ?? "", port: a.socket.remotePort ?? 0 });
       // Credentials first: an unauthenticated caller's message is not even read.
       const caller = this.o.authenticator && authenticate(this.o.authenticator, a.method.parent.typeName, a.authorization, a.socket);
       const principal = caller instanceof Promise ? await Promise.race([caller, c.stop]) : caller;
       const message = await Promise.race([a.read(), c.stop]);
       if (principal) c.values.set(CALLER, principal);
-      c.values.set(PEER, { address: a.socket.remoteAddress ?? "", port: a.socket.remotePort ?? 0 });
       const call = c;
       const untrack = this.o.calls.trackUnary((reason) => call.abort(reason));
       span?.request(message);

@@ -17,7 +17,7 @@
 // mutation reads again. Bytes counted: each entry's key and value.
 import type { IKeyValue, IRangeResponse, IRequestOp } from "etcd3";
 import { DomainError, invalid } from "../errors/errors.js";
-import type { DomainEvents, WriteOp } from "../events/events.js";
+import { refusalOf, type DomainEvents, type WriteOp } from "../events/events.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_TXN_VALUE_BYTES, type Limits } from "../validation/limits.js";
 import type { Token } from "../tokens/token.js";
 import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../validation/validate.js";
@@ -81,7 +81,14 @@ export class FencedStore {
   /** held: one write of a Batch, whose transactions go to etcd together (etcd/hold.ts). */
   async mutate(m: Mutation, what: WriteOp, held?: HoldMember): Promise<Commit> {
     const token = this.check(m, what);
-    await this.d.tokens.check(token, m.principal);
+    try {
+      await this.d.tokens.check(token, m.principal);
+    } catch (err) {
+      // Refused for the token itself (its signature, its principal): as the fence's refusals, a "refused" event.
+      const reason = refusalOf(err);
+      if (reason) this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason });
+      throw err;
+    }
     if (!m.idempotencyKey) return this.commitMutation(m, token, what, undefined, held);
     // Only a mutation with an idempotency key needs its fingerprint: it hashes every value.
     const record = { key: this.d.keys.idempotencyKey(hashKey(m.idempotencyKey, m.caller)), fingerprint: fingerprintOf(m, token) };

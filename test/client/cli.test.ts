@@ -130,6 +130,22 @@ describe("cli: the fencekeeper command", () => {
     expectOneLineError(r, /is lost: no renewal was confirmed before its deadline/);
   });
 
+  it("acquire --preempt takes the resource from a holding acquire, which exits 3 saying it was preempted", async () => {
+    const resource = uniqueResource("cli-preempt");
+    const holder = start([...server(), "--json", "acquire", resource, "--ttl", "3s", "--holder", "old"]);
+    const held = await firstLine(holder);
+    const preemptor = start([...server(), "--json", "acquire", resource, "--ttl", "10s", "--holder", "new", "--preempt"]);
+    const taken = await firstLine(preemptor);
+    expect(BigInt(taken.token.generation) > BigInt(held.token.generation)).to.equal(true);
+    const r = await finish(holder);
+    expect(r.code).to.equal(3);
+    expect(r.json.at(-1)!.error).to.include({ code: "LEASE_LOST", why: "preempted" });
+    expectOneLineError(r, /was preempted \(now generation \d+\)/);
+    expect((await fk.describe(resource)).holder).to.equal("new");
+    preemptor.kill("SIGINT");
+    expect((await finish(preemptor)).code).to.equal(0);
+  });
+
   describe("the store, with a token from a lease", () => {
     let resource: string;
     let lease: Lease;

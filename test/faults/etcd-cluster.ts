@@ -1,4 +1,5 @@
-// A real 3-member etcd cluster on loopback ports, in a temporary folder, for the fault-injection runs.
+// A real 3-member etcd cluster on loopback ports (or each member in a network namespace of its own,
+// netns.ts), in a temporary folder, for the fault-injection runs.
 // Members are started and stopped one by one (a member restarted keeps its data and its ports, so it
 // rejoins as itself), frozen with SIGSTOP, and the whole cluster can be stopped and started again from
 // its data. The binary is the one the test harness uses: etcd on PATH, installed by scripts/setup.sh.
@@ -7,6 +8,7 @@ import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ETCD_INSTALL_HINT, EMBEDDED_ETCD_MAX_REQUEST_BYTES, etcdAvailable, freePort } from "../../server/etcd/embedded.js";
+import type { Network } from "./netns.js";
 
 const CLUSTER_TOKEN = "fencekeeper-faults";
 
@@ -25,19 +27,24 @@ export class EtcdCluster {
   private constructor(
     readonly dir: string,
     members: Member[],
+    /** When given, each member runs in the network namespace named as it is (netns.ts). */
+    readonly net?: Network,
   ) {
     this.members = members;
   }
 
-  /** Starts three members and waits until the cluster has a leader. */
-  static async start(size = 3): Promise<EtcdCluster> {
+  /** Starts three members and waits until the cluster has a leader; with a network, member m<i> in
+   * its namespace, on its address there. */
+  static async start(size = 3, net?: Network): Promise<EtcdCluster> {
     if (!etcdAvailable()) throw new Error(`the fault runs need etcd on PATH. Install it with:\n  ${ETCD_INSTALL_HINT}`);
     const dir = mkdtempSync(join(tmpdir(), "fencekeeper-faults-etcd-"));
     const members: Member[] = [];
     for (let i = 0; i < size; i++) {
-      members.push({ name: `m${i}`, clientUrl: `http://127.0.0.1:${await freePort()}`, peerUrl: `http://127.0.0.1:${await freePort()}`, paused: false });
+      const name = `m${i}`;
+      const [host, client, peer] = net ? [net.addr(name), 2379, 2380] : ["127.0.0.1", await freePort(), await freePort()];
+      members.push({ name, clientUrl: `http://${host}:${client}`, peerUrl: `http://${host}:${peer}`, paused: false });
     }
-    const cluster = new EtcdCluster(dir, members);
+    const cluster = new EtcdCluster(dir, members, net);
     await Promise.all(members.map((m) => cluster.startMember(m)));
     await cluster.waitForLeader();
     return cluster;
@@ -69,7 +76,8 @@ export class EtcdCluster {
     ];
     mkdirSync(join(this.dir, "logs"), { recursive: true });
     const log = createWriteStream(join(this.dir, "logs", `${m.name}.log`), { flags: "a" });
-    const child = spawn("etcd", args, { stdio: ["ignore", "pipe", "pipe"] });
+    const [program, ...first] = [...(this.net?.command(m.name) ?? []), "etcd"];
+    const child = spawn(program, [...first, ...args], { stdio: ["ignore", "pipe", "pipe"] });
     child.stdout!.pipe(log);
     child.stderr!.pipe(log);
     const killOnExit = () => child.kill("SIGKILL");

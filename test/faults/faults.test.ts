@@ -1,7 +1,8 @@
 // The short fault profile: random operations from eight clients (plain gRPC and the SDK, half of them
-// through fault proxies) on two replicas and a 3-member etcd cluster, every fault of the nemesis at
-// least once (some of them at the same time), and the checker's verdict on the whole history: no
-// violation of any property, no wrong refusal, and a floor of acknowledged operations of each kind.
+// through fault proxies) on two replicas and a 3-member etcd cluster, each in a network namespace of its
+// own, every fault of the nemesis at least once (two of them partitions between etcd and the replicas;
+// some of them at the same time), and the checker's verdict on the whole history: no violation of any
+// property, no wrong refusal, and a floor of acknowledged operations of each kind.
 // The seed (fixed; FAULTS_SEED=<seed> replays another run's choices) is printed first.
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -7,6 +7,8 @@
 // run again.
 import { check, PROPERTIES, type Property } from "./checker.js";
 import { Layout } from "./layout.js";
+import { ALL_NEMESES, NEMESES, type Nemesis } from "./nemesis.js";
+import { PARTITION_NEMESES } from "./partitions.js";
 import { disruptionsOf, LONG, PREFIX, runProfile, SHORT, type ProfileOptions } from "./profile.js";
 import { belowFloors, report, totalViolations } from "./report.js";
 import { loadRun, saveRun } from "./saved-run.js";
@@ -33,6 +35,11 @@ const short = args.includes("--short");
 const options: ProfileOptions = short
   ? { ...SHORT, seed, ops: Number(flag("--ops") ?? SHORT.ops) }
   : { ...LONG, seed, ops: Number(flag("--ops") ?? 100_000) };
+// --nemeses all (the long profile's default), process (no network namespaces: no root needed),
+// network (the partitions alone), or a comma-separated list of names.
+const nemesesFlag = flag("--nemeses");
+if (nemesesFlag !== undefined) options.nemeses = parseNemeses(nemesesFlag);
+else if (!short) options.nemeses = ALL_NEMESES;
 console.log(`seed ${seed}`);
 const maxMinutes = Number(flag("--max-minutes") ?? 0);
 const result = await runProfile({ ...options, maxMs: maxMinutes * 60_000, log: (l) => console.log(l) });
@@ -46,3 +53,15 @@ if (historyFile) {
   console.log(`history: ${historyFile} (etcd's: ${historyFile}.etcd.json)`);
 }
 process.exit(totalViolations(result) === 0 && belowFloor.length === 0 ? 0 : 1);
+
+function parseNemeses(v: string): readonly Nemesis[] {
+  const named: Record<string, readonly Nemesis[]> = { all: ALL_NEMESES, process: NEMESES, network: PARTITION_NEMESES };
+  if (named[v]) return named[v];
+  const kinds = v.split(",").filter(Boolean);
+  const unknown = kinds.filter((k) => !(ALL_NEMESES as readonly string[]).includes(k));
+  if (unknown.length > 0 || kinds.length === 0) {
+    console.error(`--nemeses: unknown ${unknown.join(", ") || "(empty)"}; choose all, process, network, or names among: ${ALL_NEMESES.join(", ")}`);
+    process.exit(2);
+  }
+  return kinds as Nemesis[];
+}

@@ -4,6 +4,8 @@
 // etcd member frozen, the etcd leader killed, the whole etcd cluster restarted from its data).
 import type { EtcdCluster } from "./etcd-cluster.js";
 import type { FaultProxy } from "./fault-proxy.js";
+import type { Network } from "./netns.js";
+import { injectPartition, PARTITION_NEMESES } from "./partitions.js";
 import type { Replica } from "./replicas.js";
 import type { Rng } from "./rng.js";
 
@@ -16,7 +18,9 @@ export const NEMESES = [
   "kill-etcd-leader",
   "restart-etcd",
 ] as const;
-export type Nemesis = (typeof NEMESES)[number];
+/** NEMESES and the network nemeses (partitions.ts), which need the run's network namespaces. */
+export const ALL_NEMESES = [...NEMESES, ...PARTITION_NEMESES] as const;
+export type Nemesis = (typeof ALL_NEMESES)[number];
 
 /** A client process as the nemesis sees it: it can be frozen, and some talk through proxies. */
 export interface Victim {
@@ -33,12 +37,14 @@ export interface World {
   clients: Victim[];
   /** The longest TTL the clients ask for, in ms: a pause past it makes a holder lose its lease. */
   maxTtlMs: number;
+  /** The members' and replicas' network namespaces, when the run has them. */
+  net?: Network;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The nemeses that touch etcd: while one runs, etcd may renew every lease to its full TTL (a new leader). */
-export const ETCD_NEMESES: readonly Nemesis[] = ["pause-etcd-member", "kill-etcd-leader", "restart-etcd"];
+export const ETCD_NEMESES: readonly Nemesis[] = ["pause-etcd-member", "kill-etcd-leader", "restart-etcd", ...PARTITION_NEMESES];
 
 /** One fault of the schedule: when it ran (ms since the epoch), what, and on what. */
 export interface ScheduledFault {
@@ -66,6 +72,10 @@ export interface PlannedFault {
 function compatible(a: PlannedFault | Nemesis, b: Nemesis): boolean {
   const k = typeof a === "string" ? a : a.nemesis;
   if (k === b) return false;
+  // A network fault cuts members and replicas: alone among the faults that touch etcd or the replicas.
+  const network = (x: Nemesis) => (PARTITION_NEMESES as readonly string[]).includes(x);
+  const touches = (x: Nemesis) => ETCD_NEMESES.includes(x) || x === "kill-replica";
+  if ((network(k) && touches(b)) || (network(b) && touches(k))) return false;
   if ((k === "restart-etcd" && ETCD_NEMESES.includes(b)) || (b === "restart-etcd" && ETCD_NEMESES.includes(k))) return false;
   return true;
 }
@@ -201,5 +211,9 @@ function plan(kind: Nemesis, w: World, rng: Rng, taken: Set<string>, offsetMs: n
         return { what: `${signal === "SIGKILL" ? "killed" : "stopped"} all etcd members, started them again from their data after ${ms} ms` };
       });
     }
+    default:
+      // A network nemesis (partitions.ts) makes its choices when it starts; it never shares a group with
+      // another network or etcd fault (compatible), so the seed still fixes the order of those choices.
+      return planned("network", async () => ({ what: await injectPartition(kind, w, rng) }));
   }
 }

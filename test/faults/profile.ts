@@ -12,6 +12,8 @@ import { FaultProxy } from "./fault-proxy.js";
 import { parseOp, type Op, type OpKind } from "./history.js";
 import { Layout } from "./layout.js";
 import { ETCD_NEMESES, NEMESES, planGroup, runGroup, type Nemesis, type ScheduledFault, type Victim, type World } from "./nemesis.js";
+import { Network } from "./netns.js";
+import { PARTITION_NEMESES } from "./partitions.js";
 import { Replica } from "./replicas.js";
 import { Rng } from "./rng.js";
 import { Soak, type SoakSummary } from "./soak.js";
@@ -39,6 +41,9 @@ export interface ProfileOptions {
   floors?: Partial<Record<OpKind, number>>;
   /** Samples RSS and open descriptors every this many ms (0: not at all). */
   soakIntervalMs: number;
+  /** The faults to inject, each at least once (default NEMESES); a network nemesis (partitions.ts)
+   * puts the members and replicas in network namespaces of their own (netns.ts). */
+  nemeses?: readonly Nemesis[];
   log?: (line: string) => void;
 }
 
@@ -47,9 +52,19 @@ export interface ProfileOptions {
  * server gives it: a server that refuses what it should accept (or everything) falls below, even where
  * no single refusal can be shown wrong.
  */
-export const SHORT_FLOORS: Partial<Record<OpKind, number>> = { acquire: 130, renew: 35, release: 60, put: 170, delete: 90, txn: 85 };
+export const SHORT_FLOORS: Partial<Record<OpKind, number>> = { acquire: 110, renew: 30, release: 50, put: 145, delete: 75, txn: 70 };
 
-export const SHORT: Omit<ProfileOptions, "seed"> = { ops: 3_500, workers: 8, replicas: 2, resources: 8, calmMs: [1_000, 2_500], maxOverlap: 3, soakIntervalMs: 0, floors: SHORT_FLOORS };
+export const SHORT: Omit<ProfileOptions, "seed"> = {
+  ops: 3_000,
+  workers: 8,
+  replicas: 2,
+  resources: 8,
+  calmMs: [1_000, 2_500],
+  maxOverlap: 3,
+  soakIntervalMs: 0,
+  floors: SHORT_FLOORS,
+  nemeses: [...NEMESES, "isolate-etcd-leader", "cut-replica"],
+};
 export const LONG: Omit<ProfileOptions, "seed" | "ops"> = { workers: 8, replicas: 3, resources: 8, calmMs: [2_000, 8_000], maxOverlap: 3, soakIntervalMs: 5_000 };
 
 export interface RunResult {
@@ -123,11 +138,19 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   // Plain-gRPC workers also acquire this one, as a counting semaphore (shared acquisitions of 2 permits).
   const semaphore = { resource: "sem-0", maxHolders: 2 };
   const ops: Op[] = [];
-  const faults = new Map<Nemesis, number>(NEMESES.map((n) => [n, 0]));
+  const kinds = o.nemeses ?? NEMESES;
+  const faults = new Map<Nemesis, number>(kinds.map((n) => [n, 0]));
   const faultLog: string[] = [];
   const schedule: ScheduledFault[] = [];
 
-  const cluster = await EtcdCluster.start();
+  const net = kinds.some((k) => (PARTITION_NEMESES as readonly string[]).includes(k))
+    ? await Network.create([...["m0", "m1", "m2"], ...Array.from({ length: o.replicas }, (_, i) => `r${i}`)])
+    : undefined;
+  if (net) log(`network ${net.subnet}.0/24: namespaces ${net.id}-<node>, harness ${net.hostAddr}`);
+  const cluster = await EtcdCluster.start(3, net).catch(async (e) => {
+    await net?.destroy();
+    throw e;
+  });
   const replicas: Replica[] = [];
   const workers: WorkerProcess[] = [];
   const proxies: FaultProxy[] = [];
@@ -145,7 +168,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   };
   process.once("exit", killAll);
   try {
-    for (let i = 0; i < o.replicas; i++) replicas.push(await Replica.start(`r${i}`, cluster.endpoints, PREFIX));
+    for (let i = 0; i < o.replicas; i++) replicas.push(await Replica.start(`r${i}`, cluster.endpoints, PREFIX, net));
     log(`etcd ${cluster.endpoints.join(" ")}; replicas ${replicas.map((r) => r.url).join(" ")}`);
     for (let i = 0; i < o.workers; i++) {
       const via = i % 2 === 0 ? "grpc" : "sdk";
@@ -159,7 +182,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     if (o.soakIntervalMs > 0) {
       soak = new Soak(() => [...replicas.map((r) => ({ role: "server" as const, pid: r.pid })), ...workers.map((w) => ({ role: "client" as const, pid: w.process.pid }))], o.soakIntervalMs);
     }
-    const world: World = { cluster, replicas, clients: workers, maxTtlMs: MAX_TTL_MS };
+    const world: World = { cluster, replicas, clients: workers, maxTtlMs: MAX_TTL_MS, net };
 
     // Faults until the run has its operations and every fault happened; each round injects every kind
     // once, in an order of its own, in groups of up to maxOverlap faults that run at once.
@@ -172,7 +195,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
       await sleep(rng.int(...o.calmMs));
       for (const r of replicas) r.trimLogs();
       if (done()) break;
-      if (queue.length === 0) queue = rng.shuffle([...NEMESES]);
+      if (queue.length === 0) queue = rng.shuffle([...kinds]);
       const group = planGroup(queue, rng.int(1, o.maxOverlap), world, rng);
       const ran = await runGroup(group);
       for (const f of ran) {
@@ -201,6 +224,10 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     for (const w of workers) if (w.process.exitCode === null && w.process.signalCode === null) w.process.kill("SIGKILL");
     await Promise.all(proxies.map((p) => p.close()));
     await Promise.all(replicas.map((r) => r.kill()));
-    await cluster.destroy();
+    try {
+      await cluster.destroy();
+    } finally {
+      await net?.destroy();
+    }
   }
 }

@@ -1,27 +1,32 @@
-// The fencekeeper server replicas of a fault run: each on a loopback port of its own that it keeps
-// across restarts (so that clients, and the proxies in front of them, find it again), all given every
-// endpoint of the etcd cluster and one key prefix. Started by the test harness's startServer.
+// The fencekeeper server replicas of a fault run: each on a loopback port of its own (or in a network
+// namespace of its own, netns.ts) that it keeps across restarts (so that clients, and the proxies in
+// front of them, find it again), all given every endpoint of the etcd cluster and one key prefix.
+// Started by the test harness's startServer.
 import { freePort } from "../../server/etcd/embedded.js";
-import { startServer, type TestServer } from "../harness/server.js";
+import { SERVER_COMMAND, startServer, type TestServer } from "../harness/server.js";
+import type { Network } from "./netns.js";
 
 export class Replica {
   server?: TestServer;
 
   private constructor(
     readonly name: string,
+    readonly host: string,
     readonly port: number,
     private readonly etcd: string[],
     private readonly prefix: string,
+    private readonly net?: Network,
   ) {}
 
-  static async start(name: string, etcd: string[], prefix: string): Promise<Replica> {
-    const r = new Replica(name, await freePort(), etcd, prefix);
+  /** With a network, in the namespace named as the replica is (netns.ts), on its address there. */
+  static async start(name: string, etcd: string[], prefix: string, net?: Network): Promise<Replica> {
+    const r = net ? new Replica(name, net.addr(name), 7000, etcd, prefix, net) : new Replica(name, "127.0.0.1", await freePort(), etcd, prefix);
     await r.restart();
     return r;
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `http://${this.host}:${this.port}`;
   }
 
   get pid(): number | undefined {
@@ -31,7 +36,13 @@ export class Replica {
   /** Starts it (again) on its port. */
   async restart(): Promise<void> {
     // The last --listen and --log-level win over startServer's own.
-    this.server = await startServer({ etcd: this.etcd.join(","), prefix: this.prefix, args: ["--listen", `127.0.0.1:${this.port}`, "--log-level", "info", "--compaction-interval", "0"] });
+    this.server = await startServer({
+      etcd: this.etcd.join(","),
+      prefix: this.prefix,
+      // An address of the run's own network, which only the harness's namespace reaches: no auth needed.
+      args: ["--listen", `${this.host}:${this.port}`, "--log-level", "info", "--compaction-interval", "0", ...(this.net ? ["--allow-unauthenticated", "on"] : [])],
+      command: this.net ? [...this.net.command(this.name), ...SERVER_COMMAND] : undefined,
+    });
   }
 
   /** SIGKILL: a crash, nothing cleaned up. */

@@ -122,7 +122,7 @@ describe("domain events", () => {
 
     expect(heard).to.deep.equal([
       { type: "session opened", sessionId, ttlSeconds: Number(granted!.seconds) },
-      { type: "granted", resource, generation: token!.generation, leaseId: sessionId, onSession: true, ttlSeconds: undefined, waited: false },
+      { type: "granted", resource, generation: token!.generation, leaseId: sessionId, onSession: true, ttlSeconds: undefined, waited: false, mode: "exclusive" },
       { type: "released", resource, generation: token!.generation, leaseId: sessionId, onSession: true },
       { type: "session closed", sessionId },
     ]);

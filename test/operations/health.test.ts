@@ -8,6 +8,7 @@ import type { TestServer } from "../harness/server.js";
 import { HealthCheckResponse_ServingStatus as Status } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
 import { healthClient, startMeshServer } from "./support/mesh-server.js";
 import { collect } from "./support/collect.js";
+import { metricsUrl } from "./support/metrics.js";
 
 const SERVICES = ["", "fencekeeper.v1.LeaseService", "fencekeeper.v1.FencedStoreService"];
 
@@ -59,6 +60,22 @@ describe("gRPC health", () => {
     expect(watch.items.map((r) => r.status)).to.deep.equal([Status.SERVING, Status.NOT_SERVING, Status.SERVING]);
     watchCtl.abort();
     await watch.done;
+  });
+
+  it("answers GET /readyz and /livez on the metrics port as the health service answers \"\" and liveness, for probes of a TLS API port", async function () {
+    this.timeout(60_000);
+    const probe = async (path: string) => (await fetch(new URL(path, metricsUrl(server)))).status;
+    expect(await probe("/readyz")).to.equal(200);
+    expect(await probe("/livez")).to.equal(200);
+    expect(await probe("/healthz")).to.equal(404);
+    await etcd.stop();
+    try {
+      await eventually(async () => (await probe("/readyz")) === 503, "/readyz 503 with etcd stopped", 10_000);
+      expect(await probe("/livez")).to.equal(200);
+    } finally {
+      await etcd.start();
+    }
+    await eventually(async () => (await probe("/readyz")) === 200, "/readyz 200 once etcd is back", 30_000);
   });
 
   it("a Watch of a name it does not know answers SERVICE_UNKNOWN and stays open", async () => {

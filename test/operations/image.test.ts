@@ -76,5 +76,8 @@ describe("the container image (deploy/Dockerfile)", () => {
     // Compiled in the build stage, as scripts/build.sh compiles it; only the output reaches the image.
     expect(dockerfile).to.match(/^RUN npx tsc -p tsconfig\.build\.json$/m);
     expect(dockerfile).to.match(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    // The console's page, built into dist/ with the rest.
+    expect(dockerfile).to.match(/^COPY console \.\/console$/m);
+    expect(dockerfile).to.match(/esbuild console\/app\.ts --bundle .*--outfile=dist\/console\/app\.js/);
   });
 });

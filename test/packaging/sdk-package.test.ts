@@ -43,11 +43,17 @@ console.log(JSON.stringify({ generation: String(lease.token.generation), fence: 
 const TYPED = `
 import { FencekeeperClient, LeaseLostError, type Token } from "@fencekeeper/client";
 import { fencedUpdate } from "@fencekeeper/client/postgres";
+import { fencedSet } from "@fencekeeper/client/redis";
+import { fencedUpdate as fencedUpdateMy, mariadbFenceStore } from "@fencekeeper/client/mariadb";
+import { fencedEndpoint, fencingTokenHeader } from "@fencekeeper/client/fenced-http";
+import { postgresFenceStore } from "@fencekeeper/client/postgres-fence-store";
 export async function use(url: string): Promise<bigint> {
   const fk = new FencekeeperClient({ servers: [url], fenceMode: "order" });
   const lease = await fk.acquire("r", { ttl: 5000, wait: 1000 });
   const token: Token = lease.token;
-  void fencedUpdate; void LeaseLostError;
+  void fencedUpdate; void fencedSet; void LeaseLostError; void fencedUpdateMy; void mariadbFenceStore;
+  const fenced = fencedEndpoint({ keys: () => fk.tokenKeys(), store: postgresFenceStore({ query: async () => ({ rowCount: 0, rows: [] }) }) });
+  void fenced.middleware((req) => req.url); void fencingTokenHeader(token);
   return token.generation;
 }
 `;
@@ -84,7 +90,7 @@ describe("packaging: the SDK as a package (@fencekeeper/client)", () => {
 
   it("holds the compiled SDK and the generated code it imports, with types, and nothing of the server or the CLI", async () => {
     const files = (await exec("tar", ["-tzf", tarball])).stdout.trim().split("\n");
-    for (const f of ["package/package.json", "package/dist/client/index.js", "package/dist/client/index.d.ts", "package/dist/client/postgres.js", "package/dist/gen/ts/fencekeeper/v1/lease_pb.js"]) {
+    for (const f of ["package/package.json", "package/dist/client/index.js", "package/dist/client/index.d.ts", "package/dist/client/postgres.js", "package/dist/client/redis.js", "package/dist/client/mariadb.js", "package/dist/gen/ts/fencekeeper/v1/lease_pb.js"]) {
       expect(files).to.include(f);
     }
     expect(files.filter((f) => /\/(server|cli)\//.test(f) || (/\.ts$/.test(f) && !f.endsWith(".d.ts")) || f.includes("tsbuildinfo"))).to.deep.equal([]);
@@ -94,7 +100,7 @@ describe("packaging: the SDK as a package (@fencekeeper/client)", () => {
     const pkg = JSON.parse(readFileSync(join(project, "node_modules/@fencekeeper/client/package.json"), "utf8"));
     expect(Object.keys(pkg.dependencies).sort()).to.deep.equal(["@bufbuild/protobuf", "@connectrpc/connect", "@connectrpc/connect-node"]);
     const installed = readdirSync(join(project, "node_modules")).filter((d) => !d.startsWith("."));
-    for (const serverSide of ["commander", "etcd3", "pino", "prom-client", "jose", "cockatiel", "pg", "tsx"]) expect(installed).to.not.include(serverSide);
+    for (const serverSide of ["commander", "etcd3", "pino", "prom-client", "jose", "cockatiel", "pg", "ioredis", "mysql2", "tsx"]) expect(installed).to.not.include(serverSide);
   });
 
   it("works from plain JavaScript against a real server: acquire, a fenced write, release", async function () {

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
 import type { ReasonTypes } from "./reasons-table.js";
-import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
+import type { ElectOptions, HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
 const PROBE = `${ROOT}/.conformance/sdk-go/fk-sdk-probe`;
 
@@ -54,9 +54,17 @@ export function hold(o: HoldOptions): ProbeProcess {
     `${o.ttlMs}ms`,
     ...(o.sessions ? ["--sessions"] : []),
     ...(o.shared ? ["--shared"] : []),
+    ...(o.preempt ? ["--preempt"] : []),
     ...(o.lockDelayMs ? ["--lock-delay", `${o.lockDelayMs}ms`] : []),
     ...(o.holder ? ["--holder", o.holder] : []),
     ...(o.acquireTimeoutMs ? ["--acquire-timeout", `${o.acquireTimeoutMs}ms`] : []),
   ];
   return new ProbeProcess("the Go holder", PROBE, args);
+}
+
+/** `fk-sdk-probe elect`: a Go process running Lead. */
+export function elect(o: ElectOptions): ProbeProcess {
+  assertProbeBuilt();
+  const args = ["elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", `${o.ttlMs}ms`, "--holder", o.holder, "--value", o.value, "--linger", `${o.lingerMs ?? 0}ms`];
+  return new ProbeProcess("the Go campaigner", PROBE, args);
 }

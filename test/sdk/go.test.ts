@@ -3,7 +3,7 @@
 import { expect } from "chai";
 import { clientsFor } from "../harness/clients.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
-import { hold, reasons, runConsumer, runScenario } from "./go-probe.js";
+import { elect, hold, reasons, runConsumer, runScenario } from "./go-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 
 sdkSuite({
@@ -11,6 +11,7 @@ sdkSuite({
   name: "Go",
   tag: "go-sdk",
   hold,
+  elect,
   grantedWithinMs: 15_000,
   state: ["state", "state"],
   write: (key, value) => [`write ${key} ${value}`, "write"],

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
 import type { ReasonTypes } from "./reasons-table.js";
-import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
+import type { ElectOptions, HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
 const JAR = "sdk/java/probe/target/fk-sdk-probe.jar";
 
@@ -63,5 +63,13 @@ export function hold(o: HoldOptions): ProbeProcess {
   if (o.sessions) args.push("--sessions", "true");
   if (o.lockDelayMs) args.push("--lock-delay-ms", String(o.lockDelayMs));
   if (o.shared) args.push("--shared", "true");
+  if (o.preempt) args.push("--preempt", "true");
   return new ProbeProcess("the Java holder", "java", args);
+}
+
+/** An `elect` process: the Java library's lead() on a resource (Elect.java). */
+export function elect(o: ElectOptions): ProbeProcess {
+  assertProbeBuilt();
+  const args = ["-jar", JAR, "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl-ms", String(o.ttlMs), "--holder", o.holder, "--value", o.value, "--linger-ms", String(o.lingerMs ?? 0)];
+  return new ProbeProcess("the Java campaigner", "java", args);
 }

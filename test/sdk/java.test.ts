@@ -1,7 +1,7 @@
 // The Java client library (sdk/java) through its probe (sdk/java/probe): the SDK suite (sdk-suite.ts),
 // and the library's own promises. A holder's worker thread writes through its lease all along.
 import { expect } from "chai";
-import { generatedTypesExposed, hold, reasons, runChecks, runConsumer } from "./java-probe.js";
+import { elect, generatedTypesExposed, hold, reasons, runChecks, runConsumer } from "./java-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 import { uniqueResource } from "../harness/suite.js";
 
@@ -10,6 +10,7 @@ sdkSuite({
   name: "Java",
   tag: "java-sdk",
   hold,
+  elect,
   grantedWithinMs: 20_000,
   state: ["state", "state"],
   // Writes of the worker thread answer "put" too: the command's answer is the one from stdin.

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
 import type { ReasonTypes } from "./reasons-table.js";
-import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
+import type { ElectOptions, HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
 const PYTHON = `${ROOT}.conformance/venv/bin/python`;
 const PROBE = `${ROOT}sdk/python/tests/probe.py`;
@@ -60,9 +60,23 @@ export async function runConsumer(server: string, resource: string): Promise<Sce
 /** `probe.py hold`: holds one lease (through fencekeeper.aio with `asyncio`) until killed. */
 export function hold(o: HoldOptions): ProbeProcess {
   assertInstalled();
-  const args = [PROBE, "hold", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs / 1000), ...(o.shared ? ["--shared"] : [])];
+  const args = [PROBE, "hold", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs / 1000), ...(o.shared ? ["--shared"] : []), ...(o.preempt ? ["--preempt"] : [])];
   if (o.lockDelayMs) args.push("--lock-delay", String(o.lockDelayMs / 1000));
   if (o.asyncio) args.push("--asyncio");
   if (o.scoped) args.push("--scoped");
   return new ProbeProcess("the Python holder", PYTHON, args);
+}
+
+/** `probe.py elect`: a Python process running client.lead() (elect.py). */
+export function elect(o: ElectOptions): ProbeProcess {
+  assertInstalled();
+  const args = [PROBE, "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs / 1000), "--holder", o.holder, "--value", o.value, "--linger", String((o.lingerMs ?? 0) / 1000)];
+  return new ProbeProcess("the Python campaigner", PYTHON, args);
+}
+
+/** `probe.py elect-aio`: the election and semaphore helpers of fencekeeper.aio, to its end. */
+export async function runElectAio(server: string, resource: string): Promise<ScenarioRun> {
+  assertInstalled();
+  const r = await runToEnd(PYTHON, [PROBE, "elect-aio", "--server", server, "--resource", resource]);
+  return { code: r.code, output: r.stdout + r.stderr };
 }

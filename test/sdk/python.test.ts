@@ -2,7 +2,7 @@
 // tests, then the SDK suite (sdk-suite.ts), with leases of their own and on sessions, through threads
 // and through fencekeeper.aio.
 import { expect } from "chai";
-import { hold, reasons, runConsumer, runScenario, runUnitTests } from "./python-probe.js";
+import { elect, runElectAio, hold, reasons, runConsumer, runScenario, runUnitTests } from "./python-probe.js";
 import { uniqueResource } from "../harness/suite.js";
 import { sdkSuite } from "./sdk-suite.js";
 
@@ -11,6 +11,7 @@ sdkSuite({
   name: "Python",
   tag: "py-sdk",
   hold,
+  elect,
   grantedWithinMs: 15_000,
   state: ["status", "status"],
   write: (key, value) => [`write ${key} ${value}`, "write"],
@@ -29,6 +30,11 @@ sdkSuite({
       const r = await runUnitTests();
       expect(r.code, r.output).to.equal(0);
       expect(r.output).to.match(/^Ran \d+ tests/m);
+    });
+    it("fencekeeper.aio's election and semaphore helpers: campaign, leader, proclaim, lead in a task (elected at a resign, stopped by cancelling it), observe_leaders, semaphore", async () => {
+      const r = await runElectAio(env.server.url, uniqueResource("py-sdk-elect-aio"));
+      expect(r.code, r.output).to.equal(0);
+      expect(r.output).to.match(/^ok released$/m);
     });
   },
   scenario: {

@@ -17,7 +17,7 @@ import { clientsFor } from "../harness/clients.js";
 import { startDelayProxy, type DelayProxy } from "../harness/delay-proxy.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { sleep, uniqueResource } from "../harness/suite.js";
+import { eventually, sleep, uniqueResource } from "../harness/suite.js";
 import { makeCerts, type Certs } from "../operations/support/certs.js";
 import type { Match, ProbeEvent, ProbeProcess } from "./probe-process.js";
 import { documentedReasons, generatedReasons, type Language, type ReasonTypes } from "./reasons-table.js";
@@ -40,6 +40,20 @@ export interface HoldOptions {
   acquireTimeoutMs?: number;
   /** Python: through the scoped form, client.lease() (aio's with asyncio). */
   scoped?: boolean;
+  /** Take the resource from its holder (the library's preempt option). */
+  preempt?: boolean;
+}
+
+/** A campaigner process (the probe's `elect`): it runs the library's lead loop on resource. */
+export interface ElectOptions {
+  servers: string[];
+  resource: string;
+  ttlMs: number;
+  holder: string;
+  /** The value it campaigns with. */
+  value: string;
+  /** How long its onElected goes on after its signal aborted, as code that ignores it would. */
+  lingerMs?: number;
 }
 
 export interface ScenarioOptions {
@@ -66,6 +80,12 @@ export interface Sdk {
   /** The start of the test resources' names (go-sdk, py-sdk, java-sdk). */
   tag: string;
   hold(o: HoldOptions): ProbeProcess;
+  /**
+   * A campaigner: runs the library's lead loop (printing elected, abort, deposed, new-leader) and its
+   * observe of leaders (leader), and takes the commands resign, proclaim V, leader, semaphore R N WAIT_MS,
+   * permit-write K V, describe-of R, release-permits; at the end of its stdin it stops and prints stopped.
+   */
+  elect(o: ElectOptions): ProbeProcess;
   /** How long a new holder may take to print "granted" (a JVM starts slowly). */
   grantedWithinMs: number;
   /** The holder's commands: its state, and a write through its lease. */
@@ -288,6 +308,134 @@ export function sdkSuite(sdk: Sdk): void {
       } finally {
         await Promise.all(holders.map((h) => h.kill()));
       }
+    });
+
+    {
+      const elect = (o: ElectOptions) => sdk.elect(o);
+      it("election helpers: campaign through lead, leader, proclaim, observe of leaders, resign hands over to a TypeScript campaigner, elected again after it", async () => {
+        const resource = uniqueResource(`${sdk.tag}-election`);
+        const name = `${sdk.tag}-a`;
+        const a = elect({ servers: [env.server.url], resource, ttlMs: ttl, holder: name, value: "a-1" });
+        const b = new FencekeeperClient({ servers: env.server.url, holder: "ts-b" });
+        try {
+          const elected = await a.next("elected", sdk.grantedWithinMs);
+          const first = elected.token.generation;
+          await a.next((e) => e.event === "leader" && e.generation === first && e.value === "a-1", 5000);
+          await a.next((e) => e.event === "new-leader" && e.generation === first && e.holder === name, 5000);
+          expect(await a.command("leader", "leader-now")).to.include({ holder: name, generation: first, value: "a-1" });
+
+          // Proclaim: a new value, the same leader, seen by its observe of leaders and by Describe.
+          expect(await a.command("proclaim a-2", "proclaim")).to.include({ ok: true });
+          await a.next((e) => e.event === "leader" && e.generation === first && e.value === "a-2", 5000);
+          expect(await a.command(`describe-of ${resource}`, "described")).to.include({ held: true, value: "a-2", max_holders: 0 });
+
+          // A TypeScript campaigner waits in line; A resigns: its signal aborts, onDeposed, B is elected.
+          const campaigning = b.campaign(resource, "b-1", { ttl });
+          const c = clientsFor(env.server.url);
+          await eventually(async () => (await c.lease.describe({ resource })).waiters === 1, "B waits in line");
+          await a.command("resign", "resigned");
+          const abort = await a.next((e) => e.event === "abort" && e.generation === first, 5000);
+          const deposed = await a.next((e) => e.event === "deposed" && e.generation === first, 5000);
+          expect(abort.why.toLowerCase()).to.equal("released");
+          expect(abort.seq).to.be.below(deposed.seq);
+          const leadershipB = await campaigning;
+          const second = leadershipB.token.generation.toString();
+          expect(BigInt(second) > BigInt(first)).to.equal(true);
+          await a.next((e) => e.event === "leader" && e.generation === second && e.holder === "ts-b" && e.value === "b-1", 5000);
+          await a.next((e) => e.event === "new-leader" && e.generation === second, 5000);
+
+          // A campaigned again (lead's loop) and is elected once B resigns; only one onElected ran at a time.
+          await eventually(async () => (await c.lease.describe({ resource })).waiters === 1, "A campaigns again");
+          await leadershipB.resign();
+          const again = await a.next((e) => e.event === "elected" && e.seq > deposed.seq, 10_000);
+          const third = again.token.generation;
+          expect(BigInt(third) > BigInt(second)).to.equal(true);
+          await a.next((e) => e.event === "new-leader" && e.generation === third, 5000);
+          // (From A's first term on: under load, a grant lost before its onElected could start is skipped, and
+          // observed all the same.)
+          const from = (events: ProbeEvent[]) => events.filter((e) => e.generation !== null && BigInt(e.generation) >= BigInt(first));
+          const leaders = from(a.seen("leader")).map((e) => `${e.generation} ${e.value}`);
+          expect([...new Set(leaders)]).to.deep.equal([`${first} a-1`, `${first} a-2`, `${second} b-1`, `${third} a-1`]);
+          const newLeaders = from(a.seen("new-leader")).map((e) => e.generation);
+          expect(newLeaders).to.deep.equal([first, second, third]);
+          expect(a.seen("elected")).to.have.length(2);
+
+          // Stopping lead resigns: the resource is free at once.
+          a.process.stdin!.end();
+          await a.next("stopped", 10_000);
+          expect(a.seen("deposed")).to.have.length(2);
+          expect((await c.lease.describe({ resource })).held).to.equal(false);
+        } finally {
+          await b.close();
+          await a.kill();
+        }
+      });
+
+      it("lead: two loops of one process take turns: the second's onElected starts only once the first's returned, though the first ignored its signal for 1.5 s", async () => {
+        const resource = uniqueResource(`${sdk.tag}-turns`);
+        const a = elect({ servers: [env.server.url], resource, ttlMs: ttl, holder: `${sdk.tag}-t`, value: "", lingerMs: 1500 });
+        try {
+          const first = await a.next((e) => e.event === "elected" && e.loop === 1, sdk.grantedWithinMs);
+          await a.command("second", "second-started");
+          await eventually(async () => (await clientsFor(env.server.url).lease.describe({ resource })).waiters === 1, "the second loop campaigns", 10_000);
+          await a.command("resign", "resigned");
+          // The server grants the second loop at once; its onElected waits for the first's to return.
+          const handedAt = Date.now();
+          const returned = await a.next((e) => e.event === "returned" && e.loop === 1, 10_000);
+          const second = await a.next((e) => e.event === "elected" && e.loop === 2, 10_000);
+          expect(BigInt(second.token.generation) > BigInt(first.token.generation)).to.equal(true);
+          expect(second.seq, "the second onElected started after the first returned").to.be.above(returned.seq);
+          expect(returned.at - handedAt).to.be.at.least(1000);
+          const deposed = await a.next((e) => e.event === "deposed" && e.loop === 1, 10_000);
+          expect(deposed.seq).to.be.above(returned.seq);
+        } finally {
+          await a.kill();
+        }
+      });
+
+      it("semaphore helper: permits of a semaphore of 2 are shared tokens whose writes are refused, a third waits, another N is MAX_HOLDERS_MISMATCH, Describe shows max_holders", async () => {
+        const resource = uniqueResource(`${sdk.tag}-semaphore`);
+        const a = elect({ servers: [env.server.url], resource: uniqueResource(`${sdk.tag}-semaphore-idle`), ttlMs: ttl, holder: `${sdk.tag}-s`, value: "" });
+        try {
+          await a.next("elected", sdk.grantedWithinMs);
+          const p1 = await a.command(`semaphore ${resource} 2 0`, "permit");
+          const p2 = await a.command(`semaphore ${resource} 2 0`, "permit");
+          expect([p1.ok, p2.ok], JSON.stringify([p1, p2])).to.deep.equal([true, true]);
+          expect([p1.token.shared, p2.token.shared]).to.deep.equal([true, true]);
+          expect(p1.token.generation).to.not.equal(p2.token.generation);
+          const described = await a.command(`describe-of ${resource}`, "described");
+          expect(described).to.include({ held: true, max_holders: 2, value: "" });
+          expect(described.holders.map((h: { generation: string }) => h.generation).sort()).to.deep.equal([p1.token.generation, p2.token.generation].sort());
+          // A third waits in line, here at most 300 ms.
+          const startedAt = Date.now();
+          const third = await a.command(`semaphore ${resource} 2 300`, "permit");
+          expect(third.ok, JSON.stringify(third)).to.equal(false);
+          expect(Date.now() - startedAt).to.be.at.least(250);
+          // Another N while the semaphore is held: refused, naming the N in force.
+          expect(await a.command(`semaphore ${resource} 3 300`, "permit")).to.include({ ok: false, reason: "MAX_HOLDERS_MISMATCH" });
+          // A permit's token writes nothing in the fenced store.
+          expect(await a.command("permit-write k v", "permit-write")).to.include({ ok: false, reason: "SHARED_TOKEN", sent: true });
+          await a.command("release-permits", "permits-released");
+          expect((await clientsFor(env.server.url).lease.describe({ resource })).held).to.equal(false);
+        } finally {
+          await a.kill();
+        }
+      });
+    }
+
+    it("preempt: the library's option takes a held resource at once, and a holder preempted in turn is lost with why preempted, naming the new generation", async () => {
+      const c = clientsFor(env.server.url);
+      const resource = uniqueResource(`${sdk.tag}-preempt`);
+      const first = await c.lease.acquire({ resource, ttl: { seconds: 30n, nanos: 0 }, holder: "first" });
+      const h = hold({ servers: [env.server.url], resource, ttlMs: 6000, preempt: true });
+      const granted = await h.next("granted", sdk.grantedWithinMs);
+      expect(BigInt(granted.token.generation) > first.token!.generation, "granted over the holder").to.equal(true);
+      // Taken from the library's holder in turn: it learns it at its next renewal (every 2 s).
+      const taker = await c.lease.acquire({ resource, ttl: { seconds: 30n, nanos: 0 }, holder: "taker", preempt: true });
+      const lost = await h.next("lost", 6000);
+      expect(String(lost.why).toLowerCase()).to.equal("preempted");
+      expect(lost).to.include({ reason: "PREEMPTED", by_generation: String(taker.token!.generation), by_principal: "" });
+      await c.lease.release({ token: taker.token });
     });
 
     for (const sessions of sdk.paused.sessions) {

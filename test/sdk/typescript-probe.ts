@@ -3,7 +3,7 @@
 // event and takes commands on stdin; its `scenario` runs the conformance scenario through the SDK.
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
 import type { ReasonTypes } from "./reasons-table.js";
-import type { HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
+import type { ElectOptions, HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
 const NODE = [process.execPath, "--import", "tsx", `${ROOT}test/sdk/typescript/probe.ts`] as const;
 
@@ -34,8 +34,15 @@ export function hold(o: HoldOptions): ProbeProcess {
     String(o.ttlMs),
     ...(o.sessions ? ["--sessions"] : []),
     ...(o.shared ? ["--shared"] : []),
+    ...(o.preempt ? ["--preempt"] : []),
     ...(o.lockDelayMs ? ["--lock-delay", String(o.lockDelayMs)] : []),
     ...(o.holder ? ["--holder", o.holder] : []),
   ];
   return new ProbeProcess("the TypeScript holder", NODE[0], args);
+}
+
+/** `probe.ts elect`: a node process running the SDK's lead() (elect.ts). */
+export function elect(o: ElectOptions): ProbeProcess {
+  const args = [...NODE.slice(1), "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", String(o.ttlMs), "--holder", o.holder, "--value", o.value, "--linger", String(o.lingerMs ?? 0)];
+  return new ProbeProcess("the TypeScript campaigner", NODE[0], args);
 }

@@ -5,7 +5,7 @@
 // and a lease outlives it unless tied to one by LeaseContext); the scenario checks that. Batch is not a
 // call of its own: the writes of one turn go out together in one Batch call, each answered alone.
 import { expect } from "chai";
-import { hold, reasons, runScenario } from "./typescript-probe.js";
+import { elect, hold, reasons, runScenario } from "./typescript-probe.js";
 import { sdkSuite } from "./sdk-suite.js";
 
 sdkSuite({
@@ -13,6 +13,7 @@ sdkSuite({
   name: "TypeScript",
   tag: "ts-sdk",
   hold,
+  elect,
   grantedWithinMs: 15_000,
   state: ["state", "state"],
   write: (key, value) => [`write ${key} ${value}`, "write"],

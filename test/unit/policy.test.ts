@@ -184,8 +184,8 @@ describe("Policy: resource patterns", () => {
 });
 
 describe("Policy: verbs, and what is not granted", () => {
-  it("has the five verbs", () => {
-    expect(VERBS).to.deep.equal(["acquire", "write", "read", "observe", "admin"]);
+  it("has the six verbs", () => {
+    expect(VERBS).to.deep.equal(["acquire", "write", "read", "observe", "admin", "preempt"]);
   });
 
   for (const verb of VERBS) {
@@ -291,7 +291,7 @@ describe("Policy.parse: a bad file says where, what was found and what is allowe
     refused("[]", "", "the top level must be an object", "got an empty list");
     refused(JSON.stringify({ version: 1, rules: {} }), "rules", "rules must be a list of rules, got an object");
     refused(doc("read"), "rules[0]", `rules[0] must be an object`, `got a string ("read")`);
-    refused(doc(rule({ verbs: "read" })), "rules[0].verbs", `rules[0].verbs must be a list of verbs (acquire, write, read, observe, admin), got a string ("read")`);
+    refused(doc(rule({ verbs: "read" })), "rules[0].verbs", `rules[0].verbs must be a list of verbs (acquire, write, read, observe, admin, preempt), got a string ("read")`);
     refused(doc(rule({ principals: "alice" })), "rules[0].principals", `rules[0].principals must be a list of principal names`, `got a string ("alice")`);
     refused(doc(rule({ principals: ["alice", 7] })), "rules[0].principals[1]", "rules[0].principals[1] must be a string, got a number (7)");
     refused(doc(rule({ groups: [null] })), "rules[0].groups[0]", "rules[0].groups[0] must be a string, got null");
@@ -304,12 +304,12 @@ describe("Policy.parse: a bad file says where, what was found and what is allowe
   });
 
   it("an unknown verb, with the verbs there are", () => {
-    refused(doc(rule({ verbs: ["read", "delete"] })), "rules[0].verbs[1]", `rules[0].verbs[1] must be one of acquire, write, read, observe, admin, got "delete"`);
+    refused(doc(rule({ verbs: ["read", "delete"] })), "rules[0].verbs[1]", `rules[0].verbs[1] must be one of acquire, write, read, observe, admin, preempt, got "delete"`);
     refused(doc(rule({ verbs: ["Read"] })), "rules[0].verbs[0]", `got "Read"`);
   });
 
   it("an empty list, an empty claims object, an empty name", () => {
-    refused(doc(rule({ verbs: [] })), "rules[0].verbs", "rules[0].verbs is empty; list at least one of acquire, write, read, observe, admin");
+    refused(doc(rule({ verbs: [] })), "rules[0].verbs", "rules[0].verbs is empty; list at least one of acquire, write, read, observe, admin, preempt");
     refused(doc(rule({ resources: [] })), "rules[0].resources", "rules[0].resources is empty; list at least one resource name or prefix");
     refused(doc(rule({ principals: [] })), "rules[0].principals", "rules[0].principals is empty", "or leave the field out");
     refused(doc(rule({ groups: [] })), "rules[0].groups", "rules[0].groups is empty", "or leave the field out");
@@ -323,7 +323,7 @@ describe("Policy.parse: a bad file says where, what was found and what is allowe
     refused(JSON.stringify({ rules: [] }), "version", `version is missing`, `"version": 1`);
     refused(JSON.stringify({ version: 1 }), "rules", "rules is missing");
     refused(doc({ verbs: ["read"], resources: ["r"] }), "rules[0]", "rules[0] says whom it grants to with none of principals, groups, claims");
-    refused(doc({ principals: ["u"], resources: ["r"] }), "rules[0].verbs", "rules[0].verbs is missing; give at least one of acquire, write, read, observe, admin");
+    refused(doc({ principals: ["u"], resources: ["r"] }), "rules[0].verbs", "rules[0].verbs is missing; give at least one of acquire, write, read, observe, admin, preempt");
     refused(doc({ principals: ["u"], verbs: ["read"] }), "rules[0].resources", "rules[0].resources is missing");
   });
 
@@ -450,7 +450,7 @@ describe("PolicyFile", () => {
     err = await PolicyFile.load(file, log).catch((e) => e);
     expect(err).to.be.instanceOf(ConfigError);
     expect((err as Error).message).to.equal(
-      `--policy (FENCEKEEPER_POLICY): ${file}: rules[0].verbs[0] must be one of acquire, write, read, observe, admin, got "delete"`,
+      `--policy (FENCEKEEPER_POLICY): ${file}: rules[0].verbs[0] must be one of acquire, write, read, observe, admin, preempt, got "delete"`,
     );
   });
 

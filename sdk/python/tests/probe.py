@@ -3,7 +3,7 @@
   probe.py scenario --server URL --resource R [--sessions] [credentials]
       the conformance scenario (test/conformance/SCENARIO.md) through the library; "ok ..." per step,
       exit 0, or "FAIL ..." on stderr and exit 1.
-  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--lock-delay SECONDS] [--asyncio] [--shared] [--scoped] [credentials]
+  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--lock-delay SECONDS] [--asyncio] [--shared] [--preempt] [--scoped] [credentials]
       acquires R (with --scoped, through the scoped form client.lease()) and keeps it, printing one JSON line per event, times in ms since the epoch:
         {"event": "granted", "token": {...}, "valid_until": ms, "at": ms}
         {"event": "renewed" | "stream-opened" | "stream-failed", ...}     (the client's events)
@@ -18,6 +18,11 @@
         observe                the first message of observe(), the state now: as describe, with max_holders and value
         acquire                another acquire of R without wait: {"event": "acquire", "ok": bool, "error": class name}
       --asyncio runs the same on fencekeeper.aio, the loss seen through its asyncio.Event.
+
+  probe.py elect --server URL --resource R [--ttl SECONDS] [--holder H] [--value V]
+      runs client.lead() on R and the election and semaphore commands (elect.py)
+  probe.py elect-aio --server URL --resource R
+      the election and semaphore helpers of fencekeeper.aio (elect_aio.py): "ok ..." per step
 
   probe.py reasons
       prints the error class the library raises for each reason of the generated ErrorReason enum (null for
@@ -87,7 +92,11 @@ async def outcome_async(call: Callable[[], Awaitable[fencekeeper.Commit]]) -> di
 
 
 def lost_fields(error: fencekeeper.LeaseLostError) -> dict[str, Any]:
-    return {"why": error.why, "at": ms(error.lost_at), "valid_until": ms(error.valid_until)}
+    fields: dict[str, Any] = {"why": error.why, "at": ms(error.lost_at), "valid_until": ms(error.valid_until)}
+    cause = error.__cause__
+    if isinstance(cause, fencekeeper.PreemptedError):
+        fields.update(reason=cause.reason, by_generation=str(cause.by_generation), by_principal=cause.by_principal)
+    return fields
 
 
 def described(d: fencekeeper.Description) -> dict[str, Any]:
@@ -136,7 +145,7 @@ def hold(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) 
         with contextlib.ExitStack() as scope:
             lease = scope.enter_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
             return serve(args, client, lease)
-    return serve(args, client, client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
+    return serve(args, client, client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt))
 
 
 def serve(args: argparse.Namespace, client: fencekeeper.Client, lease: fencekeeper.Lease) -> int:
@@ -172,7 +181,9 @@ async def hold_async(args: argparse.Namespace, credentials: fencekeeper.Credenti
         async with contextlib.AsyncExitStack() as scope:
             lease = await scope.enter_async_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
             return await serve_async(args, client, lease)
-    return await serve_async(args, client, await client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
+    return await serve_async(
+        args, client, await client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt)
+    )
 
 
 async def serve_async(args: argparse.Namespace, client: fencekeeper.aio.Client, lease: fencekeeper.aio.Lease) -> int:
@@ -224,7 +235,10 @@ async def serve_async(args: argparse.Namespace, client: fencekeeper.aio.Client, 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="probe.py")
-    parser.add_argument("command", choices=["scenario", "hold", "reasons"])
+    parser.add_argument("command", choices=["scenario", "hold", "reasons", "elect", "elect-aio"])
+    parser.add_argument("--holder", default="py-probe", help="elect: the holder label")
+    parser.add_argument("--value", default="", help="elect: the value to campaign with")
+    parser.add_argument("--linger", type=float, default=0, help="elect: seconds on_elected goes on after its signal")
     parser.add_argument("--server", default="", help="http(s)://host:port, several comma-separated")
     parser.add_argument("--resource", default="")
     parser.add_argument("--scoped", action="store_true", help="hold: through client.lease(), the scoped form")
@@ -233,6 +247,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--sessions", action="store_true", help="acquire on sessions (Client(sessions=True))")
     parser.add_argument("--lock-delay", type=float, default=0, help="hold: the lock-delay, seconds (acquire(lock_delay=...))")
     parser.add_argument("--shared", action="store_true", help="hold: a shared acquisition (acquire(shared=True))")
+    parser.add_argument("--preempt", action="store_true", help="hold: take the resource from its holder (acquire(preempt=True))")
     parser.add_argument("--bearer", default="")
     parser.add_argument("--tls-ca", default="")
     parser.add_argument("--tls-cert", default="")
@@ -264,6 +279,14 @@ def main(argv: list[str]) -> int:
             print(f"FAIL {type(e).__name__} {e.code.name} {e.reason or ''}: {e}", file=sys.stderr, flush=True)
             return 1
         return 0
+    if args.command == "elect-aio":
+        from elect_aio import main as elect_aio
+
+        return elect_aio(args.server, args.resource)
+    if args.command == "elect":
+        from elect import elect
+
+        return elect(args.server, args.resource, args.ttl, args.holder, args.value, credentials, args.linger)
     if args.asyncio:
         return asyncio.run(hold_async(args, credentials))
     return hold(args, credentials)

@@ -3,7 +3,7 @@
 //
 //   probe.ts scenario --server URLS --resource R [--bearer JWT] [--tls-ca F --tls-cert F --tls-key F]
 //       the conformance scenario of test/conformance/SCENARIO.md through the SDK (scenario.ts)
-//   probe.ts hold --server URLS --resource R [--ttl MS] [--holder H] [--sessions] [--shared] [--lock-delay MS]
+//   probe.ts hold --server URLS --resource R [--ttl MS] [--holder H] [--sessions] [--shared] [--lock-delay MS] [--preempt]
 //       acquires R and keeps it; prints one JSON line per event (granted, renewed, session-opened,
 //       session-renewed, stream-opened, stream-failed, lost), then runs the commands it reads on stdin:
 //         write K V   a write through the lease (checked first: a lost lease sends nothing)
@@ -14,6 +14,8 @@
 //         observe     the first state observe() gives (now): as describe, with max_holders and value
 //         acquire     another acquire() of the resource, without waiting: its error's class, or its token
 //       and exits at the end of stdin.
+//   probe.ts elect --server URLS --resource R [--ttl MS] [--holder H] [--value V]
+//       the SDK's lead() on R, and the election and semaphore commands (elect.ts)
 //   probe.ts reasons
 //       the error class the SDK raises for each reason of the generated ErrorReason enum, and for NOT_FOUND
 //       without a reason, as one JSON object.
@@ -24,10 +26,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { FencekeeperClient, FencekeeperError, LeaseLostError, StaleTokenError, type Commit, type Credentials, type Token } from "../../../client/index.js";
+import { FencekeeperClient, FencekeeperError, LeaseLostError, PreemptedError, StaleTokenError, type Commit, type Credentials, type Token } from "../../../client/index.js";
 import { toFencekeeperError } from "../../../client/error-mapping.js";
 import { ErrorInfoSchema } from "../../../gen/ts/google/rpc/error_details_pb.js";
 import { documentedReasons, generatedReasons } from "../reasons-table.js";
+import { elect } from "./elect.js";
 import { runScenario } from "./scenario.js";
 
 /** FAILED_PRECONDITION for Code.FailedPrecondition, as the other probes print codes. */
@@ -47,7 +50,10 @@ const { values: o } = parseArgs({
     holder: { type: "string", default: "ts-probe" },
     sessions: { type: "boolean", default: false },
     shared: { type: "boolean", default: false },
+    preempt: { type: "boolean", default: false },
     "lock-delay": { type: "string" },
+    value: { type: "string", default: "" },
+    linger: { type: "string", default: "0" },
     bearer: { type: "string" },
     "tls-ca": { type: "string" },
     "tls-cert": { type: "string" },
@@ -84,6 +90,8 @@ if (command === "reasons") {
   }
 } else if (command === "hold") {
   await hold();
+} else if (command === "elect") {
+  await elect({ servers: o.server!.split(","), resource: o.resource!, ttl: Number(o.ttl), holder: o.holder!, value: o.value!, linger: Number(o.linger), credentials });
 } else {
   process.stderr.write("usage: probe.ts scenario|hold|reasons --server URLS --resource R\n");
   process.exitCode = 2;
@@ -131,13 +139,14 @@ async function hold(): Promise<void> {
       }
     },
   });
-  const lease = await client.acquire(resource, { ttl, holder, shared: o.shared, ...(o["lock-delay"] ? { lockDelay: Number(o["lock-delay"]) } : {}) });
+  const lease = await client.acquire(resource, { ttl, holder, shared: o.shared, preempt: o.preempt, ...(o["lock-delay"] ? { lockDelay: Number(o["lock-delay"]) } : {}) });
   print({ event: "granted", at: Date.now(), token: tokenJson(lease.token), ttl_ms: lease.ttlMs, valid_until: lease.validUntil.getTime() });
   // The loss signal, as a program would listen for it.
   lease.signal.addEventListener("abort", () => {
     const e = lease.signal.reason as LeaseLostError;
     if (e.why === "released") return;
-    print({ event: "lost", at: e.lostAt.getTime(), why: e.why, valid_until: e.validUntil.getTime(), last_confirmed_at: e.lastConfirmedAt.getTime() });
+    const p = e.cause instanceof PreemptedError ? { reason: e.cause.reason, by_generation: String(e.cause.byGeneration), by_principal: e.cause.byPrincipal } : {};
+    print({ event: "lost", at: e.lostAt.getTime(), why: e.why, valid_until: e.validUntil.getTime(), last_confirmed_at: e.lastConfirmedAt.getTime(), ...p });
   });
   for await (const line of createInterface({ input: process.stdin })) {
     const args = line.trim().split(/\s+/);

@@ -105,6 +105,14 @@ const (
 	// in force, or once the resource is free. Metadata: "resource", "max_holders" (in force; "0": shared
 	// holders without a cap), "requested".
 	ErrorReason_MAX_HOLDERS_MISMATCH ErrorReason = 20
+	// FAILED_PRECONDITION, from Renew and KeepAlive (and nowhere else): the lease held a resource that
+	// another acquisition preempted (AcquireRequest.preempt): its acquisition ended then, its writes have
+	// been refused since, and its lease is renewed no more (it expires at its TTL; then LEASE_NOT_FOUND).
+	// Stop acting as the holder; acquire again to queue behind the new one. Metadata: "lease_id",
+	// "resource", "generation" (the preempted one), "by_generation" (the preemptor's; "0" for a moment
+	// after the preemption, while it is granted), "by_principal" (the preemptor's; empty without
+	// authentication).
+	ErrorReason_PREEMPTED ErrorReason = 18
 )
 
 // Enum value maps for ErrorReason.
@@ -130,6 +138,7 @@ var (
 		17: "ETCD_NO_SPACE",
 		24: "BATCH_TOO_LARGE",
 		20: "MAX_HOLDERS_MISMATCH",
+		18: "PREEMPTED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -152,6 +161,7 @@ var (
 		"ETCD_NO_SPACE":            17,
 		"BATCH_TOO_LARGE":          24,
 		"MAX_HOLDERS_MISMATCH":     20,
+		"PREEMPTED":                18,
 	}
 )
 
@@ -186,7 +196,7 @@ var File_fencekeeper_v1_errors_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xc4\x03\n" +
+	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xd3\x03\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSTALE_TOKEN\x10\x01\x12\x12\n" +
@@ -210,7 +220,8 @@ const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\x0eQUOTA_EXCEEDED\x10\x10\x12\x11\n" +
 	"\rETCD_NO_SPACE\x10\x11\x12\x13\n" +
 	"\x0fBATCH_TOO_LARGE\x10\x18\x12\x18\n" +
-	"\x14MAX_HOLDERS_MISMATCH\x10\x14Bj\n" +
+	"\x14MAX_HOLDERS_MISMATCH\x10\x14\x12\r\n" +
+	"\tPREEMPTED\x10\x12Bj\n" +
 	"\x11io.fencekeeper.v1B\vErrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
 var (

@@ -83,7 +83,21 @@ type AcquireRequest struct {
 	// Each permit is a shared holding: its own generation and token, which writes nothing in the fenced
 	// store (SHARED_TOKEN). 0 or unset: no cap (an ordinary shared acquisition). Negative, above 100000,
 	// or set without mode ACQUIRE_MODE_SHARED is INVALID_ARGUMENT.
-	MaxHolders    int32 `protobuf:"varint,10,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
+	MaxHolders int32 `protobuf:"varint,10,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
+	// Preemption (docs/preemption.md): take the resource from whoever holds it now, at once, for an
+	// orchestrator that knows the holder is gone (its pod deleted, its node fenced). One etcd transaction
+	// ends the holder's acquisition (every shared holder's, all together) and raises the resource's fence
+	// past its generation, so that its writes to the fenced store are refused from that instant in both
+	// fence modes; this acquisition is then granted a greater generation ahead of every waiter, who keep
+	// their places behind it. The preempted holder learns it at its next Renew or KeepAlive answer:
+	// FAILED_PRECONDITION, reason PREEMPTED, naming the preemptor's principal and the new generation;
+	// its lease is renewed no more. Needs the policy verb preempt (or admin) on the resource, not acquire.
+	// A free resource is acquired as without preempt. Never waits: wait is ignored. FAILED_PRECONDITION
+	// (reason PREEMPTED is not used then) when the holder asked for a lock-delay: it protects a resource
+	// that cannot check tokens, which a takeover would not protect. Must be exclusive (mode unset or
+	// ACQUIRE_MODE_EXCLUSIVE), on a lease of its own (session_id unset), without lock_delay:
+	// INVALID_ARGUMENT otherwise.
+	Preempt       bool `protobuf:"varint,11,opt,name=preempt,proto3" json:"preempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -186,6 +200,13 @@ func (x *AcquireRequest) GetMaxHolders() int32 {
 		return x.MaxHolders
 	}
 	return 0
+}
+
+func (x *AcquireRequest) GetPreempt() bool {
+	if x != nil {
+		return x.Preempt
+	}
+	return false
 }
 
 // The response of LeaseService.Acquire.
@@ -853,6 +874,127 @@ func (x *DescribeResponse) GetMaxHolders() int32 {
 	return 0
 }
 
+// The request of LeaseService.ListResources.
+type ListResourcesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only resources whose names start with this; empty: every resource.
+	Prefix string `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// At most this many resources in the answer: 1 to 1000; 0 means 100.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Where to go on: the next_page_token of the previous answer, with the same prefix. Empty: from the
+	// start.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResourcesRequest) Reset() {
+	*x = ListResourcesRequest{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResourcesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResourcesRequest) ProtoMessage() {}
+
+func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
+func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListResourcesRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *ListResourcesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListResourcesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// The response of LeaseService.ListResources.
+type ListResourcesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resources of this page, in name order.
+	Resources []*ListResourcesResponse_Resource `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	// Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
+	// than page_size resources and still have a next one.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResourcesResponse) Reset() {
+	*x = ListResourcesResponse{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResourcesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResourcesResponse) ProtoMessage() {}
+
+func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
+func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListResourcesResponse) GetResources() []*ListResourcesResponse_Resource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *ListResourcesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 // One holder of a resource: an exclusive holder, or one of its shared holders.
 type Holder struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -873,7 +1015,7 @@ type Holder struct {
 
 func (x *Holder) Reset() {
 	*x = Holder{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +1027,7 @@ func (x *Holder) String() string {
 func (*Holder) ProtoMessage() {}
 
 func (x *Holder) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[11]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +1040,7 @@ func (x *Holder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Holder.ProtoReflect.Descriptor instead.
 func (*Holder) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{11}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Holder) GetHolder() string {
@@ -947,7 +1089,7 @@ type ObserveRequest struct {
 
 func (x *ObserveRequest) Reset() {
 	*x = ObserveRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1101,7 @@ func (x *ObserveRequest) String() string {
 func (*ObserveRequest) ProtoMessage() {}
 
 func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[12]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1114,7 @@ func (x *ObserveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveRequest.ProtoReflect.Descriptor instead.
 func (*ObserveRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{12}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ObserveRequest) GetResource() string {
@@ -1027,7 +1169,7 @@ type ObserveResponse struct {
 
 func (x *ObserveResponse) Reset() {
 	*x = ObserveResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1181,7 @@ func (x *ObserveResponse) String() string {
 func (*ObserveResponse) ProtoMessage() {}
 
 func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[13]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1194,7 @@ func (x *ObserveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveResponse.ProtoReflect.Descriptor instead.
 func (*ObserveResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{13}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ObserveResponse) GetHeld() bool {
@@ -1152,7 +1294,7 @@ type OpenSessionRequest struct {
 
 func (x *OpenSessionRequest) Reset() {
 	*x = OpenSessionRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1306,7 @@ func (x *OpenSessionRequest) String() string {
 func (*OpenSessionRequest) ProtoMessage() {}
 
 func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[14]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1319,7 @@ func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
 func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{14}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OpenSessionRequest) GetTtl() *durationpb.Duration {
@@ -1207,7 +1349,7 @@ type OpenSessionResponse struct {
 
 func (x *OpenSessionResponse) Reset() {
 	*x = OpenSessionResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1361,7 @@ func (x *OpenSessionResponse) String() string {
 func (*OpenSessionResponse) ProtoMessage() {}
 
 func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[15]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1374,7 @@ func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionResponse.ProtoReflect.Descriptor instead.
 func (*OpenSessionResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{15}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OpenSessionResponse) GetSessionId() int64 {
@@ -1260,7 +1402,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1414,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[16]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1427,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{16}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CloseSessionRequest) GetSessionId() int64 {
@@ -1304,7 +1446,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1316,7 +1458,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[17]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1329,7 +1471,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{17}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{19}
 }
 
 // The request of LeaseService.ListTokenKeys.
@@ -1341,7 +1483,7 @@ type ListTokenKeysRequest struct {
 
 func (x *ListTokenKeysRequest) Reset() {
 	*x = ListTokenKeysRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1495,7 @@ func (x *ListTokenKeysRequest) String() string {
 func (*ListTokenKeysRequest) ProtoMessage() {}
 
 func (x *ListTokenKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[18]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1508,7 @@ func (x *ListTokenKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokenKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListTokenKeysRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{18}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{20}
 }
 
 // The response of LeaseService.ListTokenKeys.
@@ -1380,7 +1522,7 @@ type ListTokenKeysResponse struct {
 
 func (x *ListTokenKeysResponse) Reset() {
 	*x = ListTokenKeysResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1392,7 +1534,7 @@ func (x *ListTokenKeysResponse) String() string {
 func (*ListTokenKeysResponse) ProtoMessage() {}
 
 func (x *ListTokenKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[19]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1405,7 +1547,7 @@ func (x *ListTokenKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokenKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListTokenKeysResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{19}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListTokenKeysResponse) GetKeys() []*TokenKey {
@@ -1430,7 +1572,7 @@ type TokenKey struct {
 
 func (x *TokenKey) Reset() {
 	*x = TokenKey{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[20]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1584,7 @@ func (x *TokenKey) String() string {
 func (*TokenKey) ProtoMessage() {}
 
 func (x *TokenKey) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[20]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1597,7 @@ func (x *TokenKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenKey.ProtoReflect.Descriptor instead.
 func (*TokenKey) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{20}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TokenKey) GetKeyId() string {
@@ -1492,7 +1634,7 @@ type ProclaimRequest struct {
 
 func (x *ProclaimRequest) Reset() {
 	*x = ProclaimRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[21]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1646,7 @@ func (x *ProclaimRequest) String() string {
 func (*ProclaimRequest) ProtoMessage() {}
 
 func (x *ProclaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[21]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1659,7 @@ func (x *ProclaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProclaimRequest.ProtoReflect.Descriptor instead.
 func (*ProclaimRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{21}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ProclaimRequest) GetToken() *FencingToken {
@@ -1545,7 +1687,7 @@ type ProclaimResponse struct {
 
 func (x *ProclaimResponse) Reset() {
 	*x = ProclaimResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[22]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1699,7 @@ func (x *ProclaimResponse) String() string {
 func (*ProclaimResponse) ProtoMessage() {}
 
 func (x *ProclaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[22]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1712,7 @@ func (x *ProclaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProclaimResponse.ProtoReflect.Descriptor instead.
 func (*ProclaimResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{22}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ProclaimResponse) GetRevision() int64 {
@@ -1591,7 +1733,7 @@ type LiftLockDelayRequest struct {
 
 func (x *LiftLockDelayRequest) Reset() {
 	*x = LiftLockDelayRequest{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[23]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1745,7 @@ func (x *LiftLockDelayRequest) String() string {
 func (*LiftLockDelayRequest) ProtoMessage() {}
 
 func (x *LiftLockDelayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[23]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1758,7 @@ func (x *LiftLockDelayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftLockDelayRequest.ProtoReflect.Descriptor instead.
 func (*LiftLockDelayRequest) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{23}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LiftLockDelayRequest) GetResource() string {
@@ -1639,7 +1781,7 @@ type LiftLockDelayResponse struct {
 
 func (x *LiftLockDelayResponse) Reset() {
 	*x = LiftLockDelayResponse{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[24]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1793,7 @@ func (x *LiftLockDelayResponse) String() string {
 func (*LiftLockDelayResponse) ProtoMessage() {}
 
 func (x *LiftLockDelayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[24]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1806,7 @@ func (x *LiftLockDelayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftLockDelayResponse.ProtoReflect.Descriptor instead.
 func (*LiftLockDelayResponse) Descriptor() ([]byte, []int) {
-	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{24}
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LiftLockDelayResponse) GetLifted() bool {
@@ -1681,11 +1823,66 @@ func (x *LiftLockDelayResponse) GetGeneration() int64 {
 	return 0
 }
 
+// One resource in use, as Describe describes it.
+type ListResourcesResponse_Resource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource's name.
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// What Describe answers for it.
+	State         *DescribeResponse `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResourcesResponse_Resource) Reset() {
+	*x = ListResourcesResponse_Resource{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResourcesResponse_Resource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResourcesResponse_Resource) ProtoMessage() {}
+
+func (x *ListResourcesResponse_Resource) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResourcesResponse_Resource.ProtoReflect.Descriptor instead.
+func (*ListResourcesResponse_Resource) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{12, 0}
+}
+
+func (x *ListResourcesResponse_Resource) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ListResourcesResponse_Resource) GetState() *DescribeResponse {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
 var File_fencekeeper_v1_lease_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\n" +
-	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\x84\x03\n" +
+	"\x1afencekeeper/v1/lease.proto\x12\x0efencekeeper.v1\x1a\x1afencekeeper/v1/token.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\x9e\x03\n" +
 	"\x0eAcquireRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
@@ -1700,7 +1897,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x05value\x18\t \x01(\fR\x05value\x12\x1f\n" +
 	"\vmax_holders\x18\n" +
 	" \x01(\x05R\n" +
-	"maxHolders\"\xac\x01\n" +
+	"maxHolders\x12\x18\n" +
+	"\apreempt\x18\v \x01(\bR\apreempt\"\xac\x01\n" +
 	"\x0fAcquireResponse\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x128\n" +
@@ -1745,7 +1943,18 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x13holders_without_ttl\x18\f \x01(\x05R\x11holdersWithoutTtl\x12\x14\n" +
 	"\x05value\x18\r \x01(\fR\x05value\x12\x1f\n" +
 	"\vmax_holders\x18\x0e \x01(\x05R\n" +
-	"maxHolders\"\xc2\x01\n" +
+	"maxHolders\"j\n" +
+	"\x14ListResourcesRequest\x12\x16\n" +
+	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\xed\x01\n" +
+	"\x15ListResourcesResponse\x12L\n" +
+	"\tresources\x18\x01 \x03(\v2..fencekeeper.v1.ListResourcesResponse.ResourceR\tresources\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x1a^\n" +
+	"\bResource\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x126\n" +
+	"\x05state\x18\x02 \x01(\v2 .fencekeeper.v1.DescribeResponseR\x05state\"\xc2\x01\n" +
 	"\x06Holder\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x122\n" +
 	"\x05token\x18\x02 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
@@ -1800,13 +2009,14 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x06lifted\x18\x01 \x01(\bR\x06lifted\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
-	"generation2\x9d\a\n" +
+	"generation2\xfb\a\n" +
 	"\fLeaseService\x12J\n" +
 	"\aAcquire\x12\x1e.fencekeeper.v1.AcquireRequest\x1a\x1f.fencekeeper.v1.AcquireResponse\x12T\n" +
 	"\tKeepAlive\x12 .fencekeeper.v1.KeepAliveRequest\x1a!.fencekeeper.v1.KeepAliveResponse(\x010\x01\x12D\n" +
 	"\x05Renew\x12\x1c.fencekeeper.v1.RenewRequest\x1a\x1d.fencekeeper.v1.RenewResponse\x12J\n" +
 	"\aRelease\x12\x1e.fencekeeper.v1.ReleaseRequest\x1a\x1f.fencekeeper.v1.ReleaseResponse\x12M\n" +
-	"\bDescribe\x12\x1f.fencekeeper.v1.DescribeRequest\x1a .fencekeeper.v1.DescribeResponse\x12L\n" +
+	"\bDescribe\x12\x1f.fencekeeper.v1.DescribeRequest\x1a .fencekeeper.v1.DescribeResponse\x12\\\n" +
+	"\rListResources\x12$.fencekeeper.v1.ListResourcesRequest\x1a%.fencekeeper.v1.ListResourcesResponse\x12L\n" +
 	"\aObserve\x12\x1e.fencekeeper.v1.ObserveRequest\x1a\x1f.fencekeeper.v1.ObserveResponse0\x01\x12V\n" +
 	"\vOpenSession\x12\".fencekeeper.v1.OpenSessionRequest\x1a#.fencekeeper.v1.OpenSessionResponse\x12Y\n" +
 	"\fCloseSession\x12#.fencekeeper.v1.CloseSessionRequest\x1a$.fencekeeper.v1.CloseSessionResponse\x12\\\n" +
@@ -1828,98 +2038,105 @@ func file_fencekeeper_v1_lease_proto_rawDescGZIP() []byte {
 	return file_fencekeeper_v1_lease_proto_rawDescData
 }
 
-var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_fencekeeper_v1_lease_proto_goTypes = []any{
-	(*AcquireRequest)(nil),        // 0: fencekeeper.v1.AcquireRequest
-	(*AcquireResponse)(nil),       // 1: fencekeeper.v1.AcquireResponse
-	(*KeepAliveRequest)(nil),      // 2: fencekeeper.v1.KeepAliveRequest
-	(*KeepAliveResponse)(nil),     // 3: fencekeeper.v1.KeepAliveResponse
-	(*LeaseRenewal)(nil),          // 4: fencekeeper.v1.LeaseRenewal
-	(*RenewRequest)(nil),          // 5: fencekeeper.v1.RenewRequest
-	(*RenewResponse)(nil),         // 6: fencekeeper.v1.RenewResponse
-	(*ReleaseRequest)(nil),        // 7: fencekeeper.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),       // 8: fencekeeper.v1.ReleaseResponse
-	(*DescribeRequest)(nil),       // 9: fencekeeper.v1.DescribeRequest
-	(*DescribeResponse)(nil),      // 10: fencekeeper.v1.DescribeResponse
-	(*Holder)(nil),                // 11: fencekeeper.v1.Holder
-	(*ObserveRequest)(nil),        // 12: fencekeeper.v1.ObserveRequest
-	(*ObserveResponse)(nil),       // 13: fencekeeper.v1.ObserveResponse
-	(*OpenSessionRequest)(nil),    // 14: fencekeeper.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),   // 15: fencekeeper.v1.OpenSessionResponse
-	(*CloseSessionRequest)(nil),   // 16: fencekeeper.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),  // 17: fencekeeper.v1.CloseSessionResponse
-	(*ListTokenKeysRequest)(nil),  // 18: fencekeeper.v1.ListTokenKeysRequest
-	(*ListTokenKeysResponse)(nil), // 19: fencekeeper.v1.ListTokenKeysResponse
-	(*TokenKey)(nil),              // 20: fencekeeper.v1.TokenKey
-	(*ProclaimRequest)(nil),       // 21: fencekeeper.v1.ProclaimRequest
-	(*ProclaimResponse)(nil),      // 22: fencekeeper.v1.ProclaimResponse
-	(*LiftLockDelayRequest)(nil),  // 23: fencekeeper.v1.LiftLockDelayRequest
-	(*LiftLockDelayResponse)(nil), // 24: fencekeeper.v1.LiftLockDelayResponse
-	(*durationpb.Duration)(nil),   // 25: google.protobuf.Duration
-	(AcquireMode)(0),              // 26: fencekeeper.v1.AcquireMode
-	(*FencingToken)(nil),          // 27: fencekeeper.v1.FencingToken
-	(*status.Status)(nil),         // 28: google.rpc.Status
-	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
+	(*AcquireRequest)(nil),                 // 0: fencekeeper.v1.AcquireRequest
+	(*AcquireResponse)(nil),                // 1: fencekeeper.v1.AcquireResponse
+	(*KeepAliveRequest)(nil),               // 2: fencekeeper.v1.KeepAliveRequest
+	(*KeepAliveResponse)(nil),              // 3: fencekeeper.v1.KeepAliveResponse
+	(*LeaseRenewal)(nil),                   // 4: fencekeeper.v1.LeaseRenewal
+	(*RenewRequest)(nil),                   // 5: fencekeeper.v1.RenewRequest
+	(*RenewResponse)(nil),                  // 6: fencekeeper.v1.RenewResponse
+	(*ReleaseRequest)(nil),                 // 7: fencekeeper.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),                // 8: fencekeeper.v1.ReleaseResponse
+	(*DescribeRequest)(nil),                // 9: fencekeeper.v1.DescribeRequest
+	(*DescribeResponse)(nil),               // 10: fencekeeper.v1.DescribeResponse
+	(*ListResourcesRequest)(nil),           // 11: fencekeeper.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),          // 12: fencekeeper.v1.ListResourcesResponse
+	(*Holder)(nil),                         // 13: fencekeeper.v1.Holder
+	(*ObserveRequest)(nil),                 // 14: fencekeeper.v1.ObserveRequest
+	(*ObserveResponse)(nil),                // 15: fencekeeper.v1.ObserveResponse
+	(*OpenSessionRequest)(nil),             // 16: fencekeeper.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),            // 17: fencekeeper.v1.OpenSessionResponse
+	(*CloseSessionRequest)(nil),            // 18: fencekeeper.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),           // 19: fencekeeper.v1.CloseSessionResponse
+	(*ListTokenKeysRequest)(nil),           // 20: fencekeeper.v1.ListTokenKeysRequest
+	(*ListTokenKeysResponse)(nil),          // 21: fencekeeper.v1.ListTokenKeysResponse
+	(*TokenKey)(nil),                       // 22: fencekeeper.v1.TokenKey
+	(*ProclaimRequest)(nil),                // 23: fencekeeper.v1.ProclaimRequest
+	(*ProclaimResponse)(nil),               // 24: fencekeeper.v1.ProclaimResponse
+	(*LiftLockDelayRequest)(nil),           // 25: fencekeeper.v1.LiftLockDelayRequest
+	(*LiftLockDelayResponse)(nil),          // 26: fencekeeper.v1.LiftLockDelayResponse
+	(*ListResourcesResponse_Resource)(nil), // 27: fencekeeper.v1.ListResourcesResponse.Resource
+	(*durationpb.Duration)(nil),            // 28: google.protobuf.Duration
+	(AcquireMode)(0),                       // 29: fencekeeper.v1.AcquireMode
+	(*FencingToken)(nil),                   // 30: fencekeeper.v1.FencingToken
+	(*status.Status)(nil),                  // 31: google.rpc.Status
+	(*timestamppb.Timestamp)(nil),          // 32: google.protobuf.Timestamp
 }
 var file_fencekeeper_v1_lease_proto_depIdxs = []int32{
-	25, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
-	25, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
-	25, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
-	26, // 3: fencekeeper.v1.AcquireRequest.mode:type_name -> fencekeeper.v1.AcquireMode
-	27, // 4: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
-	25, // 5: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	25, // 6: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
-	25, // 7: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
-	28, // 8: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
+	28, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
+	28, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
+	28, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
+	29, // 3: fencekeeper.v1.AcquireRequest.mode:type_name -> fencekeeper.v1.AcquireMode
+	30, // 4: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
+	28, // 5: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	28, // 6: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
+	28, // 7: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
+	31, // 8: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
 	4,  // 9: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
-	25, // 10: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
-	28, // 11: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
-	25, // 12: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
-	27, // 13: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
-	27, // 14: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
-	25, // 15: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
-	25, // 16: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
-	29, // 17: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
-	11, // 18: fencekeeper.v1.DescribeResponse.holders:type_name -> fencekeeper.v1.Holder
-	27, // 19: fencekeeper.v1.Holder.token:type_name -> fencekeeper.v1.FencingToken
-	25, // 20: fencekeeper.v1.Holder.ttl:type_name -> google.protobuf.Duration
-	27, // 21: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
-	25, // 22: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
-	29, // 23: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
-	11, // 24: fencekeeper.v1.ObserveResponse.holders:type_name -> fencekeeper.v1.Holder
-	11, // 25: fencekeeper.v1.ObserveResponse.joined:type_name -> fencekeeper.v1.Holder
-	11, // 26: fencekeeper.v1.ObserveResponse.left:type_name -> fencekeeper.v1.Holder
-	25, // 27: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
-	25, // 28: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
-	20, // 29: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
-	27, // 30: fencekeeper.v1.ProclaimRequest.token:type_name -> fencekeeper.v1.FencingToken
-	0,  // 31: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
-	2,  // 32: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
-	5,  // 33: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
-	7,  // 34: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
-	9,  // 35: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
-	12, // 36: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
-	14, // 37: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
-	16, // 38: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
-	18, // 39: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
-	23, // 40: fencekeeper.v1.LeaseService.LiftLockDelay:input_type -> fencekeeper.v1.LiftLockDelayRequest
-	21, // 41: fencekeeper.v1.LeaseService.Proclaim:input_type -> fencekeeper.v1.ProclaimRequest
-	1,  // 42: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
-	3,  // 43: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
-	6,  // 44: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
-	8,  // 45: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
-	10, // 46: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
-	13, // 47: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
-	15, // 48: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
-	17, // 49: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
-	19, // 50: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
-	24, // 51: fencekeeper.v1.LeaseService.LiftLockDelay:output_type -> fencekeeper.v1.LiftLockDelayResponse
-	22, // 52: fencekeeper.v1.LeaseService.Proclaim:output_type -> fencekeeper.v1.ProclaimResponse
-	42, // [42:53] is the sub-list for method output_type
-	31, // [31:42] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	28, // 10: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
+	31, // 11: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
+	28, // 12: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
+	30, // 13: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
+	30, // 14: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
+	28, // 15: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
+	28, // 16: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
+	32, // 17: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	13, // 18: fencekeeper.v1.DescribeResponse.holders:type_name -> fencekeeper.v1.Holder
+	27, // 19: fencekeeper.v1.ListResourcesResponse.resources:type_name -> fencekeeper.v1.ListResourcesResponse.Resource
+	30, // 20: fencekeeper.v1.Holder.token:type_name -> fencekeeper.v1.FencingToken
+	28, // 21: fencekeeper.v1.Holder.ttl:type_name -> google.protobuf.Duration
+	30, // 22: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
+	28, // 23: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
+	32, // 24: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	13, // 25: fencekeeper.v1.ObserveResponse.holders:type_name -> fencekeeper.v1.Holder
+	13, // 26: fencekeeper.v1.ObserveResponse.joined:type_name -> fencekeeper.v1.Holder
+	13, // 27: fencekeeper.v1.ObserveResponse.left:type_name -> fencekeeper.v1.Holder
+	28, // 28: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	28, // 29: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
+	22, // 30: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
+	30, // 31: fencekeeper.v1.ProclaimRequest.token:type_name -> fencekeeper.v1.FencingToken
+	10, // 32: fencekeeper.v1.ListResourcesResponse.Resource.state:type_name -> fencekeeper.v1.DescribeResponse
+	0,  // 33: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
+	2,  // 34: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
+	5,  // 35: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
+	7,  // 36: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
+	9,  // 37: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
+	11, // 38: fencekeeper.v1.LeaseService.ListResources:input_type -> fencekeeper.v1.ListResourcesRequest
+	14, // 39: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
+	16, // 40: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
+	18, // 41: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
+	20, // 42: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
+	25, // 43: fencekeeper.v1.LeaseService.LiftLockDelay:input_type -> fencekeeper.v1.LiftLockDelayRequest
+	23, // 44: fencekeeper.v1.LeaseService.Proclaim:input_type -> fencekeeper.v1.ProclaimRequest
+	1,  // 45: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
+	3,  // 46: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
+	6,  // 47: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
+	8,  // 48: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
+	10, // 49: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
+	12, // 50: fencekeeper.v1.LeaseService.ListResources:output_type -> fencekeeper.v1.ListResourcesResponse
+	15, // 51: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
+	17, // 52: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
+	19, // 53: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
+	21, // 54: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
+	26, // 55: fencekeeper.v1.LeaseService.LiftLockDelay:output_type -> fencekeeper.v1.LiftLockDelayResponse
+	24, // 56: fencekeeper.v1.LeaseService.Proclaim:output_type -> fencekeeper.v1.ProclaimResponse
+	45, // [45:57] is the sub-list for method output_type
+	33, // [33:45] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_fencekeeper_v1_lease_proto_init() }
@@ -1934,7 +2151,7 @@ func file_fencekeeper_v1_lease_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fencekeeper_v1_lease_proto_rawDesc), len(file_fencekeeper_v1_lease_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	LeaseService_Renew_FullMethodName         = "/fencekeeper.v1.LeaseService/Renew"
 	LeaseService_Release_FullMethodName       = "/fencekeeper.v1.LeaseService/Release"
 	LeaseService_Describe_FullMethodName      = "/fencekeeper.v1.LeaseService/Describe"
+	LeaseService_ListResources_FullMethodName = "/fencekeeper.v1.LeaseService/ListResources"
 	LeaseService_Observe_FullMethodName       = "/fencekeeper.v1.LeaseService/Observe"
 	LeaseService_OpenSession_FullMethodName   = "/fencekeeper.v1.LeaseService/OpenSession"
 	LeaseService_CloseSession_FullMethodName  = "/fencekeeper.v1.LeaseService/CloseSession"
@@ -59,6 +60,11 @@ type LeaseServiceClient interface {
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 	// Describe who holds a resource, with which token, for how much longer, and how many wait.
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
+	// List the resources in use, whose names start with a prefix, in name order, a page at a time, each
+	// as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
+	// a policy, only the resources the caller may observe are listed (the others are left out, not
+	// refused). For consoles and operators: "who holds what, and who waits".
+	ListResources(ctx context.Context, in *ListResourcesRequest, opts ...grpc.CallOption) (*ListResourcesResponse, error)
 	// Stream the ownership changes of one resource, starting with its current state: each new holder, and
 	// each new value a holder proclaims (Proclaim), in the order etcd committed them.
 	Observe(ctx context.Context, in *ObserveRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ObserveResponse], error)
@@ -147,6 +153,16 @@ func (c *leaseServiceClient) Describe(ctx context.Context, in *DescribeRequest, 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DescribeResponse)
 	err := c.cc.Invoke(ctx, LeaseService_Describe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *leaseServiceClient) ListResources(ctx context.Context, in *ListResourcesRequest, opts ...grpc.CallOption) (*ListResourcesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListResourcesResponse)
+	err := c.cc.Invoke(ctx, LeaseService_ListResources_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +265,11 @@ type LeaseServiceServer interface {
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	// Describe who holds a resource, with which token, for how much longer, and how many wait.
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
+	// List the resources in use, whose names start with a prefix, in name order, a page at a time, each
+	// as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
+	// a policy, only the resources the caller may observe are listed (the others are left out, not
+	// refused). For consoles and operators: "who holds what, and who waits".
+	ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error)
 	// Stream the ownership changes of one resource, starting with its current state: each new holder, and
 	// each new value a holder proclaims (Proclaim), in the order etcd committed them.
 	Observe(*ObserveRequest, grpc.ServerStreamingServer[ObserveResponse]) error
@@ -304,6 +325,9 @@ func (UnimplementedLeaseServiceServer) Release(context.Context, *ReleaseRequest)
 }
 func (UnimplementedLeaseServiceServer) Describe(context.Context, *DescribeRequest) (*DescribeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Describe not implemented")
+}
+func (UnimplementedLeaseServiceServer) ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListResources not implemented")
 }
 func (UnimplementedLeaseServiceServer) Observe(*ObserveRequest, grpc.ServerStreamingServer[ObserveResponse]) error {
 	return status.Error(codes.Unimplemented, "method Observe not implemented")
@@ -419,6 +443,24 @@ func _LeaseService_Describe_Handler(srv interface{}, ctx context.Context, dec fu
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(LeaseServiceServer).Describe(ctx, req.(*DescribeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LeaseService_ListResources_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListResourcesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LeaseServiceServer).ListResources(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LeaseService_ListResources_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LeaseServiceServer).ListResources(ctx, req.(*ListResourcesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -546,6 +588,10 @@ var LeaseService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Describe",
 			Handler:    _LeaseService_Describe_Handler,
+		},
+		{
+			MethodName: "ListResources",
+			Handler:    _LeaseService_ListResources_Handler,
 		},
 		{
 			MethodName: "OpenSession",

@@ -9,7 +9,7 @@ import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file fencekeeper/v1/errors.proto.
  */
 export const file_fencekeeper_v1_errors: GenFile = /*@__PURE__*/
-  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKsQDCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJEhMKD1VOQVVUSEVOVElDQVRFRBAKEhUKEVBFUk1JU1NJT05fREVOSUVEEAsSDgoKTk9UX0hPTERFUhAMEhsKF1RPS0VOX1NJR05BVFVSRV9JTlZBTElEEA0SDgoKTE9DS19ERUxBWRAOEhAKDFNIQVJFRF9UT0tFThAPEhIKDlFVT1RBX0VYQ0VFREVEEBASEQoNRVRDRF9OT19TUEFDRRAREhMKD0JBVENIX1RPT19MQVJHRRAYEhgKFE1BWF9IT0xERVJTX01JU01BVENIEBRCagoRaW8uZmVuY2VrZWVwZXIudjFCC0Vycm9yc1Byb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw");
+  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKtMDCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJEhMKD1VOQVVUSEVOVElDQVRFRBAKEhUKEVBFUk1JU1NJT05fREVOSUVEEAsSDgoKTk9UX0hPTERFUhAMEhsKF1RPS0VOX1NJR05BVFVSRV9JTlZBTElEEA0SDgoKTE9DS19ERUxBWRAOEhAKDFNIQVJFRF9UT0tFThAPEhIKDlFVT1RBX0VYQ0VFREVEEBASEQoNRVRDRF9OT19TUEFDRRAREhMKD0JBVENIX1RPT19MQVJHRRAYEhgKFE1BWF9IT0xERVJTX01JU01BVENIEBQSDQoJUFJFRU1QVEVEEBJCagoRaW8uZmVuY2VrZWVwZXIudjFCC0Vycm9yc1Byb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw");
 
 /**
  * The reasons fencekeeper puts in the `google.rpc.ErrorInfo` detail of a failed call, with domain
@@ -196,6 +196,19 @@ export enum ErrorReason {
    * @generated from enum value: MAX_HOLDERS_MISMATCH = 20;
    */
   MAX_HOLDERS_MISMATCH = 20,
+
+  /**
+   * FAILED_PRECONDITION, from Renew and KeepAlive (and nowhere else): the lease held a resource that
+   * another acquisition preempted (AcquireRequest.preempt): its acquisition ended then, its writes have
+   * been refused since, and its lease is renewed no more (it expires at its TTL; then LEASE_NOT_FOUND).
+   * Stop acting as the holder; acquire again to queue behind the new one. Metadata: "lease_id",
+   * "resource", "generation" (the preempted one), "by_generation" (the preemptor's; "0" for a moment
+   * after the preemption, while it is granted), "by_principal" (the preemptor's; empty without
+   * authentication).
+   *
+   * @generated from enum value: PREEMPTED = 18;
+   */
+  PREEMPTED = 18,
 }
 
 /**

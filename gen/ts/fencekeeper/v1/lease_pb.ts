@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/lease.proto.
  */
 export const file_fencekeeper_v1_lease: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEiqwIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDBITCgttYXhfaG9sZGVycxgKIAEoBSKVAQoPQWNxdWlyZVJlc3BvbnNlEisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhItCgpsb2NrX2RlbGF5GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjcKEEtlZXBBbGl2ZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMSEQoJbGVhc2VfaWRzGAIgAygDIqABChFLZWVwQWxpdmVSZXNwb25zZRIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cxIuCghyZW5ld2FscxgEIAMoCzIcLmZlbmNla2VlcGVyLnYxLkxlYXNlUmVuZXdhbCJrCgxMZWFzZVJlbmV3YWwSEAoIbGVhc2VfaWQYASABKAMSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiEKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMiIAoMUmVuZXdSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgDIjcKDVJlbmV3UmVzcG9uc2USJgoDdHRsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj0KDlJlbGVhc2VSZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuIhEKD1JlbGVhc2VSZXNwb25zZSIjCg9EZXNjcmliZVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiowMKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCRItCgpsb2NrX2RlbGF5GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCyADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISGwoTaG9sZGVyc193aXRob3V0X3R0bBgMIAEoBRINCgV2YWx1ZRgNIAEoDBITCgttYXhfaG9sZGVycxgOIAEoBSKWAQoGSG9sZGVyEg4KBmhvbGRlchgBIAEoCRIrCgV0b2tlbhgCIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGAoQaG9sZGVyX3ByaW5jaXBhbBgEIAEoCRINCgV2YWx1ZRgFIAEoDCIiCg5PYnNlcnZlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKIAwoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDEhgKEGhvbGRlcl9wcmluY2lwYWwYBSABKAkSLQoKbG9ja19kZWxheRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChBsb2NrX2RlbGF5X3VudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdob2xkZXJzGAggAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiYKBmpvaW5lZBgJIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIkCgRsZWZ0GAogAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEg0KBXZhbHVlGAsgASgMEhMKC21heF9ob2xkZXJzGAwgASgFIkwKEk9wZW5TZXNzaW9uUmVxdWVzdBImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGaG9sZGVyGAIgASgJIlEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgDIhYKFENsb3NlU2Vzc2lvblJlc3BvbnNlIhYKFExpc3RUb2tlbktleXNSZXF1ZXN0Ij8KFUxpc3RUb2tlbktleXNSZXNwb25zZRImCgRrZXlzGAEgAygLMhguZmVuY2VrZWVwZXIudjEuVG9rZW5LZXkiQQoIVG9rZW5LZXkSDgoGa2V5X2lkGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgMIk0KD1Byb2NsYWltUmVxdWVzdBIrCgV0b2tlbhgBIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhINCgV2YWx1ZRgCIAEoDCIkChBQcm9jbGFpbVJlc3BvbnNlEhAKCHJldmlzaW9uGAEgASgDIigKFExpZnRMb2NrRGVsYXlSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIjsKFUxpZnRMb2NrRGVsYXlSZXNwb25zZRIOCgZsaWZ0ZWQYASABKAgSEgoKZ2VuZXJhdGlvbhgCIAEoAzKdBwoMTGVhc2VTZXJ2aWNlEkoKB0FjcXVpcmUSHi5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXNwb25zZRJUCglLZWVwQWxpdmUSIC5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXF1ZXN0GiEuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVzcG9uc2UoATABEkQKBVJlbmV3EhwuZmVuY2VrZWVwZXIudjEuUmVuZXdSZXF1ZXN0Gh0uZmVuY2VrZWVwZXIudjEuUmVuZXdSZXNwb25zZRJKCgdSZWxlYXNlEh4uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVzcG9uc2USTQoIRGVzY3JpYmUSHy5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlEkwKB09ic2VydmUSHi5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXNwb25zZTABElYKC09wZW5TZXNzaW9uEiIuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXF1ZXN0GiMuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXNwb25zZRJZCgxDbG9zZVNlc3Npb24SIy5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiQuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USXAoNTGlzdFRva2VuS2V5cxIkLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFRva2VuS2V5c1Jlc3BvbnNlElwKDUxpZnRMb2NrRGVsYXkSJC5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpZnRMb2NrRGVsYXlSZXNwb25zZRJNCghQcm9jbGFpbRIfLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVzcG9uc2VCaQoRaW8uZmVuY2VrZWVwZXIudjFCCkxlYXNlUHJvdG9QAVpGZ2l0aHViLmNvbS9mZW5jZWtlZXBlci9mZW5jZWtlZXBlci9nZW4vZ28vZmVuY2VrZWVwZXIvdjE7ZmVuY2VrZWVwZXJ2MWIGcHJvdG8z", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEivAIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDBITCgttYXhfaG9sZGVycxgKIAEoBRIPCgdwcmVlbXB0GAsgASgIIpUBCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi0KCmxvY2tfZGVsYXkYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNwoQS2VlcEFsaXZlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoAxIRCglsZWFzZV9pZHMYAiADKAMioAEKEUtlZXBBbGl2ZVJlc3BvbnNlEhAKCGxlYXNlX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCHJlbmV3YWxzGAQgAygLMhwuZmVuY2VrZWVwZXIudjEuTGVhc2VSZW5ld2FsImsKDExlYXNlUmVuZXdhbBIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cyIgCgxSZW5ld1JlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMiNwoNUmVuZXdSZXNwb25zZRImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPQoOUmVsZWFzZVJlcXVlc3QSKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4iEQoPUmVsZWFzZVJlc3BvbnNlIiMKD0Rlc2NyaWJlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKjAwoQRGVzY3JpYmVSZXNwb25zZRIMCgRoZWxkGAEgASgIEg4KBmhvbGRlchgCIAEoCRIrCgV0b2tlbhgDIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDwoHd2FpdGVycxgFIAEoBRINCgVmZW5jZRgGIAEoAxITCgtsYXN0X2lzc3VlZBgHIAEoAxIYChBob2xkZXJfcHJpbmNpcGFsGAggASgJEi0KCmxvY2tfZGVsYXkYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoQbG9ja19kZWxheV91bnRpbBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoHaG9sZGVycxgLIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIbChNob2xkZXJzX3dpdGhvdXRfdHRsGAwgASgFEg0KBXZhbHVlGA0gASgMEhMKC21heF9ob2xkZXJzGA4gASgFIk0KFExpc3RSZXNvdXJjZXNSZXF1ZXN0Eg4KBnByZWZpeBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSLCAQoVTGlzdFJlc291cmNlc1Jlc3BvbnNlEkEKCXJlc291cmNlcxgBIAMoCzIuLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXNwb25zZS5SZXNvdXJjZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkaTQoIUmVzb3VyY2USEAoIcmVzb3VyY2UYASABKAkSLwoFc3RhdGUYAiABKAsyIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlIpYBCgZIb2xkZXISDgoGaG9sZGVyGAEgASgJEisKBXRva2VuGAIgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIYChBob2xkZXJfcHJpbmNpcGFsGAQgASgJEg0KBXZhbHVlGAUgASgMIiIKDk9ic2VydmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIogDCg9PYnNlcnZlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SEAoIcmV2aXNpb24YBCABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgFIAEoCRItCgpsb2NrX2RlbGF5GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCCADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISJgoGam9pbmVkGAkgAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiQKBGxlZnQYCiADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISDQoFdmFsdWUYCyABKAwSEwoLbWF4X2hvbGRlcnMYDCABKAUiTAoST3BlblNlc3Npb25SZXF1ZXN0EiYKA3R0bBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAiABKAkiUQoTT3BlblNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAMiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiFgoUTGlzdFRva2VuS2V5c1JlcXVlc3QiPwoVTGlzdFRva2VuS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC5mZW5jZWtlZXBlci52MS5Ub2tlbktleSJBCghUb2tlbktleRIOCgZrZXlfaWQYASABKAkSEQoJYWxnb3JpdGhtGAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwiTQoPUHJvY2xhaW1SZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEg0KBXZhbHVlGAIgASgMIiQKEFByb2NsYWltUmVzcG9uc2USEAoIcmV2aXNpb24YASABKAMiKAoUTGlmdExvY2tEZWxheVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiOwoVTGlmdExvY2tEZWxheVJlc3BvbnNlEg4KBmxpZnRlZBgBIAEoCBISCgpnZW5lcmF0aW9uGAIgASgDMvsHCgxMZWFzZVNlcnZpY2USSgoHQWNxdWlyZRIeLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlc3BvbnNlElQKCUtlZXBBbGl2ZRIgLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlcXVlc3QaIS5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXNwb25zZSgBMAESRAoFUmVuZXcSHC5mZW5jZWtlZXBlci52MS5SZW5ld1JlcXVlc3QaHS5mZW5jZWtlZXBlci52MS5SZW5ld1Jlc3BvbnNlEkoKB1JlbGVhc2USHi5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXNwb25zZRJNCghEZXNjcmliZRIfLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVzcG9uc2USXAoNTGlzdFJlc291cmNlcxIkLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFJlc291cmNlc1Jlc3BvbnNlEkwKB09ic2VydmUSHi5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXNwb25zZTABElYKC09wZW5TZXNzaW9uEiIuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXF1ZXN0GiMuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXNwb25zZRJZCgxDbG9zZVNlc3Npb24SIy5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiQuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USXAoNTGlzdFRva2VuS2V5cxIkLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFRva2VuS2V5c1Jlc3BvbnNlElwKDUxpZnRMb2NrRGVsYXkSJC5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpZnRMb2NrRGVsYXlSZXNwb25zZRJNCghQcm9jbGFpbRIfLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVzcG9uc2VCaQoRaW8uZmVuY2VrZWVwZXIudjFCCkxlYXNlUHJvdG9QAVpGZ2l0aHViLmNvbS9mZW5jZWtlZXBlci9mZW5jZWtlZXBlci9nZW4vZ28vZmVuY2VrZWVwZXIvdjE7ZmVuY2VrZWVwZXJ2MWIGcHJvdG8z", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * The request of LeaseService.Acquire.
@@ -130,6 +130,25 @@ export type AcquireRequest = Message<"fencekeeper.v1.AcquireRequest"> & {
    * @generated from field: int32 max_holders = 10;
    */
   maxHolders: number;
+
+  /**
+   * Preemption (docs/preemption.md): take the resource from whoever holds it now, at once, for an
+   * orchestrator that knows the holder is gone (its pod deleted, its node fenced). One etcd transaction
+   * ends the holder's acquisition (every shared holder's, all together) and raises the resource's fence
+   * past its generation, so that its writes to the fenced store are refused from that instant in both
+   * fence modes; this acquisition is then granted a greater generation ahead of every waiter, who keep
+   * their places behind it. The preempted holder learns it at its next Renew or KeepAlive answer:
+   * FAILED_PRECONDITION, reason PREEMPTED, naming the preemptor's principal and the new generation;
+   * its lease is renewed no more. Needs the policy verb preempt (or admin) on the resource, not acquire.
+   * A free resource is acquired as without preempt. Never waits: wait is ignored. FAILED_PRECONDITION
+   * (reason PREEMPTED is not used then) when the holder asked for a lock-delay: it protects a resource
+   * that cannot check tokens, which a takeover would not protect. Must be exclusive (mode unset or
+   * ACQUIRE_MODE_EXCLUSIVE), on a lease of its own (session_id unset), without lock_delay:
+   * INVALID_ARGUMENT otherwise.
+   *
+   * @generated from field: bool preempt = 11;
+   */
+  preempt: boolean;
 };
 
 /**
@@ -516,6 +535,99 @@ export const DescribeResponseSchema: GenMessage<DescribeResponse> = /*@__PURE__*
   messageDesc(file_fencekeeper_v1_lease, 10);
 
 /**
+ * The request of LeaseService.ListResources.
+ *
+ * @generated from message fencekeeper.v1.ListResourcesRequest
+ */
+export type ListResourcesRequest = Message<"fencekeeper.v1.ListResourcesRequest"> & {
+  /**
+   * Only resources whose names start with this; empty: every resource.
+   *
+   * @generated from field: string prefix = 1;
+   */
+  prefix: string;
+
+  /**
+   * At most this many resources in the answer: 1 to 1000; 0 means 100.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * Where to go on: the next_page_token of the previous answer, with the same prefix. Empty: from the
+   * start.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message fencekeeper.v1.ListResourcesRequest.
+ * Use `create(ListResourcesRequestSchema)` to create a new message.
+ */
+export const ListResourcesRequestSchema: GenMessage<ListResourcesRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 11);
+
+/**
+ * The response of LeaseService.ListResources.
+ *
+ * @generated from message fencekeeper.v1.ListResourcesResponse
+ */
+export type ListResourcesResponse = Message<"fencekeeper.v1.ListResourcesResponse"> & {
+  /**
+   * The resources of this page, in name order.
+   *
+   * @generated from field: repeated fencekeeper.v1.ListResourcesResponse.Resource resources = 1;
+   */
+  resources: ListResourcesResponse_Resource[];
+
+  /**
+   * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
+   * than page_size resources and still have a next one.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message fencekeeper.v1.ListResourcesResponse.
+ * Use `create(ListResourcesResponseSchema)` to create a new message.
+ */
+export const ListResourcesResponseSchema: GenMessage<ListResourcesResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 12);
+
+/**
+ * One resource in use, as Describe describes it.
+ *
+ * @generated from message fencekeeper.v1.ListResourcesResponse.Resource
+ */
+export type ListResourcesResponse_Resource = Message<"fencekeeper.v1.ListResourcesResponse.Resource"> & {
+  /**
+   * The resource's name.
+   *
+   * @generated from field: string resource = 1;
+   */
+  resource: string;
+
+  /**
+   * What Describe answers for it.
+   *
+   * @generated from field: fencekeeper.v1.DescribeResponse state = 2;
+   */
+  state?: DescribeResponse;
+};
+
+/**
+ * Describes the message fencekeeper.v1.ListResourcesResponse.Resource.
+ * Use `create(ListResourcesResponse_ResourceSchema)` to create a new message.
+ */
+export const ListResourcesResponse_ResourceSchema: GenMessage<ListResourcesResponse_Resource> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 12, 0);
+
+/**
  * One holder of a resource: an exclusive holder, or one of its shared holders.
  *
  * @generated from message fencekeeper.v1.Holder
@@ -563,7 +675,7 @@ export type Holder = Message<"fencekeeper.v1.Holder"> & {
  * Use `create(HolderSchema)` to create a new message.
  */
 export const HolderSchema: GenMessage<Holder> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 11);
+  messageDesc(file_fencekeeper_v1_lease, 13);
 
 /**
  * The request of LeaseService.Observe.
@@ -584,7 +696,7 @@ export type ObserveRequest = Message<"fencekeeper.v1.ObserveRequest"> & {
  * Use `create(ObserveRequestSchema)` to create a new message.
  */
 export const ObserveRequestSchema: GenMessage<ObserveRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 12);
+  messageDesc(file_fencekeeper_v1_lease, 14);
 
 /**
  * One ownership change of the observed resource. The first message of the stream gives the state at
@@ -694,7 +806,7 @@ export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
  * Use `create(ObserveResponseSchema)` to create a new message.
  */
 export const ObserveResponseSchema: GenMessage<ObserveResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 13);
+  messageDesc(file_fencekeeper_v1_lease, 15);
 
 /**
  * The request of LeaseService.OpenSession.
@@ -722,7 +834,7 @@ export type OpenSessionRequest = Message<"fencekeeper.v1.OpenSessionRequest"> & 
  * Use `create(OpenSessionRequestSchema)` to create a new message.
  */
 export const OpenSessionRequestSchema: GenMessage<OpenSessionRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 14);
+  messageDesc(file_fencekeeper_v1_lease, 16);
 
 /**
  * The response of LeaseService.OpenSession.
@@ -750,7 +862,7 @@ export type OpenSessionResponse = Message<"fencekeeper.v1.OpenSessionResponse"> 
  * Use `create(OpenSessionResponseSchema)` to create a new message.
  */
 export const OpenSessionResponseSchema: GenMessage<OpenSessionResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 15);
+  messageDesc(file_fencekeeper_v1_lease, 17);
 
 /**
  * The request of LeaseService.CloseSession.
@@ -771,7 +883,7 @@ export type CloseSessionRequest = Message<"fencekeeper.v1.CloseSessionRequest"> 
  * Use `create(CloseSessionRequestSchema)` to create a new message.
  */
 export const CloseSessionRequestSchema: GenMessage<CloseSessionRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 16);
+  messageDesc(file_fencekeeper_v1_lease, 18);
 
 /**
  * The response of LeaseService.CloseSession.
@@ -786,7 +898,7 @@ export type CloseSessionResponse = Message<"fencekeeper.v1.CloseSessionResponse"
  * Use `create(CloseSessionResponseSchema)` to create a new message.
  */
 export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 17);
+  messageDesc(file_fencekeeper_v1_lease, 19);
 
 /**
  * The request of LeaseService.ListTokenKeys.
@@ -801,7 +913,7 @@ export type ListTokenKeysRequest = Message<"fencekeeper.v1.ListTokenKeysRequest"
  * Use `create(ListTokenKeysRequestSchema)` to create a new message.
  */
 export const ListTokenKeysRequestSchema: GenMessage<ListTokenKeysRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 18);
+  messageDesc(file_fencekeeper_v1_lease, 20);
 
 /**
  * The response of LeaseService.ListTokenKeys.
@@ -822,7 +934,7 @@ export type ListTokenKeysResponse = Message<"fencekeeper.v1.ListTokenKeysRespons
  * Use `create(ListTokenKeysResponseSchema)` to create a new message.
  */
 export const ListTokenKeysResponseSchema: GenMessage<ListTokenKeysResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 19);
+  messageDesc(file_fencekeeper_v1_lease, 21);
 
 /**
  * A public key that verifies FencingToken signatures.
@@ -857,7 +969,7 @@ export type TokenKey = Message<"fencekeeper.v1.TokenKey"> & {
  * Use `create(TokenKeySchema)` to create a new message.
  */
 export const TokenKeySchema: GenMessage<TokenKey> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 20);
+  messageDesc(file_fencekeeper_v1_lease, 22);
 
 /**
  * The request of LeaseService.Proclaim.
@@ -885,7 +997,7 @@ export type ProclaimRequest = Message<"fencekeeper.v1.ProclaimRequest"> & {
  * Use `create(ProclaimRequestSchema)` to create a new message.
  */
 export const ProclaimRequestSchema: GenMessage<ProclaimRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 21);
+  messageDesc(file_fencekeeper_v1_lease, 23);
 
 /**
  * The response of LeaseService.Proclaim.
@@ -906,7 +1018,7 @@ export type ProclaimResponse = Message<"fencekeeper.v1.ProclaimResponse"> & {
  * Use `create(ProclaimResponseSchema)` to create a new message.
  */
 export const ProclaimResponseSchema: GenMessage<ProclaimResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 22);
+  messageDesc(file_fencekeeper_v1_lease, 24);
 
 /**
  * The request of LeaseService.LiftLockDelay.
@@ -927,7 +1039,7 @@ export type LiftLockDelayRequest = Message<"fencekeeper.v1.LiftLockDelayRequest"
  * Use `create(LiftLockDelayRequestSchema)` to create a new message.
  */
 export const LiftLockDelayRequestSchema: GenMessage<LiftLockDelayRequest> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 23);
+  messageDesc(file_fencekeeper_v1_lease, 25);
 
 /**
  * The response of LeaseService.LiftLockDelay.
@@ -955,7 +1067,7 @@ export type LiftLockDelayResponse = Message<"fencekeeper.v1.LiftLockDelayRespons
  * Use `create(LiftLockDelayResponseSchema)` to create a new message.
  */
 export const LiftLockDelayResponseSchema: GenMessage<LiftLockDelayResponse> = /*@__PURE__*/
-  messageDesc(file_fencekeeper_v1_lease, 24);
+  messageDesc(file_fencekeeper_v1_lease, 26);
 
 /**
  * LeaseService hands out leases on named resources, each with a fencing token.
@@ -1023,6 +1135,19 @@ export const LeaseService: GenService<{
     methodKind: "unary";
     input: typeof DescribeRequestSchema;
     output: typeof DescribeResponseSchema;
+  },
+  /**
+   * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
+   * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
+   * a policy, only the resources the caller may observe are listed (the others are left out, not
+   * refused). For consoles and operators: "who holds what, and who waits".
+   *
+   * @generated from rpc fencekeeper.v1.LeaseService.ListResources
+   */
+  listResources: {
+    methodKind: "unary";
+    input: typeof ListResourcesRequestSchema;
+    output: typeof ListResourcesResponseSchema;
   },
   /**
    * Stream the ownership changes of one resource, starting with its current state: each new holder, and

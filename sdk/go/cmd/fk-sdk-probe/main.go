@@ -2,7 +2,7 @@
 //
 //	fk-sdk-probe scenario --server URLS --resource R
 //	    the conformance scenario of test/conformance/SCENARIO.md, through the library
-//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--shared] [--lock-delay 3s] [--acquire-timeout 1s]
+//	fk-sdk-probe hold --server URLS --resource R [--ttl 2s] [--holder H] [--sessions] [--shared] [--lock-delay 3s] [--acquire-timeout 1s] [--preempt]
 //	    acquires R (on a session with --sessions, shared with --shared; with --acquire-timeout, with a
 //	    context.WithTimeout context whose cancel runs as Acquire returns, as a Go program would write it) and keeps it; prints one JSON line per event (granted, renewed, lost, stream-opened,
 //	    stream-failed, ...), then runs the commands it reads on stdin, one a line:
@@ -14,6 +14,12 @@
 //	      observe     the first message of Observe (the state now): held, holders, lock_delay_ms, lock_delay_until, max_holders, value
 //	      acquire     another Acquire of the resource, without waiting: its error's type, or its token
 //	    and exits at the end of stdin.
+//	fk-sdk-probe elect --server URLS --resource R [--ttl 2s] [--holder H] [--value V] [--linger 1s]
+//	    runs Lead on R (elect.go), printing elected, abort, returned, deposed, new-leader (each with its
+//	    loop's number) and each change ObserveLeaders gives (leader); with --linger, OnElected goes on that
+//	    long after its context ended; commands on stdin: resign, proclaim V, leader, second (a second
+//	    client's Lead in this process), semaphore R N WAIT_MS, permit-write K V, describe-of R,
+//	    release-permits; at the end of stdin it stops Lead and exits.
 //	fk-sdk-probe reasons
 //	    prints the error type the library returns for each reason of the generated ErrorReason enum ("" for
 //	    none), and for NOT_FOUND without a reason, as one JSON object.
@@ -62,6 +68,9 @@ func main() {
 	sessions := flags.Bool("sessions", false, "hold: acquire on a session (Options.Sessions)")
 	lockDelay := flags.Duration("lock-delay", 0, "hold: the lock-delay (AcquireOptions.LockDelay)")
 	shared := flags.Bool("shared", false, "hold: a shared acquisition (AcquireOptions.Shared)")
+	value := flags.String("value", "", "elect: the value to campaign with")
+	linger := flags.Duration("linger", 0, "elect: onElected goes on this long after its context ended")
+	preempt := flags.Bool("preempt", false, "hold: take the resource from its holder (AcquireOptions.Preempt)")
 	acquireTimeout := flags.Duration("acquire-timeout", 0, "hold: Acquire's context is a context.WithTimeout of this, cancelled once Acquire returns")
 	bearer := flags.String("bearer", "", "a JWT, sent as authorization: Bearer")
 	ca := flags.String("tls-ca", "", "PEM CA of the server's certificate")
@@ -83,7 +92,12 @@ func main() {
 			os.Exit(1)
 		}
 	case "hold":
-		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay}, *acquireTimeout); err != nil {
+		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay, Preempt: *preempt}, *acquireTimeout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "elect":
+		if err := elect(fencekeeper.Options{Servers: urls, Credentials: creds, Holder: *holder}, *resource, *ttl, *value, *linger); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -191,7 +205,12 @@ func hold(options fencekeeper.Options, resource string, acquire fencekeeper.Acqu
 		<-lease.Done()
 		var lost *fencekeeper.LeaseLostError
 		errors.As(lease.Err(), &lost)
-		p.print(map[string]any{"event": "lost", "at": ms(lost.LostAt), "why": string(lost.Why), "valid_until": ms(lost.ValidUntil), "last_confirmed_at": ms(lost.LastConfirmedAt)})
+		event := map[string]any{"event": "lost", "at": ms(lost.LostAt), "why": string(lost.Why), "valid_until": ms(lost.ValidUntil), "last_confirmed_at": ms(lost.LastConfirmedAt)}
+		var preempted *fencekeeper.PreemptedError
+		if errors.As(lost.Cause, &preempted) {
+			event["reason"], event["by_generation"], event["by_principal"] = preempted.Reason, strconv.FormatInt(preempted.ByGeneration, 10), preempted.ByPrincipal
+		}
+		p.print(event)
 	}()
 	lines := bufio.NewScanner(os.Stdin)
 	for lines.Scan() {

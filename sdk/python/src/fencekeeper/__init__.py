@@ -25,6 +25,7 @@ from fencekeeper.errors import (  # noqa: E402
     InvalidArgumentError,
     LeaseLostError,
     LeaseNotFoundError,
+    PreemptedError,
     LeaseNotHeldError,
     LossCause,
     PermissionDeniedError,
@@ -36,11 +37,17 @@ from fencekeeper.errors import (  # noqa: E402
     UnavailableError,
 )
 from fencekeeper.lease import Lease  # noqa: E402
+from fencekeeper.election import Leader, LeaderChange, LeaderObservation, Leadership, LossSignal  # noqa: E402
 from fencekeeper.store import BatchResult, BatchWrite, Commit, Delete, Entry, FenceModeName, GetResult, Put, Store  # noqa: E402
 from fencekeeper.token import Token  # noqa: E402
 from fencekeeper.verify import canonical_token, verify_token  # noqa: E402
 
 __all__ = [
+    "Leader",
+    "LeaderChange",
+    "LeaderObservation",
+    "Leadership",
+    "LossSignal",
     "Backoff",
     "BatchResult",
     "BatchWrite",
@@ -60,6 +67,7 @@ __all__ = [
     "Lease",
     "LeaseLostError",
     "LeaseNotFoundError",
+    "PreemptedError",
     "LeaseNotHeldError",
     "LossCause",
     "Observation",

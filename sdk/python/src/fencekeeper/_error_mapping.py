@@ -37,6 +37,7 @@ _BY_REASON: dict[int, type[errors.FencekeeperError]] = {
     _R.ETCD_NO_SPACE: errors.FencekeeperError,
     _R.BATCH_TOO_LARGE: errors.InvalidArgumentError,
     _R.MAX_HOLDERS_MISMATCH: errors.FencekeeperError,
+    _R.PREEMPTED: errors.PreemptedError,
 }
 """The typed error of each reason of the generated ErrorReason enum (gen/python, from
 proto/fencekeeper/v1/errors.proto). A reason added to the proto without an entry here fails the reasons

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from fencekeeper._deadline import Deadline, Instant, to_datetime
 from fencekeeper._keepalive import Emit, KeepAlive
-from fencekeeper.errors import FencekeeperError, LeaseNotFoundError, LossCause
+from fencekeeper.errors import FencekeeperError, LeaseNotFoundError, LossCause, PreemptedError
 from fencekeeper.token import Token
 
 if TYPE_CHECKING:
@@ -80,6 +80,8 @@ class Keeper:
             return
         if isinstance(error, LeaseNotFoundError):
             self.lose("not-found", error)
+        elif isinstance(error, PreemptedError):
+            self.lose("preempted", error)
         elif self.ctx.emit:
             self.renewal_failed(error)
 
@@ -144,7 +146,7 @@ class OwnLease(Keeper):
             # A lease the server says is gone needs no release; one past its deadline may still be held in etcd,
             # and is released then, unless it has a lock-delay: releasing would end, without the delay, a lease
             # whose writes sent before the deadline may still be on their way, which is what the delay is for.
-            left = why == "not-found" or (why == "deadline" and self.lock_delay)
+            left = why in ("not-found", "preempted") or (why == "deadline" and self.lock_delay)
             ending = done() if left else self.ctx.release(self.lease.token)
             notify = self.lease._mark(why, cause, ending)
         if notify is not None:

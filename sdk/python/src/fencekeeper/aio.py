@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, AsyncIterator, Callable, Sequence, TypeVar
 
 from fencekeeper import client as _client
+from fencekeeper import election as _election
 from fencekeeper import lease as _lease
 from fencekeeper.client import DEFAULT_TTL, Description, Ownership
 from fencekeeper.errors import LeaseLostError
@@ -114,6 +115,10 @@ class Lease:
         self.check()
         return await self._run(functools.partial(self._core.txn, ops, mode=mode, idempotency_key=idempotency_key))
 
+    async def proclaim(self, value: Value) -> int:
+        """As fencekeeper.Lease.proclaim()."""
+        return await self._run(self._core.proclaim, value)
+
     async def get(self, key: str) -> GetResult:
         self.check()
         return await self._run(self._core.get, key)
@@ -172,12 +177,16 @@ class Client:
         holder: str | None = None,
         lock_delay: float = 0,
         shared: bool = False,
+        value: Value = b"",
+        max_holders: int = 0,
+        preempt: bool = False,
     ) -> Lease:
         """As fencekeeper.Client.acquire(); cancelling the awaiting task cancels it."""
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
         acquire = functools.partial(
-            self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared
+            self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared,
+            value=value, max_holders=max_holders, preempt=preempt,
         )
         acquiring = loop.run_in_executor(self._threads, acquire)
         try:
@@ -230,6 +239,29 @@ class Client:
 
     async def token_keys(self) -> dict[str, bytes]:
         return await self._run(self._core.token_keys)
+
+    # Leader election and counting semaphores (fencekeeper.election).
+
+    async def campaign(self, resource: str, value: Value, **options: Any) -> _election.AsyncLeadership:
+        """Waits in line for resource, exclusively, publishing value; returns once elected (cancel the task to stop waiting)."""
+        return await _election.campaign_async(self, resource, value, **options)
+
+    async def leader(self, resource: str) -> _election.Leader | None:
+        return await self._run(self._core.leader, resource)
+
+    def observe_leaders(self, resource: str) -> AsyncIterator[_election.LeaderChange]:
+        """The leader now, then each change of leader or of its value, reconnecting; stop by leaving the loop."""
+        return _election.observe_leaders_async(self, resource)
+
+    async def lead(self, resource: str, on_elected: Callable[..., Any], **options: Any) -> None:
+        """Campaigns until the awaiting task is cancelled, in client-go's style (election.lead_async)."""
+        await _election.lead_async(self, resource, on_elected, **options)
+
+    async def semaphore(self, resource: str, n: int, *, wait: bool | float = True, **options: Any) -> Lease:
+        """A permit of a counting semaphore of n (docs/semaphores.md), as fencekeeper.Client.semaphore()."""
+        if not isinstance(n, int) or n < 1:
+            return await self._run(functools.partial(self._core.semaphore, resource, n))  # raises InvalidArgumentError
+        return await self.acquire(resource, wait=wait, max_holders=n, **options)
 
     async def close(self) -> None:
         await self._run(self._core.close)

@@ -27,7 +27,7 @@ from fencekeeper._keeper import KeeperContext, OwnLease, Session
 from fencekeeper._servers import Calls, Connection, Credentials, Servers
 from fencekeeper.errors import CanceledError, FencekeeperError, LeaseNotFoundError, UnavailableError
 from fencekeeper.lease import Lease, LeaseContext
-from fencekeeper.store import FenceModeName, Store
+from fencekeeper.store import FenceModeName, Store, Value, _bytes
 from fencekeeper.token import Token
 from fencekeeper.v1 import lease_pb2, token_pb2
 
@@ -74,6 +74,10 @@ class Description:
     """The holder's lock-delay in seconds, or, while the resource is in a lock-delay, the one being served."""
     lock_delay_until: datetime | None = None
     """Set while the resource is in a lock-delay (its holder's lease expired): about when it ends."""
+    value: bytes = b""
+    """The exclusive holder's published value (acquire's value, or its latest proclaim); empty without one."""
+    max_holders: int = 0
+    """The shared holders' semaphore size (acquire's max_holders); 0 when they are not a semaphore's."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,9 @@ class Client:
         holder: str | None = None,
         lock_delay: float = 0,
         shared: bool = False,
+        value: Value = b"",
+        max_holders: int = 0,
+        preempt: bool = False,
     ) -> Lease:
         """Acquires resource and keeps its lease alive until it is released or lost.
 
@@ -220,16 +227,26 @@ class Client:
         lock_delay: seconds (whole, rounded up; 0: none) during which nobody is granted the resource if this
         lease expires rather than being released (docs/lock-delay.md); such a lease is always one of its own.
         shared: a shared acquisition (docs/shared-leases.md), held beside other shared ones while no
-        exclusive one holds or waits; its token's shared is True and the fenced store refuses its writes."""
-        mode = token_pb2.ACQUIRE_MODE_SHARED if shared else token_pb2.ACQUIRE_MODE_UNSPECIFIED
+        exclusive one holds or waits; its token's shared is True and the fenced store refuses its writes.
+        value: published with the acquisition (docs/election.md), shown by describe and observe; lease.proclaim()
+        changes it. max_holders: a permit of a counting semaphore of that many (semaphore(); implies shared).
+        preempt: take the resource from whoever holds it, at once, ahead of the waiters (docs/preemption.md);
+        the old holder's writes are refused from then on, and its lease is lost ("preempted", a
+        PreemptedError cause) at its next renewal. Needs the policy verb preempt (or admin); exclusive,
+        on a lease of its own, without lock_delay; never waits."""
+        mode = token_pb2.ACQUIRE_MODE_SHARED if shared or max_holders else token_pb2.ACQUIRE_MODE_UNSPECIFIED
+        extra = {"value": _bytes(value), "max_holders": max_holders}
+        if preempt:
+            extra["preempt"] = True
+            return self._acquire_own(resource, ttl, wait, cancel, holder, mode, lock_delay, extra)
         if self._sessions is not None and not lock_delay:
-            lease = self._acquire_on_session(resource, ttl, wait, cancel, holder, mode)
+            lease = self._acquire_on_session(resource, ttl, wait, cancel, holder, mode, extra)
             if lease is not None:
                 return lease
-        return self._acquire_own(resource, ttl, wait, cancel, holder, mode, lock_delay)
+        return self._acquire_own(resource, ttl, wait, cancel, holder, mode, lock_delay, extra)
 
     def _acquire_own(
-        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int, lock_delay: float = 0
+        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int, lock_delay: float = 0, extra: dict[str, Any] | None = None
     ) -> Lease:
         """An acquisition on an etcd lease of its own."""
         if self._closed:
@@ -243,6 +260,7 @@ class Client:
             wait_timeout=_duration(wait_for) if wait_for is not None else None,
             lock_delay=_duration(lock_delay) if lock_delay else None,
             mode=mode,
+            **(extra or {}),
         )
         sent_at = now()
         res = self._acquire_call(req, wait, wait_for, cancel)
@@ -267,7 +285,7 @@ class Client:
         return lease
 
     def _acquire_on_session(
-        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int
+        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int, extra: dict[str, Any] | None = None
     ) -> Lease | None:
         """An acquisition on the client's session of that TTL (opened if there is none, or if it was lost).
         None when the session already holds or waits for the resource (ALREADY_ACQUIRED): a session takes a
@@ -284,6 +302,7 @@ class Client:
                 wait_timeout=_duration(wait_for) if wait_for is not None else None,
                 session_id=session.lease_id,
                 mode=mode,
+                **(extra or {}),
             )
             try:
                 res = self._acquire_call(req, wait, wait_for, cancel)
@@ -386,6 +405,8 @@ class Client:
             tuple(Holder._from_proto(h) for h in d.holders),
             _seconds(d.lock_delay) if d.HasField("lock_delay") else None,
             d.lock_delay_until.ToDatetime(tzinfo=timezone.utc) if d.HasField("lock_delay_until") else None,
+            d.value,
+            d.max_holders,
         )
 
     def observe(self, resource: str) -> Observation:
@@ -397,6 +418,28 @@ class Client:
         """The server's public keys that verify tokens offline (key id -> raw Ed25519 key), the signing one first."""
         res = self._calls.run(lambda c: c.lease.ListTokenKeys(lease_pb2.ListTokenKeysRequest(), timeout=self._calls.timeout), True)
         return {k.key_id: k.public_key for k in res.keys}
+
+    # Leader election and counting semaphores (fencekeeper.election).
+
+    def campaign(self, resource: str, value: Value, **options: Any) -> Leadership:
+        """Waits in line for resource, exclusively, publishing value; returns once elected. See election.campaign."""
+        return _election.campaign(self, resource, value, **options)
+
+    def leader(self, resource: str) -> Leader | None:
+        """The current leader, or None when nobody holds the resource exclusively."""
+        return _election.leader(self, resource)
+
+    def observe_leaders(self, resource: str) -> LeaderObservation:
+        """The leader now, then each change of leader or of its value, reconnecting; close() it to stop."""
+        return _election.LeaderObservation(self, resource)
+
+    def lead(self, resource: str, on_elected: Callable[..., Any], **options: Any) -> None:
+        """Campaigns until options' stop is set, in client-go's style. See election.lead."""
+        _election.lead(self, resource, on_elected, **options)
+
+    def semaphore(self, resource: str, n: int, *, wait: bool | float = True, **options: Any) -> Lease:
+        """A permit of a counting semaphore of n (docs/semaphores.md). See election.semaphore."""
+        return _election.semaphore(self, resource, n, wait=wait, **options)
 
     def close(self) -> None:
         """Releases every lease still held and closes every session (each loss signal fires at once), then
@@ -482,3 +525,7 @@ def _guarded(sink: Callable[[dict[str, Any]], None]) -> Emit:
             traceback.print_exc()
 
     return emit
+
+
+from fencekeeper import election as _election  # noqa: E402 (it imports this module)
+from fencekeeper.election import Leader, LeaderObservation, Leadership  # noqa: E402

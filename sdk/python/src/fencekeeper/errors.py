@@ -12,9 +12,9 @@ import grpc
 
 from fencekeeper.token import Token
 
-LossCause = Literal["deadline", "not-found", "fenced", "released", "canceled"]
+LossCause = Literal["deadline", "not-found", "preempted", "fenced", "released", "canceled"]
 """Why a lease ended: no renewal confirmed before valid_until ("deadline"), the server says the lease is
-gone ("not-found"), a write under its token was refused by the fence ("fenced"), release() or leaving
+gone ("not-found"), another acquisition preempted it ("preempted", the cause a PreemptedError), a write under its token was refused by the fence ("fenced"), release() or leaving
 its scope ("released"), or the cancel event given to acquire() was set ("canceled")."""
 
 
@@ -121,6 +121,31 @@ class LeaseNotFoundError(FencekeeperError):
     @property
     def lease_id(self) -> int | None:
         return _int(self.metadata.get("lease_id"))
+
+
+class PreemptedError(FencekeeperError):
+    """PREEMPTED: a renewal answered that another acquisition preempted the lease's holding
+    (acquire(preempt=True), docs/preemption.md): its writes are refused since, and it is renewed no more.
+    The __cause__ of the LeaseLostError of a lease lost this way (why "preempted")."""
+
+    @property
+    def resource(self) -> str | None:
+        return self.metadata.get("resource")
+
+    @property
+    def generation(self) -> int | None:
+        """The preempted generation."""
+        return _int(self.metadata.get("generation"))
+
+    @property
+    def by_generation(self) -> int | None:
+        """The preemptor's generation (0 if the answer came while it was being granted)."""
+        return _int(self.metadata.get("by_generation"))
+
+    @property
+    def by_principal(self) -> str | None:
+        """The preemptor's principal; empty without authentication."""
+        return self.metadata.get("by_principal")
 
 
 class IdempotencyKeyReusedError(FencekeeperError):

@@ -117,6 +117,13 @@ class Lease:
     def txn(self, ops: Sequence[Put | Delete], *, mode: FenceModeName | None = None, idempotency_key: str | None = None) -> Commit:
         return self._write(lambda m: self._ctx.store.txn(self.token, ops, mode=m, idempotency_key=idempotency_key), mode)
 
+    def proclaim(self, value: Value) -> int:
+        """Publishes a new value without giving the resource up (docs/election.md); returns the etcd revision
+        at which it took effect. Checked first, as a write is; refused as stale, it ends the lease."""
+        from fencekeeper.election import proclaim
+
+        return proclaim(self, value)
+
     def get(self, key: str) -> GetResult:
         self.check()
         return self._ctx.store.get(self.token.resource, key)
@@ -200,6 +207,10 @@ def _loss_message(t: Token, why: LossCause, valid_until: datetime, cause: Any, o
     if why == "not-found":
         gone = "its session expired or was closed" if on_session else "it expired or was released"
         return f"{lease} is lost: the server says {gone}"
+    if why == "preempted":
+        by = f' by "{cause.by_principal}"' if getattr(cause, "by_principal", None) else ""
+        now_at = f" (now generation {cause.by_generation})" if getattr(cause, "by_generation", None) else ""
+        return f"{lease} is lost: it was preempted{by}{now_at}; its writes are refused"
     if why == "fenced":
         return f"{lease} is lost: a write under its token was refused ({cause})"
     if why == "released":

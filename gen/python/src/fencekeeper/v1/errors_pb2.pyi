@@ -26,6 +26,7 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ETCD_NO_SPACE: _ClassVar[ErrorReason]
     BATCH_TOO_LARGE: _ClassVar[ErrorReason]
     MAX_HOLDERS_MISMATCH: _ClassVar[ErrorReason]
+    PREEMPTED: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 STALE_TOKEN: ErrorReason
 LEASE_NOT_HELD: ErrorReason
@@ -46,3 +47,4 @@ QUOTA_EXCEEDED: ErrorReason
 ETCD_NO_SPACE: ErrorReason
 BATCH_TOO_LARGE: ErrorReason
 MAX_HOLDERS_MISMATCH: ErrorReason
+PREEMPTED: ErrorReason

@@ -13,7 +13,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AcquireRequest(_message.Message):
-    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout", "session_id", "lock_delay", "mode", "value", "max_holders")
+    __slots__ = ("resource", "ttl", "holder", "wait", "wait_timeout", "session_id", "lock_delay", "mode", "value", "max_holders", "preempt")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
@@ -24,6 +24,7 @@ class AcquireRequest(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
     MAX_HOLDERS_FIELD_NUMBER: _ClassVar[int]
+    PREEMPT_FIELD_NUMBER: _ClassVar[int]
     resource: str
     ttl: _duration_pb2.Duration
     holder: str
@@ -34,7 +35,8 @@ class AcquireRequest(_message.Message):
     mode: _token_pb2.AcquireMode
     value: bytes
     max_holders: int
-    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[int] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., mode: _Optional[_Union[_token_pb2.AcquireMode, str]] = ..., value: _Optional[bytes] = ..., max_holders: _Optional[int] = ...) -> None: ...
+    preempt: bool
+    def __init__(self, resource: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[int] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., mode: _Optional[_Union[_token_pb2.AcquireMode, str]] = ..., value: _Optional[bytes] = ..., max_holders: _Optional[int] = ..., preempt: _Optional[bool] = ...) -> None: ...
 
 class AcquireResponse(_message.Message):
     __slots__ = ("token", "ttl", "lock_delay")
@@ -135,6 +137,31 @@ class DescribeResponse(_message.Message):
     value: bytes
     max_holders: int
     def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., holders_without_ttl: _Optional[int] = ..., value: _Optional[bytes] = ..., max_holders: _Optional[int] = ...) -> None: ...
+
+class ListResourcesRequest(_message.Message):
+    __slots__ = ("prefix", "page_size", "page_token")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    page_size: int
+    page_token: str
+    def __init__(self, prefix: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListResourcesResponse(_message.Message):
+    __slots__ = ("resources", "next_page_token")
+    class Resource(_message.Message):
+        __slots__ = ("resource", "state")
+        RESOURCE_FIELD_NUMBER: _ClassVar[int]
+        STATE_FIELD_NUMBER: _ClassVar[int]
+        resource: str
+        state: DescribeResponse
+        def __init__(self, resource: _Optional[str] = ..., state: _Optional[_Union[DescribeResponse, _Mapping]] = ...) -> None: ...
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[ListResourcesResponse.Resource]
+    next_page_token: str
+    def __init__(self, resources: _Optional[_Iterable[_Union[ListResourcesResponse.Resource, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Holder(_message.Message):
     __slots__ = ("holder", "token", "ttl", "holder_principal", "value")

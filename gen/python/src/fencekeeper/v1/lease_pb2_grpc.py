@@ -66,6 +66,11 @@ class LeaseServiceStub:
                 request_serializer=fencekeeper_dot_v1_dot_lease__pb2.DescribeRequest.SerializeToString,
                 response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.DescribeResponse.FromString,
                 _registered_method=True)
+        self.ListResources = channel.unary_unary(
+                '/fencekeeper.v1.LeaseService/ListResources',
+                request_serializer=fencekeeper_dot_v1_dot_lease__pb2.ListResourcesRequest.SerializeToString,
+                response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ListResourcesResponse.FromString,
+                _registered_method=True)
         self.Observe = channel.unary_stream(
                 '/fencekeeper.v1.LeaseService/Observe',
                 request_serializer=fencekeeper_dot_v1_dot_lease__pb2.ObserveRequest.SerializeToString,
@@ -143,6 +148,16 @@ class LeaseServiceServicer:
 
     def Describe(self, request, context):
         """Describe who holds a resource, with which token, for how much longer, and how many wait.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListResources(self, request, context):
+        """List the resources in use, whose names start with a prefix, in name order, a page at a time, each
+        as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
+        a policy, only the resources the caller may observe are listed (the others are left out, not
+        refused). For consoles and operators: "who holds what, and who waits".
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -236,6 +251,11 @@ def add_LeaseServiceServicer_to_server(servicer, server):
                     servicer.Describe,
                     request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.DescribeRequest.FromString,
                     response_serializer=fencekeeper_dot_v1_dot_lease__pb2.DescribeResponse.SerializeToString,
+            ),
+            'ListResources': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListResources,
+                    request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ListResourcesRequest.FromString,
+                    response_serializer=fencekeeper_dot_v1_dot_lease__pb2.ListResourcesResponse.SerializeToString,
             ),
             'Observe': grpc.unary_stream_rpc_method_handler(
                     servicer.Observe,
@@ -410,6 +430,33 @@ class LeaseService:
             '/fencekeeper.v1.LeaseService/Describe',
             fencekeeper_dot_v1_dot_lease__pb2.DescribeRequest.SerializeToString,
             fencekeeper_dot_v1_dot_lease__pb2.DescribeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListResources(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fencekeeper.v1.LeaseService/ListResources',
+            fencekeeper_dot_v1_dot_lease__pb2.ListResourcesRequest.SerializeToString,
+            fencekeeper_dot_v1_dot_lease__pb2.ListResourcesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -421,6 +421,33 @@ private static final long serialVersionUID = 0L;
     return maxHolders_;
   }
 
+  public static final int PREEMPT_FIELD_NUMBER = 11;
+  private boolean preempt_ = false;
+  /**
+   * <pre>
+   * Preemption (docs/preemption.md): take the resource from whoever holds it now, at once, for an
+   * orchestrator that knows the holder is gone (its pod deleted, its node fenced). One etcd transaction
+   * ends the holder's acquisition (every shared holder's, all together) and raises the resource's fence
+   * past its generation, so that its writes to the fenced store are refused from that instant in both
+   * fence modes; this acquisition is then granted a greater generation ahead of every waiter, who keep
+   * their places behind it. The preempted holder learns it at its next Renew or KeepAlive answer:
+   * FAILED_PRECONDITION, reason PREEMPTED, naming the preemptor's principal and the new generation;
+   * its lease is renewed no more. Needs the policy verb preempt (or admin) on the resource, not acquire.
+   * A free resource is acquired as without preempt. Never waits: wait is ignored. FAILED_PRECONDITION
+   * (reason PREEMPTED is not used then) when the holder asked for a lock-delay: it protects a resource
+   * that cannot check tokens, which a takeover would not protect. Must be exclusive (mode unset or
+   * ACQUIRE_MODE_EXCLUSIVE), on a lease of its own (session_id unset), without lock_delay:
+   * INVALID_ARGUMENT otherwise.
+   * </pre>
+   *
+   * <code>bool preempt = 11 [json_name = "preempt"];</code>
+   * @return The preempt.
+   */
+  @java.lang.Override
+  public boolean getPreempt() {
+    return preempt_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -465,6 +492,9 @@ private static final long serialVersionUID = 0L;
     if (maxHolders_ != 0) {
       output.writeInt32(10, maxHolders_);
     }
+    if (preempt_ != false) {
+      output.writeBool(11, preempt_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -506,6 +536,10 @@ private static final long serialVersionUID = 0L;
     if (maxHolders_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(10, maxHolders_);
+    }
+    if (preempt_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(11, preempt_);
     }
     return size;
   }
@@ -559,6 +593,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getValue())) return false;
     if (getMaxHolders()
         != other.getMaxHolders()) return false;
+    if (getPreempt()
+        != other.getPreempt()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -598,6 +634,9 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getValue().hashCode();
     hash = (37 * hash) + MAX_HOLDERS_FIELD_NUMBER;
     hash = (53 * hash) + getMaxHolders();
+    hash = (37 * hash) + PREEMPT_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getPreempt());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -763,6 +802,7 @@ private static final long serialVersionUID = 0L;
       mode_ = 0;
       value_ = com.google.protobuf.ByteString.EMPTY;
       maxHolders_ = 0;
+      preempt_ = false;
       return this;
     }
 
@@ -836,6 +876,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000200) != 0)) {
         result.maxHolders_ = maxHolders_;
       }
+      if (((from_bitField0_ & 0x00000400) != 0)) {
+        result.preempt_ = preempt_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -884,6 +927,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getMaxHolders() != 0) {
         setMaxHolders(other.getMaxHolders());
+      }
+      if (other.getPreempt() != false) {
+        setPreempt(other.getPreempt());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -965,6 +1011,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000200;
               break;
             } // case 80
+            case 88: {
+              preempt_ = input.readBool();
+              bitField0_ |= 0x00000400;
+              break;
+            } // case 88
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2080,6 +2131,86 @@ private static final long serialVersionUID = 0L;
     public Builder clearMaxHolders() {
       bitField0_ = (bitField0_ & ~0x00000200);
       maxHolders_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private boolean preempt_ ;
+    /**
+     * <pre>
+     * Preemption (docs/preemption.md): take the resource from whoever holds it now, at once, for an
+     * orchestrator that knows the holder is gone (its pod deleted, its node fenced). One etcd transaction
+     * ends the holder's acquisition (every shared holder's, all together) and raises the resource's fence
+     * past its generation, so that its writes to the fenced store are refused from that instant in both
+     * fence modes; this acquisition is then granted a greater generation ahead of every waiter, who keep
+     * their places behind it. The preempted holder learns it at its next Renew or KeepAlive answer:
+     * FAILED_PRECONDITION, reason PREEMPTED, naming the preemptor's principal and the new generation;
+     * its lease is renewed no more. Needs the policy verb preempt (or admin) on the resource, not acquire.
+     * A free resource is acquired as without preempt. Never waits: wait is ignored. FAILED_PRECONDITION
+     * (reason PREEMPTED is not used then) when the holder asked for a lock-delay: it protects a resource
+     * that cannot check tokens, which a takeover would not protect. Must be exclusive (mode unset or
+     * ACQUIRE_MODE_EXCLUSIVE), on a lease of its own (session_id unset), without lock_delay:
+     * INVALID_ARGUMENT otherwise.
+     * </pre>
+     *
+     * <code>bool preempt = 11 [json_name = "preempt"];</code>
+     * @return The preempt.
+     */
+    @java.lang.Override
+    public boolean getPreempt() {
+      return preempt_;
+    }
+    /**
+     * <pre>
+     * Preemption (docs/preemption.md): take the resource from whoever holds it now, at once, for an
+     * orchestrator that knows the holder is gone (its pod deleted, its node fenced). One etcd transaction
+     * ends the holder's acquisition (every shared holder's, all together) and raises the resource's fence
+     * past its generation, so that its writes to the fenced store are refused from that instant in both
+     * fence modes; this acquisition is then granted a greater generation ahead of every waiter, who keep
+     * their places behind it. The preempted holder learns it at its next Renew or KeepAlive answer:
+     * FAILED_PRECONDITION, reason PREEMPTED, naming the preemptor's principal and the new generation;
+     * its lease is renewed no more. Needs the policy verb preempt (or admin) on the resource, not acquire.
+     * A free resource is acquired as without preempt. Never waits: wait is ignored. FAILED_PRECONDITION
+     * (reason PREEMPTED is not used then) when the holder asked for a lock-delay: it protects a resource
+     * that cannot check tokens, which a takeover would not protect. Must be exclusive (mode unset or
+     * ACQUIRE_MODE_EXCLUSIVE), on a lease of its own (session_id unset), without lock_delay:
+     * INVALID_ARGUMENT otherwise.
+     * </pre>
+     *
+     * <code>bool preempt = 11 [json_name = "preempt"];</code>
+     * @param value The preempt to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPreempt(boolean value) {
+
+      preempt_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Preemption (docs/preemption.md): take the resource from whoever holds it now, at once, for an
+     * orchestrator that knows the holder is gone (its pod deleted, its node fenced). One etcd transaction
+     * ends the holder's acquisition (every shared holder's, all together) and raises the resource's fence
+     * past its generation, so that its writes to the fenced store are refused from that instant in both
+     * fence modes; this acquisition is then granted a greater generation ahead of every waiter, who keep
+     * their places behind it. The preempted holder learns it at its next Renew or KeepAlive answer:
+     * FAILED_PRECONDITION, reason PREEMPTED, naming the preemptor's principal and the new generation;
+     * its lease is renewed no more. Needs the policy verb preempt (or admin) on the resource, not acquire.
+     * A free resource is acquired as without preempt. Never waits: wait is ignored. FAILED_PRECONDITION
+     * (reason PREEMPTED is not used then) when the holder asked for a lock-delay: it protects a resource
+     * that cannot check tokens, which a takeover would not protect. Must be exclusive (mode unset or
+     * ACQUIRE_MODE_EXCLUSIVE), on a lease of its own (session_id unset), without lock_delay:
+     * INVALID_ARGUMENT otherwise.
+     * </pre>
+     *
+     * <code>bool preempt = 11 [json_name = "preempt"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPreempt() {
+      bitField0_ = (bitField0_ & ~0x00000400);
+      preempt_ = false;
       onChanged();
       return this;
     }

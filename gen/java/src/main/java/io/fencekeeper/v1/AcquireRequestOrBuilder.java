@@ -259,4 +259,26 @@ public interface AcquireRequestOrBuilder extends
    * @return The maxHolders.
    */
   int getMaxHolders();
+
+  /**
+   * <pre>
+   * Preemption (docs/preemption.md): take the resource from whoever holds it now, at once, for an
+   * orchestrator that knows the holder is gone (its pod deleted, its node fenced). One etcd transaction
+   * ends the holder's acquisition (every shared holder's, all together) and raises the resource's fence
+   * past its generation, so that its writes to the fenced store are refused from that instant in both
+   * fence modes; this acquisition is then granted a greater generation ahead of every waiter, who keep
+   * their places behind it. The preempted holder learns it at its next Renew or KeepAlive answer:
+   * FAILED_PRECONDITION, reason PREEMPTED, naming the preemptor's principal and the new generation;
+   * its lease is renewed no more. Needs the policy verb preempt (or admin) on the resource, not acquire.
+   * A free resource is acquired as without preempt. Never waits: wait is ignored. FAILED_PRECONDITION
+   * (reason PREEMPTED is not used then) when the holder asked for a lock-delay: it protects a resource
+   * that cannot check tokens, which a takeover would not protect. Must be exclusive (mode unset or
+   * ACQUIRE_MODE_EXCLUSIVE), on a lease of its own (session_id unset), without lock_delay:
+   * INVALID_ARGUMENT otherwise.
+   * </pre>
+   *
+   * <code>bool preempt = 11 [json_name = "preempt"];</code>
+   * @return The preempt.
+   */
+  boolean getPreempt();
 }

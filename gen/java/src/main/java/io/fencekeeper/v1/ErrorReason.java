@@ -215,6 +215,20 @@ public enum ErrorReason
    * <code>MAX_HOLDERS_MISMATCH = 20;</code>
    */
   MAX_HOLDERS_MISMATCH(20),
+  /**
+   * <pre>
+   * FAILED_PRECONDITION, from Renew and KeepAlive (and nowhere else): the lease held a resource that
+   * another acquisition preempted (AcquireRequest.preempt): its acquisition ended then, its writes have
+   * been refused since, and its lease is renewed no more (it expires at its TTL; then LEASE_NOT_FOUND).
+   * Stop acting as the holder; acquire again to queue behind the new one. Metadata: "lease_id",
+   * "resource", "generation" (the preempted one), "by_generation" (the preemptor's; "0" for a moment
+   * after the preemption, while it is granted), "by_principal" (the preemptor's; empty without
+   * authentication).
+   * </pre>
+   *
+   * <code>PREEMPTED = 18;</code>
+   */
+  PREEMPTED(18),
   UNRECOGNIZED(-1),
   ;
 
@@ -425,6 +439,20 @@ public enum ErrorReason
    * <code>MAX_HOLDERS_MISMATCH = 20;</code>
    */
   public static final int MAX_HOLDERS_MISMATCH_VALUE = 20;
+  /**
+   * <pre>
+   * FAILED_PRECONDITION, from Renew and KeepAlive (and nowhere else): the lease held a resource that
+   * another acquisition preempted (AcquireRequest.preempt): its acquisition ended then, its writes have
+   * been refused since, and its lease is renewed no more (it expires at its TTL; then LEASE_NOT_FOUND).
+   * Stop acting as the holder; acquire again to queue behind the new one. Metadata: "lease_id",
+   * "resource", "generation" (the preempted one), "by_generation" (the preemptor's; "0" for a moment
+   * after the preemption, while it is granted), "by_principal" (the preemptor's; empty without
+   * authentication).
+   * </pre>
+   *
+   * <code>PREEMPTED = 18;</code>
+   */
+  public static final int PREEMPTED_VALUE = 18;
 
 
   public final int getNumber() {
@@ -471,6 +499,7 @@ public enum ErrorReason
       case 17: return ETCD_NO_SPACE;
       case 24: return BATCH_TOO_LARGE;
       case 20: return MAX_HOLDERS_MISMATCH;
+      case 18: return PREEMPTED;
       default: return null;
     }
   }

@@ -82,6 +82,21 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_ListResourcesRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_ListResourcesRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_ListResourcesResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_ListResourcesResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_ListResourcesResponse_Resource_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_ListResourcesResponse_Resource_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_fencekeeper_v1_Holder_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -164,7 +179,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "r.v1\032\032fencekeeper/v1/token.proto\032\036google" +
       "/protobuf/duration.proto\032\037google/protobu" +
       "f/timestamp.proto\032\027google/rpc/status.pro" +
-      "to\"\204\003\n\016AcquireRequest\022\032\n\010resource\030\001 \001(\tR" +
+      "to\"\236\003\n\016AcquireRequest\022\032\n\010resource\030\001 \001(\tR" +
       "\010resource\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf" +
       ".DurationR\003ttl\022\026\n\006holder\030\003 \001(\tR\006holder\022\022" +
       "\n\004wait\030\004 \001(\010R\004wait\022<\n\014wait_timeout\030\005 \001(\013" +
@@ -173,105 +188,117 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "delay\030\007 \001(\0132\031.google.protobuf.DurationR\t" +
       "lockDelay\022/\n\004mode\030\010 \001(\0162\033.fencekeeper.v1" +
       ".AcquireModeR\004mode\022\024\n\005value\030\t \001(\014R\005value" +
-      "\022\037\n\013max_holders\030\n \001(\005R\nmaxHolders\"\254\001\n\017Ac" +
-      "quireResponse\0222\n\005token\030\001 \001(\0132\034.fencekeep" +
-      "er.v1.FencingTokenR\005token\022+\n\003ttl\030\002 \001(\0132\031" +
-      ".google.protobuf.DurationR\003ttl\0228\n\nlock_d" +
-      "elay\030\003 \001(\0132\031.google.protobuf.DurationR\tl" +
-      "ockDelay\"J\n\020KeepAliveRequest\022\031\n\010lease_id" +
-      "\030\001 \001(\003R\007leaseId\022\033\n\tlease_ids\030\002 \003(\003R\010leas" +
-      "eIds\"\277\001\n\021KeepAliveResponse\022\031\n\010lease_id\030\001" +
-      " \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(\0132\031.google.prot" +
-      "obuf.DurationR\003ttl\022(\n\005error\030\003 \001(\0132\022.goog" +
-      "le.rpc.StatusR\005error\0228\n\010renewals\030\004 \003(\0132\034" +
-      ".fencekeeper.v1.LeaseRenewalR\010renewals\"\200" +
-      "\001\n\014LeaseRenewal\022\031\n\010lease_id\030\001 \001(\003R\007lease" +
-      "Id\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf.Durati" +
-      "onR\003ttl\022(\n\005error\030\003 \001(\0132\022.google.rpc.Stat" +
-      "usR\005error\")\n\014RenewRequest\022\031\n\010lease_id\030\001 " +
-      "\001(\003R\007leaseId\"<\n\rRenewResponse\022+\n\003ttl\030\001 \001" +
-      "(\0132\031.google.protobuf.DurationR\003ttl\"D\n\016Re" +
-      "leaseRequest\0222\n\005token\030\001 \001(\0132\034.fencekeepe" +
-      "r.v1.FencingTokenR\005token\"\021\n\017ReleaseRespo" +
-      "nse\"-\n\017DescribeRequest\022\032\n\010resource\030\001 \001(\t" +
-      "R\010resource\"\264\004\n\020DescribeResponse\022\022\n\004held\030" +
-      "\001 \001(\010R\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005t" +
-      "oken\030\003 \001(\0132\034.fencekeeper.v1.FencingToken" +
-      "R\005token\022+\n\003ttl\030\004 \001(\0132\031.google.protobuf.D" +
-      "urationR\003ttl\022\030\n\007waiters\030\005 \001(\005R\007waiters\022\024" +
-      "\n\005fence\030\006 \001(\003R\005fence\022\037\n\013last_issued\030\007 \001(" +
-      "\003R\nlastIssued\022)\n\020holder_principal\030\010 \001(\tR" +
-      "\017holderPrincipal\0228\n\nlock_delay\030\t \001(\0132\031.g" +
-      "oogle.protobuf.DurationR\tlockDelay\022D\n\020lo" +
-      "ck_delay_until\030\n \001(\0132\032.google.protobuf.T" +
-      "imestampR\016lockDelayUntil\0220\n\007holders\030\013 \003(" +
-      "\0132\026.fencekeeper.v1.HolderR\007holders\022.\n\023ho" +
-      "lders_without_ttl\030\014 \001(\005R\021holdersWithoutT" +
-      "tl\022\024\n\005value\030\r \001(\014R\005value\022\037\n\013max_holders\030" +
-      "\016 \001(\005R\nmaxHolders\"\302\001\n\006Holder\022\026\n\006holder\030\001" +
-      " \001(\tR\006holder\0222\n\005token\030\002 \001(\0132\034.fencekeepe" +
-      "r.v1.FencingTokenR\005token\022+\n\003ttl\030\003 \001(\0132\031." +
-      "google.protobuf.DurationR\003ttl\022)\n\020holder_" +
-      "principal\030\004 \001(\tR\017holderPrincipal\022\024\n\005valu" +
-      "e\030\005 \001(\014R\005value\",\n\016ObserveRequest\022\032\n\010reso" +
-      "urce\030\001 \001(\tR\010resource\"\375\003\n\017ObserveResponse" +
-      "\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006holder\030\002 \001(\tR\006ho" +
-      "lder\0222\n\005token\030\003 \001(\0132\034.fencekeeper.v1.Fen" +
-      "cingTokenR\005token\022\032\n\010revision\030\004 \001(\003R\010revi" +
-      "sion\022)\n\020holder_principal\030\005 \001(\tR\017holderPr" +
-      "incipal\0228\n\nlock_delay\030\006 \001(\0132\031.google.pro" +
-      "tobuf.DurationR\tlockDelay\022D\n\020lock_delay_" +
-      "until\030\007 \001(\0132\032.google.protobuf.TimestampR" +
-      "\016lockDelayUntil\0220\n\007holders\030\010 \003(\0132\026.fence" +
-      "keeper.v1.HolderR\007holders\022.\n\006joined\030\t \003(" +
-      "\0132\026.fencekeeper.v1.HolderR\006joined\022*\n\004lef" +
-      "t\030\n \003(\0132\026.fencekeeper.v1.HolderR\004left\022\024\n" +
-      "\005value\030\013 \001(\014R\005value\022\037\n\013max_holders\030\014 \001(\005" +
-      "R\nmaxHolders\"Y\n\022OpenSessionRequest\022+\n\003tt" +
-      "l\030\001 \001(\0132\031.google.protobuf.DurationR\003ttl\022" +
-      "\026\n\006holder\030\002 \001(\tR\006holder\"a\n\023OpenSessionRe" +
-      "sponse\022\035\n\nsession_id\030\001 \001(\003R\tsessionId\022+\n" +
-      "\003ttl\030\002 \001(\0132\031.google.protobuf.DurationR\003t" +
-      "tl\"4\n\023CloseSessionRequest\022\035\n\nsession_id\030" +
-      "\001 \001(\003R\tsessionId\"\026\n\024CloseSessionResponse" +
-      "\"\026\n\024ListTokenKeysRequest\"E\n\025ListTokenKey" +
-      "sResponse\022,\n\004keys\030\001 \003(\0132\030.fencekeeper.v1" +
-      ".TokenKeyR\004keys\"^\n\010TokenKey\022\025\n\006key_id\030\001 " +
-      "\001(\tR\005keyId\022\034\n\talgorithm\030\002 \001(\tR\talgorithm" +
-      "\022\035\n\npublic_key\030\003 \001(\014R\tpublicKey\"[\n\017Procl" +
-      "aimRequest\0222\n\005token\030\001 \001(\0132\034.fencekeeper." +
-      "v1.FencingTokenR\005token\022\024\n\005value\030\002 \001(\014R\005v" +
-      "alue\".\n\020ProclaimResponse\022\032\n\010revision\030\001 \001" +
-      "(\003R\010revision\"2\n\024LiftLockDelayRequest\022\032\n\010" +
-      "resource\030\001 \001(\tR\010resource\"O\n\025LiftLockDela" +
-      "yResponse\022\026\n\006lifted\030\001 \001(\010R\006lifted\022\036\n\ngen" +
-      "eration\030\002 \001(\003R\ngeneration2\235\007\n\014LeaseServi" +
-      "ce\022J\n\007Acquire\022\036.fencekeeper.v1.AcquireRe" +
-      "quest\032\037.fencekeeper.v1.AcquireResponse\022T" +
-      "\n\tKeepAlive\022 .fencekeeper.v1.KeepAliveRe" +
-      "quest\032!.fencekeeper.v1.KeepAliveResponse" +
-      "(\0010\001\022D\n\005Renew\022\034.fencekeeper.v1.RenewRequ" +
-      "est\032\035.fencekeeper.v1.RenewResponse\022J\n\007Re" +
-      "lease\022\036.fencekeeper.v1.ReleaseRequest\032\037." +
-      "fencekeeper.v1.ReleaseResponse\022M\n\010Descri" +
-      "be\022\037.fencekeeper.v1.DescribeRequest\032 .fe" +
-      "ncekeeper.v1.DescribeResponse\022L\n\007Observe" +
-      "\022\036.fencekeeper.v1.ObserveRequest\032\037.fence" +
-      "keeper.v1.ObserveResponse0\001\022V\n\013OpenSessi" +
-      "on\022\".fencekeeper.v1.OpenSessionRequest\032#" +
-      ".fencekeeper.v1.OpenSessionResponse\022Y\n\014C" +
-      "loseSession\022#.fencekeeper.v1.CloseSessio" +
-      "nRequest\032$.fencekeeper.v1.CloseSessionRe" +
-      "sponse\022\\\n\rListTokenKeys\022$.fencekeeper.v1" +
-      ".ListTokenKeysRequest\032%.fencekeeper.v1.L" +
-      "istTokenKeysResponse\022\\\n\rLiftLockDelay\022$." +
-      "fencekeeper.v1.LiftLockDelayRequest\032%.fe" +
-      "ncekeeper.v1.LiftLockDelayResponse\022M\n\010Pr" +
-      "oclaim\022\037.fencekeeper.v1.ProclaimRequest\032" +
-      " .fencekeeper.v1.ProclaimResponseBi\n\021io." +
-      "fencekeeper.v1B\nLeaseProtoP\001ZFgithub.com" +
-      "/fencekeeper/fencekeeper/gen/go/fencekee" +
-      "per/v1;fencekeeperv1b\006proto3"
+      "\022\037\n\013max_holders\030\n \001(\005R\nmaxHolders\022\030\n\007pre" +
+      "empt\030\013 \001(\010R\007preempt\"\254\001\n\017AcquireResponse\022" +
+      "2\n\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingT" +
+      "okenR\005token\022+\n\003ttl\030\002 \001(\0132\031.google.protob" +
+      "uf.DurationR\003ttl\0228\n\nlock_delay\030\003 \001(\0132\031.g" +
+      "oogle.protobuf.DurationR\tlockDelay\"J\n\020Ke" +
+      "epAliveRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseI" +
+      "d\022\033\n\tlease_ids\030\002 \003(\003R\010leaseIds\"\277\001\n\021KeepA" +
+      "liveResponse\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022" +
+      "+\n\003ttl\030\002 \001(\0132\031.google.protobuf.DurationR" +
+      "\003ttl\022(\n\005error\030\003 \001(\0132\022.google.rpc.StatusR" +
+      "\005error\0228\n\010renewals\030\004 \003(\0132\034.fencekeeper.v" +
+      "1.LeaseRenewalR\010renewals\"\200\001\n\014LeaseRenewa" +
+      "l\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\022+\n\003ttl\030\002 \001(" +
+      "\0132\031.google.protobuf.DurationR\003ttl\022(\n\005err" +
+      "or\030\003 \001(\0132\022.google.rpc.StatusR\005error\")\n\014R" +
+      "enewRequest\022\031\n\010lease_id\030\001 \001(\003R\007leaseId\"<" +
+      "\n\rRenewResponse\022+\n\003ttl\030\001 \001(\0132\031.google.pr" +
+      "otobuf.DurationR\003ttl\"D\n\016ReleaseRequest\0222" +
+      "\n\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTo" +
+      "kenR\005token\"\021\n\017ReleaseResponse\"-\n\017Describ" +
+      "eRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"\264\004\n" +
+      "\020DescribeResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n" +
+      "\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.f" +
+      "encekeeper.v1.FencingTokenR\005token\022+\n\003ttl" +
+      "\030\004 \001(\0132\031.google.protobuf.DurationR\003ttl\022\030" +
+      "\n\007waiters\030\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R" +
+      "\005fence\022\037\n\013last_issued\030\007 \001(\003R\nlastIssued\022" +
+      ")\n\020holder_principal\030\010 \001(\tR\017holderPrincip" +
+      "al\0228\n\nlock_delay\030\t \001(\0132\031.google.protobuf" +
+      ".DurationR\tlockDelay\022D\n\020lock_delay_until" +
+      "\030\n \001(\0132\032.google.protobuf.TimestampR\016lock" +
+      "DelayUntil\0220\n\007holders\030\013 \003(\0132\026.fencekeepe" +
+      "r.v1.HolderR\007holders\022.\n\023holders_without_" +
+      "ttl\030\014 \001(\005R\021holdersWithoutTtl\022\024\n\005value\030\r " +
+      "\001(\014R\005value\022\037\n\013max_holders\030\016 \001(\005R\nmaxHold" +
+      "ers\"j\n\024ListResourcesRequest\022\026\n\006prefix\030\001 " +
+      "\001(\tR\006prefix\022\033\n\tpage_size\030\002 \001(\005R\010pageSize" +
+      "\022\035\n\npage_token\030\003 \001(\tR\tpageToken\"\355\001\n\025List" +
+      "ResourcesResponse\022L\n\tresources\030\001 \003(\0132..f" +
+      "encekeeper.v1.ListResourcesResponse.Reso" +
+      "urceR\tresources\022&\n\017next_page_token\030\002 \001(\t" +
+      "R\rnextPageToken\032^\n\010Resource\022\032\n\010resource\030" +
+      "\001 \001(\tR\010resource\0226\n\005state\030\002 \001(\0132 .fenceke" +
+      "eper.v1.DescribeResponseR\005state\"\302\001\n\006Hold" +
+      "er\022\026\n\006holder\030\001 \001(\tR\006holder\0222\n\005token\030\002 \001(" +
+      "\0132\034.fencekeeper.v1.FencingTokenR\005token\022+" +
+      "\n\003ttl\030\003 \001(\0132\031.google.protobuf.DurationR\003" +
+      "ttl\022)\n\020holder_principal\030\004 \001(\tR\017holderPri" +
+      "ncipal\022\024\n\005value\030\005 \001(\014R\005value\",\n\016ObserveR" +
+      "equest\022\032\n\010resource\030\001 \001(\tR\010resource\"\375\003\n\017O" +
+      "bserveResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006ho" +
+      "lder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fenc" +
+      "ekeeper.v1.FencingTokenR\005token\022\032\n\010revisi" +
+      "on\030\004 \001(\003R\010revision\022)\n\020holder_principal\030\005" +
+      " \001(\tR\017holderPrincipal\0228\n\nlock_delay\030\006 \001(" +
+      "\0132\031.google.protobuf.DurationR\tlockDelay\022" +
+      "D\n\020lock_delay_until\030\007 \001(\0132\032.google.proto" +
+      "buf.TimestampR\016lockDelayUntil\0220\n\007holders" +
+      "\030\010 \003(\0132\026.fencekeeper.v1.HolderR\007holders\022" +
+      ".\n\006joined\030\t \003(\0132\026.fencekeeper.v1.HolderR" +
+      "\006joined\022*\n\004left\030\n \003(\0132\026.fencekeeper.v1.H" +
+      "olderR\004left\022\024\n\005value\030\013 \001(\014R\005value\022\037\n\013max" +
+      "_holders\030\014 \001(\005R\nmaxHolders\"Y\n\022OpenSessio" +
+      "nRequest\022+\n\003ttl\030\001 \001(\0132\031.google.protobuf." +
+      "DurationR\003ttl\022\026\n\006holder\030\002 \001(\tR\006holder\"a\n" +
+      "\023OpenSessionResponse\022\035\n\nsession_id\030\001 \001(\003" +
+      "R\tsessionId\022+\n\003ttl\030\002 \001(\0132\031.google.protob" +
+      "uf.DurationR\003ttl\"4\n\023CloseSessionRequest\022" +
+      "\035\n\nsession_id\030\001 \001(\003R\tsessionId\"\026\n\024CloseS" +
+      "essionResponse\"\026\n\024ListTokenKeysRequest\"E" +
+      "\n\025ListTokenKeysResponse\022,\n\004keys\030\001 \003(\0132\030." +
+      "fencekeeper.v1.TokenKeyR\004keys\"^\n\010TokenKe" +
+      "y\022\025\n\006key_id\030\001 \001(\tR\005keyId\022\034\n\talgorithm\030\002 " +
+      "\001(\tR\talgorithm\022\035\n\npublic_key\030\003 \001(\014R\tpubl" +
+      "icKey\"[\n\017ProclaimRequest\0222\n\005token\030\001 \001(\0132" +
+      "\034.fencekeeper.v1.FencingTokenR\005token\022\024\n\005" +
+      "value\030\002 \001(\014R\005value\".\n\020ProclaimResponse\022\032" +
+      "\n\010revision\030\001 \001(\003R\010revision\"2\n\024LiftLockDe" +
+      "layRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"O" +
+      "\n\025LiftLockDelayResponse\022\026\n\006lifted\030\001 \001(\010R" +
+      "\006lifted\022\036\n\ngeneration\030\002 \001(\003R\ngeneration2" +
+      "\373\007\n\014LeaseService\022J\n\007Acquire\022\036.fencekeepe" +
+      "r.v1.AcquireRequest\032\037.fencekeeper.v1.Acq" +
+      "uireResponse\022T\n\tKeepAlive\022 .fencekeeper." +
+      "v1.KeepAliveRequest\032!.fencekeeper.v1.Kee" +
+      "pAliveResponse(\0010\001\022D\n\005Renew\022\034.fencekeepe" +
+      "r.v1.RenewRequest\032\035.fencekeeper.v1.Renew" +
+      "Response\022J\n\007Release\022\036.fencekeeper.v1.Rel" +
+      "easeRequest\032\037.fencekeeper.v1.ReleaseResp" +
+      "onse\022M\n\010Describe\022\037.fencekeeper.v1.Descri" +
+      "beRequest\032 .fencekeeper.v1.DescribeRespo" +
+      "nse\022\\\n\rListResources\022$.fencekeeper.v1.Li" +
+      "stResourcesRequest\032%.fencekeeper.v1.List" +
+      "ResourcesResponse\022L\n\007Observe\022\036.fencekeep" +
+      "er.v1.ObserveRequest\032\037.fencekeeper.v1.Ob" +
+      "serveResponse0\001\022V\n\013OpenSession\022\".fenceke" +
+      "eper.v1.OpenSessionRequest\032#.fencekeeper" +
+      ".v1.OpenSessionResponse\022Y\n\014CloseSession\022" +
+      "#.fencekeeper.v1.CloseSessionRequest\032$.f" +
+      "encekeeper.v1.CloseSessionResponse\022\\\n\rLi" +
+      "stTokenKeys\022$.fencekeeper.v1.ListTokenKe" +
+      "ysRequest\032%.fencekeeper.v1.ListTokenKeys" +
+      "Response\022\\\n\rLiftLockDelay\022$.fencekeeper." +
+      "v1.LiftLockDelayRequest\032%.fencekeeper.v1" +
+      ".LiftLockDelayResponse\022M\n\010Proclaim\022\037.fen" +
+      "cekeeper.v1.ProclaimRequest\032 .fencekeepe" +
+      "r.v1.ProclaimResponseBi\n\021io.fencekeeper." +
+      "v1B\nLeaseProtoP\001ZFgithub.com/fencekeeper" +
+      "/fencekeeper/gen/go/fencekeeper/v1;fence" +
+      "keeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -286,7 +313,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_AcquireRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_AcquireRequest_descriptor,
-        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", "LockDelay", "Mode", "Value", "MaxHolders", });
+        new java.lang.String[] { "Resource", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", "LockDelay", "Mode", "Value", "MaxHolders", "Preempt", });
     internal_static_fencekeeper_v1_AcquireResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_fencekeeper_v1_AcquireResponse_fieldAccessorTable = new
@@ -347,86 +374,104 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeResponse_descriptor,
         new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "HoldersWithoutTtl", "Value", "MaxHolders", });
-    internal_static_fencekeeper_v1_Holder_descriptor =
+    internal_static_fencekeeper_v1_ListResourcesRequest_descriptor =
       getDescriptor().getMessageType(11);
+    internal_static_fencekeeper_v1_ListResourcesRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_ListResourcesRequest_descriptor,
+        new java.lang.String[] { "Prefix", "PageSize", "PageToken", });
+    internal_static_fencekeeper_v1_ListResourcesResponse_descriptor =
+      getDescriptor().getMessageType(12);
+    internal_static_fencekeeper_v1_ListResourcesResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_ListResourcesResponse_descriptor,
+        new java.lang.String[] { "Resources", "NextPageToken", });
+    internal_static_fencekeeper_v1_ListResourcesResponse_Resource_descriptor =
+      internal_static_fencekeeper_v1_ListResourcesResponse_descriptor.getNestedType(0);
+    internal_static_fencekeeper_v1_ListResourcesResponse_Resource_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_ListResourcesResponse_Resource_descriptor,
+        new java.lang.String[] { "Resource", "State", });
+    internal_static_fencekeeper_v1_Holder_descriptor =
+      getDescriptor().getMessageType(13);
     internal_static_fencekeeper_v1_Holder_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_Holder_descriptor,
         new java.lang.String[] { "Holder", "Token", "Ttl", "HolderPrincipal", "Value", });
     internal_static_fencekeeper_v1_ObserveRequest_descriptor =
-      getDescriptor().getMessageType(12);
+      getDescriptor().getMessageType(14);
     internal_static_fencekeeper_v1_ObserveRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveRequest_descriptor,
         new java.lang.String[] { "Resource", });
     internal_static_fencekeeper_v1_ObserveResponse_descriptor =
-      getDescriptor().getMessageType(13);
+      getDescriptor().getMessageType(15);
     internal_static_fencekeeper_v1_ObserveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveResponse_descriptor,
         new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "Joined", "Left", "Value", "MaxHolders", });
     internal_static_fencekeeper_v1_OpenSessionRequest_descriptor =
-      getDescriptor().getMessageType(14);
+      getDescriptor().getMessageType(16);
     internal_static_fencekeeper_v1_OpenSessionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_OpenSessionRequest_descriptor,
         new java.lang.String[] { "Ttl", "Holder", });
     internal_static_fencekeeper_v1_OpenSessionResponse_descriptor =
-      getDescriptor().getMessageType(15);
+      getDescriptor().getMessageType(17);
     internal_static_fencekeeper_v1_OpenSessionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_OpenSessionResponse_descriptor,
         new java.lang.String[] { "SessionId", "Ttl", });
     internal_static_fencekeeper_v1_CloseSessionRequest_descriptor =
-      getDescriptor().getMessageType(16);
+      getDescriptor().getMessageType(18);
     internal_static_fencekeeper_v1_CloseSessionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_CloseSessionRequest_descriptor,
         new java.lang.String[] { "SessionId", });
     internal_static_fencekeeper_v1_CloseSessionResponse_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(19);
     internal_static_fencekeeper_v1_CloseSessionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_CloseSessionResponse_descriptor,
         new java.lang.String[] { });
     internal_static_fencekeeper_v1_ListTokenKeysRequest_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(20);
     internal_static_fencekeeper_v1_ListTokenKeysRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ListTokenKeysRequest_descriptor,
         new java.lang.String[] { });
     internal_static_fencekeeper_v1_ListTokenKeysResponse_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(21);
     internal_static_fencekeeper_v1_ListTokenKeysResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ListTokenKeysResponse_descriptor,
         new java.lang.String[] { "Keys", });
     internal_static_fencekeeper_v1_TokenKey_descriptor =
-      getDescriptor().getMessageType(20);
+      getDescriptor().getMessageType(22);
     internal_static_fencekeeper_v1_TokenKey_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_TokenKey_descriptor,
         new java.lang.String[] { "KeyId", "Algorithm", "PublicKey", });
     internal_static_fencekeeper_v1_ProclaimRequest_descriptor =
-      getDescriptor().getMessageType(21);
+      getDescriptor().getMessageType(23);
     internal_static_fencekeeper_v1_ProclaimRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ProclaimRequest_descriptor,
         new java.lang.String[] { "Token", "Value", });
     internal_static_fencekeeper_v1_ProclaimResponse_descriptor =
-      getDescriptor().getMessageType(22);
+      getDescriptor().getMessageType(24);
     internal_static_fencekeeper_v1_ProclaimResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ProclaimResponse_descriptor,
         new java.lang.String[] { "Revision", });
     internal_static_fencekeeper_v1_LiftLockDelayRequest_descriptor =
-      getDescriptor().getMessageType(23);
+      getDescriptor().getMessageType(25);
     internal_static_fencekeeper_v1_LiftLockDelayRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_LiftLockDelayRequest_descriptor,
         new java.lang.String[] { "Resource", });
     internal_static_fencekeeper_v1_LiftLockDelayResponse_descriptor =
-      getDescriptor().getMessageType(24);
+      getDescriptor().getMessageType(26);
     internal_static_fencekeeper_v1_LiftLockDelayResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_LiftLockDelayResponse_descriptor,

@@ -175,6 +175,37 @@ public final class LeaseServiceGrpc {
     return getDescribeMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.ListResourcesRequest,
+      io.fencekeeper.v1.ListResourcesResponse> getListResourcesMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "ListResources",
+      requestType = io.fencekeeper.v1.ListResourcesRequest.class,
+      responseType = io.fencekeeper.v1.ListResourcesResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.ListResourcesRequest,
+      io.fencekeeper.v1.ListResourcesResponse> getListResourcesMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.ListResourcesRequest, io.fencekeeper.v1.ListResourcesResponse> getListResourcesMethod;
+    if ((getListResourcesMethod = LeaseServiceGrpc.getListResourcesMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getListResourcesMethod = LeaseServiceGrpc.getListResourcesMethod) == null) {
+          LeaseServiceGrpc.getListResourcesMethod = getListResourcesMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.ListResourcesRequest, io.fencekeeper.v1.ListResourcesResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "ListResources"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.ListResourcesRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.ListResourcesResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("ListResources"))
+              .build();
+        }
+      }
+    }
+    return getListResourcesMethod;
+  }
+
   private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.ObserveRequest,
       io.fencekeeper.v1.ObserveResponse> getObserveMethod;
 
@@ -489,6 +520,19 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
+     * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
+     * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
+     * a policy, only the resources the caller may observe are listed (the others are left out, not
+     * refused). For consoles and operators: "who holds what, and who waits".
+     * </pre>
+     */
+    default void listResources(io.fencekeeper.v1.ListResourcesRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.ListResourcesResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getListResourcesMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
      * Stream the ownership changes of one resource, starting with its current state: each new holder, and
      * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
@@ -672,6 +716,20 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
+     * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
+     * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
+     * a policy, only the resources the caller may observe are listed (the others are left out, not
+     * refused). For consoles and operators: "who holds what, and who waits".
+     * </pre>
+     */
+    public void listResources(io.fencekeeper.v1.ListResourcesRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.ListResourcesResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getListResourcesMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
      * Stream the ownership changes of one resource, starting with its current state: each new holder, and
      * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
@@ -839,6 +897,19 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
+     * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
+     * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
+     * a policy, only the resources the caller may observe are listed (the others are left out, not
+     * refused). For consoles and operators: "who holds what, and who waits".
+     * </pre>
+     */
+    public io.fencekeeper.v1.ListResourcesResponse listResources(io.fencekeeper.v1.ListResourcesRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getListResourcesMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
      * Stream the ownership changes of one resource, starting with its current state: each new holder, and
      * each new value a holder proclaims (Proclaim), in the order etcd committed them.
      * </pre>
@@ -985,6 +1056,19 @@ public final class LeaseServiceGrpc {
     public io.fencekeeper.v1.DescribeResponse describe(io.fencekeeper.v1.DescribeRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getDescribeMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
+     * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
+     * a policy, only the resources the caller may observe are listed (the others are left out, not
+     * refused). For consoles and operators: "who holds what, and who waits".
+     * </pre>
+     */
+    public io.fencekeeper.v1.ListResourcesResponse listResources(io.fencekeeper.v1.ListResourcesRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getListResourcesMethod(), getCallOptions(), request);
     }
 
     /**
@@ -1142,6 +1226,20 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
+     * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
+     * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
+     * a policy, only the resources the caller may observe are listed (the others are left out, not
+     * refused). For consoles and operators: "who holds what, and who waits".
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.ListResourcesResponse> listResources(
+        io.fencekeeper.v1.ListResourcesRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getListResourcesMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
      * Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
      * Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
      * on a lease of its own; one renewal of the session (Renew or KeepAlive with the session_id as the
@@ -1218,13 +1316,14 @@ public final class LeaseServiceGrpc {
   private static final int METHODID_RENEW = 1;
   private static final int METHODID_RELEASE = 2;
   private static final int METHODID_DESCRIBE = 3;
-  private static final int METHODID_OBSERVE = 4;
-  private static final int METHODID_OPEN_SESSION = 5;
-  private static final int METHODID_CLOSE_SESSION = 6;
-  private static final int METHODID_LIST_TOKEN_KEYS = 7;
-  private static final int METHODID_LIFT_LOCK_DELAY = 8;
-  private static final int METHODID_PROCLAIM = 9;
-  private static final int METHODID_KEEP_ALIVE = 10;
+  private static final int METHODID_LIST_RESOURCES = 4;
+  private static final int METHODID_OBSERVE = 5;
+  private static final int METHODID_OPEN_SESSION = 6;
+  private static final int METHODID_CLOSE_SESSION = 7;
+  private static final int METHODID_LIST_TOKEN_KEYS = 8;
+  private static final int METHODID_LIFT_LOCK_DELAY = 9;
+  private static final int METHODID_PROCLAIM = 10;
+  private static final int METHODID_KEEP_ALIVE = 11;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1258,6 +1357,10 @@ public final class LeaseServiceGrpc {
         case METHODID_DESCRIBE:
           serviceImpl.describe((io.fencekeeper.v1.DescribeRequest) request,
               (io.grpc.stub.StreamObserver<io.fencekeeper.v1.DescribeResponse>) responseObserver);
+          break;
+        case METHODID_LIST_RESOURCES:
+          serviceImpl.listResources((io.fencekeeper.v1.ListResourcesRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.ListResourcesResponse>) responseObserver);
           break;
         case METHODID_OBSERVE:
           serviceImpl.observe((io.fencekeeper.v1.ObserveRequest) request,
@@ -1339,6 +1442,13 @@ public final class LeaseServiceGrpc {
               io.fencekeeper.v1.DescribeRequest,
               io.fencekeeper.v1.DescribeResponse>(
                 service, METHODID_DESCRIBE)))
+        .addMethod(
+          getListResourcesMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.ListResourcesRequest,
+              io.fencekeeper.v1.ListResourcesResponse>(
+                service, METHODID_LIST_RESOURCES)))
         .addMethod(
           getObserveMethod(),
           io.grpc.stub.ServerCalls.asyncServerStreamingCall(
@@ -1434,6 +1544,7 @@ public final class LeaseServiceGrpc {
               .addMethod(getRenewMethod())
               .addMethod(getReleaseMethod())
               .addMethod(getDescribeMethod())
+              .addMethod(getListResourcesMethod())
               .addMethod(getObserveMethod())
               .addMethod(getOpenSessionMethod())
               .addMethod(getCloseSessionMethod())

@@ -1,5 +1,7 @@
 package io.fencekeeper.client;
 
+import com.google.protobuf.ByteString;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -10,15 +12,22 @@ import java.util.Objects;
  * (zero: none; see docs/lock-delay.md: if the lease expires rather than being released, nobody is granted
  * the resource for that long; such a lease is always one of its own, also with sessions), and whether the
  * acquisition is shared (docs/shared-leases.md: held beside other shared ones while no exclusive one holds
- * or waits; its token's mode is ACQUIRE_MODE_SHARED and the fenced store refuses its writes).
+ * or waits; its token's mode is ACQUIRE_MODE_SHARED and the fenced store refuses its writes), the value
+ * published with it (docs/election.md; empty: none), and maxHolders (docs/semaphores.md: a permit of a
+ * counting semaphore of that many, shared; 0: no cap), and whether it preempts (docs/preemption.md: takes
+ * the resource from whoever holds it, at once, ahead of the waiters; the old holder's writes are refused
+ * from then on and its lease is lost, LossCause.PREEMPTED, at its next renewal; needs the policy verb
+ * preempt or admin; exclusive, on a lease of its own, without a lock-delay; never waits).
  * <pre>{@code AcquireOptions.ttl(Duration.ofSeconds(5)).waitAtMost(Duration.ofSeconds(30))}</pre>
  */
-public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay, boolean shared) {
+public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay, boolean shared, ByteString value, int maxHolders, boolean preempt) {
   public static final Duration DEFAULT_TTL = Duration.ofSeconds(10);
 
   public AcquireOptions {
     Objects.requireNonNull(ttl, "ttl");
     Objects.requireNonNull(lockDelay, "lockDelay");
+    Objects.requireNonNull(value, "value");
+    if (maxHolders < 0) throw new IllegalArgumentException("maxHolders must not be negative");
     if (waitLimit != null && (!waits || waitLimit.isNegative())) throw new IllegalArgumentException("waitLimit needs waits, and must not be negative");
   }
 
@@ -27,9 +36,14 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
     this(ttl, waits, waitLimit, holder, Duration.ZERO, false);
   }
 
+  /** Without a value, not a semaphore's, not preempting. */
+  public AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay, boolean shared) {
+    this(ttl, waits, waitLimit, holder, lockDelay, shared, ByteString.EMPTY, 0, false);
+  }
+
   /** TTL 10 s, no waiting, the client's holder label, no lock-delay, exclusive. */
   public static AcquireOptions defaults() {
-    return new AcquireOptions(DEFAULT_TTL, false, null, null, Duration.ZERO, false);
+    return new AcquireOptions(DEFAULT_TTL, false, null, null, Duration.ZERO, false, ByteString.EMPTY, 0, false);
   }
 
   public static AcquireOptions ttl(Duration ttl) {
@@ -37,35 +51,54 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
   }
 
   public AcquireOptions withTtl(Duration ttl) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
   /** Fail fast with ResourceHeldException when the resource is held (the default). */
   public AcquireOptions noWait() {
-    return new AcquireOptions(ttl, false, null, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, false, null, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
   /** Wait in line until granted, or until the acquire is canceled (its future, or an interrupt). */
   public AcquireOptions waitForever() {
-    return new AcquireOptions(ttl, true, null, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, true, null, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
   /** Wait in line at most this long, then fail with DeadlineExceededException. */
   public AcquireOptions waitAtMost(Duration limit) {
-    return new AcquireOptions(ttl, true, limit, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, true, limit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
   public AcquireOptions withHolder(String holder) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
   /** The lock-delay (whole seconds, rounded up by the server; zero: none). */
   public AcquireOptions withLockDelay(Duration lockDelay) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
   /** A shared acquisition (true) or an exclusive one (false, the default). */
   public AcquireOptions withShared(boolean shared) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared);
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+  }
+
+  /** The value published with the acquisition (Describe, Observe; Leadership.proclaim changes it). */
+  public AcquireOptions withValue(ByteString value) {
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+  }
+
+  public AcquireOptions withValue(String value) {
+    return withValue(ByteString.copyFrom(value, StandardCharsets.UTF_8));
+  }
+
+  /** A permit of a counting semaphore of n (implies shared); 0: no cap. See FencekeeperClient.semaphore. */
+  public AcquireOptions withMaxHolders(int n) {
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, n, preempt);
+  }
+
+  /** Take the resource from whoever holds it (true), or not (false, the default). */
+  public AcquireOptions withPreempt(boolean preempt) {
+    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 }

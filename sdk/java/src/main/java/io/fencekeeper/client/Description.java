@@ -10,7 +10,8 @@ import java.util.List;
  * holder's label, token, the TTL left on its lease as etcd reports it, and its principal (null when the
  * holders are shared); every holder; how many wait; the resource's fence and the greatest generation
  * issued; the holder's lock-delay (or, in a lock-delay, the one being served), and while the resource is
- * in a lock-delay, about when it ends.
+ * in a lock-delay, about when it ends; the exclusive holder's published value (empty without one), and the
+ * shared holders' semaphore size (0 when they are not a semaphore's).
  */
 public record Description(
     boolean held,
@@ -23,7 +24,9 @@ public record Description(
     String holderPrincipal,
     List<Holder> holders,
     Duration lockDelay,
-    Instant lockDelayUntil) {
+    Instant lockDelayUntil,
+    ByteString value,
+    int maxHolders) {
 
   /**
    * One holder: its label, token, the TTL left on its lease (whole seconds, as etcd reports it; null in

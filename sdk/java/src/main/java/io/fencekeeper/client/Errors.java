@@ -100,6 +100,7 @@ final class Errors {
     BY_REASON.put(ErrorReason.ETCD_NO_SPACE, Errors::plain);
     BY_REASON.put(ErrorReason.BATCH_TOO_LARGE, (m, c, r, md, d, cause) -> new InvalidArgumentException(m, c, r, md, cause));
     BY_REASON.put(ErrorReason.MAX_HOLDERS_MISMATCH, Errors::plain);
+    BY_REASON.put(ErrorReason.PREEMPTED, (m, c, r, md, d, cause) -> new PreemptedException(m, c, r, md, cause));
   }
 
   private static FencekeeperException plain(String message, Status.Code code, String reason, Map<String, String> metadata, com.google.rpc.Status details, Throwable cause) {

@@ -283,6 +283,57 @@ public final class FencekeeperClient implements AutoCloseable {
     }
   }
 
+  /** The client's calls, for the election helpers (Election.java). */
+  Calls calls() {
+    return calls;
+  }
+
+  /**
+   * A permit of a counting semaphore of n on resource (docs/semaphores.md): waits in line, first come
+   * first served, as o says (waitForever unless o waits at most some time), until fewer than n hold it,
+   * and keeps the permit's lease alive until it is released or lost. The permit's token is a shared
+   * token: the fenced store refuses its writes. Another n while anyone holds or waits is a
+   * FencekeeperException with reason MAX_HOLDERS_MISMATCH (FAILED_PRECONDITION).
+   */
+  public Lease semaphore(String resource, int n, AcquireOptions o) throws InterruptedException {
+    return Semaphore.acquire(this, resource, n, o);
+  }
+
+  /**
+   * Waits in line for resource, exclusively, publishing value (docs/election.md), and returns once elected:
+   * an acquire with o's TTL and holder that waits (forever unless o waits at most some time). Interrupting
+   * the thread cancels the wait.
+   */
+  public Election.Leadership campaign(String resource, String value, AcquireOptions o) throws InterruptedException {
+    return Election.campaign(this, resource, com.google.protobuf.ByteString.copyFromUtf8(value), o);
+  }
+
+  /** The current leader, or null when nobody holds the resource exclusively. */
+  public Election.Leader leader(String resource) {
+    return Election.leader(this, resource);
+  }
+
+  /**
+   * Calls onChange, on a thread of its own, with the leader now, then each change of leader or of its
+   * value, in order, until closed. A stream the server or the network ends is opened again with backoff,
+   * and starts with the current leader, given only if it differs from the last one given.
+   */
+  public Election.Running observeLeaders(String resource, Consumer<Election.LeaderChange> onChange) {
+    return Election.observeLeaders(this, resource, onChange);
+  }
+
+  /**
+   * Campaigns for resource on a thread of its own until the returned handle is closed, in client-go's
+   * style: each time elected, runs callbacks.onElected; after a loss, once it returned, onDeposed, and
+   * campaigns again. Never two onElected at once in one process for one resource. UNAVAILABLE, deadlines,
+   * a lease lost while waiting and a lock-delay are retried with backoff; another refusal ends it (done()
+   * completes exceptionally). o: the campaigns' TTL and holder.
+   */
+  public Election.Running lead(String resource, Election.LeadCallbacks callbacks, AcquireOptions o, String value) {
+    com.google.protobuf.ByteString v = com.google.protobuf.ByteString.copyFromUtf8(value);
+    return Election.lead(this, resource, callbacks, o, () -> v);
+  }
+
   /** Who holds a resource, with which token, for how much longer, and how many wait. */
   public Description describe(String resource) {
     DescribeResponse d = calls.run(s -> s.lease().describe(DescribeRequest.newBuilder().setResource(resource).build()), true);
@@ -291,7 +342,8 @@ public final class FencekeeperClient implements AutoCloseable {
         d.getLastIssued(), d.getHolderPrincipal(),
         Protos.holders(d.getHoldersList()),
         d.hasLockDelay() ? duration(d.getLockDelay()) : null,
-        d.hasLockDelayUntil() ? Instant.ofEpochSecond(d.getLockDelayUntil().getSeconds(), d.getLockDelayUntil().getNanos()) : null);
+        d.hasLockDelayUntil() ? Instant.ofEpochSecond(d.getLockDelayUntil().getSeconds(), d.getLockDelayUntil().getNanos()) : null,
+        d.getValue(), d.getMaxHolders());
   }
 
   /** The ownership of a resource now, then each change of holder, until the Observation is closed. */
@@ -357,7 +409,7 @@ public final class FencekeeperClient implements AutoCloseable {
   private Lease acquireIn(String resource, AcquireOptions o, Context.CancellableContext context) {
     if (closed) throw closedError();
     // A lock-delay is for an acquisition of its own: on a session, acquisitions end with the session.
-    if (sessions != null && o.lockDelay().isZero()) {
+    if (sessions != null && o.lockDelay().isZero() && !o.preempt()) {
       Lease lease = acquireOnSession(resource, o, context);
       if (lease != null) return lease;
     }
@@ -366,7 +418,8 @@ public final class FencekeeperClient implements AutoCloseable {
 
   /** Sends one Acquire, waiting at most waitLimit (null: as o says), with a deadline that leaves room for the wait. */
   private AcquireResponse acquireCall(AcquireRequest.Builder req, AcquireOptions o, Duration waitLimit) {
-    req.setHolder(o.holder() != null ? o.holder() : holder).setWait(o.waits()).setMode(o.shared() ? AcquireMode.ACQUIRE_MODE_SHARED : AcquireMode.ACQUIRE_MODE_UNSPECIFIED);
+    req.setHolder(o.holder() != null ? o.holder() : holder).setWait(o.waits()).setMode(o.shared() || o.maxHolders() > 0 ? AcquireMode.ACQUIRE_MODE_SHARED : AcquireMode.ACQUIRE_MODE_UNSPECIFIED);
+    req.setValue(o.value()).setMaxHolders(o.maxHolders());
     // Whole ms: a call's deadline goes out as a grpc-timeout header.
     if (waitLimit != null) req.setWaitTimeout(proto(Duration.ofMillis((waitLimit.toNanos() + 999_999) / 1_000_000)));
     Duration deadline = !o.waits() ? calls.timeout : waitLimit == null ? null : calls.timeout.plus(waitLimit);
@@ -381,6 +434,7 @@ public final class FencekeeperClient implements AutoCloseable {
   private Lease acquireOwn(String resource, AcquireOptions o, Context.CancellableContext context) {
     AcquireRequest.Builder req = AcquireRequest.newBuilder().setResource(resource).setTtl(proto(o.ttl()));
     if (!o.lockDelay().isZero()) req.setLockDelay(proto(o.lockDelay()));
+    if (o.preempt()) req.setPreempt(true);
     Stamp sentAt = Stamp.now();
     AcquireResponse res = acquireCall(req, o, o.waitLimit());
     if (!res.hasTtl()) {

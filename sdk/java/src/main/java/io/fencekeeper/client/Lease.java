@@ -222,7 +222,8 @@ public final class Lease implements AutoCloseable {
     return o.mode() != null ? o : o.withMode(ctx.fenceMode());
   }
 
-  private Store.Commit write(Supplier<Store.Commit> call) {
+  /** A call under the lease: checked first; refused as stale (STALE_TOKEN, LEASE_NOT_HELD), it ends the lease. */
+  <T> T write(Supplier<T> call) {
     check();
     try {
       return call.get();
@@ -268,6 +269,7 @@ public final class Lease implements AutoCloseable {
   void refused(FencekeeperException error) {
     if (lostWith != null) return;
     if (error instanceof LeaseNotFoundException) lose(LossCause.NOT_FOUND, error);
+    else if (error instanceof PreemptedException) lose(LossCause.PREEMPTED, error);
     else if (ctx.listening()) ctx.emit(new ClientEvent.RenewalFailed(token, error));
   }
 
@@ -289,7 +291,7 @@ public final class Lease implements AutoCloseable {
       // A lease the server says is gone needs no release; one past its deadline may still be held in etcd,
       // and is released then, unless it has a lock-delay: releasing would end, without the delay, a lease
       // whose writes sent before the deadline may still be on their way, which is what the delay is for.
-      boolean left = why == LossCause.NOT_FOUND || (why == LossCause.DEADLINE && lockDelay);
+      boolean left = why == LossCause.NOT_FOUND || why == LossCause.PREEMPTED || (why == LossCause.DEADLINE && lockDelay);
       ending = cleanup != null ? cleanup : left ? DONE : ctx.release(token);
     }
     if (session == null) ctx.keepAlive().remove(keeper);
@@ -306,6 +308,12 @@ public final class Lease implements AutoCloseable {
     return switch (why) {
       case DEADLINE -> lease + " is lost: no renewal was confirmed before its deadline " + deadline.validUntil();
       case NOT_FOUND -> lease + " is lost: the server says it expired or was released";
+      case PREEMPTED -> {
+        PreemptedException p = cause instanceof PreemptedException e ? e : null;
+        String by = p != null && p.byPrincipal() != null && !p.byPrincipal().isEmpty() ? " by \"" + p.byPrincipal() + "\"" : "";
+        String now = p != null && p.byGeneration() != null && p.byGeneration() > 0 ? " (now generation " + p.byGeneration() + ")" : "";
+        yield lease + " is lost: it was preempted" + by + now + "; its writes are refused";
+      }
       case FENCED -> lease + " is lost: a write under its token was refused (" + cause.getMessage() + ")";
       case RELEASED -> lease + " was released";
       case CANCELED -> lease + " ended: its acquire was canceled";

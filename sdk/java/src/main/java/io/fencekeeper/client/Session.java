@@ -121,6 +121,7 @@ final class Session implements KeepAlive.Kept {
   @Override
   public void refused(FencekeeperException error) {
     if (error instanceof LeaseNotFoundException) lose(LossCause.NOT_FOUND, error);
+    else if (error instanceof PreemptedException) lose(LossCause.PREEMPTED, error);
     else if (host.listening()) host.emit(new ClientEvent.RenewalFailed(null, error));
   }
 
@@ -137,7 +138,7 @@ final class Session implements KeepAlive.Kept {
       cause = error;
       on = new ArrayList<>(leases);
       leases.clear();
-      cleaned = why == LossCause.NOT_FOUND ? DONE : host.close(id);
+      cleaned = why == LossCause.NOT_FOUND || why == LossCause.PREEMPTED ? DONE : host.close(id);
     }
     host.keepAlive().remove(this);
     host.forget(this);

@@ -10,6 +10,7 @@ import io.fencekeeper.client.Lease;
 import io.fencekeeper.client.LeaseLostException;
 import io.fencekeeper.client.Observation;
 import io.fencekeeper.client.Ownership;
+import io.fencekeeper.client.PreemptedException;
 import io.fencekeeper.client.StaleTokenException;
 import io.fencekeeper.client.FenceMode;
 import io.fencekeeper.client.Token;
@@ -38,7 +39,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *     step checks what sessions promise (Sessions.java)
  * fk-sdk-probe semantics --server URL --resource PREFIX
  *     the library's own promises (Semantics.java), on resources named PREFIX-...; output as scenario's
- * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N] [--sessions true] [--lock-delay-ms N] [--shared true]
+ * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N] [--sessions true] [--lock-delay-ms N] [--shared true] [--preempt true]
  *     acquires R (on a session with --sessions true) and holds it, printing one JSON line per event with
  *     its wall-clock time "at" (ms): granted (token, valid_until), renewed (sent_at, confirmed_at,
  *     valid_until), session-opened (session_id), session-renewed (as renewed), stream-opened,
@@ -55,6 +56,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       describe             the library's describe: held, holders, lock_delay_ms, lock_delay_until
  *       observe              the first state observe() gives (now): as describe, with max_holders and value
  *       acquire              another acquire of R without waiting: ok, or the exception's class
+ * fk-sdk-probe elect --server URL --resource R [--ttl-ms 2000] [--holder H] [--value V]
+ *     runs the library's lead() on R and the election and semaphore commands (Elect.java)
  * fk-sdk-probe api
  *     the public members of the library's public classes whose signatures name a generated protobuf class
  *     (io.fencekeeper.v1), but deprecated ones, as one JSON object: {"generated_types_exposed": [...]}
@@ -65,12 +68,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  */
 public final class Probe {
-  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared");
+  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared", "value", "linger-ms", "preempt");
 
   private Probe() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length < 1 || !Set.of("scenario", "semantics", "hold", "reasons", "api").contains(args[0])) usage();
+    if (args.length < 1 || !Set.of("scenario", "semantics", "hold", "reasons", "api", "elect").contains(args[0])) usage();
     if (args[0].equals("api")) {
       System.out.println(Json.write(Map.of("generated_types_exposed", PublicApi.generatedTypesExposed())));
       return;
@@ -89,6 +92,10 @@ public final class Probe {
     Credentials credentials = new Credentials(
         flags.containsKey("bearer") ? () -> flags.get("bearer") : null,
         path(flags.get("tls-ca")), path(flags.get("tls-cert")), path(flags.get("tls-key")));
+    if (args[0].equals("elect")) {
+      Elect.run(flags, credentials);
+      System.exit(0);
+    }
     if (!args[0].equals("hold")) {
       try {
         if (args[0].equals("scenario")) Scenario.run(flags.get("server"), credentials, flags.get("resource"), sessions(flags));
@@ -117,11 +124,23 @@ public final class Probe {
         .onEvent(Probe::report)
         .build();
     Duration lockDelay = Duration.ofMillis(Long.parseLong(flags.getOrDefault("lock-delay-ms", "0")));
-    Lease lease = client.acquire(resource, AcquireOptions.ttl(ttl).waitForever().withLockDelay(lockDelay).withShared(Boolean.parseBoolean(flags.getOrDefault("shared", "false"))));
+    Lease lease = client.acquire(resource, AcquireOptions.ttl(ttl).waitForever().withLockDelay(lockDelay).withShared(Boolean.parseBoolean(flags.getOrDefault("shared", "false")))
+        .withPreempt(Boolean.parseBoolean(flags.getOrDefault("preempt", "false"))));
     AtomicLong lastSeenHeldAt = new AtomicLong(System.currentTimeMillis());
     say("granted", "token", token(lease.token()), "ttl_ms", lease.ttl().toMillis(), "valid_until", ms(lease.validUntil()));
-    lease.addLossListener(e -> say("lost", "why", e.why().name(), "valid_until", ms(e.validUntil()), "lost_at", ms(e.lostAt()),
-        "last_seen_held_at", lastSeenHeldAt.get()));
+    lease.addLossListener(e -> {
+      Map<String, Object> lost = new LinkedHashMap<>();
+      lost.put("why", e.why().name());
+      lost.put("valid_until", ms(e.validUntil()));
+      lost.put("lost_at", ms(e.lostAt()));
+      lost.put("last_seen_held_at", lastSeenHeldAt.get());
+      if (e.getCause() instanceof PreemptedException p) {
+        lost.put("reason", p.reason());
+        lost.put("by_generation", String.valueOf(p.byGeneration()));
+        lost.put("by_principal", p.byPrincipal());
+      }
+      say("lost", lost);
+    });
 
     if (flags.containsKey("write-every-ms")) {
       long every = Long.parseLong(flags.get("write-every-ms"));
@@ -255,14 +274,14 @@ public final class Probe {
     }
   }
 
-  private static void say(String event, Object... fields) {
+  static void say(String event, Object... fields) {
     Map<String, Object> map = new LinkedHashMap<>();
     for (int i = 0; i < fields.length; i += 2) map.put((String) fields[i], fields[i + 1]);
     say(event, map);
   }
 
   /** Prints one JSON line: the event, when it was printed ("at", wall clock ms), and its fields. */
-  private static synchronized void say(String event, Map<String, Object> fields) {
+  static synchronized void say(String event, Map<String, Object> fields) {
     Map<String, Object> line = new LinkedHashMap<>();
     line.put("event", event);
     line.put("at", System.currentTimeMillis());
@@ -271,7 +290,7 @@ public final class Probe {
     System.out.flush();
   }
 
-  private static Map<String, Object> token(Token t) {
+  static Map<String, Object> token(Token t) {
     Map<String, Object> json = new LinkedHashMap<>();
     json.put("resource", t.getResource());
     json.put("generation", Long.toString(t.getGeneration()));
@@ -280,7 +299,7 @@ public final class Probe {
     return json;
   }
 
-  private static long ms(Instant instant) {
+  static long ms(Instant instant) {
     return instant.toEpochMilli();
   }
 

@@ -1,0 +1,75 @@
+// The read-only web console (--console-listen, off unless set): one page that lists the resources in
+// use with holder, principal, generation, fence, mode, lock-delay and waiters, kept live by Observe over
+// Connect from the browser (console/app.ts, bundled into dist/console/ by scripts/build.sh). The page
+// calls the API on this same port, with the credentials the user gives it, and those calls go to the
+// server's own handler, so they run through the one call pipeline (authentication, the policy, the log
+// and the metrics) like any other: the policy decides what the page shows. Only the read-only methods
+// are served here; every other path is 404. On a loopback address, requests must name the address in
+// their Host header, so that a web page elsewhere cannot reach the console through DNS rebinding.
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { isLoopback, type HostPort } from "../config.js";
+import type { Handler } from "../transport.js";
+
+/** The methods the page calls: nothing that changes anything. */
+const READ_ONLY = new Set(["ListResources", "Describe", "Observe"].map((m) => `/${LeaseService.typeName}/${m}`));
+
+const HEADERS = {
+  // The page loads only itself and talks only to its own origin.
+  "content-security-policy": "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-store",
+};
+
+interface Assets {
+  html: Buffer;
+  js: Buffer;
+}
+
+/** The built page: dist/console/ beside the compiled server, or of the checkout when run from source. */
+function loadAssets(): Assets {
+  const candidates = ["../../console/", "../../dist/console/"].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
+  for (const dir of candidates) {
+    if (existsSync(`${dir}app.js`) && existsSync(`${dir}index.html`)) return { html: readFileSync(`${dir}index.html`), js: readFileSync(`${dir}app.js`) };
+  }
+  throw new Error(`--console-listen: the console's page is not built (looked in ${candidates.join(", ")}); run npm run build`);
+}
+
+/** The Host headers a request to a console on a loopback address may carry. */
+function loopbackHosts(at: HostPort, port: number): Set<string> {
+  const names = ["localhost", "127.0.0.1", "[::1]", at.host.includes(":") ? `[${at.host}]` : at.host];
+  return new Set(names.map((n) => `${n}:${port}`));
+}
+
+/** The console's request handler: the page, and the read-only API methods, handed to the server's own handler. */
+export function consoleHandler(api: Handler, at: HostPort, port: () => number): Handler {
+  const assets = loadAssets();
+  const hosts = isLoopback(at.host) ? () => loopbackHosts(at, port()) : undefined;
+  return (req, res) => {
+    const host = String(req.headers[":authority"] ?? req.headers.host ?? "");
+    if (hosts && !hosts().has(host)) {
+      res.writeHead(421, { "content-type": "text/plain" });
+      res.end(`the console answers requests for ${[...hosts()].join(", ")}, not ${JSON.stringify(host)}\n`);
+      return;
+    }
+    const path = (req.url ?? "").split("?")[0];
+    if (req.method === "GET" && (path === "/" || path === "/index.html")) {
+      res.writeHead(200, { ...HEADERS, "content-type": "text/html; charset=utf-8" });
+      res.end(assets.html);
+      return;
+    }
+    if (req.method === "GET" && path === "/app.js") {
+      res.writeHead(200, { ...HEADERS, "content-type": "text/javascript; charset=utf-8" });
+      res.end(assets.js);
+      return;
+    }
+    if (READ_ONLY.has(path)) {
+      api(req, res);
+      return;
+    }
+    res.writeHead(404, { "content-type": "text/plain" });
+    res.end("the console serves its page at / and the read-only calls it makes (ListResources, Describe, Observe)\n");
+  };
+}
