@@ -13,7 +13,7 @@
 #         contract, a short fuzz run and a short fault run.
 #   all   everything (the default; what CI runs, as the three tiers above).
 # core, rest and all run their files side by side in mocha's parallel mode, FK_TEST_JOBS at a time
-# (default 3): most of a test's time is spent waiting on TTLs and on other processes, and waiting overlaps
+# (default 4 for core, 3 otherwise): most of a test's time is spent waiting on TTLs and on other processes, and waiting overlaps
 # well even on 2 cores. Each file starts its own etcd and servers on free ports (test/harness), so the
 # files are independent. Every tier must end by itself (no `exit: true`): test/harness/no-leaks.ts fails
 # a file that leaves a socket, server, timer or child process open, and names it. The longest files start first, by the durations of the last run
@@ -51,26 +51,40 @@ files() {
 }
 
 timings=.test-results/timings.jsonl
-# Longest first: by the sum of a file's test durations in the last run. Files not seen yet (all of them in
-# a fresh clone) go first, the biggest first: size is a rough guess at duration, and a file of unknown
-# length started last could outlast all the others.
+# What a fresh clone orders by: each file's duration in a CI run, committed (refresh it with
+# `scripts/test.sh --save-durations` after a full run). A file's own last run, when there is one, wins.
+expected=test/expected-durations.jsonl
+if [ "${1:-}" = "--save-durations" ]; then
+  node -e '
+    const fs = require("fs");
+    const rows = fs.readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((r) => r.state === "file");
+    rows.sort((a, b) => a.file.localeCompare(b.file));
+    fs.writeFileSync(process.argv[2], rows.map((r) => JSON.stringify({ file: r.file, ms: r.ms })).join("\n") + "\n");
+    console.log(`${rows.length} files written to ${process.argv[2]}`);
+  ' "$timings" "$expected"
+  exit 0
+fi
+# Longest first: by a file's wall time (hooks included, test/harness/file-timings.ts) in its last run,
+# else the sum of its tests' durations, else the committed expectation. Files not known at all go first,
+# the biggest first: size is a rough guess at duration, and a file of unknown length started last could
+# outlast all the others.
 longest_first() {
   node -e '
     const fs = require("fs");
     const files = fs.readFileSync(0, "utf8").split("\n").filter(Boolean).sort();
-    const total = new Map();
-    try {
-      for (const line of fs.readFileSync(process.argv[1], "utf8").split("\n")) {
-        if (!line) continue;
-        const { file, ms } = JSON.parse(line);
-        total.set(file, (total.get(file) ?? 0) + ms);
-      }
-    } catch {}
-    const longest = Math.max(0, ...total.values());
-    const weight = (f) => total.get(f) ?? longest + fs.statSync(f).size;
+    const read = (f) => { try { return fs.readFileSync(f, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)); } catch { return []; } };
+    const sum = new Map(), wall = new Map(), expected = new Map();
+    for (const { file, ms, state } of read(process.argv[1])) {
+      if (state === "file") wall.set(file, ms);
+      else sum.set(file, (sum.get(file) ?? 0) + ms);
+    }
+    for (const { file, ms } of read(process.argv[2])) expected.set(file, ms);
+    const known = (f) => wall.get(f) ?? sum.get(f) ?? expected.get(f);
+    const longest = Math.max(0, ...files.map((f) => known(f) ?? 0));
+    const weight = (f) => known(f) ?? longest + fs.statSync(f).size;
     files.sort((a, b) => weight(b) - weight(a));
     console.log(files.join("\n"));
-  ' "$timings"
+  ' "$timings" "$expected"
 }
 
 # Files given (a path or a glob among the arguments): run as given, in one process.
@@ -94,7 +108,10 @@ set +e
 if [ "$tier" = unit ]; then
   how=(--require test/harness/no-processes.ts)
 else
-  how=(--parallel --jobs "${FK_TEST_JOBS:-3}")
+  # core's files mostly wait (on TTLs, on etcd): four at a time; rest's start JVMs and builds: three.
+  jobs=3
+  [ "$tier" = core ] && jobs=4
+  how=(--parallel --jobs "${FK_TEST_JOBS:-$jobs}")
 fi
 # A last guard, should a run hang all the same (a handle of a kind no-leaks does not look for in mocha's
 # own process): the run is ended and fails, rather than holding CI to its limit.

@@ -28,6 +28,7 @@ const METHODS = [
   "fencekeeper.v1.LeaseService/Describe",
   "fencekeeper.v1.LeaseService/KeepAlive",
   "fencekeeper.v1.LeaseService/LiftLockDelay",
+  "fencekeeper.v1.LeaseService/ListResources",
   "fencekeeper.v1.LeaseService/ListTokenKeys",
   "fencekeeper.v1.LeaseService/Observe",
   "fencekeeper.v1.LeaseService/OpenSession",
