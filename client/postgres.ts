@@ -9,7 +9,7 @@
 // row back. The helpers take anything with pg's query() (a Pool, a Client, a PoolClient inside the
 // caller's transaction), so a fenced write can be one statement of a larger transaction.
 import type { Token } from "./token.js";
-import { verifyToken, type TokenKey } from "./verify-token.js";
+import { checkWriterToken, type FencedOutcome, type TokenCheck } from "./fenced-write.js";
 
 /** What the helpers need of node-postgres: pg.Pool, pg.Client and pg.PoolClient all have it. */
 export interface Queryable {
@@ -30,28 +30,6 @@ interface Target {
   token: Token;
 }
 
-/**
- * Whether the token is genuine, one or the other, required: a token that is not checked may carry any
- * generation, and one made up as 2^63-1 raises the row's fence past every generation etcd will ever
- * issue, locking every real holder out of the row for good.
- */
-type TokenCheck =
-  | {
-      /**
-       * The server's token keys (FencekeeperClient.tokenKeys()): the token's signature is checked before
-       * any SQL runs, and a token that does not verify writes nothing (outcome "unverified").
-       */
-      keys: readonly TokenKey[];
-      unverified?: false;
-    }
-  | {
-      keys?: undefined;
-      /**
-       * The caller vouches for the token without a signature check: it acquired the token itself, or the
-       * server signs none. Never for a token handed over by someone else (a queue, another service).
-       */
-      unverified: true;
-    };
 
 export type FencedTarget = Target & TokenCheck;
 
@@ -60,23 +38,7 @@ export type FencedWrite = FencedTarget & {
   set: Readonly<Record<string, unknown>>;
 };
 
-/**
- * The outcome of a fenced write. Only "applied" wrote anything.
- * - applied: the row now carries this generation as its fence.
- * - stale: a newer generation of the resource has written the row (fence > the token's generation);
- *   this holder has lost its lease and must stop.
- * - notFound: no such row (or only its tombstone, for an update or a delete).
- * - exists: an insert found the row already there, written by this or an older generation.
- * - otherResource: the row is guarded by another resource, whose generations are not comparable.
- * - unverified: the token's signature does not verify with the keys given.
- */
-export type FencedOutcome =
-  | { status: "applied"; fence: bigint }
-  | { status: "stale"; fence: bigint }
-  | { status: "notFound" }
-  | { status: "exists"; fence: bigint | null }
-  | { status: "otherResource"; resource: string }
-  | { status: "unverified"; reason: string };
+export type { FencedOutcome };
 
 /**
  * The DDL that adds the fence columns to an existing table. Existing rows keep NULL in both fence
@@ -181,19 +143,7 @@ function explain(
 }
 
 function checkToken(w: FencedTarget): FencedOutcome | undefined {
-  // As the fenced store does: a shared holder shares the resource, so its generation must not move a fence.
-  if (w.token.shared) {
-    throw new RangeError(`a shared token (generation ${w.token.generation} of "${w.token.resource}") cannot write: fenced writes need an exclusive acquisition's token`);
-  }
-  if (!w.keys) {
-    if (w.unverified === true) return undefined;
-    throw new TypeError(
-      "give keys (await client.tokenKeys()) so that the token's signature is checked, or unverified: true for a token this " +
-        "program acquired itself: an unchecked token may carry any generation, and a made-up one poisons the row's fence for good",
-    );
-  }
-  const v = verifyToken(w.token, w.keys);
-  return v.ok ? undefined : { status: "unverified", reason: v.reason };
+  return checkWriterToken(w, "row");
 }
 
 function setColumns(set: Readonly<Record<string, unknown>>): string[] {

@@ -17,7 +17,7 @@
 // before any command, on a single server too, so that keys stay fenced when the data moves to a Cluster.
 import type { FenceStore, FenceVerdict } from "./fence-store.js";
 import type { Token } from "./token.js";
-import { verifyToken, type TokenKey } from "./verify-token.js";
+import { checkWriterToken, type FencedOutcome, type TokenCheck } from "./fenced-write.js";
 
 /** What the helpers need of ioredis: `Redis` and `Cluster` both have it. */
 export interface RedisScripting {
@@ -27,28 +27,6 @@ export interface RedisScripting {
 /** A data value, as ioredis takes it. */
 export type RedisValue = string | Buffer | number;
 
-/**
- * Whether the token is genuine, one or the other, required: a token that is not checked may carry any
- * generation, and one made up as 2^63-1 raises the resource's fence past every generation etcd will ever
- * issue, locking every real holder out of its keys for good.
- */
-type TokenCheck =
-  | {
-      /**
-       * The server's token keys (FencekeeperClient.tokenKeys()): the token's signature is checked before
-       * any command is sent, and a token that does not verify writes nothing (outcome "unverified").
-       */
-      keys: readonly TokenKey[];
-      unverified?: false;
-    }
-  | {
-      keys?: undefined;
-      /**
-       * The caller vouches for the token without a signature check: it acquired the token itself, or the
-       * server signs none. Never for a token handed over by someone else (a queue, another service).
-       */
-      unverified: true;
-    };
 
 /** The holder's token: its resource's fence is the one compared, its generation the one compared with it. */
 export type RedisFenced = { token: Token } & TokenCheck;
@@ -79,23 +57,11 @@ export type RedisWriteOp =
 export type RedisFencedMulti = RedisFenced & { ops: readonly RedisWriteOp[] };
 
 /**
- * The outcome of a fenced write. Only "applied" wrote anything, and only "applied" raised the fence.
- * - applied: written; the resource's fence is now the token's generation (it was at most that).
- * - stale: a newer generation of the resource has written (fence > the token's generation); this holder
- *   has lost its lease and must stop.
- * - notFound: a DEL (or a SET "ifExists") found no such key.
- * - exists: a SET "ifMissing" found the key there; fence is the resource's (null: none yet).
- * - otherResource: the key carries another resource's hash tag (resource: that tag); the generations of
- *   different resources are not comparable.
- * - unverified: the token's signature does not verify with the keys given.
+ * The outcome of a fenced Redis write (client/fenced-write.ts). Here notFound is a DEL (or a SET
+ * "ifExists") that found no such key; exists a SET "ifMissing" that found one (fence: the resource's, null
+ * when none yet); otherResource a key that carries another resource's hash tag (resource: that tag).
  */
-export type RedisFencedOutcome =
-  | { status: "applied"; fence: bigint }
-  | { status: "stale"; fence: bigint }
-  | { status: "notFound" }
-  | { status: "exists"; fence: bigint | null }
-  | { status: "otherResource"; resource: string }
-  | { status: "unverified"; reason: string };
+export type RedisFencedOutcome = FencedOutcome;
 
 /** The fence key of a resource. Its hash tag is the resource, so the resource's data keys can share its slot. */
 export function fenceKey(resource: string): string {
@@ -304,20 +270,9 @@ function checkKeys(resource: string, keys: readonly string[]): RedisFencedOutcom
 }
 
 function checkToken(w: RedisFenced): RedisFencedOutcome | undefined {
-  // As the fenced store does: a shared holder shares the resource, so its generation must not move a fence.
-  if (w.token.shared) {
-    throw new RangeError(`a shared token (generation ${w.token.generation} of "${w.token.resource}") cannot write: fenced writes need an exclusive acquisition's token`);
-  }
+  const refused = checkWriterToken(w, "resource");
   checkGeneration(w.token.generation);
-  if (!w.keys) {
-    if (w.unverified === true) return undefined;
-    throw new TypeError(
-      "give keys (await client.tokenKeys()) so that the token's signature is checked, or unverified: true for a token this " +
-        "program acquired itself: an unchecked token may carry any generation, and a made-up one poisons the resource's fence for good",
-    );
-  }
-  const v = verifyToken(w.token, w.keys);
-  return v.ok ? undefined : { status: "unverified", reason: v.reason };
+  return refused;
 }
 
 /** Generations are etcd revisions: positive int64. The scripts compare them as canonical decimals. */
