@@ -13,7 +13,7 @@
 #         contract, a short fuzz run and a short fault run.
 #   all   everything (the default; what CI runs, as the three tiers above).
 # core, rest and all run their files side by side in mocha's parallel mode, FK_TEST_JOBS at a time
-# (default 4 for core, 3 otherwise): most of a test's time is spent waiting on TTLs and on other processes, and waiting overlaps
+# (default 4): most of a test's time is spent waiting on TTLs and on other processes, and waiting overlaps
 # well even on 2 cores. Each file starts its own etcd and servers on free ports (test/harness), so the
 # files are independent. Every tier must end by itself (no `exit: true`): test/harness/no-leaks.ts fails
 # a file that leaves a socket, server, timer or child process open, and names it. The longest files start first, by the durations of the last run
@@ -108,10 +108,7 @@ set +e
 if [ "$tier" = unit ]; then
   how=(--require test/harness/no-processes.ts)
 else
-  # core's files mostly wait (on TTLs, on etcd): four at a time; rest's start JVMs and builds: three.
-  jobs=3
-  [ "$tier" = core ] && jobs=4
-  how=(--parallel --jobs "${FK_TEST_JOBS:-$jobs}")
+  how=(--parallel --jobs "${FK_TEST_JOBS:-4}")
 fi
 # A last guard, should a run hang all the same (a handle of a kind no-leaks does not look for in mocha's
 # own process): the run is ended and fails, rather than holding CI to its limit.
