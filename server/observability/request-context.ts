@@ -1,6 +1,8 @@
 // The request id of a call: the caller's, when it sent a usable one (meshes and proxies such as Envoy
 // and Istio set it), else a new one. It is echoed back, and every log line about the call carries it.
 import { randomUUID } from "node:crypto";
+import { createContextKey } from "@connectrpc/connect";
+import { currentCall } from "../rpc/call-scope.js";
 
 /** The header a request id travels in. */
 export const REQUEST_ID_HEADER = "x-request-id";
@@ -12,7 +14,14 @@ export function requestIdFrom(given: string | null | undefined): string {
   return given && USABLE_ID.test(given) ? given : randomUUID();
 }
 
-/** The request context of code running for a call; none is kept any more (the log line of each call carries its id). */
+/** A call's request id, in its values: put there as the call arrives, whichever adapter brings it. */
+export const REQUEST_ID = createContextKey<string>("", { description: "the call's request id" });
+
+/**
+ * The request id of the call the running code serves (a unary handler and what it calls, while call
+ * scopes are kept: at debug level, for the ownership log, and with --audit-log); undefined elsewhere.
+ */
 export function currentRequest(): { requestId: string } | undefined {
-  return undefined;
+  const requestId = currentCall()?.get(REQUEST_ID);
+  return requestId ? { requestId } : undefined;
 }

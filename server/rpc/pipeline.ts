@@ -29,6 +29,7 @@ import type { InFlightCalls } from "./in-flight.js";
 import { sendableErrors } from "./sendable-errors.js";
 import { tracer } from "../tracing/tracer.js";
 import { CallSpan, tracingInterceptor } from "./tracing.js";
+import { REQUEST_ID } from "../observability/request-context.js";
 
 type Handler = (req: never, ctx: CallContext) => unknown;
 
@@ -134,6 +135,7 @@ export class CallPipeline {
     try {
       c = a.start();
       c.values.set(PEER, { address: a.socket.remoteAddress ?? "", port: a.socket.remotePort ?? 0 });
+      c.values.set(REQUEST_ID, a.requestId);
       // Credentials first: an unauthenticated caller's message is not even read.
       const caller = this.o.authenticator && authenticate(this.o.authenticator, a.method.parent.typeName, a.authorization, a.socket);
       const principal = caller instanceof Promise ? await Promise.race([caller, c.stop]) : caller;
