@@ -18,6 +18,7 @@ import {
   GRPCUnavailableError,
   GRPCUnknownError,
 } from "etcd3";
+import { isBrokenCircuitError } from "cockatiel";
 import { DomainError, unavailable } from "../errors/errors.js";
 
 /** etcd has no such lease (any more): it expired, was revoked, or never existed. */
@@ -82,6 +83,11 @@ export function classify(what: string, err: unknown): Error {
     err instanceof EtcdWatchStreamEnded
   ) {
     return unavailable(what, err);
+  }
+  // Every member's breaker is open (client.ts): each let its last call go unanswered, and this call was
+  // sent to none of them.
+  if (isBrokenCircuitError(err)) {
+    return unavailable(what, new Error("no etcd member answered its last call; each is tried again within one --etcd-timeout"));
   }
   // Data loss, permission and the like: a fault, not something a retry would mend.
   return new DomainError("internal", `etcd failed (${what}): ${etcdMessage(err)}`);

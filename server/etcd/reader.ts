@@ -4,6 +4,7 @@ import type { Etcd3, IRangeRequest, IRangeResponse, IWatchResponse, Watcher } fr
 import { DomainError } from "../errors/errors.js";
 import { AsyncQueue } from "../streams/async-queue.js";
 import type { EtcdCalls } from "./calls.js";
+import { readPolicy } from "./client.js";
 import { classify } from "./errors.js";
 import { prefixEnd } from "./keys.js";
 import type { Reads } from "./reads.js";
@@ -21,14 +22,15 @@ export class Reader {
     private readonly calls: EtcdCalls,
   ) {}
 
-  /** Reads several ranges at one revision (a transaction with no compares and no writes). */
+  /** Reads several ranges at one revision (a transaction with no compares and no writes). Reads are sent
+   * once more, to another member, when one goes unanswered (client.ts). */
   async snapshot<T>(what: string, reads: Reads<T>): Promise<Snapshot<T>> {
-    const res = await this.calls.run(what, () => this.etcd.kv.txn({ compare: [], success: reads.ops(), failure: [] }));
+    const res = await this.calls.run(what, () => readPolicy(this.etcd).execute(() => this.etcd.kv.txn({ compare: [], success: reads.ops(), failure: [] })));
     return { revision: BigInt(res.header.revision), found: reads.decodeTxn(res.responses) };
   }
 
   range(what: string, req: IRangeRequest): Promise<IRangeResponse> {
-    return this.calls.run(what, () => this.etcd.kv.range(req));
+    return this.calls.run(what, () => readPolicy(this.etcd).execute(() => this.etcd.kv.range(req)));
   }
 
   /**
