@@ -6,9 +6,10 @@
 // own whose answer was on its way as it was cancelled cannot be found by the client: that grant ends
 // at its TTL (the docs say so), and this test does not run that case.
 import { expect } from "chai";
+import { CanceledError, FencekeeperClient, type Lease } from "../../client/index.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { uniqueResource } from "../harness/suite.js";
+import { sleep, uniqueResource } from "../harness/suite.js";
 import { runCancelRace as pythonCancelRace } from "./python-probe.js";
 
 describe("a waiting acquire cancelled as it is granted leaves nothing held", function () {
@@ -31,4 +32,52 @@ describe("a waiting acquire cancelled as it is granted leaves nothing held", fun
       expect(r.code, r.output).to.equal(0);
     });
   }
+
+  it("TypeScript, on sessions: 60 rounds of 4 waiters cancelled as the holder releases", async () => {
+    const resource = uniqueResource("cancel-race-ts");
+    const waiters = 4;
+    // A client each: a session takes a resource once at a time (cancel_race.py says more).
+    const clients = Array.from({ length: waiters + 1 }, () => new FencekeeperClient({ servers: server.url, sessions: true }));
+    const [first, ...rest] = clients;
+    let granted = 0;
+    try {
+      for (let round = 0; round < 60; round++) {
+        const holder = await first.acquire(resource, { ttl: 10_000, wait: 10_000, holder: "holder" });
+        const cancels = rest.map(() => new AbortController());
+        const waiting = rest.map((c, i) =>
+          c.acquire(resource, { ttl: 10_000, wait: true, signal: cancels[i].signal, holder: `waiter-${round}-${i}` }).then(
+            (lease): Lease | undefined => lease,
+            (err) => {
+              if (err instanceof CanceledError) return undefined;
+              throw err;
+            },
+          ),
+        );
+        for (let t = 0; (await first.describe(resource)).waiters < waiters; t++) {
+          if (t > 500) throw new Error(`round ${round}: the waiters never all stood in line`);
+          await sleep(10);
+        }
+        const releasing = holder.release();
+        await sleep((round % 10) * 2);
+        for (const c of cancels) c.abort();
+        await releasing;
+        for (const lease of await Promise.all(waiting)) {
+          if (lease) {
+            granted++;
+            await lease.release();
+          }
+        }
+        const freeBy = Date.now() + 1000;
+        for (;;) {
+          const d = await first.describe(resource);
+          if (!d.held) break;
+          expect(Date.now(), `round ${round}: ${d.holder} (generation ${d.token?.generation}) still holds "${resource}"`).to.be.below(freeBy);
+          await sleep(20);
+        }
+      }
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
+    expect(granted).to.be.below(60 * waiters);
+  });
 });
