@@ -10,6 +10,7 @@ import { CanceledError, FencekeeperClient, type Lease } from "../../client/index
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
+import { runCancelRace as goCancelRace } from "./go-probe.js";
 import { runCancelRace as pythonCancelRace } from "./python-probe.js";
 
 describe("a waiting acquire cancelled as it is granted leaves nothing held", function () {
@@ -32,6 +33,11 @@ describe("a waiting acquire cancelled as it is granted leaves nothing held", fun
       expect(r.code, r.output).to.equal(0);
     });
   }
+
+  it("Go, on sessions: 60 rounds of 4 waiters cancelled as the holder releases", async () => {
+    const r = await goCancelRace(server.url, uniqueResource("cancel-race-go"), { rounds: 60, waiters: 4, sessions: true });
+    expect(r.code, r.output).to.equal(0);
+  });
 
   it("TypeScript, on sessions: 60 rounds of 4 waiters cancelled as the holder releases", async () => {
     const resource = uniqueResource("cancel-race-ts");
