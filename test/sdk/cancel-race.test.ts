@@ -11,6 +11,7 @@ import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
 import { runCancelRace as goCancelRace } from "./go-probe.js";
+import { runCancelRace as javaCancelRace } from "./java-probe.js";
 import { runCancelRace as pythonCancelRace } from "./python-probe.js";
 
 describe("a waiting acquire cancelled as it is granted leaves nothing held", function () {
@@ -36,6 +37,11 @@ describe("a waiting acquire cancelled as it is granted leaves nothing held", fun
 
   it("Go, on sessions: 60 rounds of 4 waiters cancelled as the holder releases", async () => {
     const r = await goCancelRace(server.url, uniqueResource("cancel-race-go"), { rounds: 60, waiters: 4, sessions: true });
+    expect(r.code, r.output).to.equal(0);
+  });
+
+  it("Java, on sessions: 60 rounds of 4 waiters cancelled as the holder releases", async () => {
+    const r = await javaCancelRace(server.url, uniqueResource("cancel-race-java"), { rounds: 60, waiters: 4, sessions: true });
     expect(r.code, r.output).to.equal(0);
   });
 
