@@ -314,6 +314,7 @@ export class FencekeeperClient {
         );
       } catch (err) {
         if (err instanceof FencekeeperError && err.reason === "ALREADY_ACQUIRED") return undefined;
+        if (o.signal?.aborted) void this.#releaseUnanswered(resource, session.leaseId);
         if (err instanceof LeaseNotFoundError) {
           // The session is gone (it expired, or was closed, behind the client's back): lost, with its leases.
           session.lose("not-found", err);
@@ -508,6 +509,24 @@ export class FencekeeperClient {
   #closeSession(sessionId: bigint): Promise<void> {
     // Gone already, or no server answers: with renewals stopped, the session ends at its TTL either way.
     return this.#cleanup((c) => c.lease.closeSession({ sessionId }, { timeoutMs: this.#calls.timeoutMs }));
+  }
+
+  /**
+   * An Acquire on a session, cancelled before its answer came: the server may have granted it, with the
+   * answer on its way. A session holds a resource once at a time, so a holding of resource on that session
+   * that this client never handed out is that grant: given back, or it would stand as long as the session.
+   * Best effort, never throws: if no server answers, it ends with the session.
+   */
+  async #releaseUnanswered(resource: string, sessionId: bigint): Promise<void> {
+    let d: Description;
+    try {
+      d = await this.describe(resource);
+    } catch {
+      return;
+    }
+    const ours = new Set([...this.#leases].map((l) => `${l.token.leaseId}:${l.token.generation}`));
+    const tokens = new Map([...d.holders.map((h) => h.token), ...(d.token ? [d.token] : [])].map((t) => [`${t.leaseId}:${t.generation}`, t]));
+    for (const [key, token] of tokens) if (token.leaseId === sessionId && !ours.has(key)) await this.#release(token);
   }
 
   #release(token: Token): Promise<void> {

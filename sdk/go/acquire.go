@@ -172,6 +172,10 @@ func (c *Client) acquireOnSession(ctx context.Context, resource string, o Acquir
 		switch {
 		case errors.As(err, &se) && se.Reason == "ALREADY_ACQUIRED":
 			return nil, nil
+		case err != nil && ctx.Err() != nil:
+			// Cancelled before the answer came: the server may have granted it, the answer on its way.
+			go c.releaseUnanswered(resource, session.id)
+			return nil, err
 		case errors.As(err, &notFound):
 			// The session is gone (it expired, or was closed, behind the client's back): lost, with its leases.
 			session.lose(LostNotFound, err)
@@ -293,4 +297,36 @@ func (c *Client) confirm(token Token) (sentAt time.Time, ttl time.Duration, answ
 		return
 	}
 	return sentAt, res.GetTtl().AsDuration(), time.Now(), nil
+}
+
+// releaseUnanswered follows an Acquire on a session that was cancelled before its answer came: the
+// server may have granted it, with the answer on its way. A session holds a resource once at a time, so
+// a holding of resource on that session that this client never handed out is that grant: given back, or
+// it would stand as long as the session. Best effort: if no server answers, it ends with the session.
+func (c *Client) releaseUnanswered(resource string, sessionID int64) {
+	d, err := c.Describe(context.Background(), resource)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	ours := map[[2]int64]bool{}
+	for l := range c.leases {
+		ours[[2]int64{l.token.LeaseID, l.token.Generation}] = true
+	}
+	c.mu.Unlock()
+	tokens := []Token{}
+	for _, h := range d.Holders {
+		tokens = append(tokens, h.Token)
+	}
+	if d.Token != nil {
+		tokens = append(tokens, *d.Token)
+	}
+	for _, t := range tokens {
+		k := [2]int64{t.LeaseID, t.Generation}
+		if t.LeaseID != sessionID || ours[k] {
+			continue
+		}
+		ours[k] = true // a holder listed twice (exclusive: Token and Holders) is released once
+		c.release(t)
+	}
 }

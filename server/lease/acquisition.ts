@@ -174,6 +174,11 @@ class Acquisition {
         generation = await inLine(this.d.events, this.p.resource, () => this.waitInLine());
         waited = true;
       }
+      // A caller that gave up while its grant committed never gets the answer (its call is gone): nobody
+      // would release the grant, and it would stand until its lease's TTL (forever on a session). The
+      // catch below gives it back. A cancel that arrives after the answer left is the client's to handle.
+      this.maybeGranted = true;
+      if (this.signal.aborted) throw cancelled(this.p.resource);
       const token: Token = { resource: this.p.resource, generation, leaseId: this.lease.id, ...(this.rules.mode === "shared" ? { mode: "shared" as const } : {}) };
       if (this.onSession) {
         if (this.place) this.d.leases.revokeEventually(this.place.id);
@@ -183,6 +188,7 @@ class Acquisition {
       // TTL etcd reported at the grant is fresh.
       const ttlLeft = waited ? await this.d.leases.renew(this.lease.id) : this.lease.ttlSeconds;
       if (ttlLeft <= 0) throw placeLost(this.p.resource, this.lease.id);
+      if (this.signal.aborted) throw cancelled(this.p.resource);
       return { token, ttlSeconds: ttlLeft, waited, ...(this.delay > 0 ? { lockDelaySeconds: this.delay } : {}), ...(preempted ? { preempted } : {}) };
     } catch (err) {
       await this.leaveNothing();

@@ -68,3 +68,11 @@ export function elect(o: ElectOptions): ProbeProcess {
   const args = ["elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl", `${o.ttlMs}ms`, "--holder", o.holder, "--value", o.value, "--linger", `${o.lingerMs ?? 0}ms`];
   return new ProbeProcess("the Go campaigner", PROBE, args);
 }
+
+/** `fk-sdk-probe cancel-race`: waiting acquires cancelled as their turn comes, then the resource must be free (cancel_race.go). */
+export async function runCancelRace(server: string, resource: string, o: { rounds: number; waiters: number; sessions?: boolean }): Promise<ScenarioRun> {
+  assertProbeBuilt();
+  const args = ["cancel-race", "--server", server, "--resource", resource, "--rounds", String(o.rounds), "--waiters", String(o.waiters), ...(o.sessions ? ["--sessions"] : [])];
+  const r = await runToEnd(PROBE, args);
+  return { code: r.code, output: r.stdout + r.stderr };
+}

@@ -73,3 +73,11 @@ export function elect(o: ElectOptions): ProbeProcess {
   const args = ["-jar", JAR, "elect", "--server", o.servers.join(","), "--resource", o.resource, "--ttl-ms", String(o.ttlMs), "--holder", o.holder, "--value", o.value, "--linger-ms", String(o.lingerMs ?? 0)];
   return new ProbeProcess("the Java campaigner", "java", args);
 }
+
+/** The probe's `cancel-race`: waiting acquires cancelled as their turn comes, then the resource must be free (CancelRace.java). */
+export async function runCancelRace(server: string, resource: string, o: { rounds: number; waiters: number; sessions?: boolean }): Promise<ScenarioRun> {
+  assertProbeBuilt();
+  const args = ["cancel-race", "--server", server, "--resource", resource, "--rounds", String(o.rounds), "--waiters", String(o.waiters), ...(o.sessions ? ["--sessions", "true"] : [])];
+  const r = await runToEnd("java", ["-jar", JAR, ...args]);
+  return { code: r.code, output: r.stdout + r.stderr };
+}

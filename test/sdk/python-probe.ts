@@ -80,3 +80,11 @@ export async function runElectAio(server: string, resource: string): Promise<Sce
   const r = await runToEnd(PYTHON, [PROBE, "elect-aio", "--server", server, "--resource", resource]);
   return { code: r.code, output: r.stdout + r.stderr };
 }
+
+/** `probe.py cancel-race`: waiting acquires cancelled as their turn comes, then the resource must be free (cancel_race.py). */
+export async function runCancelRace(server: string, resource: string, o: { rounds: number; waiters: number; sessions?: boolean }): Promise<ScenarioRun> {
+  assertInstalled();
+  const args = [PROBE, "cancel-race", "--server", server, "--resource", resource, "--rounds", String(o.rounds), "--waiters", String(o.waiters), ...(o.sessions ? ["--sessions"] : [])];
+  const r = await runToEnd(PYTHON, args);
+  return { code: r.code, output: r.stdout + r.stderr };
+}

@@ -235,7 +235,7 @@ async def serve_async(args: argparse.Namespace, client: fencekeeper.aio.Client, 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="probe.py")
-    parser.add_argument("command", choices=["scenario", "hold", "reasons", "elect", "elect-aio"])
+    parser.add_argument("command", choices=["scenario", "hold", "reasons", "elect", "elect-aio", "cancel-race"])
     parser.add_argument("--holder", default="py-probe", help="elect: the holder label")
     parser.add_argument("--value", default="", help="elect: the value to campaign with")
     parser.add_argument("--linger", type=float, default=0, help="elect: seconds on_elected goes on after its signal")
@@ -248,6 +248,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--lock-delay", type=float, default=0, help="hold: the lock-delay, seconds (acquire(lock_delay=...))")
     parser.add_argument("--shared", action="store_true", help="hold: a shared acquisition (acquire(shared=True))")
     parser.add_argument("--preempt", action="store_true", help="hold: take the resource from its holder (acquire(preempt=True))")
+    parser.add_argument("--rounds", type=int, default=20, help="cancel-race: how many rounds")
+    parser.add_argument("--waiters", type=int, default=4, help="cancel-race: waiting acquires cancelled each round")
     parser.add_argument("--bearer", default="")
     parser.add_argument("--tls-ca", default="")
     parser.add_argument("--tls-cert", default="")
@@ -283,6 +285,10 @@ def main(argv: list[str]) -> int:
         from elect_aio import main as elect_aio
 
         return elect_aio(args.server, args.resource)
+    if args.command == "cancel-race":
+        from cancel_race import cancel_race
+
+        return cancel_race(args.server, args.resource, args.rounds, args.waiters, args.sessions)
     if args.command == "elect":
         from elect import elect
 

@@ -72,6 +72,8 @@ func main() {
 	linger := flags.Duration("linger", 0, "elect: onElected goes on this long after its context ended")
 	preempt := flags.Bool("preempt", false, "hold: take the resource from its holder (AcquireOptions.Preempt)")
 	acquireTimeout := flags.Duration("acquire-timeout", 0, "hold: Acquire's context is a context.WithTimeout of this, cancelled once Acquire returns")
+	rounds := flags.Int("rounds", 20, "cancel-race: how many rounds")
+	waiters := flags.Int("waiters", 4, "cancel-race: waiting acquires cancelled each round")
 	bearer := flags.String("bearer", "", "a JWT, sent as authorization: Bearer")
 	ca := flags.String("tls-ca", "", "PEM CA of the server's certificate")
 	cert := flags.String("tls-cert", "", "PEM client certificate")
@@ -93,6 +95,11 @@ func main() {
 		}
 	case "hold":
 		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay, Preempt: *preempt}, *acquireTimeout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "cancel-race":
+		if err := cancelRace(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, *rounds, *waiters); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -306,6 +306,11 @@ class Client:
             )
             try:
                 res = self._acquire_call(req, wait, wait_for, cancel)
+            except CanceledError:
+                if cancel is not None and cancel.is_set():
+                    sid = session.lease_id
+                    self._in_background(lambda _: self._release_unanswered(resource, sid), None)
+                raise
             except FencekeeperError as e:
                 if e.reason == "ALREADY_ACQUIRED":
                     return None
@@ -484,6 +489,22 @@ class Client:
             self._calls.run(lambda c: c.lease.Release(lease_pb2.ReleaseRequest(token=token.to_proto()), timeout=self._calls.timeout), True)
         except FencekeeperError:
             pass
+
+    def _release_unanswered(self, resource: str, session_id: int) -> None:
+        """An Acquire on a session, cancelled before its answer came: the server may have granted it, with the
+        answer on its way. A session holds a resource once at a time, so a holding of resource on that session
+        that this client never handed out is that grant: given back, or it would stand as long as the session.
+        Best effort, never raises: if no server answers, it ends with the session."""
+        try:
+            d = self.describe(resource)
+        except FencekeeperError:
+            return
+        with self._leases_lock:
+            ours = {(x.token.lease_id, x.token.generation) for x in self._leases}
+        tokens = [h.token for h in d.holders] + ([d.token] if d.token is not None else [])
+        for token in {(t.lease_id, t.generation): t for t in tokens}.values():
+            if token.lease_id == session_id and (token.lease_id, token.generation) not in ours:
+                self._release(token)
 
     def _close_session(self, session_id: int) -> None:
         """Closes a session on the server; never raises (gone already, or no server answers: it ends at its TTL)."""

@@ -23,6 +23,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -493,6 +494,7 @@ public final class FencekeeperClient implements AutoCloseable {
         throw e;
       } catch (FencekeeperException e) {
         if ("ALREADY_ACQUIRED".equals(e.reason())) return null;
+        if (context.isCancelled()) releaseUnanswered(resource, session.id());
         throw e;
       }
       Token token = Protos.token(res.getToken());
@@ -591,6 +593,37 @@ public final class FencekeeperClient implements AutoCloseable {
       return CompletableFuture.runAsync(close, cleanups);
     } catch (RejectedExecutionException e) {
       return CompletableFuture.completedFuture(null);
+    }
+  }
+
+  /**
+   * Follows an Acquire on a session that was canceled before its answer came: the server may have granted
+   * it, with the answer on its way. A session holds a resource once at a time, so a holding of resource on
+   * that session that this client never handed out is that grant: given back, or it would stand as long
+   * as the session. In the background, best effort: if no server answers, it ends with the session.
+   */
+  private void releaseUnanswered(String resource, long sessionId) {
+    Runnable find = () -> {
+      Description d;
+      try {
+        d = describe(resource);
+      } catch (RuntimeException e) {
+        return;
+      }
+      Set<String> ours = new HashSet<>();
+      for (Lease l : leases) ours.add(l.token().getLeaseId() + ":" + l.token().getGeneration());
+      List<Token> tokens = new ArrayList<>();
+      for (Description.Holder h : d.holders()) tokens.add(h.token());
+      if (d.token() != null) tokens.add(d.token());
+      for (Token t : tokens) {
+        // ours.add: a holder listed twice (exclusive: token and holders) is released once.
+        if (t.getLeaseId() == sessionId && ours.add(t.getLeaseId() + ":" + t.getGeneration())) releaseInBackground(t);
+      }
+    };
+    try {
+      background.execute(find);
+    } catch (RejectedExecutionException e) {
+      // Closed: the session is closed with the client.
     }
   }
 

@@ -68,12 +68,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  */
 public final class Probe {
-  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared", "value", "linger-ms", "preempt");
+  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared", "value", "linger-ms", "preempt", "rounds", "waiters");
 
   private Probe() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length < 1 || !Set.of("scenario", "semantics", "hold", "reasons", "api", "elect").contains(args[0])) usage();
+    if (args.length < 1 || !Set.of("scenario", "semantics", "hold", "reasons", "api", "elect", "cancel-race").contains(args[0])) usage();
     if (args[0].equals("api")) {
       System.out.println(Json.write(Map.of("generated_types_exposed", PublicApi.generatedTypesExposed())));
       return;
@@ -96,6 +96,7 @@ public final class Probe {
       Elect.run(flags, credentials);
       System.exit(0);
     }
+    if (args[0].equals("cancel-race")) System.exit(CancelRace.run(flags, credentials, sessions(flags)));
     if (!args[0].equals("hold")) {
       try {
         if (args[0].equals("scenario")) Scenario.run(flags.get("server"), credentials, flags.get("resource"), sessions(flags));
