@@ -4,7 +4,7 @@ import { expect } from "chai";
 import type { IKeyValue } from "etcd3";
 import { check, type Property } from "./checker.js";
 import type { EtcdEvent, EtcdTruth } from "./etcd-history.js";
-import type { Op } from "./history.js";
+import { isWrite, type Op } from "./history.js";
 import { idempotencyHash, Layout } from "./layout.js";
 
 // The keys and values as the documented layout has them (server/etcd/keys.ts's comment), spelled out
@@ -177,6 +177,18 @@ describe("faults: the checker", () => {
     expect(violations([...ops.slice(0, 2), stale, ...ops.slice(2)], events)).to.deep.equal({ ...NONE, refusals: 1 });
     // The same refusal once b's write had raised the fence to 6 is right.
     expect(violations([...ops, write("a.9", 2, A, [["k2", "a.9/0"]], "fail")], events)).to.deep.equal(NONE);
+  });
+
+  it("refusals: PERMISSION_DENIED is right only where the run's policy denies; refused: a write denied by policy that etcd applied", () => {
+    const denied = { ...write("b.3", 6, B, [["k2", "b.3/0"]], "fail"), code: "PermissionDenied", reason: "PERMISSION_DENIED" };
+    const denies = (op: Op) => op.client === "b" && isWrite(op);
+    const judge = (o: Op[], e: EtcdEvent[], d?: (op: Op) => boolean) => check(o, truth(e), layout, [R], [], d);
+    expect(judge([...ops, denied], events, denies).violations.refusals.count).to.equal(0);
+    expect(judge([...ops, denied], events, denies).policyRefusals).to.equal(1);
+    // A server that refuses what the policy grants.
+    expect(judge([...ops, denied], events).violations.refusals.count).to.equal(1);
+    // A server that refuses by policy and writes anyway.
+    expect(judge([...ops, denied], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])], denies).violations.refused.count).to.equal(1);
   });
 
   it("refusals: LEASE_NOT_HELD while the lease held it, and NOT_FOUND on Release of a lease still there", () => {

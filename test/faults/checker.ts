@@ -25,7 +25,7 @@ export const PROPERTIES = {
   shared: "shared holders never beside an exclusive one; a semaphore never has more holders than its permits",
   lockdelay: "no grant while a lock-delay is in force",
   sessions: "a session closed leaves nothing held on it; a close is refused only once the session is gone",
-  refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer",
+  refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, or by the run's policy",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
   layout: "every key and value under the prefix is one the documented layout describes",
 } as const;
@@ -44,6 +44,8 @@ export interface CheckResult {
   events: number;
   /** Refusals judged against etcd's history (all of them justified when refusals is 0). */
   refusalsJudged: number;
+  /** Refusals by policy (PERMISSION_DENIED), each judged against the run's policy. */
+  policyRefusals: number;
 }
 
 /** A span of time in which etcd may have renewed every lease to its full TTL (a leader change, a restart). */
@@ -131,7 +133,13 @@ function isRecord(value: Buffer): boolean {
   }
 }
 
-export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: string[], disruptions: EtcdDisruption[] = []): CheckResult {
+/**
+ * The run's authorization policy, as the checker knows it: whether it denies this call (its client's
+ * principal, the call's verb, its resource). A refusal by policy is right iff it does.
+ */
+export type PolicyDenies = (op: Op) => boolean;
+
+export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: string[], disruptions: EtcdDisruption[] = [], denies: PolicyDenies = () => false): CheckResult {
   const violations = Object.fromEntries(Object.keys(PROPERTIES).map((p) => [p, { count: 0 }])) as Record<Property, Violations>;
   const violate = (p: Property, what: () => string) => {
     const v = violations[p];
@@ -484,6 +492,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   };
   const ownerSpan = (op: Op) => timelines.get(op.resource)?.owners.get(`${op.gen}|${op.lease}`);
   let refusalsJudged = 0;
+  let policyRefusals = 0;
   for (const op of ops) {
     if (op.kind === "close-session" && (op.outcome === "ok" || op.outcome === "fail")) {
       const id = BigInt(op.session!);
@@ -516,7 +525,11 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       continue;
     }
     refusalsJudged++;
-    if (isWrite(op)) {
+    if (op.reason === "PERMISSION_DENIED") {
+      // What it left written is judged with every refused write (property refused).
+      policyRefusals++;
+      if (!denies(op)) wrong("the run's policy grants this call");
+    } else if (isWrite(op)) {
       const gen = BigInt(op.gen!);
       if (op.reason === "STALE_TOKEN") {
         // The fence only goes up: some state of the window had it above the token iff the last one did.
@@ -602,7 +615,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       if ((l?.value ?? null) !== actual) violate("lost", () => `"${r}" ${k}: etcd holds ${actual}, the last committed write (${l?.id ?? "none"}) left ${l?.value ?? null}`);
     }
   }
-  return { violations, writes, grants, events: truth.events.length, refusalsJudged };
+  return { violations, writes, grants, events: truth.events.length, refusalsJudged, policyRefusals };
 }
 
 function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {

@@ -8,13 +8,16 @@
 //   via "grpc": plain gRPC calls (Acquire, Renew, Release, Put/Delete/Txn), a replica at random per call
 //   via "sdk":  the TypeScript SDK (leases kept alive on its KeepAlive stream, servers failed over)
 import { createInterface } from "node:readline";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { FencekeeperClient, FencekeeperError, LeaseLostError, type Lease, type Token } from "../../client/index.js";
 import { AcquireMode, FenceMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { tokenFromProto, tokenToProto } from "../../client/token.js";
-import { clientsFor, type Clients } from "../harness/clients.js";
+import type { Clients } from "../harness/clients.js";
 import type { Op, OpKind, Outcome, Via } from "./history.js";
 import { Rng } from "./rng.js";
 
@@ -28,6 +31,8 @@ export interface WorkerConfig {
   keys: number;
   /** A resource that plain-gRPC workers acquire as a counting semaphore of this many permits, now and then. */
   semaphore?: { resource: string; maxHolders: number };
+  /** A bearer JWT sent with every call (the replicas authenticate callers, auth.ts). */
+  bearer?: string;
 }
 
 const CALL_TIMEOUT_MS = 4_000;
@@ -69,9 +74,18 @@ createInterface({ input: process.stdin }).on("line", (l) => {
   if (l.trim() === "stop") stopping = true;
 });
 
-const grpc: Clients[] = config.servers.map((url) => clientsFor(url));
+const bearer: Interceptor = (next) => (req) => {
+  if (config.bearer) req.header.set("authorization", `Bearer ${config.bearer}`);
+  return next(req);
+};
+const grpc: Clients[] = config.servers.map((url) => {
+  const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer] });
+  return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
+});
 const sdk =
-  config.via === "sdk" ? new FencekeeperClient({ servers: config.servers, holder: config.client, callTimeoutMs: CALL_TIMEOUT_MS }) : undefined;
+  config.via === "sdk"
+    ? new FencekeeperClient({ servers: config.servers, holder: config.client, callTimeoutMs: CALL_TIMEOUT_MS, credentials: config.bearer ? { bearer: config.bearer } : undefined })
+    : undefined;
 const some = () => rng.pick(grpc);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
