@@ -14,6 +14,8 @@ const AUDIENCE = "fencekeeper";
 /** A plain-gRPC client that does not go through a fault proxy (profile.ts names clients c0, c1, ...). */
 export const DENIED_CLIENT = "c2";
 export const DENIED_RESOURCES = ["res-0", "res-1"];
+/** A plain-gRPC client that preempts now and then (the policy grants it the verb preempt everywhere). */
+export const PREEMPTING_CLIENT = "c0";
 
 /** Whether the run's policy denies this call: a write by DENIED_CLIENT on one of DENIED_RESOURCES. */
 export const policyDenies = (op: Op): boolean => op.client === DENIED_CLIENT && isWrite(op) && DENIED_RESOURCES.includes(op.resource);
@@ -21,10 +23,12 @@ export const policyDenies = (op: Op): boolean => op.client === DENIED_CLIENT && 
 export function policyFor(clients: string[], resources: string[]): object {
   const others = clients.filter((c) => c !== DENIED_CLIENT);
   const verbs = ["acquire", "write", "read", "observe"];
+  const preempt = clients.includes(PREEMPTING_CLIENT) ? [{ principals: [PREEMPTING_CLIENT], verbs: ["preempt"], resources: ["*"] }] : [];
   return {
     version: 1,
     rules: [
       ...(others.length ? [{ principals: others, verbs, resources: ["*"] }] : []),
+      ...preempt,
       { principals: [DENIED_CLIENT], verbs: ["acquire", "read", "observe"], resources: ["*"] },
       { principals: [DENIED_CLIENT], verbs: ["write"], resources: resources.filter((r) => !DENIED_RESOURCES.includes(r)) },
     ],

@@ -191,6 +191,37 @@ describe("faults: the checker", () => {
     expect(judge([...ops, denied], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])], denies).violations.refused.count).to.equal(1);
   });
 
+  it("preemption: its fence raise explains itself, a renewal answered PREEMPTED needs the preemption's marker, and nobody else is granted while it hands over", () => {
+    const delayKey = Buffer.from(`${P}r/${R}/owner-delay`);
+    const PREEMPTING = JSON.stringify({ seconds: 0, preempting: true });
+    // a.1 holds from 2 and writes at 3; b.1 preempts at 4 (a's owner key gone, the fence raised past
+    // generation 2, the marker on b's lease); b.1 is granted at 5 and writes at 6.
+    const pre = [
+      ...grant("a.1", 2, A),
+      put(keys.fenceKey(R), encodeGeneration(0n), 2),
+      ...mutation(3, 2, [["k0", "a.2/0"]]),
+      del(keys.ownerKey(R), 4),
+      put(keys.fenceKey(R), encodeGeneration(3n), 4, 2),
+      put(delayKey, PREEMPTING, 4, 4, B),
+      ...grant("b.1", 5, B),
+      del(delayKey, 5),
+      ...mutation(6, 5, [["k1", "b.2/0"]]),
+    ];
+    const preOps = [acquire("a.1", 2, A), write("a.2", 2, A, [["k0", "a.2/0"]], "ok", 3), { ...acquire("b.1", 5, B), preempt: true }, write("b.2", 5, B, [["k1", "b.2/0"]], "ok", 6)];
+    const renewal: Op = { client: "a", via: "grpc", seq: 0, kind: "renew", t0: ++clock, t1: ++clock, resource: R, outcome: "fail", code: "FailedPrecondition", reason: "PREEMPTED", gen: "2", lease: String(A) };
+    expect(violations([...preOps, renewal], pre)).to.deep.equal(NONE);
+    // PREEMPTED where a's key went by expiry (no marker): a wrong refusal.
+    const expired = pre.filter((e) => !e.kv.key.equals(delayKey));
+    expect(violations([...preOps, renewal], expired).refusals).to.equal(1);
+    // A preemption refused because the holder asked for a lock-delay: right only if it had.
+    const refusedPreempt: Op = { ...between({ ...acquire("c.1", 0, 0n, "fail"), preempt: true, code: "FailedPrecondition" }, ops[1], ops[2]), reason: undefined };
+    expect(violations([ops[0], ops[1], refusedPreempt, ...ops.slice(2)], events).refusals).to.equal(1);
+    expect(violations([{ ...ops[0], lockDelayMs: 1_000 }, ops[1], refusedPreempt, ...ops.slice(2)], events).refusals).to.equal(0);
+    // Another holder granted while the marker was there.
+    const slipped = [...pre.slice(0, 7), ...grant("c.1", 5, 11n), del(delayKey, 7)];
+    expect(violations([...preOps.slice(0, 2), acquire("c.1", 5, 11n)], slipped).owners).to.be.greaterThan(0);
+  });
+
   it("refusals: LEASE_NOT_HELD while the lease held it, and NOT_FOUND on Release of a lease still there", () => {
     const notHeld = between(withReason(write("a.9", 2, A, [["k2", "a.9/0"]], "fail"), "FailedPrecondition", "LEASE_NOT_HELD"), ops[1], ops[2]);
     expect(violations([...ops.slice(0, 2), notHeld, ...ops.slice(2)], events)).to.deep.equal({ ...NONE, refusals: 1 });

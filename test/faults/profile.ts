@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { policyDenies, RunAuth } from "./auth.js";
+import { policyDenies, PREEMPTING_CLIENT, RunAuth } from "./auth.js";
 import { check, type CheckResult, type EtcdDisruption } from "./checker.js";
 import { EtcdCluster } from "./etcd-cluster.js";
 import { readHistory, type EtcdTruth } from "./etcd-history.js";
@@ -179,7 +179,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
       const mine = proxied ? await Promise.all(replicas.map((r) => FaultProxy.start(r.url))) : [];
       proxies.push(...mine);
       const name = `c${i}`;
-      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore, bearer: await auth.token(name) };
+      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore, bearer: await auth.token(name), ...(name === PREEMPTING_CLIENT ? { preempt: 0.08 } : {}) };
       workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""})`, config, mine, (op) => ops.push(op)));
     }
     if (o.soakIntervalMs > 0) {
