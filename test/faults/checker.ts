@@ -573,8 +573,9 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
         if (!held) wrong(`its session ${op.session ?? "(none)"} neither held nor waited for the resource ${during}`);
       } else if (op.preempt && op.code === "FailedPrecondition" && op.reason === undefined) {
         // A holder that asked for a lock-delay cannot be preempted (docs/preemption.md).
-        const delayed = [...tl.owners.values()].some((o) => o.from <= hi && o.to > lo && (acquireByHolder.get(o.holder)?.lockDelayMs ?? 0) > 0);
-        if (!delayed) wrong(`a preemption refused, and no holder ${during} had asked for a lock-delay`);
+        // A holder that asked for one, or the lock-delay of one whose lease expired.
+        const delayed = [...tl.owners.values()].some((o) => o.from <= hi && o.to > lo && (acquireByHolder.get(o.holder)?.lockDelayMs ?? 0) > 0) || tl.delays.some((d) => d.from <= hi && d.to > lo);
+        if (!delayed) wrong(`a preemption refused, and neither a holder that asked for a lock-delay nor a lock-delay was there ${during}`);
       } else if (op.reason === "LOCK_DELAY") {
         if (!tl.delays.some((d) => d.from <= hi && d.to > lo)) wrong(`no lock-delay was in force ${during}`);
       } else if (op.reason !== "LEASE_NOT_FOUND") wrong("a refusal no state of etcd's history explains"); // LEASE_NOT_FOUND: judged with the grants above
