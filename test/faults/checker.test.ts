@@ -4,7 +4,7 @@ import { expect } from "chai";
 import type { IKeyValue } from "etcd3";
 import { check, type Property } from "./checker.js";
 import type { EtcdEvent, EtcdTruth } from "./etcd-history.js";
-import type { Op } from "./history.js";
+import { isWrite, type Op } from "./history.js";
 import { idempotencyHash, Layout } from "./layout.js";
 
 // The keys and values as the documented layout has them (server/etcd/keys.ts's comment), spelled out
@@ -177,6 +177,49 @@ describe("faults: the checker", () => {
     expect(violations([...ops.slice(0, 2), stale, ...ops.slice(2)], events)).to.deep.equal({ ...NONE, refusals: 1 });
     // The same refusal once b's write had raised the fence to 6 is right.
     expect(violations([...ops, write("a.9", 2, A, [["k2", "a.9/0"]], "fail")], events)).to.deep.equal(NONE);
+  });
+
+  it("refusals: PERMISSION_DENIED is right only where the run's policy denies; refused: a write denied by policy that etcd applied", () => {
+    const denied = { ...write("b.3", 6, B, [["k2", "b.3/0"]], "fail"), code: "PermissionDenied", reason: "PERMISSION_DENIED" };
+    const denies = (op: Op) => op.client === "b" && isWrite(op);
+    const judge = (o: Op[], e: EtcdEvent[], d?: (op: Op) => boolean) => check(o, truth(e), layout, [R], [], d);
+    expect(judge([...ops, denied], events, denies).violations.refusals.count).to.equal(0);
+    expect(judge([...ops, denied], events, denies).policyRefusals).to.equal(1);
+    // A server that refuses what the policy grants.
+    expect(judge([...ops, denied], events).violations.refusals.count).to.equal(1);
+    // A server that refuses by policy and writes anyway.
+    expect(judge([...ops, denied], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])], denies).violations.refused.count).to.equal(1);
+  });
+
+  it("preemption: its fence raise explains itself, a renewal answered PREEMPTED needs the preemption's marker, and nobody else is granted while it hands over", () => {
+    const delayKey = Buffer.from(`${P}r/${R}/owner-delay`);
+    const PREEMPTING = JSON.stringify({ seconds: 0, preempting: true });
+    // a.1 holds from 2 and writes at 3; b.1 preempts at 4 (a's owner key gone, the fence raised past
+    // generation 2, the marker on b's lease); b.1 is granted at 5 and writes at 6.
+    const pre = [
+      ...grant("a.1", 2, A),
+      put(keys.fenceKey(R), encodeGeneration(0n), 2),
+      ...mutation(3, 2, [["k0", "a.2/0"]]),
+      del(keys.ownerKey(R), 4),
+      put(keys.fenceKey(R), encodeGeneration(3n), 4, 2),
+      put(delayKey, PREEMPTING, 4, 4, B),
+      ...grant("b.1", 5, B),
+      del(delayKey, 5),
+      ...mutation(6, 5, [["k1", "b.2/0"]]),
+    ];
+    const preOps = [acquire("a.1", 2, A), write("a.2", 2, A, [["k0", "a.2/0"]], "ok", 3), { ...acquire("b.1", 5, B), preempt: true }, write("b.2", 5, B, [["k1", "b.2/0"]], "ok", 6)];
+    const renewal: Op = { client: "a", via: "grpc", seq: 0, kind: "renew", t0: ++clock, t1: ++clock, resource: R, outcome: "fail", code: "FailedPrecondition", reason: "PREEMPTED", gen: "2", lease: String(A) };
+    expect(violations([...preOps, renewal], pre)).to.deep.equal(NONE);
+    // PREEMPTED where a's key went by expiry (no marker): a wrong refusal.
+    const expired = pre.filter((e) => !e.kv.key.equals(delayKey));
+    expect(violations([...preOps, renewal], expired).refusals).to.equal(1);
+    // A preemption refused because the holder asked for a lock-delay: right only if it had.
+    const refusedPreempt: Op = { ...between({ ...acquire("c.1", 0, 0n, "fail"), preempt: true, code: "FailedPrecondition" }, ops[1], ops[2]), reason: undefined };
+    expect(violations([ops[0], ops[1], refusedPreempt, ...ops.slice(2)], events).refusals).to.equal(1);
+    expect(violations([{ ...ops[0], lockDelayMs: 1_000 }, ops[1], refusedPreempt, ...ops.slice(2)], events).refusals).to.equal(0);
+    // Another holder granted while the marker was there.
+    const slipped = [...pre.slice(0, 7), ...grant("c.1", 5, 11n), del(delayKey, 7)];
+    expect(violations([...preOps.slice(0, 2), acquire("c.1", 5, 11n)], slipped).owners).to.be.greaterThan(0);
   });
 
   it("refusals: LEASE_NOT_HELD while the lease held it, and NOT_FOUND on Release of a lease still there", () => {

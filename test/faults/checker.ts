@@ -25,7 +25,7 @@ export const PROPERTIES = {
   shared: "shared holders never beside an exclusive one; a semaphore never has more holders than its permits",
   lockdelay: "no grant while a lock-delay is in force",
   sessions: "a session closed leaves nothing held on it; a close is refused only once the session is gone",
-  refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer",
+  refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, or by the run's policy",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
   layout: "every key and value under the prefix is one the documented layout describes",
 } as const;
@@ -44,6 +44,8 @@ export interface CheckResult {
   events: number;
   /** Refusals judged against etcd's history (all of them justified when refusals is 0). */
   refusalsJudged: number;
+  /** Refusals by policy (PERMISSION_DENIED), each judged against the run's policy. */
+  policyRefusals: number;
 }
 
 /** A span of time in which etcd may have renewed every lease to its full TTL (a leader change, a restart). */
@@ -116,11 +118,15 @@ interface Timeline {
   openBusy: Map<string, Span>;
   /** The lock-delays alone (also in busy). */
   delays: Span[];
+  /** Preemptions' handing-over markers (also in busy); lease: the preemptor's, decimal. */
+  handovers: Span[];
   /** The owner key's spans, by "generation|lease". */
   owners: Map<string, Span>;
 }
 
 const INF = 1n << 62n;
+/** A preemption's handing-over marker: the lock-delay key's value while it lasts (docs/preemption.md). */
+const PREEMPTING = JSON.stringify({ seconds: 0, preempting: true });
 
 function isRecord(value: Buffer): boolean {
   try {
@@ -131,7 +137,13 @@ function isRecord(value: Buffer): boolean {
   }
 }
 
-export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: string[], disruptions: EtcdDisruption[] = []): CheckResult {
+/**
+ * The run's authorization policy, as the checker knows it: whether it denies this call (its client's
+ * principal, the call's verb, its resource). A refusal by policy is right iff it does.
+ */
+export type PolicyDenies = (op: Op) => boolean;
+
+export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: string[], disruptions: EtcdDisruption[] = [], denies: PolicyDenies = () => false): CheckResult {
   const violations = Object.fromEntries(Object.keys(PROPERTIES).map((p) => [p, { count: 0 }])) as Record<Property, Violations>;
   const violate = (p: Property, what: () => string) => {
     const v = violations[p];
@@ -172,8 +184,10 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   const grantOf = new Map<string, { gen: bigint; lease: bigint }>();
   const sessions = new Map<bigint, Span>();
   const batches = new Map<string, Batch>();
+  // Revisions (with their resource) at which a preemption handed a resource over: its marker was put.
+  const preemptAt = new Set<string>();
   const recordsAt = new Map<bigint, WriteGroup[]>(); // idempotency records put at a revision: their writes applied there
-  const timelines = new Map<string, Timeline>(resources.map((r) => [r, { fences: [], issued: [], busy: [], openBusy: new Map(), owners: new Map(), delays: [] }]));
+  const timelines = new Map<string, Timeline>(resources.map((r) => [r, { fences: [], issued: [], busy: [], openBusy: new Map(), owners: new Map(), delays: [], handovers: [] }]));
   let grants = 0;
   for (const e of truth.events) {
     const p = layout.parse(e.kv.key);
@@ -224,7 +238,12 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       if (tl.openBusy.has(id)) continue; // rewritten in place
       let holder = "";
       let maxHolders = 0;
-      if (p.kind === "owner-delay") {
+      const handingOver = p.kind === "owner-delay" && e.kv.value.toString() === PREEMPTING;
+      if (handingOver) {
+        // A preemption's handing-over marker, on the preemptor's lease: busy for everyone else.
+        preemptAt.add(`${e.rev}|${p.resource}`);
+        holder = `lease ${e.kv.lease}`;
+      } else if (p.kind === "owner-delay") {
         if (!/^\{"seconds":\d+\}$/.test(e.kv.value.toString())) violate("layout", () => `${where()}: a lock-delay that is not {"seconds": n}`);
       } else {
         const v = decodeHolderValue(e.kv.value, p.kind === "shared");
@@ -242,9 +261,10 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
         if (!acq) violate("owners", () => `${where()}: a shared grant to "${holder}", which no Acquire of the history asked for`);
         else if (acq.outcome === "fail" && acq.reason !== "LEASE_NOT_FOUND") violate("owners", () => `${where()}: a shared grant to ${holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
       }
-      const span = { from: e.rev, to: INF, holder, what: p.kind, max: maxHolders, lease: p.rest };
+      const span = { from: e.rev, to: INF, holder, what: handingOver ? "preempting" : p.kind, max: maxHolders, lease: handingOver ? String(e.kv.lease) : p.rest };
       tl.busy.push(span);
-      if (p.kind === "owner-delay") tl.delays.push(span);
+      if (handingOver) tl.handovers.push(span);
+      else if (p.kind === "owner-delay") tl.delays.push(span);
       tl.openBusy.set(id, span);
       continue;
     }
@@ -295,7 +315,10 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
     }
     // The first grant of a resource creates its fence at 0 (no write has been accepted yet).
     const fenceCreated = b.fence === 0n && s.fence === 0n && b.data.length === 0;
-    if (b.fence !== undefined && here.size === 0 && !fenceCreated) {
+    // A preemption raises the fence past every generation issued, with no data, and later brings it to
+    // the preemptor's generation exactly.
+    const preemptionFence = preemptAt.has(`${b.rev}|${b.resource}`) || (s.owner !== undefined && b.fence === s.owner.gen && acquireByHolder.get(s.owner.holder)?.preempt === true);
+    if (b.fence !== undefined && here.size === 0 && !fenceCreated && !preemptionFence) {
       explain((g) => g.effects.every(([k, v]) => v === null && !s.data.has(k)), `a fence write (${b.fence}) without data changes`);
     }
     if (b.data.length > 0 && b.fence === undefined) violate("refused", () => `${where}: data changed without a fence write`);
@@ -356,6 +379,8 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       if (s.owner) violate("owners", () => `${where}: ${holder} granted while ${s.owner!.holder} held it`);
       const delay = tl.delays.find((d) => d.from < b.rev && d.to > b.rev);
       if (delay) violate("lockdelay", () => `${where}: ${holder} granted while the lock-delay put at revision ${delay.from} was in force (until ${delay.to === INF ? "the end" : delay.to})`);
+      const handover = tl.handovers.find((d) => d.from < b.rev && d.to > b.rev && d.lease !== String(lease));
+      if (handover) violate("owners", () => `${where}: ${holder} granted while a preemption by ${handover.holder} was handing the resource over (since revision ${handover.from})`);
       if (gen <= s.lastGrant) violate("owners", () => `${where}: generation ${gen} granted after generation ${s.lastGrant}`);
       const acq = acquireByHolder.get(holder);
       if (!acq) violate("owners", () => `${where}: a grant to "${holder}", which no Acquire of the history asked for`);
@@ -484,6 +509,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   };
   const ownerSpan = (op: Op) => timelines.get(op.resource)?.owners.get(`${op.gen}|${op.lease}`);
   let refusalsJudged = 0;
+  let policyRefusals = 0;
   for (const op of ops) {
     if (op.kind === "close-session" && (op.outcome === "ok" || op.outcome === "fail")) {
       const id = BigInt(op.session!);
@@ -516,7 +542,11 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       continue;
     }
     refusalsJudged++;
-    if (isWrite(op)) {
+    if (op.reason === "PERMISSION_DENIED") {
+      // What it left written is judged with every refused write (property refused).
+      policyRefusals++;
+      if (!denies(op)) wrong("the run's policy grants this call");
+    } else if (isWrite(op)) {
       const gen = BigInt(op.gen!);
       if (op.reason === "STALE_TOKEN") {
         // The fence only goes up: some state of the window had it above the token iff the last one did.
@@ -541,9 +571,19 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
           [...tl.owners].some(([k, o]) => op.session !== undefined && k.endsWith(`|${op.session}`) && o.from <= hi && o.to > lo) ||
           tl.busy.some((b) => hex !== undefined && b.lease === hex && b.from <= hi && b.to > lo);
         if (!held) wrong(`its session ${op.session ?? "(none)"} neither held nor waited for the resource ${during}`);
+      } else if (op.preempt && op.code === "FailedPrecondition" && op.reason === undefined) {
+        // A holder that asked for a lock-delay cannot be preempted (docs/preemption.md).
+        // A holder that asked for one, or the lock-delay of one whose lease expired.
+        const delayed = [...tl.owners.values()].some((o) => o.from <= hi && o.to > lo && (acquireByHolder.get(o.holder)?.lockDelayMs ?? 0) > 0) || tl.delays.some((d) => d.from <= hi && d.to > lo);
+        if (!delayed) wrong(`a preemption refused, and neither a holder that asked for a lock-delay nor a lock-delay was there ${during}`);
       } else if (op.reason === "LOCK_DELAY") {
         if (!tl.delays.some((d) => d.from <= hi && d.to > lo)) wrong(`no lock-delay was in force ${during}`);
       } else if (op.reason !== "LEASE_NOT_FOUND") wrong("a refusal no state of etcd's history explains"); // LEASE_NOT_FOUND: judged with the grants above
+    } else if (op.kind === "renew" && op.reason === "PREEMPTED") {
+      const span = ownerSpan(op);
+      if (!span) wrong("no grant of this generation and lease is in etcd's history");
+      else if (span.to > hi) wrong(`its owner key (generation ${op.gen}, lease ${op.lease}) was still there at revision ${hi}`);
+      else if (!tl.handovers.some((d) => d.from === span.to)) wrong(`its owner key went at revision ${span.to}, and no preemption put its marker there`);
     } else if (op.kind === "release" || op.kind === "renew") {
       if (op.reason === "LEASE_NOT_FOUND" || op.code === "NotFound") {
         const span = ownerSpan(op);
@@ -602,7 +642,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       if ((l?.value ?? null) !== actual) violate("lost", () => `"${r}" ${k}: etcd holds ${actual}, the last committed write (${l?.id ?? "none"}) left ${l?.value ?? null}`);
     }
   }
-  return { violations, writes, grants, events: truth.events.length, refusalsJudged };
+  return { violations, writes, grants, events: truth.events.length, refusalsJudged, policyRefusals };
 }
 
 function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {

@@ -37,6 +37,10 @@ describe("faults: the short profile", function () {
     // Faults bite: some writes were refused, some answers were ambiguous or failed over.
     expect(run.check.writes.refused).to.be.greaterThan(0);
     expect(run.check.refusalsJudged).to.be.greaterThan(0);
+    // Every client authenticated with a JWT, and the policy refused some writes (each judged against it).
+    expect(run.check.policyRefusals).to.be.greaterThan(0);
+    // Some Acquires preempted their resource's holder (docs/preemption.md).
+    expect(run.ops.filter((o) => o.kind === "acquire" && o.preempt && o.outcome === "ok").length).to.be.greaterThan(0);
   });
 
   it("overlaps faults: at least two run at the same time", () => {

@@ -40,6 +40,8 @@ export interface Op {
   session?: string;
   /** The lock-delay asked for, ms. */
   lockDelayMs?: number;
+  /** A preempting Acquire (AcquireRequest.preempt). */
+  preempt?: boolean;
   // renew
   /** Renew, one KeepAlive message for this lease, or one for several (lease_ids). */
   renewVia?: "renew" | "keepalive" | "keepalive-batch";

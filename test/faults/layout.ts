@@ -16,6 +16,7 @@
 //   P r/R/d/<key>                            the fenced store's values
 //   P r/R/usage                              bytes of R's entries, decimal
 //   P i/<64 hex>                             idempotency record (sha-256 of the key, without authentication)
+//   P x/<16 hex>                             a preempted lease's record (attached to it)
 //   P s/<16 hex>  P k/signing  P k/public/<id>  P b/<16 hex>  P p/<16 hex>/<16 hex>  P c/<16 hex>/<8 hex>
 import { createHash } from "node:crypto";
 
@@ -24,7 +25,7 @@ export type ResourceKeyKind = "owner" | "owner-delay" | "line" | "shared-line" |
 export type ParsedKey =
   | { scope: "resource"; resource: string; kind: ResourceKeyKind; /** data: the store key; line and shared: the lease id, hex */ rest?: string }
   | { scope: "idempotency"; hash: string }
-  | { scope: "other"; kind: "session" | "signing" | "public" | "binding" | "principal" | "cap" | "sentinel" };
+  | { scope: "other"; kind: "session" | "signing" | "public" | "binding" | "principal" | "cap" | "sentinel" | "preempted" };
 
 const HEX16 = "[0-9a-f]{16}";
 const RESOURCE_KEY = new RegExp(`^r/([^/]*)/(?:(owner)|(owner-delay)|(issued)|(fence)|(usage)|q/s/(${HEX16}).*|q/(${HEX16}).*|s/(${HEX16})|d/(.*))$`, "s");
@@ -35,6 +36,7 @@ const OTHER: [RegExp, Extract<ParsedKey, { scope: "other" }>["kind"]][] = [
   [new RegExp(`^b/${HEX16}$`), "binding"],
   [new RegExp(`^p/${HEX16}/${HEX16}$`), "principal"],
   [new RegExp(`^c/${HEX16}/[0-9a-f]{8}$`), "cap"],
+  [new RegExp(`^x/${HEX16}$`), "preempted"],
   [/^~end-of-history$/, "sentinel"],
 ];
 

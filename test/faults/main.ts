@@ -5,6 +5,7 @@
 // --short. --max-minutes ends a run short of its operations (it still has every fault once).
 // --history keeps the run (client history, and etcd's beside it); `--recheck file.jsonl` checks a kept
 // run again.
+import { policyDenies } from "./auth.js";
 import { check, PROPERTIES, type Property } from "./checker.js";
 import { Layout } from "./layout.js";
 import { ALL_NEMESES, NEMESES, type Nemesis } from "./nemesis.js";
@@ -24,7 +25,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => 
 const recheck = flag("--recheck");
 if (recheck) {
   const { ops, truth, resources, schedule } = loadRun(recheck);
-  const r = check(ops, truth, new Layout(PREFIX), resources, disruptionsOf(schedule));
+  const r = check(ops, truth, new Layout(PREFIX), resources, disruptionsOf(schedule), policyDenies);
   console.log(`${ops.length} operations, ${truth.events.length} etcd events`);
   for (const p of Object.keys(PROPERTIES) as Property[]) console.log(`${p.padEnd(10)} ${String(r.violations[p].count).padStart(6)}  ${r.violations[p].first ?? "-"}`);
   process.exit(Object.values(r.violations).every((v) => v.count === 0) ? 0 : 1);

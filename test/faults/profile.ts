@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { policyDenies, PREEMPTING_CLIENT, RunAuth } from "./auth.js";
 import { check, type CheckResult, type EtcdDisruption } from "./checker.js";
 import { EtcdCluster } from "./etcd-cluster.js";
 import { readHistory, type EtcdTruth } from "./etcd-history.js";
@@ -142,6 +143,8 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   const faults = new Map<Nemesis, number>(kinds.map((n) => [n, 0]));
   const faultLog: string[] = [];
   const schedule: ScheduledFault[] = [];
+  const clientNames = Array.from({ length: o.workers }, (_, i) => `c${i}`);
+  const auth = await RunAuth.create(clientNames, [...resources, semaphore.resource]);
 
   const net = kinds.some((k) => (PARTITION_NEMESES as readonly string[]).includes(k))
     ? await Network.create([...["m0", "m1", "m2"], ...Array.from({ length: o.replicas }, (_, i) => `r${i}`)])
@@ -168,7 +171,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   };
   process.once("exit", killAll);
   try {
-    for (let i = 0; i < o.replicas; i++) replicas.push(await Replica.start(`r${i}`, cluster.endpoints, PREFIX, net));
+    for (let i = 0; i < o.replicas; i++) replicas.push(await Replica.start(`r${i}`, cluster.endpoints, PREFIX, net, auth.serverArgs));
     log(`etcd ${cluster.endpoints.join(" ")}; replicas ${replicas.map((r) => r.url).join(" ")}`);
     for (let i = 0; i < o.workers; i++) {
       const via = i % 2 === 0 ? "grpc" : "sdk";
@@ -176,7 +179,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
       const mine = proxied ? await Promise.all(replicas.map((r) => FaultProxy.start(r.url))) : [];
       proxies.push(...mine);
       const name = `c${i}`;
-      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore };
+      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore, bearer: await auth.token(name), ...(name === PREEMPTING_CLIENT ? { preempt: 0.08 } : {}) };
       workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""})`, config, mine, (op) => ops.push(op)));
     }
     if (o.soakIntervalMs > 0) {
@@ -216,7 +219,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     const truth = await readHistory(cluster.endpoints, PREFIX);
     log(`${truth.events.length} etcd events up to revision ${truth.revision}; checking`);
     const judged = [...resources, semaphore.resource];
-    const result = check(ops, truth, new Layout(PREFIX), judged, disruptionsOf(schedule));
+    const result = check(ops, truth, new Layout(PREFIX), judged, disruptionsOf(schedule), policyDenies);
     return { options: o, ops, faults, faultLog, schedule, check: result, truth, resources: judged, soak: soakSummary, durationMs: Date.now() - started };
   } finally {
     process.removeListener("exit", killAll);
@@ -224,6 +227,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     for (const w of workers) if (w.process.exitCode === null && w.process.signalCode === null) w.process.kill("SIGKILL");
     await Promise.all(proxies.map((p) => p.close()));
     await Promise.all(replicas.map((r) => r.kill()));
+    auth.destroy();
     try {
       await cluster.destroy();
     } finally {

@@ -16,11 +16,12 @@ export class Replica {
     private readonly etcd: string[],
     private readonly prefix: string,
     private readonly net?: Network,
+    private readonly auth: string[] = [],
   ) {}
 
-  /** With a network, in the namespace named as the replica is (netns.ts), on its address there. */
-  static async start(name: string, etcd: string[], prefix: string, net?: Network): Promise<Replica> {
-    const r = net ? new Replica(name, net.addr(name), 7000, etcd, prefix, net) : new Replica(name, "127.0.0.1", await freePort(), etcd, prefix);
+  /** With a network, in the namespace named as the replica is (netns.ts), on its address there; auth: its authentication and policy flags (auth.ts). */
+  static async start(name: string, etcd: string[], prefix: string, net?: Network, auth: string[] = []): Promise<Replica> {
+    const r = net ? new Replica(name, net.addr(name), 7000, etcd, prefix, net, auth) : new Replica(name, "127.0.0.1", await freePort(), etcd, prefix, undefined, auth);
     await r.restart();
     return r;
   }
@@ -39,8 +40,9 @@ export class Replica {
     this.server = await startServer({
       etcd: this.etcd.join(","),
       prefix: this.prefix,
-      // An address of the run's own network, which only the harness's namespace reaches: no auth needed.
-      args: ["--listen", `${this.host}:${this.port}`, "--log-level", "info", "--compaction-interval", "0", ...(this.net ? ["--allow-unauthenticated", "on"] : [])],
+      // An address of the run's own network, which only the harness's namespace reaches: no auth needed
+      // (but the run authenticates its clients when given auth flags).
+      args: ["--listen", `${this.host}:${this.port}`, "--log-level", "info", "--compaction-interval", "0", ...(this.auth.length > 0 ? this.auth : this.net ? ["--allow-unauthenticated", "on"] : [])],
       command: this.net ? [...this.net.command(this.name), ...SERVER_COMMAND] : undefined,
     });
   }

@@ -68,6 +68,9 @@ export function report(r: RunResult): string {
   const w = r.check.writes;
   lines.push(renewalsAfterEtcd(r));
   lines.push(`refusals judged against etcd's history: ${r.check.refusalsJudged}`);
+  lines.push(`refusals by policy (PERMISSION_DENIED), judged against the run's policy: ${r.check.policyRefusals}`);
+  const preempts = r.ops.filter((o) => o.kind === "acquire" && o.preempt);
+  lines.push(`preempting Acquires: ${preempts.filter((o) => o.outcome === "ok").length} ok of ${preempts.length}; renewals answered PREEMPTED: ${r.ops.filter((o) => o.reason === "PREEMPTED").length}`);
   lines.push(`writes (a write and its retries once): ${w.acknowledged} acknowledged, ${w.refused} refused, ambiguous ${w.ambiguousCommitted + w.ambiguousNotCommitted} (${w.ambiguousCommitted} committed, ${w.ambiguousNotCommitted} not, by etcd's history); ${r.check.grants} grants; ${r.check.events} etcd events`);
   lines.push("");
   lines.push(row(["property", "violations"], [10, 10]) + "  first example");

@@ -8,13 +8,16 @@
 //   via "grpc": plain gRPC calls (Acquire, Renew, Release, Put/Delete/Txn), a replica at random per call
 //   via "sdk":  the TypeScript SDK (leases kept alive on its KeepAlive stream, servers failed over)
 import { createInterface } from "node:readline";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { FencekeeperClient, FencekeeperError, LeaseLostError, type Lease, type Token } from "../../client/index.js";
 import { AcquireMode, FenceMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { tokenFromProto, tokenToProto } from "../../client/token.js";
-import { clientsFor, type Clients } from "../harness/clients.js";
+import type { Clients } from "../harness/clients.js";
 import type { Op, OpKind, Outcome, Via } from "./history.js";
 import { Rng } from "./rng.js";
 
@@ -28,6 +31,10 @@ export interface WorkerConfig {
   keys: number;
   /** A resource that plain-gRPC workers acquire as a counting semaphore of this many permits, now and then. */
   semaphore?: { resource: string; maxHolders: number };
+  /** A bearer JWT sent with every call (the replicas authenticate callers, auth.ts). */
+  bearer?: string;
+  /** The share of exclusive acquisitions sent with preempt (the policy grants this client the verb). */
+  preempt?: number;
 }
 
 const CALL_TIMEOUT_MS = 4_000;
@@ -69,9 +76,18 @@ createInterface({ input: process.stdin }).on("line", (l) => {
   if (l.trim() === "stop") stopping = true;
 });
 
-const grpc: Clients[] = config.servers.map((url) => clientsFor(url));
+const bearer: Interceptor = (next) => (req) => {
+  if (config.bearer) req.header.set("authorization", `Bearer ${config.bearer}`);
+  return next(req);
+};
+const grpc: Clients[] = config.servers.map((url) => {
+  const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer] });
+  return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
+});
 const sdk =
-  config.via === "sdk" ? new FencekeeperClient({ servers: config.servers, holder: config.client, callTimeoutMs: CALL_TIMEOUT_MS }) : undefined;
+  config.via === "sdk"
+    ? new FencekeeperClient({ servers: config.servers, holder: config.client, callTimeoutMs: CALL_TIMEOUT_MS, credentials: config.bearer ? { bearer: config.bearer } : undefined })
+    : undefined;
 const some = () => rng.pick(grpc);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -124,8 +140,9 @@ const seconds = (ms: number) => ({ seconds: BigInt(Math.ceil(ms / 1000)), nanos:
  * How a plain-gRPC worker acquires: mostly exclusive (a fifth of those with a lock-delay of 1 s, in force
  * when the holder walks away), sometimes shared, sometimes a permit of the semaphore resource.
  */
-function acquireMode(resource: string): { resource: string; shared?: boolean; maxHolders?: number; lockDelayMs?: number; onSession?: boolean } {
+function acquireMode(resource: string): { resource: string; shared?: boolean; maxHolders?: number; lockDelayMs?: number; onSession?: boolean; preempt?: boolean } {
   if (sdk) return { resource };
+  if (config.preempt && rng.chance(config.preempt)) return { resource, preempt: true };
   const r = rng.next();
   if (r < 0.1 && config.semaphore) return { resource: config.semaphore.resource, shared: true, maxHolders: config.semaphore.maxHolders };
   if (r < 0.25) return { resource, shared: true };
@@ -158,16 +175,16 @@ async function closeSession(): Promise<void> {
 }
 
 async function acquire(picked: string): Promise<Held | undefined> {
-  const { resource, shared, maxHolders, lockDelayMs, onSession } = acquireMode(picked);
+  const { resource, shared, maxHolders, lockDelayMs, onSession, preempt } = acquireMode(picked);
   const sessionId = onSession ? await openSession() : undefined;
   if (onSession && sessionId === undefined) return undefined;
-  const wait = rng.chance(0.5);
+  const wait = !preempt && rng.chance(0.5);
   const waitMs = rng.int(300, 1_500);
   const ttlMs = rng.pick([2_000, 3_000]);
   const holder = `${config.client}.${seq + 1}`;
   let lease: Lease | undefined;
   const on = sessionId !== undefined ? { session: String(sessionId) } : { ttlMs };
-  const a = await record({ kind: "acquire", resource, wait, holder, ...on, shared, maxHolders, lockDelayMs }, async () => {
+  const a = await record({ kind: "acquire", resource, wait, holder, ...on, shared, maxHolders, lockDelayMs, ...(preempt ? { preempt } : {}) }, async () => {
     if (sdk) {
       lease = await sdk.acquire(resource, { ttl: ttlMs, wait: wait ? waitMs : false, holder });
       return { token: lease.token };
@@ -177,6 +194,7 @@ async function acquire(picked: string): Promise<Held | undefined> {
         resource, ttl: seconds(ttlMs), holder, wait, waitTimeout: wait ? { seconds: BigInt(Math.floor(waitMs / 1000)), nanos: (waitMs % 1000) * 1e6 } : undefined,
         ...(shared ? { mode: AcquireMode.SHARED, maxHolders: maxHolders ?? 0 } : {}),
         ...(lockDelayMs ? { lockDelay: seconds(lockDelayMs) } : {}),
+        ...(preempt ? { preempt } : {}),
         ...(sessionId !== undefined ? { sessionId, ttl: undefined } : {}),
       },
       { timeoutMs: CALL_TIMEOUT_MS + (wait ? waitMs : 0) },
