@@ -186,6 +186,8 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   const batches = new Map<string, Batch>();
   // Revisions (with their resource) at which a preemption handed a resource over: its marker was put.
   const preemptAt = new Set<string>();
+  /** Leases that a preemption's record (x/<lease>) names, with the revision it was put at. */
+  const preemptedLeases = new Map<bigint, bigint>();
   const recordsAt = new Map<bigint, WriteGroup[]>(); // idempotency records put at a revision: their writes applied there
   const timelines = new Map<string, Timeline>(resources.map((r) => [r, { fences: [], issued: [], busy: [], openBusy: new Map(), owners: new Map(), delays: [], handovers: [] }]));
   let grants = 0;
@@ -204,6 +206,11 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       continue;
     }
     if (p.scope === "other") {
+      if (p.kind === "preempted") {
+        // A preemption ends a holding and records it on the holder's lease: its renewals answer PREEMPTED.
+        if (e.type === "put") preemptedLeases.set(BigInt(`0x${e.kv.key.toString().slice(-16)}`), e.rev);
+        continue;
+      }
       if (p.kind === "session") {
         // A session's key lives as long as the session: its lease is the session's id.
         const id = BigInt(`0x${e.kv.key.toString().slice(-16)}`);
@@ -581,7 +588,10 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       } else if (op.reason !== "LEASE_NOT_FOUND") wrong("a refusal no state of etcd's history explains"); // LEASE_NOT_FOUND: judged with the grants above
     } else if (op.kind === "renew" && op.reason === "PREEMPTED") {
       const span = ownerSpan(op);
-      if (!span) wrong("no grant of this generation and lease is in etcd's history");
+      const recorded = preemptedLeases.get(BigInt(op.lease ?? -1));
+      // A shared holder has no owner key: the preemption's record on its lease is what tells it.
+      if (!span && recorded !== undefined && recorded <= hi) continue;
+      if (!span) wrong("no grant of this generation and lease, and no preemption's record of its lease, is in etcd's history");
       else if (span.to > hi) wrong(`its owner key (generation ${op.gen}, lease ${op.lease}) was still there at revision ${hi}`);
       else if (!tl.handovers.some((d) => d.from === span.to)) wrong(`its owner key went at revision ${span.to}, and no preemption put its marker there`);
     } else if (op.kind === "release" || op.kind === "renew") {
