@@ -250,8 +250,8 @@ export class FencedStore {
       failure: failure.ops(),
     };
     const limit = BigInt(this.d.limits.maxBytesPerResource);
-    for (;;) {
-      const usage = limit > 0n ? await this.usageChange(m, limit) : undefined;
+    for (let attempt = 0; ; attempt++) {
+      const usage = limit > 0n ? await this.usageChange(m, limit, attempt === 0) : undefined;
       const res = await committer.commitGuarded(what, guard, own, usage, held);
       if (res.quota) {
         this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "QUOTA_EXCEEDED" });
@@ -267,13 +267,18 @@ export class FencedStore {
     }
   }
 
-  /** What a mutation changes in its resource's stored bytes: the entries it writes, as they are now and after. */
-  private async usageChange(m: Mutation, limit: bigint): Promise<UsageChange> {
-    const { keys, reader } = this.d;
+  /**
+   * What a mutation changes in its resource's stored bytes: the entries it writes, as they are now and
+   * after. First from what the committer knows, when it knows the resource: an entry it does not know is
+   * taken as absent, and the transaction's compares tell if it was not (then it reads, and goes again).
+   */
+  private async usageChange(m: Mutation, limit: bigint, fromKnown: boolean): Promise<UsageChange> {
+    const { keys, reader, committer } = this.d;
     const usageKey = keys.usageKey(m.resource);
     const dataKeys = m.ops.map((o) => keys.dataKey(m.resource, o.key));
     let read: { usage: IKeyValue | undefined; entries: (IKeyValue | undefined)[]; revision: bigint };
-    try {
+    if (fromKnown && committer.knowsUsage(usageKey)) read = { usage: undefined, entries: [], revision: 0n };
+    else try {
       const snap = await reader.snapshot("quota read", reads({ usage: { key: usageKey }, entries: dataKeys.map((key) => ({ key })) }));
       read = { usage: snap.found.usage.kvs[0], entries: snap.found.entries.map((r) => r.kvs[0]), revision: snap.revision };
     } catch (err) {
