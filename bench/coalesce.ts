@@ -3,8 +3,10 @@
 //   - the TypeScript SDK with coalescing on (its default: concurrent writes go in Batch calls),
 //   - the SDK with coalescing off (one Put RPC a write),
 //   - grpc-js stubs, one Put RPC a write,
+//   - the bare relay (relay-server.ts): a connect-node server with no fencekeeper code that forwards the
+//     hand-written txn, through grpc-js,
 //   - the hand-written etcd3 peer, one conditional txn a write (put-peers.ts),
-// as ratios to the hand-written peer, with the CPU per write of this process (the client), the server
+// and the same with one writer (issue 21, target 1: the server's CPU at one caller), as ratios to the hand-written peer, with the CPU per write of this process (the client), the server
 // and etcd, read from /proc around each row.
 import { readFileSync, readdirSync } from "node:fs";
 import { Etcd3 } from "etcd3";
@@ -17,6 +19,7 @@ import { scrape } from "../test/operations/support/metrics.js";
 import { GrpcStore } from "./grpc-store.js";
 import { measure, type Measurement } from "./measure.js";
 import { readProcess } from "./process-stats.js";
+import { startRelay } from "./relay.js";
 import { ByHand, initFences } from "./put-peers.js";
 import { num, ratio, Table } from "./report.js";
 import type { Check, Context, Flags, Scenario } from "./scenario.js";
@@ -26,6 +29,7 @@ const WRITERS = 64;
 
 interface Row {
   path: string;
+  writers: number;
   m: Measurement;
   /** µs of CPU per write, by process; NaN where the process is not in the path. */
   cpu: { client: number; server: number; etcd: number };
@@ -57,8 +61,8 @@ function etcdPid(endpoint: string): number | undefined {
 
 export const coalesce: Scenario = {
   name: "coalesce",
-  about: "64 writers in one process: the SDK with coalescing on and off, grpc-js stubs, vs an etcd3 txn per write, with CPU per write",
-  estimate: (f: Flags) => 4 * (f.seconds + 1) + 5,
+  about: "64 writers (and one) in one process: the SDK with coalescing on and off, grpc-js stubs, a bare relay, vs an etcd3 txn per write, with CPU per write",
+  estimate: (f: Flags) => 9 * (f.seconds + 1) + 6,
   async run(ctx: Context) {
     const seconds = ctx.flags.seconds;
     const server = ctx.server();
@@ -77,14 +81,25 @@ export const coalesce: Scenario = {
     const off = new FencekeeperClient({ servers: server.url, fenceMode: "order", coalesceWrites: false });
     const grpc = new GrpcStore(server.url);
 
-    const paths: [string, (w: number, i: number) => Promise<unknown>, boolean][] = [
-      ["SDK, coalescing on (Batch)", (w, i) => on.store.put(sdkTokens[w], `on/${i}`, VALUE), true],
-      ["SDK, coalescing off (Put)", (w, i) => off.store.put(sdkTokens[w], `off/${i}`, VALUE), true],
-      ["grpc-js stubs, Put", (w, i) => grpc.put({ resource: names[w], key: `grpc/${i}`, value: VALUE, mutation: { token: tokens[w] } }), true],
-      ["etcd3 txn by hand", (w, i) => byHand.write({ resource: names[w], generation: tokens[w].generation, key: `hand/${i}`, value: VALUE }), false],
+    const relay = await startRelay(ctx.etcd.endpoint, `/bench-${ctx.runId}/coalesce-relay/`);
+    await initFences(etcd, relay.prefix, names);
+    const grpcPut = (w: number, i: number) => grpc.put({ resource: names[w], key: `grpc/${i}`, value: VALUE, mutation: { token: tokens[w] } });
+    const relayPut = (w: number, i: number) => relay.store.put({ resource: names[w], key: `relay/${i}`, value: VALUE, mutation: { token: tokens[w] } });
+    const handPut = (w: number, i: number) => byHand.write({ resource: names[w], generation: tokens[w].generation, key: `hand/${i}`, value: VALUE });
+    // [path, writers, op, the server process it goes through (if any)]
+    const paths: [string, number, (w: number, i: number) => Promise<unknown>, "server" | "relay" | undefined][] = [
+      ["SDK, coalescing on (Batch)", WRITERS, (w, i) => on.store.put(sdkTokens[w], `on/${i}`, VALUE), "server"],
+      ["SDK, coalescing off (Put)", WRITERS, (w, i) => off.store.put(sdkTokens[w], `off/${i}`, VALUE), "server"],
+      ["grpc-js stubs, Put", WRITERS, grpcPut, "server"],
+      ["bare relay, grpc-js", WRITERS, relayPut, "relay"],
+      ["etcd3 txn by hand", WRITERS, handPut, undefined],
+      ["SDK, one writer", 1, (w, i) => on.store.put(sdkTokens[w], `one/${i}`, VALUE), "server"],
+      ["grpc-js stubs, one writer", 1, grpcPut, "server"],
+      ["bare relay, one writer", 1, relayPut, "relay"],
+      ["etcd3 by hand, one writer", 1, handPut, undefined],
     ];
     const rows: Row[] = [];
-    const table = new Table(`coalesced writes: ${WRITERS} writers in one process, one resource each; writes/s and µs of CPU per write, ${seconds} s per row`, [
+    const table = new Table(`coalesced writes: ${WRITERS} writers (and one) in one process, one resource each; writes/s and µs of CPU per write, ${seconds} s per row`, [
       { title: "path", width: 28, left: true },
       { title: "writes/s", width: 9 },
       { title: "p99 ms", width: 7 },
@@ -95,39 +110,46 @@ export const coalesce: Scenario = {
       { title: "writes/call", width: 11 },
     ]);
     try {
-      for (const [path, op, usesServer] of paths) {
+      for (const [path, writers, op, via] of paths) {
         ctx.progress(`coalesce: ${path}`);
+        const serverPid = via === "server" ? pids.server : via === "relay" ? relay.pid : undefined;
         // One warm-up round outside the readings.
-        await Promise.all(Array.from({ length: WRITERS }, (_, w) => op(w, -1).catch(() => undefined)));
-        const callsBefore = usesServer ? await writeCalls(server) : 0;
-        const before = { client: readProcess(pids.client), server: readProcess(pids.server), etcd: pids.etcd ? readProcess(pids.etcd) : undefined };
-        const m = await measure({ workers: WRITERS, seconds, op, warmUp: false });
-        const after = { client: readProcess(pids.client), server: readProcess(pids.server), etcd: pids.etcd ? readProcess(pids.etcd) : undefined };
+        await Promise.all(Array.from({ length: writers }, (_, w) => op(w, -1).catch(() => undefined)));
+        const callsBefore = via === "server" ? await writeCalls(server) : 0;
+        const read = () => ({ client: readProcess(pids.client), server: serverPid ? readProcess(serverPid) : undefined, etcd: pids.etcd ? readProcess(pids.etcd) : undefined });
+        const before = read();
+        const m = await measure({ workers: writers, seconds, op, warmUp: false });
+        const after = read();
         const perOp = (k: keyof typeof before) => {
           const a = after[k];
           const b = before[k];
           return a && b && m.ops > 0 ? ((a.cpuSeconds - b.cpuSeconds) * 1e6) / m.ops : NaN;
         };
         // Calls started in the window; the writes answered in it are within a batch of that count.
-        const calls = usesServer ? (await writeCalls(server)) - callsBefore : NaN;
-        rows.push({ path, m, cpu: { client: perOp("client"), server: usesServer ? perOp("server") : NaN, etcd: perOp("etcd") }, writesPerCall: m.ops / calls });
+        const calls = via === "server" ? (await writeCalls(server)) - callsBefore : NaN;
+        rows.push({ path, writers, m, cpu: { client: perOp("client"), server: perOp("server"), etcd: perOp("etcd") }, writesPerCall: m.ops / calls });
       }
-      const hand = rows[rows.length - 1].m.perSecond;
+      const row = (path: string) => rows.find((r) => r.path === path)!;
+      const handAt = (writers: number) => rows.find((r) => r.writers === writers && r.path.startsWith("etcd3"))!.m.perSecond;
+      const hand = handAt(WRITERS);
       for (const r of rows) {
         table.row([
           r.path + (r.m.errors || r.m.stuck ? ` (${r.m.errors} errors)` : ""),
           num(r.m.perSecond),
           r.m.p99Ms.toFixed(2),
-          ratio(r.m.perSecond / hand),
+          ratio(r.m.perSecond / handAt(r.writers)),
           num(r.cpu.client),
           num(r.cpu.server),
           num(r.cpu.etcd),
           Number.isFinite(r.writesPerCall) ? r.writesPerCall.toFixed(1) : "-",
         ]);
       }
-      table.note("client: this process (the SDK, grpc-js or etcd3 client); CPU read from /proc before and after each row.");
+      table.note("client: this process (the SDK, grpc-js or etcd3 client); server: fencekeeper's, or the bare relay's (relay-server.ts); CPU read from /proc before and after each row.");
       const sdkOn = rows[0].m.perSecond / hand;
       const oneRpc = Math.min(rows[1].m.perSecond, rows[2].m.perSecond) / hand;
+      const cpuOne = row("grpc-js stubs, one writer").cpu.server;
+      const cpu64 = row("grpc-js stubs, Put").cpu.server;
+      const cpuBatched = rows[0].cpu.server;
       const checks: Check[] = [
         {
           target: "21.3 The SDK, 64 concurrent writes from one process: >= 3x the hand-written txn per write",
@@ -139,11 +161,17 @@ export const coalesce: Scenario = {
           status: oneRpc >= 1 ? "met" : "not met",
           detail: `${ratio(rows[1].m.perSecond / hand)} SDK off, ${ratio(rows[2].m.perSecond / hand)} grpc-js`,
         },
+        {
+          target: "21.1 Server CPU per fenced Put: <= 90 µs at 64 callers one RPC each, <= 30 µs coalesced, <= 300 µs at one caller",
+          status: cpu64 <= 90 && cpuBatched <= 30 && cpuOne <= 300 ? "met" : "not met",
+          detail: `${num(cpu64)} µs at 64 (grpc-js), ${num(cpuBatched)} µs coalesced, ${num(cpuOne)} µs at one caller; the bare relay: ${num(row("bare relay, grpc-js").cpu.server)} and ${num(row("bare relay, one writer").cpu.server)} µs`,
+        },
       ];
       return { json: { seconds, writers: WRITERS, rows }, checks };
     } finally {
       await Promise.all([on.close(), off.close()]);
       grpc.close();
+      await relay.stop();
       etcd.close();
     }
   },

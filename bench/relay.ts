@@ -1,0 +1,45 @@
+// Starts relay-server.ts as a process of its own, as a user's service would run, and gives a grpc-js
+// client of it (the same client stack as fencekeeper's row).
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { GrpcStore } from "./grpc-store.js";
+
+const SERVER = fileURLToPath(new URL("./relay-server.ts", import.meta.url));
+
+export interface Relay {
+  prefix: string;
+  store: GrpcStore;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function startRelay(etcd: string, prefix: string): Promise<Relay> {
+  const child = spawn(process.execPath, ["--import", "tsx", SERVER, "--etcd", etcd, "--prefix", prefix], { stdio: ["ignore", "pipe", "inherit"] });
+  const lines = createInterface({ input: child.stdout! });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the bare relay did not start within 20 s")), 20_000);
+    child.once("exit", (code) => reject(new Error(`the bare relay exited (${code}) before it listened`)));
+    lines.on("line", (line) => {
+      const m = /^listening (\d+)$/.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+  });
+  const store = new GrpcStore(`http://127.0.0.1:${port}`);
+  return {
+    prefix,
+    store,
+    pid: child.pid!,
+    async stop() {
+      store.close();
+      if (child.exitCode === null) {
+        child.kill("SIGTERM");
+        await once(child, "exit");
+      }
+    },
+  };
+}
