@@ -2,6 +2,8 @@
 // fencekeeper through the SDK beside etcd3's own lock() helper (issue 9, target 3). The SDK is measured
 // both ways: with a lease per acquisition (its default), and on sessions, as etcd's own Mutex runs on a
 // concurrency.Session; the target is judged on sessions, the way etcd's own lock is meant to be used.
+// Then the handover (issue 21, target 5): from a holder's release to its waiter's grant, the SDK's waiting
+// acquire beside a waiting lock written by hand on etcd3 (watch the key, lock() again).
 import { Etcd3 } from "etcd3";
 import { FencekeeperClient } from "../client/index.js";
 import { measure, type Measurement } from "./measure.js";
@@ -18,7 +20,7 @@ const cell = (m: Measurement) => (failed(m) ? `${num(m.perSecond)}!` : num(m.per
 export const acquire: Scenario = {
   name: "acquire",
   about: "acquire + release cycles on distinct resources, 1 and 16 at a time: the SDK vs etcd3's lock() helper",
-  estimate: (f: Flags) => CONCURRENCY.length * 3 * (f.seconds + 0.5) + 2,
+  estimate: (f: Flags) => CONCURRENCY.length * 3 * (f.seconds + 0.5) + 2 * f.seconds + 4,
   async run(ctx) {
     const seconds = ctx.flags.seconds;
     const client = new FencekeeperClient({ servers: [ctx.server().url] });
@@ -79,12 +81,28 @@ export const acquire: Scenario = {
         }
       }
       const at = rows.find((r) => r.concurrency === TARGET_CONCURRENCY)!;
+      const handover = await handovers((w) => ctx.progress(w), client, etcd, `cycle-${ctx.runId}-handover`, seconds);
+      const hand = new Table(`handover, from the holder's release to the waiter's grant: ms, ${seconds} s per path`, [
+        { title: "path", width: 44, left: true },
+        { title: "handovers", width: 9 },
+        { title: "p50", width: 7 },
+        { title: "p99", width: 7 },
+      ]);
+      hand.row(["SDK: a waiting acquire (wait: true)", num(handover.sdk.length), ms(quantile(handover.sdk, 0.5)), ms(quantile(handover.sdk, 0.99))]);
+      hand.row(["etcd3 by hand: watch the key, lock() again", num(handover.etcd3.length), ms(quantile(handover.etcd3, 0.5)), ms(quantile(handover.etcd3, 0.99))]);
+      const handRatio = quantile(handover.sdk, 0.5) / quantile(handover.etcd3, 0.5);
+      hand.note(`p50 ratio SDK / by hand: ${ratio(handRatio)} (issue 21: <= 1.00x). A holder killed: see the election scenario's crash-to-leader.`);
       return {
-        json: { seconds, ttlSeconds: TTL_SECONDS, rows },
+        json: { seconds, ttlSeconds: TTL_SECONDS, rows, handover },
         checks: [
           {
-            target: `3. Acquire + release, ${TARGET_CONCURRENCY} at a time: >= 2x etcd3's lock()`,
-            status: !failed(at.sessions) && at.ratio >= 2 ? "met" : "not met",
+            target: "21.5 Handover, from Release to the next waiter's grant: p50 <= a waiting lock by hand on etcd3",
+            status: handover.sdk.length > 0 && handRatio <= 1 ? "met" : "not met",
+            detail: `${ratio(handRatio)} (p50 ${ms(quantile(handover.sdk, 0.5))} vs ${ms(quantile(handover.etcd3, 0.5))} ms)`,
+          },
+          {
+            target: `21.5 Acquire + release, ${TARGET_CONCURRENCY} at a time: >= 3x etcd3's lock() on sessions, >= 1.5x with a lease each`,
+            status: !failed(at.sessions) && at.ratio >= 3 && at.leaseEachRatio >= 1.5 ? "met" : "not met",
             detail:
               `on sessions ${ratio(at.ratio)} (${num(at.sessions.perSecond)} vs ${num(at.lock.perSecond)} cycles/s); ` +
               `a lease each ${ratio(at.leaseEachRatio)} (${num(at.fencekeeper.perSecond)} cycles/s)`,
@@ -97,3 +115,67 @@ export const acquire: Scenario = {
     }
   },
 };
+
+/** Handovers of one resource from a holder to a waiter, timed from the release to the grant, both ways. */
+async function handovers(
+  progress: (what: string) => void,
+  client: FencekeeperClient,
+  etcd: Etcd3,
+  name: string,
+  seconds: number,
+): Promise<{ sdk: number[]; etcd3: number[] }> {
+  const sdk: number[] = [];
+  const byHand: number[] = [];
+  progress("acquire: handover, SDK");
+  const until = (t: number) => performance.now() < t;
+  let end = performance.now() + seconds * 1000;
+  for (let i = 0; until(end); i++) {
+    const resource = `${name}-sdk-${i % 4}`;
+    const holder = await client.acquire(resource, { ttl: TTL_SECONDS * 1000 });
+    const waiter = client.acquire(resource, { ttl: TTL_SECONDS * 1000, wait: true });
+    // Let the waiter reach its place in line before the release.
+    await sleep(20);
+    const t0 = performance.now();
+    await holder.release();
+    const next = await waiter;
+    sdk.push(performance.now() - t0);
+    await next.release();
+  }
+  progress("acquire: handover, etcd3 by hand");
+  end = performance.now() + seconds * 1000;
+  for (let i = 0; until(end); i++) {
+    const key = `/bench-handover/${name}-${i % 4}`;
+    const holder = await etcd.lock(key).ttl(TTL_SECONDS).acquire();
+    const waiter = waitingLock(etcd, key);
+    await sleep(20);
+    const t0 = performance.now();
+    await holder.release();
+    const next = await waiter;
+    byHand.push(performance.now() - t0);
+    await next.release();
+  }
+  return { sdk, etcd3: byHand };
+}
+
+/** A waiting lock as written by hand on etcd3: try lock(); if held, watch the key's deletion and try again. */
+async function waitingLock(etcd: Etcd3, key: string) {
+  for (;;) {
+    const watcher = await etcd.watch().key(key).create();
+    const deleted = new Promise<void>((resolve) => watcher.on("delete", () => resolve()));
+    try {
+      return await etcd.lock(key).ttl(TTL_SECONDS).acquire();
+    } catch {
+      await deleted;
+    } finally {
+      await watcher.cancel();
+    }
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function quantile(xs: number[], q: number): number {
+  if (xs.length === 0) return NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
