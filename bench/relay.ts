@@ -1,12 +1,16 @@
 // Starts relay-server.ts as a process of its own, as a user's service would run, and gives a grpc-js
-// client of it (the same client stack as fencekeeper's row).
+// client of it (the same client stack as fencekeeper's row). Compiled first (esbuild, its packages left
+// to node_modules), as the server it is compared with runs compiled.
 import { spawn } from "node:child_process";
+import { build } from "esbuild";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { GrpcStore } from "./grpc-store.js";
 
-const SERVER = fileURLToPath(new URL("./relay-server.ts", import.meta.url));
+const SOURCE = fileURLToPath(new URL("./relay-server.ts", import.meta.url));
+/** Beside the sources, so that its imports resolve in node_modules; bench/results/ is not versioned. */
+const COMPILED = fileURLToPath(new URL("./results/relay-server.mjs", import.meta.url));
 
 export interface Relay {
   prefix: string;
@@ -16,7 +20,8 @@ export interface Relay {
 }
 
 export async function startRelay(etcd: string, prefix: string): Promise<Relay> {
-  const child = spawn(process.execPath, ["--import", "tsx", SERVER, "--etcd", etcd, "--prefix", prefix], { stdio: ["ignore", "pipe", "inherit"] });
+  await build({ entryPoints: [SOURCE], bundle: true, packages: "external", platform: "node", format: "esm", target: "node20", outfile: COMPILED, logLevel: "warning" });
+  const child = spawn(process.execPath, [COMPILED, "--etcd", etcd, "--prefix", prefix], { stdio: ["ignore", "pipe", "inherit"] });
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("the bare relay did not start within 20 s")), 20_000);
