@@ -7,6 +7,7 @@ import { createClient, type Client, type Interceptor } from "@connectrpc/connect
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
+import { createGrpcJsTransport } from "./grpc-js-transport.js";
 import { traceContext } from "./trace-context.js";
 
 export interface Connection {
@@ -36,15 +37,19 @@ export type Channel = "calls" | "stream";
 export class Servers {
   readonly urls: readonly string[];
   private index = 0;
-  private readonly open = new Map<string, { connection: Connection; session: Http2SessionManager }>();
+  private readonly open = new Map<string, { connection: Connection; close(): void }>();
 
   private readonly interceptors: Interceptor[];
   private readonly sessionOptions?: ClientSessionOptions | SecureClientSessionOptions;
+  private readonly tls?: Credentials["tls"];
 
   constructor(
     urls: readonly string[],
     credentials: Credentials = {},
+    /** The library of unary calls on the "calls" connection (grpc-js-transport.ts). */
+    private readonly unary: "grpc-js" | "connect" = "grpc-js",
   ) {
+    this.tls = credentials.tls;
     this.interceptors = [traceContext, ...(credentials.bearer !== undefined ? [bearer(credentials.bearer)] : [])];
     this.sessionOptions = credentials.tls;
     if (urls.length === 0) throw new RangeError("at least one server URL is needed");
@@ -68,8 +73,14 @@ export class Servers {
     let c = this.open.get(id);
     if (!c) {
       const session = new Http2SessionManager(url, undefined, this.sessionOptions);
-      const transport = createGrpcTransport({ baseUrl: url, sessionManager: session, interceptors: this.interceptors });
-      c = { session, connection: { url, lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) } };
+      const streams = createGrpcTransport({ baseUrl: url, sessionManager: session, interceptors: this.interceptors });
+      const unary = channel === "calls" && this.unary === "grpc-js" ? createGrpcJsTransport({ baseUrl: url, interceptors: this.interceptors, tls: this.tls, streams }) : undefined;
+      const transport = unary ?? streams;
+      const close = () => {
+        unary?.close();
+        session.abort();
+      };
+      c = { close, connection: { url, lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) } };
       this.open.set(id, c);
     }
     return c.connection;
@@ -80,11 +91,11 @@ export class Servers {
     const id = `${channel} ${url}`;
     const c = this.open.get(id);
     this.open.delete(id);
-    c?.session.abort();
+    c?.close();
   }
 
   close(): void {
-    for (const c of this.open.values()) c.session.abort();
+    for (const c of this.open.values()) c.close();
     this.open.clear();
   }
 }

@@ -96,9 +96,9 @@ describe("packaging: the SDK as a package (@fencekeeper/client)", () => {
     expect(files.filter((f) => /\/(server|cli)\//.test(f) || (/\.ts$/.test(f) && !f.endsWith(".d.ts")) || f.includes("tsbuildinfo"))).to.deep.equal([]);
   });
 
-  it("depends on protobuf-es and connect only", () => {
+  it("depends on protobuf-es, connect and grpc-js only (unary calls go through grpc-js: docs/client.md)", () => {
     const pkg = JSON.parse(readFileSync(join(project, "node_modules/@fencekeeper/client/package.json"), "utf8"));
-    expect(Object.keys(pkg.dependencies).sort()).to.deep.equal(["@bufbuild/protobuf", "@connectrpc/connect", "@connectrpc/connect-node"]);
+    expect(Object.keys(pkg.dependencies).sort()).to.deep.equal(["@bufbuild/protobuf", "@connectrpc/connect", "@connectrpc/connect-node", "@grpc/grpc-js"]);
     const installed = readdirSync(join(project, "node_modules")).filter((d) => !d.startsWith("."));
     for (const serverSide of ["commander", "etcd3", "pino", "prom-client", "jose", "cockatiel", "pg", "ioredis", "mysql2", "tsx"]) expect(installed).to.not.include(serverSide);
   });
