@@ -421,8 +421,10 @@ final class WriteBatcher {
   /** Why a writer stopped waiting when its Context ended: its deadline, or a cancellation. */
   private static FencekeeperException endedBy(Context context, boolean queued) {
     String applied = queued ? " before the write was sent" : "; the write may or may not have been applied";
-    Throwable cause = context.cancellationCause();
-    if (Status.fromThrowable(cause).getCode() == Status.Code.DEADLINE_EXCEEDED || (cause instanceof java.util.concurrent.TimeoutException)) {
+    Throwable cause = context.cancellationCause(); // null: canceled with no cause
+    io.grpc.Deadline deadline = context.getDeadline();
+    if ((deadline != null && deadline.isExpired()) || cause instanceof TimeoutException
+        || (cause != null && Status.fromThrowable(cause).getCode() == Status.Code.DEADLINE_EXCEEDED)) {
       return new DeadlineExceededException("the caller's deadline passed" + applied, Status.Code.DEADLINE_EXCEEDED, null, Map.of(), cause);
     }
     return new CanceledException("the caller's context was canceled" + applied, Status.Code.CANCELLED, null, Map.of(), cause);
