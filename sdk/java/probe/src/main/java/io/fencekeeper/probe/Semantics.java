@@ -31,7 +31,7 @@ import java.util.function.BooleanSupplier;
  * release and try-with-resources, acquire that fails fast, waits at most a while, or is canceled by
  * its future or an interrupt without leaving a waiter behind, withLease on success, on error and on a
  * loss, a write refused by the fence ending the lease, loss listeners, and coalesced writes whose
- * writers give up (CoalescedCancel.java).
+ * writers give up (CoalescedCancel.java) or whose server has no Batch (OldServer.java).
  */
 final class Semantics {
   private static final Duration TTL = Duration.ofSeconds(2);
@@ -127,6 +127,7 @@ final class Semantics {
       step("a write refused STALE_TOKEN ends the lease: FENCED, its listener ran, check() throws");
 
       step(CoalescedCancel.run(a, prefix + "-coalesced"));
+      step(OldServer.run());
     }
   }
 
