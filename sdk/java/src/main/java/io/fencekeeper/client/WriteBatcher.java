@@ -386,7 +386,11 @@ final class WriteBatcher {
       }
       FencekeeperException error = calls.failure(url, t, tries, false);
       if (error == null) {
-        sendBatch(batch, tries + 1); // it never left: the next server gets it
+        // It never left: the next server gets what no writer gave up on meanwhile.
+        List<Pending> left = batch.stream().filter(p -> !p.answer.isDone()).toList();
+        if (left.isEmpty()) finished();
+        else if (left.size() == 1) sendAlone(left.get(0), tries + 1, WriteBatcher.this::finished);
+        else sendBatch(left, tries + 1);
         return;
       }
       // Each writer gets an exception of its own, so that what one does with it (a suppressed one, a
