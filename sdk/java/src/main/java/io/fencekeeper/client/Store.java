@@ -101,26 +101,26 @@ public final class Store {
     PutRequest req = PutRequest.newBuilder().setResource(token.getResource()).setKey(key).setValue(ByteString.copyFrom(value))
         .setMutation(mutation(token, o)).build();
     if (batcher != null && batcher.batches()) return Commit.of(batcher.write(io.fencekeeper.v1.BatchWrite.newBuilder().setPut(req).build()));
-    return Commit.of(calls.run(s -> {
+    return Commit.of(write(s -> {
       sent(s.url(), 1);
       return s.store().put(req);
-    }, false).getCommit());
+    }).getCommit());
   }
 
   /** Deletes key under token; coalesced with other writes as put is. */
   public Commit delete(Token token, String key, WriteOptions o) {
     DeleteRequest req = DeleteRequest.newBuilder().setResource(token.getResource()).setKey(key).setMutation(mutation(token, o)).build();
     if (batcher != null && batcher.batches()) return Commit.of(batcher.write(io.fencekeeper.v1.BatchWrite.newBuilder().setDelete(req).build()));
-    return Commit.of(calls.run(s -> {
+    return Commit.of(write(s -> {
       sent(s.url(), 1);
       return s.store().delete(req);
-    }, false).getCommit());
+    }).getCommit());
   }
 
   /** Several puts and deletes under one token, all or nothing (Store.putOp, Store.deleteOp). */
   public Commit txn(Token token, List<TxnOp> ops, WriteOptions o) {
     TxnRequest req = TxnRequest.newBuilder().setResource(token.getResource()).addAllOps(ops.stream().map(Protos::txnOp).toList()).setMutation(mutation(token, o)).build();
-    return Commit.of(calls.run(s -> s.store().txn(req), false).getCommit());
+    return Commit.of(write(s -> s.store().txn(req)).getCommit());
   }
 
   /** @deprecated the generated type: use put(Token, ...). */
@@ -155,10 +155,10 @@ public final class Store {
       }
     }
     BatchRequest built = req.build();
-    BatchResponse res = calls.run(s -> {
+    BatchResponse res = write(s -> {
       sent(s.url(), writes.size());
       return s.store().batch(built);
-    }, false);
+    });
     List<BatchResult> out = new ArrayList<>(writes.size());
     for (int i = 0; i < writes.size(); i++) {
       if (i >= res.getResultsCount()) {
@@ -209,6 +209,16 @@ public final class Store {
   public Fence fence(String resource) {
     GetFenceResponse res = calls.run(s -> s.store().getFence(GetFenceRequest.newBuilder().setResource(resource).build()), true);
     return new Fence(res.getFence(), res.getLastIssued());
+  }
+
+  /** A write call: one cut off under a caller that canceled nothing is an UnavailableException (Errors.cutOff). */
+  private <T> T write(java.util.function.Function<Calls.Stubs, T> call) {
+    try {
+      return calls.run(call, false);
+    } catch (CanceledException e) {
+      if (io.grpc.Context.current().isCancelled() || Thread.currentThread().isInterrupted()) throw e;
+      throw Errors.cutOff(e);
+    }
   }
 
   private void sent(String url, int writes) {

@@ -283,7 +283,7 @@ final class WriteBatcher {
           sendAlone(p, tries + 1, done);
           return;
         }
-        p.answer.completeExceptionally(error);
+        p.answer.completeExceptionally(p.context.isCancelled() ? error : Errors.cutOff(error));
       }
       done.run();
     }
@@ -399,11 +399,9 @@ final class WriteBatcher {
       if (error instanceof UnavailableException && error.reason() == null) {
         String message = error.getMessage();
         each = () -> Errors.unavailable(message, t);
-      } else if (status.getCode() == Status.Code.CANCELLED && error.reason() == null) {
-        // No writer cancels a Batch: a CANCELLED one was cut off under them, by a server that went away
-        // (an HTTP/2 RST_STREAM CANCEL). Each write may or may not have been applied.
-        String message = "the batch call was cut off (" + error.getMessage() + "); the write may or may not have been applied: retry it with the same idempotency key";
-        each = () -> Errors.unavailable(message, t);
+      } else if (Errors.cutOff(error) != error) {
+        // No writer cancels a Batch: a CANCELLED one was cut off under them, by a server that went away.
+        each = () -> Errors.cutOff(Errors.from(t));
       } else {
         each = () -> Errors.from(t);
       }

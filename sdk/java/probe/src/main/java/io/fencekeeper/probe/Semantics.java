@@ -31,7 +31,8 @@ import java.util.function.BooleanSupplier;
  * release and try-with-resources, acquire that fails fast, waits at most a while, or is canceled by
  * its future or an interrupt without leaving a waiter behind, withLease on success, on error and on a
  * loss, a write refused by the fence ending the lease, loss listeners, and coalesced writes whose
- * writers give up (CoalescedCancel.java) or whose server has no Batch (OldServer.java).
+ * writers give up (CoalescedCancel.java), whose server has no Batch (OldServer.java) or goes away
+ * under them (CutOff.java).
  */
 final class Semantics {
   private static final Duration TTL = Duration.ofSeconds(2);
@@ -128,6 +129,7 @@ final class Semantics {
 
       step(CoalescedCancel.run(a, prefix + "-coalesced"));
       step(OldServer.run());
+      step(CutOff.run());
     }
   }
 
