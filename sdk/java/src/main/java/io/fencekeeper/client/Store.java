@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
  * The fenced store, call by call, with the token given explicitly. Writes through a Lease use these
@@ -212,7 +213,7 @@ public final class Store {
   }
 
   /** A write call: one cut off under a caller that canceled nothing is an UnavailableException (Errors.cutOff). */
-  private <T> T write(java.util.function.Function<Calls.Stubs, T> call) {
+  private <T> T write(Function<Calls.Stubs, T> call) {
     try {
       return calls.run(call, false);
     } catch (CanceledException e) {
