@@ -29,10 +29,13 @@ sdkSuite({
     it("exposes no generated protobuf class in its public API: tokens, fence modes, txn ops, descriptions, holders, events and exceptions are the library's own types (the deprecated overloads that take the generated ones aside)", async () => {
       expect(await generatedTypesExposed()).to.deep.equal([]);
     });
-    it("keeps its own promises: release, fail fast, wait at most, cancel by future or interrupt, withLease, fenced writes", async () => {
+    it("keeps its own promises: release, fail fast, wait at most, cancel by future or interrupt, withLease, fenced writes, coalesced writes whose writers cancel, are interrupted or pass their deadline, against a server without Batch, and writes cut off by a server that went away", async () => {
       const r = await runChecks("semantics", env.server.url, uniqueResource("java-sdk-semantics"));
       expect(r.code, `a check failed:\n${r.output}`).to.equal(0);
-      expect(r.output.match(/^ok /gm)).to.have.length(7);
+      expect(r.output.match(/^ok /gm)).to.have.length(10);
+      expect(r.output).to.match(/^ok coalesced writes: a writer's cancel, interrupt or deadline ends its own write only: \d+ of 288 committed, /m);
+      expect(r.output).to.match(/^ok against a server without Batch: one Batch tried \(UNIMPLEMENTED\), then every write alone/m);
+      expect(r.output).to.match(/^ok a server gone while writes are on it: each cut-off write is an UnavailableException, none CanceledException /m);
     });
   },
   scenario: {

@@ -48,12 +48,28 @@ final class Calls {
       try {
         return call.apply(new Stubs(url, lease, store));
       } catch (StatusRuntimeException e) {
-        if (!Errors.unreachable(e)) throw Errors.from(e);
-        servers.failed(url);
-        if (!(repeatable || Errors.refused(e)) || tries >= servers.urls.size()) {
-          throw Errors.unavailable("no answer from the server at " + url + ": " + e.getStatus().getDescription(), e);
-        }
+        FencekeeperException error = failure(url, e, tries, repeatable);
+        if (error != null) throw error;
       }
     }
+  }
+
+  /**
+   * What a call to url that failed with error on its tries-th try comes to: null when it is to be tried
+   * on the (new) current server, else the typed exception. The one rule of run, for callers that send
+   * without blocking (WriteBatcher).
+   */
+  FencekeeperException failure(String url, Throwable error, int tries, boolean repeatable) {
+    if (!Errors.unreachable(error)) return Errors.from(error);
+    servers.failed(url);
+    if (!(repeatable || Errors.refused(error)) || tries >= servers.urls.size()) {
+      return Errors.unavailable("no answer from the server at " + url + ": " + io.grpc.Status.fromThrowable(error).getDescription(), error);
+    }
+    return null;
+  }
+
+  /** The servers, for callers that send without blocking. */
+  Servers servers() {
+    return servers;
   }
 }

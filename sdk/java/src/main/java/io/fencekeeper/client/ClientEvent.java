@@ -5,8 +5,8 @@ import java.time.Instant;
 
 /**
  * What a client reports to FencekeeperClient.Builder.onEvent as it keeps leases: for logs, metrics and
- * tests. Listeners run on the client's keep-alive thread (or the thread that noticed a loss): keep them
- * short, and do not block in them.
+ * tests. Listeners run on the client's keep-alive thread (or the thread that noticed a loss; WritesSent:
+ * the thread that sent the call): keep them short, and do not block in them.
  */
 public sealed interface ClientEvent {
   /** A lease was granted. */
@@ -32,6 +32,13 @@ public sealed interface ClientEvent {
 
   /** A session ended, and the leases on it with it (why: DEADLINE, NOT_FOUND, or RELEASED by close()). */
   record SessionEnded(long sessionId, LossCause why, int leases) implements ClientEvent {}
+
+  /**
+   * One write call went out to the server at url: a Put or a Delete (writes 1), or a Batch carrying that
+   * many puts and deletes (Store.batch, or concurrent writes coalesced: FencekeeperClient.Builder.coalesceWrites).
+   * Sent by the thread that sends the call: a writer's, or a gRPC thread.
+   */
+  record WritesSent(String url, int writes) implements ClientEvent {}
 
   /** One KeepAliveRequest went out, renewing that many leases. */
   record KeepAliveSent(String url, int leases) implements ClientEvent {}

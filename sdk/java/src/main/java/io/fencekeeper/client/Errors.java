@@ -143,6 +143,18 @@ final class Errors {
     return null;
   }
 
+  /**
+   * A write call that ended CANCELLED, with no ErrorInfo, though its caller canceled nothing (the caller
+   * checks that), was cut off under it: grpc-java reports a stream reset by a server that went away
+   * (RST_STREAM CANCEL) so. The write may or may not have been applied, which is what
+   * UnavailableException says; CanceledException would tell the caller it canceled.
+   */
+  static FencekeeperException cutOff(FencekeeperException e) {
+    if (e.code() != Status.Code.CANCELLED || e.reason() != null || !(e.getCause() instanceof io.grpc.StatusRuntimeException)) return e;
+    return new UnavailableException("the call was cut off (" + e.getMessage() + "); the write may or may not have been applied: retry it with the same idempotency key",
+        Status.Code.UNAVAILABLE, null, Map.of(), e);
+  }
+
   /** An exception the client raises itself, with no call behind it. */
   static UnavailableException unavailable(String message, Throwable cause) {
     return new UnavailableException(message, Status.Code.UNAVAILABLE, null, Map.of(), cause);

@@ -74,6 +74,7 @@ public final class FencekeeperClient implements AutoCloseable {
     private Credentials credentials = Credentials.NONE;
     private Consumer<ClientEvent> onEvent;
     private boolean sessions;
+    private boolean coalesceWrites = true;
 
     private Builder() {}
 
@@ -136,6 +137,19 @@ public final class FencekeeperClient implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Coalesces concurrent puts and deletes (through leases or store()) into FencedStoreService.Batch
+     * calls: a write that finds fewer than two calls in flight goes out at once (alone, as a plain Put or
+     * Delete), and the writes that arrive while two are in flight go together in the next call, up to
+     * 1000 writes and 2 MiB of values. No timer, so a lone write waits for nothing. Each write keeps its
+     * own answer and exception, as alone. Against a server without Batch, one call a write by itself.
+     * Default true; false: one call a write.
+     */
+    public Builder coalesceWrites(boolean on) {
+      coalesceWrites = on;
+      return this;
+    }
+
     /** Events for logs, metrics and tests; see ClientEvent. Without a listener no event is even built. */
     public Builder onEvent(Consumer<ClientEvent> listener) {
       onEvent = listener;
@@ -181,8 +195,8 @@ public final class FencekeeperClient implements AutoCloseable {
     }
     servers = new Servers(urls, b.credentials);
     calls = new Calls(servers, b.callTimeout);
-    store = new Store(calls);
     onEvent = b.onEvent;
+    store = new Store(calls, b.coalesceWrites, onEvent != null ? this::emit : null);
     keepAlive = new KeepAlive(servers, b.backoff, this::emit, onEvent != null);
     holder = b.holder != null ? b.holder : defaultHolder();
     drift = b.driftMargin != null ? ttl -> b.driftMargin : Deadline::defaultDrift;

@@ -17,6 +17,8 @@ import io.fencekeeper.v1.TxnRequest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
  * The fenced store, call by call, with the token given explicitly. Writes through a Lease use these
@@ -70,9 +72,15 @@ public final class Store {
   }
 
   private final Calls calls;
+  /** Null: one call a write (FencekeeperClient.Builder.coalesceWrites(false)). */
+  private final WriteBatcher batcher;
+  /** Null when nobody listens to events. */
+  private final Consumer<ClientEvent> events;
 
-  Store(Calls calls) {
+  Store(Calls calls, boolean coalesceWrites, Consumer<ClientEvent> events) {
     this.calls = calls;
+    this.batcher = coalesceWrites ? new WriteBatcher(calls, events) : null;
+    this.events = events;
   }
 
   /** A put inside a txn. */
@@ -85,21 +93,35 @@ public final class Store {
     return new TxnOp(key, null);
   }
 
+  /**
+   * Writes key = value under token. Concurrent puts and deletes of one client share calls unless
+   * FencekeeperClient.Builder.coalesceWrites(false): each still gets exactly its own answer or exception.
+   * Blocks until answered; canceling the caller's gRPC Context, or interrupting the thread, ends the wait.
+   */
   public Commit put(Token token, String key, byte[] value, WriteOptions o) {
     PutRequest req = PutRequest.newBuilder().setResource(token.getResource()).setKey(key).setValue(ByteString.copyFrom(value))
         .setMutation(mutation(token, o)).build();
-    return Commit.of(calls.run(s -> s.store().put(req), false).getCommit());
+    if (batcher != null && batcher.batches()) return Commit.of(batcher.write(io.fencekeeper.v1.BatchWrite.newBuilder().setPut(req).build()));
+    return Commit.of(write(s -> {
+      sent(s.url(), 1);
+      return s.store().put(req);
+    }).getCommit());
   }
 
+  /** Deletes key under token; coalesced with other writes as put is. */
   public Commit delete(Token token, String key, WriteOptions o) {
     DeleteRequest req = DeleteRequest.newBuilder().setResource(token.getResource()).setKey(key).setMutation(mutation(token, o)).build();
-    return Commit.of(calls.run(s -> s.store().delete(req), false).getCommit());
+    if (batcher != null && batcher.batches()) return Commit.of(batcher.write(io.fencekeeper.v1.BatchWrite.newBuilder().setDelete(req).build()));
+    return Commit.of(write(s -> {
+      sent(s.url(), 1);
+      return s.store().delete(req);
+    }).getCommit());
   }
 
   /** Several puts and deletes under one token, all or nothing (Store.putOp, Store.deleteOp). */
   public Commit txn(Token token, List<TxnOp> ops, WriteOptions o) {
     TxnRequest req = TxnRequest.newBuilder().setResource(token.getResource()).addAllOps(ops.stream().map(Protos::txnOp).toList()).setMutation(mutation(token, o)).build();
-    return Commit.of(calls.run(s -> s.store().txn(req), false).getCommit());
+    return Commit.of(write(s -> s.store().txn(req)).getCommit());
   }
 
   /** @deprecated the generated type: use put(Token, ...). */
@@ -134,7 +156,10 @@ public final class Store {
       }
     }
     BatchRequest built = req.build();
-    BatchResponse res = calls.run(s -> s.store().batch(built), false);
+    BatchResponse res = write(s -> {
+      sent(s.url(), writes.size());
+      return s.store().batch(built);
+    });
     List<BatchResult> out = new ArrayList<>(writes.size());
     for (int i = 0; i < writes.size(); i++) {
       if (i >= res.getResultsCount()) {
@@ -185,6 +210,20 @@ public final class Store {
   public Fence fence(String resource) {
     GetFenceResponse res = calls.run(s -> s.store().getFence(GetFenceRequest.newBuilder().setResource(resource).build()), true);
     return new Fence(res.getFence(), res.getLastIssued());
+  }
+
+  /** A write call: one cut off under a caller that canceled nothing is an UnavailableException (Errors.cutOff). */
+  private <T> T write(Function<Calls.Stubs, T> call) {
+    try {
+      return calls.run(call, false);
+    } catch (CanceledException e) {
+      if (io.grpc.Context.current().isCancelled() || Thread.currentThread().isInterrupted()) throw e;
+      throw Errors.cutOff(e);
+    }
+  }
+
+  private void sent(String url, int writes) {
+    if (events != null) events.accept(new ClientEvent.WritesSent(url, writes));
   }
 
   private static Mutation mutation(Token token, WriteOptions o) {

@@ -33,10 +33,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * The Java client library's test probe, a process that test/sdk/java.test.ts drives:
  *
  * <pre>
- * fk-sdk-probe scenario --server URL --resource R [--sessions true]
+ * fk-sdk-probe scenario --server URL --resource R [--sessions true] [--coalesce false]
  *     the conformance scenario of test/conformance/SCENARIO.md through the library; "ok ..." per step,
  *     exit 0, or "FAIL ..." on stderr and exit 1. With sessions, A and B acquire on sessions, and a last
- *     step checks what sessions promise (Sessions.java)
+ *     step checks what sessions promise (Sessions.java). With --coalesce false, the client of the
+ *     coalesce step sends one call a write (FencekeeperClient.Builder.coalesceWrites(false))
  * fk-sdk-probe semantics --server URL --resource PREFIX
  *     the library's own promises (Semantics.java), on resources named PREFIX-...; output as scenario's
  * fk-sdk-probe hold --server URL[,URL...] --resource R [--ttl-ms 2000] [--holder H] [--write-every-ms N] [--sessions true] [--lock-delay-ms N] [--shared true] [--preempt true]
@@ -68,7 +69,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  */
 public final class Probe {
-  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared", "value", "linger-ms", "preempt", "rounds", "waiters");
+  private static final Set<String> FLAGS = Set.of("server", "resource", "ttl-ms", "holder", "write-every-ms", "bearer", "tls-ca", "tls-cert", "tls-key", "sessions", "lock-delay-ms", "shared", "value", "linger-ms", "preempt", "rounds", "waiters", "coalesce");
 
   private Probe() {}
 
@@ -99,7 +100,7 @@ public final class Probe {
     if (args[0].equals("cancel-race")) System.exit(CancelRace.run(flags, credentials, sessions(flags)));
     if (!args[0].equals("hold")) {
       try {
-        if (args[0].equals("scenario")) Scenario.run(flags.get("server"), credentials, flags.get("resource"), sessions(flags));
+        if (args[0].equals("scenario")) Scenario.run(flags.get("server"), credentials, flags.get("resource"), sessions(flags), !"false".equals(flags.get("coalesce")));
         else Semantics.run(flags.get("server"), credentials, flags.get("resource"));
       } catch (Scenario.Unexpected e) {
         System.err.println("FAIL " + e.getMessage());

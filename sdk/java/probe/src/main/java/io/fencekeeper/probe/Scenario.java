@@ -51,13 +51,18 @@ final class Scenario {
   private Scenario() {}
 
   /** With sessions, A and B acquire on sessions, and a last step (Sessions.java) checks what sessions promise. */
-  static void run(String server, Credentials credentials, String resource, boolean sessions) throws Exception {
+  static void run(String server, Credentials credentials, String resource, boolean sessions, boolean coalesce) throws Exception {
     AtomicInteger renewals = new AtomicInteger();
+    AtomicInteger writeCalls = new AtomicInteger();
     try (FencekeeperClient a = client(server, credentials, "java-a", sessions, e -> {
           if (e instanceof ClientEvent.Renewed || e instanceof ClientEvent.SessionRenewed) renewals.incrementAndGet();
         });
         FencekeeperClient b = client(server, credentials, "java-b", sessions, null);
         FencekeeperClient observer = client(server, credentials, "java-observer", false, null);
+        FencekeeperClient writer = FencekeeperClient.builder().servers(server).holder("java-writer").credentials(credentials).coalesceWrites(coalesce)
+            .onEvent(e -> {
+              if (e instanceof ClientEvent.WritesSent) writeCalls.incrementAndGet();
+            }).build();
         Observation observed = observer.observe(resource)) {
       // 1. Observe.
       Ownership first = observed.next(Duration.ofSeconds(10));
@@ -145,6 +150,10 @@ final class Scenario {
       check(got.text().equals(valueB), "fencing: expected '" + valueB + "' after the refused put, got '" + got.text() + "'");
       step("fencing: old token refused with STALE_TOKEN");
 
+      // 8b. Coalesced writes: 64 writes under B's token and 4 under A's stale one, all at once from one
+      // client, each answered on its own; the client carries them in fewer calls than writes.
+      coalesce(writer, writeCalls, resource, tokenB, tokenA);
+
       // 9. Bad input.
       expect(() -> a.acquire("", AcquireOptions.ttl(TTL)), InvalidArgumentException.class, null);
       step("bad input: acquire with an empty resource: INVALID_ARGUMENT");
@@ -166,6 +175,61 @@ final class Scenario {
       step("clean up");
     }
     if (sessions) Sessions.run(server, credentials, resource);
+  }
+
+  private static final int COALESCED = 64;
+  private static final int COALESCED_STALE = 4;
+
+  /** Step 8b: the writes go on threads of their own, released together; their calls are counted by ClientEvent.WritesSent. */
+  private static void coalesce(FencekeeperClient writer, AtomicInteger calls, String resource, Token current, Token stale) throws Exception {
+    int n = COALESCED + COALESCED_STALE;
+    Object[] answers = new Object[n];
+    java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(n);
+    calls.set(0);
+    try {
+      java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        int w = i;
+        done.add(threads.submit(() -> {
+          go.await();
+          boolean isStale = w >= COALESCED;
+          String key = isStale ? "coalesce/stale-" + (w - COALESCED) : String.format("coalesce/w-%02d", w);
+          try {
+            answers[w] = writer.store().put(isStale ? stale : current, key, bytes("value " + w), WriteOptions.DEFAULT);
+          } catch (FencekeeperException e) {
+            answers[w] = e;
+          }
+          return null;
+        }));
+      }
+      go.countDown();
+      for (java.util.concurrent.Future<?> f : done) f.get(30, java.util.concurrent.TimeUnit.SECONDS);
+    } finally {
+      threads.shutdownNow();
+    }
+    int sent = calls.get();
+    for (int i = 0; i < COALESCED; i++) {
+      check(answers[i] instanceof Store.Commit c && c.fence() == current.getGeneration() && !c.replayed(),
+          "coalesce: expected write " + i + " committed at fence " + current.getGeneration() + ", got " + describe(answers[i]));
+    }
+    java.util.Map<String, String> listed = new java.util.TreeMap<>();
+    for (Store.Entry e : writer.store().list(resource, "coalesce/")) listed.put(e.key(), e.text());
+    java.util.Map<String, String> expected = new java.util.TreeMap<>();
+    for (int i = 0; i < COALESCED; i++) expected.put(String.format("coalesce/w-%02d", i), "value " + i);
+    check(listed.equals(expected), "coalesce: expected the " + COALESCED + " keys with their own values and no stale one, got " + listed);
+    step("coalesce: " + COALESCED + " concurrent writes, each answered on its own, in " + sent + " calls");
+    for (int i = COALESCED; i < n; i++) {
+      check(answers[i] instanceof StaleTokenException e && "STALE_TOKEN".equals(e.reason()) && e.fence() != null && e.fence() == current.getGeneration()
+          && e.generation() != null && e.generation() == stale.getGeneration(),
+          "coalesce: expected stale write " + (i - COALESCED) + " refused STALE_TOKEN at fence " + current.getGeneration() + ", got " + describe(answers[i]));
+    }
+    step("coalesce: " + COALESCED_STALE + " stale writes among them refused alone: STALE_TOKEN");
+  }
+
+  private static String describe(Object answer) {
+    if (answer instanceof FencekeeperException e) return e.getClass().getSimpleName() + " " + e.code() + " " + e.reason() + " (" + e.getMessage() + ")";
+    return String.valueOf(answer);
   }
 
   static FencekeeperClient client(String server, Credentials credentials, String holder, boolean sessions, java.util.function.Consumer<ClientEvent> events) {

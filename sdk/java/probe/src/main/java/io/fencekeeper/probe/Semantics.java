@@ -30,7 +30,9 @@ import java.util.function.BooleanSupplier;
  * The library's own promises, one by one, against a real server (the probe's `semantics` subcommand):
  * release and try-with-resources, acquire that fails fast, waits at most a while, or is canceled by
  * its future or an interrupt without leaving a waiter behind, withLease on success, on error and on a
- * loss, a write refused by the fence ending the lease, and loss listeners.
+ * loss, a write refused by the fence ending the lease, loss listeners, and coalesced writes whose
+ * writers give up (CoalescedCancel.java), whose server has no Batch (OldServer.java) or goes away
+ * under them (CutOff.java).
  */
 final class Semantics {
   private static final Duration TTL = Duration.ofSeconds(2);
@@ -124,6 +126,10 @@ final class Semantics {
         }, LeaseLostException.class);
       }
       step("a write refused STALE_TOKEN ends the lease: FENCED, its listener ran, check() throws");
+
+      step(CoalescedCancel.run(a, prefix + "-coalesced"));
+      step(OldServer.run());
+      step(CutOff.run());
     }
   }
 
