@@ -44,8 +44,9 @@ export class Servers {
   constructor(
     urls: readonly string[],
     credentials: Credentials = {},
+    interceptors: readonly Interceptor[] = [],
   ) {
-    this.interceptors = [traceContext, ...(credentials.bearer !== undefined ? [bearer(credentials.bearer)] : [])];
+    this.interceptors = [traceContext, ...(credentials.bearer !== undefined ? [bearer(credentials.bearer)] : []), ...interceptors];
     this.sessionOptions = credentials.tls;
     if (urls.length === 0) throw new RangeError("at least one server URL is needed");
     for (const url of urls) {
