@@ -170,7 +170,9 @@ export async function runScenario(servers: string[], credentials: Credentials, r
     for await (const e of b.store.list(resource, { prefix: "coalesce-" })) written.push(`${e.key}=${new TextDecoder().decode(e.value)}`);
     const expected = concurrent.filter((w) => !w.stale).map((w) => `${w.key}=${w.key}`);
     check(written.sort().join(",") === expected.sort().join(","), `coalesce: expected the 64 writes applied and the 4 stale ones not, got ${written.length} keys: ${written.join(", ")}`);
-    check(leaseB.held, "coalesce: the stale writes of another token ended B's lease");
+    // (Lost by its deadline on a machine too loaded to renew in time, it is not what this step checks.)
+    const lostB = leaseB.signal.reason as LeaseLostError | undefined;
+    check(lostB?.why !== "fenced", `coalesce: the stale writes of another token ended B's lease: ${String(lostB)}`);
     step(`coalesce: 64 concurrent writes, each answered on its own, in ${coalescedIn} calls`);
     step("coalesce: 4 stale writes among them refused alone: STALE_TOKEN");
 

@@ -260,8 +260,9 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	if !maps.Equal(written, want) {
 		return fmt.Errorf("coalesce: expected the 64 writes applied and the 4 stale ones not, got %d keys: %v", len(written), written)
 	}
-	if err := leaseB.Check(); err != nil {
-		return fmt.Errorf("coalesce: the stale writes of another token ended B's lease: %w", err)
+	// (Lost by its deadline on a machine too loaded to renew in time, it is not what this step checks.)
+	if errors.As(leaseB.Err(), &lost) && lost.Why == fencekeeper.LostFenced {
+		return fmt.Errorf("coalesce: the stale writes of another token ended B's lease: %w", leaseB.Err())
 	}
 	step("coalesce: 64 concurrent writes, each answered on its own, in %d calls", coalescedIn)
 	step("coalesce: 4 stale writes among them refused alone: STALE_TOKEN")
