@@ -36,7 +36,7 @@ class _Pending:
         self.bytes = len(write.put.value) if write.HasField("put") else 0
         self.done = False
         self.commit: store_pb2.Commit | None = None
-        self.error: FencekeeperError | None = None
+        self.error: Exception | None = None
         self.alone = False
         """Set with done when the writing thread is to send its write itself, as a plain call."""
 
@@ -58,19 +58,25 @@ class WriteBatcher:
                 p.alone = True
             else:
                 self._queue.append(p)
-            while not p.done and not p.alone:
-                if self._in_flight < CALLS_IN_FLIGHT and self._queue:
-                    batch = self._take()
-                    self._in_flight += 1
-                    self._cond.release()
-                    try:
-                        self._send(batch)
-                    finally:
-                        self._cond.acquire()
-                        self._in_flight -= 1
-                        self._cond.notify_all()
-                else:
-                    self._cond.wait()
+            try:
+                while not p.done and not p.alone:
+                    if self._in_flight < CALLS_IN_FLIGHT and self._queue:
+                        batch = self._take()
+                        self._in_flight += 1
+                        self._cond.release()
+                        try:
+                            self._send(batch)
+                        finally:
+                            self._cond.acquire()
+                            self._in_flight -= 1
+                            self._cond.notify_all()
+                    else:
+                        self._cond.wait()
+            except BaseException:
+                # Interrupted (KeyboardInterrupt, say): a write not sent yet is not sent later behind its back.
+                if p in self._queue:
+                    self._queue.remove(p)
+                raise
         if p.alone:
             return self._send_alone(write)
         if p.error is not None:
@@ -100,15 +106,15 @@ class WriteBatcher:
                 for p in batch:
                     try:
                         p.commit = self._send_alone(p.write)
-                    except FencekeeperError as e:
+                    except Exception as e:  # raised in the thread of the write it belongs to
                         p.error = e
                     p.done = True
                 return
             req = store_pb2.BatchRequest(writes=[p.write for p in batch])
             try:
                 res = self._calls.run(lambda c: c.store.Batch(req, timeout=self._calls.timeout), False)
-            except FencekeeperError as e:
-                if e.code == grpc.StatusCode.UNIMPLEMENTED:
+            except Exception as e:
+                if isinstance(e, FencekeeperError) and e.code == grpc.StatusCode.UNIMPLEMENTED:
                     # A server without Batch applied none of them: each thread sends its own, as before.
                     self._alone = True
                     for p in batch:
