@@ -3,7 +3,7 @@
 // With ClientOptions.sessions, acquisitions go on sessions (one per TTL, opened on first use and shared)
 // instead of on leases of their own.
 import { hostname } from "node:os";
-import { Code } from "@connectrpc/connect";
+import { Code, type Interceptor } from "@connectrpc/connect";
 import { timestampDate, type Duration, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { DEFAULT_BACKOFF, type BackoffOptions } from "./backoff.js";
 import { Calls } from "./calls.js";
@@ -67,6 +67,8 @@ export interface ClientOptions {
    * client CPU per call) or "connect" (connect-node). Streams always go through connect-node.
    */
   transport?: "grpc-js" | "connect";
+  /** Interceptors of every call and stream the client makes (after its own: trace context, bearer), for metrics or logs. */
+  interceptors?: readonly Interceptor[];
   onEvent?: EventSink;
 }
 
@@ -195,7 +197,7 @@ export class FencekeeperClient {
   constructor(o: ClientOptions = {}) {
     const urls = o.servers ?? (process.env.FENCEKEEPER_URL || DEFAULT_URL);
     const list = typeof urls === "string" ? urls.split(",").map((u) => u.trim()).filter(Boolean) : urls;
-    this.#servers = new Servers(list, o.credentials, o.transport);
+    this.#servers = new Servers(list, o.credentials, o.interceptors, o.transport);
     this.#calls = new Calls(this.#servers, o.callTimeoutMs ?? 15_000);
     this.store = new Store(this.#calls, o.coalesceWrites === false ? undefined : new WriteBatcher(this.#calls));
     const sink = o.onEvent;

@@ -46,11 +46,12 @@ export class Servers {
   constructor(
     urls: readonly string[],
     credentials: Credentials = {},
+    interceptors: readonly Interceptor[] = [],
     /** The library of unary calls on the "calls" connection (grpc-js-transport.ts). */
     private readonly unary: "grpc-js" | "connect" = "grpc-js",
   ) {
     this.tls = credentials.tls;
-    this.interceptors = [traceContext, ...(credentials.bearer !== undefined ? [bearer(credentials.bearer)] : [])];
+    this.interceptors = [traceContext, ...(credentials.bearer !== undefined ? [bearer(credentials.bearer)] : []), ...interceptors];
     this.sessionOptions = credentials.tls;
     if (urls.length === 0) throw new RangeError("at least one server URL is needed");
     for (const url of urls) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	fencekeeperv1 "github.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1"
+	"google.golang.org/grpc"
 )
 
 const (
@@ -51,6 +52,15 @@ type Options struct {
 	// OnEvent, if set, is told what the client does, for logs and metrics. It is called from the
 	// client's goroutines and must not block.
 	OnEvent func(Event)
+	// DisableWriteCoalescing sends every Put and Delete (the store's and the leases') as a call of its own.
+	// By default, concurrent writes are coalesced: a write that finds a call free goes out at once as a
+	// plain Put or Delete, and the writes made while two calls are in flight go together in the next
+	// FencedStoreService.Batch call. No timer, so a lone write waits for nothing; each write keeps its own
+	// answer and typed error, as if sent alone. A server without Batch gets one call per write.
+	DisableWriteCoalescing bool
+	// DialOptions are added to those of every connection the client opens (interceptors for metrics or
+	// logs, say), after its own.
+	DialOptions []grpc.DialOption
 }
 
 // Client acquires leases and keeps them on one KeepAlive stream. Safe for concurrent use.
@@ -63,6 +73,7 @@ type Client struct {
 	fenceMode   FenceMode
 	onEvent     func(Event)
 	cleanups    chan struct{}
+	writes      *writeBatcher // nil with Options.DisableWriteCoalescing
 
 	mu       sync.Mutex
 	leases   map[*Lease]struct{}
@@ -83,7 +94,7 @@ func New(o Options) (*Client, error) {
 	if len(urls) == 0 {
 		urls = []string{DefaultURL}
 	}
-	s, err := newServers(urls, o.Credentials)
+	s, err := newServers(urls, o.Credentials, o.DialOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +110,9 @@ func New(o Options) (*Client, error) {
 	}
 	if o.Sessions {
 		c.sessions = map[int64]*opening{}
+	}
+	if !o.DisableWriteCoalescing {
+		c.writes = &writeBatcher{c: c}
 	}
 	if c.holder == "" {
 		host, _ := os.Hostname()

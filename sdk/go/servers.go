@@ -63,7 +63,7 @@ type servers struct {
 	open  map[string]*conn
 }
 
-func newServers(urls []string, creds Credentials) (*servers, error) {
+func newServers(urls []string, creds Credentials, extra []grpc.DialOption) (*servers, error) {
 	if len(urls) == 0 {
 		return nil, errors.New("fencekeeper: at least one server URL is needed")
 	}
@@ -87,7 +87,7 @@ func newServers(urls []string, creds Credentials) (*servers, error) {
 			options = append(options, grpc.WithPerRPCCredentials(bearerToken(creds.Bearer)))
 		}
 		s.urls = append(s.urls, url)
-		s.options[url] = options
+		s.options[url] = append(options, extra...)
 	}
 	return s, nil
 }

@@ -97,28 +97,34 @@ func commitOf(c *fencekeeperv1.Commit) Commit {
 }
 
 // Put writes key = value in the token's resource. A write is not repeated on another server unless its
-// connection was refused: give an idempotency key to retry it safely.
+// connection was refused: give an idempotency key to retry it safely. Concurrent Puts and Deletes of one
+// client are coalesced into Batch calls (Options.DisableWriteCoalescing); each still gets its own answer.
 func (s Store) Put(ctx context.Context, token Token, key string, value []byte, opts ...WriteOption) (Commit, error) {
 	return s.put(ctx, token.Resource, &token, key, value, opts)
 }
 
 func (s Store) put(ctx context.Context, resource string, token *Token, key string, value []byte, opts []WriteOption) (Commit, error) {
-	var res *fencekeeperv1.PutResponse
-	err := s.c.call(ctx, false, func(ctx context.Context, cn *conn) (err error) {
-		res, err = cn.store.Put(ctx, &fencekeeperv1.PutRequest{Resource: resource, Key: key, Value: value, Mutation: mutation(token, opts)})
-		return err
-	})
-	return commitOf(res.GetCommit()), err
+	req := &fencekeeperv1.PutRequest{Resource: resource, Key: key, Value: value, Mutation: mutation(token, opts)}
+	return s.write(ctx, &fencekeeperv1.BatchWrite{Write: &fencekeeperv1.BatchWrite_Put{Put: req}})
 }
 
 // Delete deletes key from the token's resource.
 func (s Store) Delete(ctx context.Context, token Token, key string, opts ...WriteOption) (Commit, error) {
-	var res *fencekeeperv1.DeleteResponse
-	err := s.c.call(ctx, false, func(ctx context.Context, cn *conn) (err error) {
-		res, err = cn.store.Delete(ctx, &fencekeeperv1.DeleteRequest{Resource: token.Resource, Key: key, Mutation: mutation(&token, opts)})
-		return err
-	})
-	return commitOf(res.GetCommit()), err
+	req := &fencekeeperv1.DeleteRequest{Resource: token.Resource, Key: key, Mutation: mutation(&token, opts)}
+	return s.write(ctx, &fencekeeperv1.BatchWrite{Write: &fencekeeperv1.BatchWrite_Delete{Delete: req}})
+}
+
+// write sends a Put or Delete: through the client's batcher, which coalesces concurrent writes into Batch
+// calls (write_batcher.go), unless Options.DisableWriteCoalescing turned it off.
+func (s Store) write(ctx context.Context, w *fencekeeperv1.BatchWrite) (Commit, error) {
+	var commit *fencekeeperv1.Commit
+	var err error
+	if s.c.writes != nil {
+		commit, err = s.c.writes.write(ctx, w)
+	} else {
+		commit, err = s.c.sendWrite(ctx, w)
+	}
+	return commitOf(commit), err
 }
 
 // Txn applies ops to the token's resource atomically.

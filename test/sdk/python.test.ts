@@ -26,7 +26,7 @@ sdkSuite({
       expect(r.code, r.output).to.equal(0);
       expect(r.output).to.match(/^ok generation \d+ fence \d+ from .*\/\.conformance\/venv-user\/lib\/.*site-packages\/fencekeeper\/__init__\.py$/m);
     });
-    it("passes its unit tests (deadlines, error mapping, backoff, tokens, token verification)", async () => {
+    it("passes its unit tests (deadlines, error mapping, backoff, tokens, token verification, write coalescing)", async () => {
       const r = await runUnitTests();
       expect(r.code, r.output).to.equal(0);
       expect(r.output).to.match(/^Ran \d+ tests/m);

@@ -1,7 +1,8 @@
 // One suite for the client libraries (sdk/go, sdk/python, sdk/java, and the TypeScript SDK in client/),
 // each driven through its test program (a probe: go-probe.ts, python-probe.ts, java-probe.ts,
 // typescript-probe.ts) against real etcd and servers: the conformance scenario through the library (with a
-// client certificate, with a bearer JWT, refused without credentials); a lock delay asked for on acquire;
+// client certificate, with a bearer JWT, refused without credentials; concurrent writes coalesced by the
+// library into fewer calls, each answered on its own); a lock delay asked for on acquire;
 // shared holders; a holder really paused (SIGSTOP) past its TTL while another takes over; renewal answers
 // held back past the deadline; and the replica that carries its KeepAlive stream killed or hung.
 // go.test.ts, python.test.ts, java.test.ts and typescript.test.ts call sdkSuite() with what differs between
@@ -120,7 +121,7 @@ export interface Sdk {
     run(server: string, resource: string, o?: ScenarioOptions): Promise<ScenarioRun>;
     /** Also on sessions. */
     onSessions: boolean;
-    /** Lines every run with credentials prints, beyond clean up and batch. */
+    /** Lines every run with credentials prints, beyond clean up, batch and coalesce. */
     everyRun?: RegExp[];
     /** What a run without the credentials the server requires prints. */
     refused: RegExp;
@@ -251,6 +252,13 @@ export function sdkSuite(sdk: Sdk): void {
         expect(r.code, `the scenario${what} failed:\n${r.output}`).to.equal(0);
         expect(r.output).to.match(/^ok clean up$/m);
         expect(r.output).to.match(/^ok batch: two commits/m);
+        // 64 concurrent writes and 4 under a stale token, through one client: coalesced into fewer calls than
+        // writes (the probe counts the Put, Delete and Batch calls its client sent), each with its own answer.
+        const coalesced = /^ok coalesce: 64 concurrent writes, each answered on its own, in (\d+) calls$/m.exec(r.output);
+        expect(coalesced, `the scenario${what} printed no coalesce line:\n${r.output}`).to.not.equal(null);
+        expect(Number(coalesced![1]), `the calls that carried 68 concurrent writes${what}`).to.be.within(1, 63);
+        console.log(`      ${sdk.name}${what}: 68 concurrent writes in ${coalesced![1]} calls`);
+        expect(r.output).to.match(/^ok coalesce: 4 stale writes among them refused alone: STALE_TOKEN$/m);
         for (const line of sdk.scenario.everyRun ?? []) expect(r.output).to.match(line);
       }
       sdk.scenario.check?.({ own, sessions });

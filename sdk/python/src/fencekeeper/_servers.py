@@ -84,7 +84,7 @@ class Connection:
 
 
 class Servers:
-    def __init__(self, urls: Sequence[str], credentials: Credentials | None = None):
+    def __init__(self, urls: Sequence[str], credentials: Credentials | None = None, interceptors: Sequence[Any] = ()):
         if not urls:
             raise ValueError("at least one server URL is needed")
         for url in urls:
@@ -92,6 +92,7 @@ class Servers:
                 raise ValueError(f"a server URL looks like http://127.0.0.1:50051, got {url!r}")
         self.urls = [u.rstrip("/") for u in urls]
         self._credentials = credentials or Credentials()
+        self._interceptors = tuple(interceptors)
         cr = self._credentials
         if (cr.root_certificates or cr.certificate_chain or cr.private_key) and not all(u.startswith("https://") for u in self.urls):
             raise ValueError(f"TLS credentials need https:// servers, got {', '.join(self.urls)}")
@@ -151,6 +152,8 @@ class Servers:
             channel = grpc.insecure_channel(target, options)
         if cr.bearer is not None:
             channel = grpc.intercept_channel(channel, _Bearer(cr.bearer))
+        if self._interceptors:
+            channel = grpc.intercept_channel(channel, *self._interceptors)
         return Connection(url, channel, lease_pb2_grpc.LeaseServiceStub(channel), store_pb2_grpc.FencedStoreServiceStub(channel))
 
 

@@ -25,6 +25,7 @@ from fencekeeper._error_mapping import from_rpc_error
 from fencekeeper._keepalive import Backoff, Emit, KeepAlive
 from fencekeeper._keeper import KeeperContext, OwnLease, Session
 from fencekeeper._servers import Calls, Connection, Credentials, Servers
+from fencekeeper._write_batcher import WriteBatcher
 from fencekeeper.errors import CanceledError, FencekeeperError, LeaseNotFoundError, UnavailableError
 from fencekeeper.lease import Lease, LeaseContext
 from fencekeeper.store import FenceModeName, Store, Value, _bytes
@@ -159,7 +160,15 @@ class Observation(Iterator[Ownership]):
 
 class Client:
     """servers: replicas of one service, as a list or comma-separated (default: FENCEKEEPER_URL, else
-    http://127.0.0.1:50051). Times are in seconds."""
+    http://127.0.0.1:50051). Times are in seconds.
+
+    coalesce_writes (default True): concurrent puts and deletes (from threads, or fencekeeper.aio tasks)
+    are coalesced: a write that finds a call free goes out at once as a plain Put or Delete, and those made
+    while two calls are in flight go together in the next FencedStoreService.Batch call. No timer, so a
+    lone write waits for nothing; each write keeps its own answer and typed error, as if sent alone. A
+    server without Batch gets one call per write. False: one call per write.
+
+    interceptors: grpc client interceptors added to every channel the client opens (for metrics or logs)."""
 
     def __init__(
         self,
@@ -173,12 +182,14 @@ class Client:
         credentials: Credentials | None = None,
         sessions: bool = False,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        coalesce_writes: bool = True,
+        interceptors: Sequence[Any] = (),
     ):
         urls = servers if servers is not None else (os.environ.get("FENCEKEEPER_URL") or DEFAULT_URL)
         listed = [u.strip() for u in urls.split(",") if u.strip()] if isinstance(urls, str) else list(urls)
-        self._servers = Servers(listed, credentials)
+        self._servers = Servers(listed, credentials, interceptors)
         self._calls = Calls(self._servers, call_timeout)
-        self.store = Store(self._calls)
+        self.store = Store(self._calls, WriteBatcher(self._calls) if coalesce_writes else None)
         """The fenced store with explicit tokens; writes through a Lease attach its token themselves."""
         self._holder = holder or f"{socket.gethostname()}:{os.getpid()}"
         emit = _guarded(on_event) if on_event else None

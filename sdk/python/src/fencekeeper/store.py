@@ -10,6 +10,9 @@ import grpc
 
 from fencekeeper._error_mapping import from_status
 from fencekeeper._servers import Calls
+from fencekeeper._write_batcher import MAX_BATCH_VALUE_BYTES as MAX_BATCH_VALUE_BYTES  # the bounds of one batch
+from fencekeeper._write_batcher import MAX_BATCH_WRITES as MAX_BATCH_WRITES
+from fencekeeper._write_batcher import WriteBatcher
 from fencekeeper.errors import FencekeeperError
 from fencekeeper.token import Token
 from fencekeeper.v1 import store_pb2, token_pb2
@@ -88,9 +91,6 @@ class BatchResult:
     """The typed error its put or delete alone would have raised (StaleTokenError, ...); None when it committed."""
 
 
-MAX_BATCH_WRITES = 1000
-MAX_BATCH_VALUE_BYTES = 2 * 1024 * 1024
-
 
 def _bytes(v: Value) -> bytes:
     return v.encode() if isinstance(v, str) else v
@@ -105,16 +105,23 @@ def _commit(c: store_pb2.Commit) -> Commit:
 
 
 class Store:
-    def __init__(self, calls: Calls):
+    def __init__(self, calls: Calls, batcher: WriteBatcher | None = None):
+        """batcher: when given, puts and deletes go through it, coalesced into Batch calls (_write_batcher.py)."""
         self._calls = calls
+        self._batcher = batcher
 
     def put(self, token: Token, key: str, value: Value, *, mode: FenceModeName | None = None, idempotency_key: str | None = None) -> Commit:
-        """Writes key under token. mode unset: the server's default, "order"."""
+        """Writes key under token. mode unset: the server's default, "order". Concurrent writes of one client
+        are coalesced into Batch calls (Client(coalesce_writes=...)); each still gets its own answer."""
         req = store_pb2.PutRequest(resource=token.resource, key=key, value=_bytes(value), mutation=_mutation(token, mode, idempotency_key))
+        if self._batcher is not None:
+            return _commit(self._batcher.write(store_pb2.BatchWrite(put=req)))
         return _commit(self._calls.run(lambda c: c.store.Put(req, timeout=self._calls.timeout), False).commit)
 
     def delete(self, token: Token, key: str, *, mode: FenceModeName | None = None, idempotency_key: str | None = None) -> Commit:
         req = store_pb2.DeleteRequest(resource=token.resource, key=key, mutation=_mutation(token, mode, idempotency_key))
+        if self._batcher is not None:
+            return _commit(self._batcher.write(store_pb2.BatchWrite(delete=req)))
         return _commit(self._calls.run(lambda c: c.store.Delete(req, timeout=self._calls.timeout), False).commit)
 
     def txn(self, token: Token, ops: Sequence[Put | Delete], *, mode: FenceModeName | None = None, idempotency_key: str | None = None) -> Commit:
