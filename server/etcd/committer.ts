@@ -26,17 +26,16 @@
 // A guarded transaction may change its resource's stored bytes (a UsageChange: the quota of
 // --max-bytes-per-resource). The resource's usage key then goes in the group's transaction, compared and
 // rewritten with the group's total change, so that the quota is decided in the transaction that
-// writes. The committer remembers what its own commits left in usage keys and entries, so a write of a
-// resource it knows needs no read first (fenced-store.ts reads only on a miss). The compare is on the
-// usage key's mod revision when the committer knows it, and on its value while a request of the
-// committer's own that rewrites it is in flight: the next request is built on what that one will leave
-// and goes out at once, rather than wait for its answer. A value compare is enough: what matters is the
-// number the change is added to, and the entries the change was computed from are compared by their
-// own mod revisions (a transaction whose entry a request in flight writes waits for that answer). A
-// member that would take the usage past the limit joins no group; it goes alone as a transaction that
-// only compares (the usage is what the committer knows, and the guard holds), and its success is the
-// refusal. When the usage key is not what the committer thought (another replica wrote the resource, or
-// a request before it failed), the group learns its value from the failure branch and goes again.
+// writes, compared at the mod revision the committer last knew it at. The committer remembers what its
+// own commits left in usage keys and entries, so a write of a resource it knows needs no read first
+// (fenced-store.ts reads only on a miss), and concurrent writes of one resource do not read the counter
+// again. While a request that rewrites a usage key is in flight, the transactions of that resource wait
+// for its answer and then go together in the next request: etcd may apply two requests in flight in
+// either order, so one built on what the other will leave would often find the counter not yet there.
+// A member that would take the usage past the limit joins no group; it goes alone as a transaction that
+// only compares (the usage is what the committer knows, and the entries and the guard hold), and its
+// success is the refusal. When the usage key is not where the committer thought (another replica wrote
+// the resource), the group learns its value from the failure branch and goes again.
 import type { Etcd3, ICompare, IRequestOp, IResponseOp, ITxnRequest, ITxnResponse } from "etcd3";
 import type { EtcdCalls } from "./calls.js";
 import { EtcdLeaseNotFound, EtcdRefused } from "./errors.js";
@@ -151,15 +150,11 @@ export class Committer {
    */
   private readonly known = new Map<string, Known>();
   /**
-   * Usage keys that requests in flight rewrite: the bytes the last of them leaves, if they all commit,
-   * and how many they are. A transaction of the resource is built on that, compared by value.
+   * Usage keys that a request in flight rewrites: a transaction of the same resource waits for its
+   * answer (and then joins the next request with everything else that waited), rather than go out
+   * beside it on a usage that request is about to change.
    */
-  private readonly projected = new Map<string, { bytes: bigint; requests: number }>();
-  /**
-   * Entries under the quota that a request in flight writes: a transaction that changes one waits for
-   * that answer (its mod revision is not known before).
-   */
-  private readonly entriesInFlight = new Map<string, number>();
+  private readonly busy = new Set<string>();
 
   constructor(
     private readonly etcd: Etcd3,
@@ -208,14 +203,7 @@ export class Committer {
 
   /** Whether a transaction of this usage key can be placed without a read: this committer wrote or read it. */
   knowsUsage(key: Buffer): boolean {
-    const k = key.toString("latin1");
-    return this.projected.has(k) || this.known.has(k);
-  }
-
-  /** The usage a transaction of this key is built on: what requests in flight will leave, or the latest known. */
-  private usageNow(key: Buffer, read: Known): Known {
-    const p = this.projected.get(key.toString("latin1"));
-    return p ? { bytes: p.bytes, mod: IN_FLIGHT, seen: read.seen } : this.latest(key, read);
+    return this.known.has(key.toString("latin1"));
   }
 
   /** A transaction's change to its usage, on the latest known state of the entries it writes. */
@@ -281,7 +269,7 @@ export class Committer {
     };
 
     const place = (p: Pending): boolean => {
-      if (p.usage && p.usage.entries.some((e) => this.entriesInFlight.has(e.key.toString("latin1")))) return false;
+      if (p.usage && this.busy.has(p.usage.key.toString("latin1"))) return false;
       if (closed || !disjoint(p.writes, blocked) || !disjoint(p.compares, blocked)) return false;
       if (inners.length > 0 && (p.alone || bytes + p.bytes > maxRequestBytes)) return false;
       const group = p.guard && !p.alone ? byGuard.get(p.guard.key) : undefined;
@@ -308,7 +296,7 @@ export class Committer {
       if (!disjoint(p.writes, written, compared) || !disjoint(p.compares, written)) return false;
       let inner: Inner;
       if (p.guard) {
-        const current = p.usage && this.usageNow(p.usage.key, p.usage.read);
+        const current = p.usage && this.latest(p.usage.key, p.usage.read);
         if (p.usage) p.change = this.changeOf(p.usage);
         const check = p.change !== undefined && over(current!.bytes, p.change.delta, p.usage!.limit);
         const sharedLength = p.guard.shared.length + (p.usage && !check ? 1 : 0);
@@ -364,18 +352,12 @@ export class Committer {
     const members = inners.flatMap((i) => i.members);
     const whats = new Set(members.map((m) => m.what));
     const what = whats.size === 1 ? members[0].what : "batch";
-    const usages = inners.flatMap((i) => (i.usage && !i.check ? [i.usage] : []));
-    const entries = usages.length > 0 ? inners.flatMap((i) => i.members.flatMap((m) => m.usage?.entries.map((e) => e.key.toString("latin1")) ?? [])) : [];
-    for (const u of usages) {
-      const k = u.key.toString("latin1");
-      this.projected.set(k, { bytes: clamp(u.current.bytes + u.total), requests: (this.projected.get(k)?.requests ?? 0) + 1 });
-    }
-    for (const k of entries) this.entriesInFlight.set(k, (this.entriesInFlight.get(k) ?? 0) + 1);
+    const usageKeys = inners.flatMap((i) => (i.usage ? [i.usage.key.toString("latin1")] : []));
+    for (const k of usageKeys) this.busy.add(k);
     try {
       await this.sendNow(inners, members, what);
     } finally {
-      for (const u of usages) release(this.projected, u.key.toString("latin1"), (p) => --p.requests === 0);
-      for (const k of entries) release(this.entriesInFlight, k, (n) => n === 1, (n) => n - 1);
+      for (const k of usageKeys) this.busy.delete(k);
     }
   }
 
@@ -424,10 +406,7 @@ export class Committer {
       // The failure branch ends with the usage key: if it moved, the compares judged a stale usage.
       const now = { ...decodeUsage(responses[responses.length - 1].response_range.kvs[0]), seen: revision };
       responses = responses.slice(0, -1);
-      const moved = u.current.mod === IN_FLIGHT ? now.mod === 0n || now.bytes !== u.current.bytes : now.mod !== u.current.mod;
-      if (moved) {
-        // What requests in flight were to leave did not come to pass: build on what is there.
-        this.projected.delete(u.key.toString("latin1"));
+      if (now.mod !== u.current.mod) {
         this.remember(u.key, now);
         return inner.members;
       }
@@ -456,22 +435,6 @@ export class Committer {
   }
 }
 
-/** The mod revision of a usage key that a request in flight rewrites: not known yet, compared by value. */
-const IN_FLIGHT = -1n;
-
-/** Counts down an entry of a map of requests in flight, and removes it at the last. */
-function release<T>(map: Map<string, T>, key: string, last: (v: T) => boolean, next?: (v: T) => T): void {
-  const v = map.get(key);
-  if (v === undefined) return;
-  if (last(v)) map.delete(key);
-  else if (next) map.set(key, next(v));
-}
-
-/** The compare that holds a usage key at what a transaction was built on. */
-function usageCompare(key: Buffer, current: Known): ICompare {
-  return current.mod === IN_FLIGHT ? cmp.valueIs(key, encodeUsage(current.bytes)) : cmp.modAt(key, current.mod);
-}
-
 /** A change that would take usage bytes past its limit (freeing bytes never is). */
 function over(bytes: bigint, delta: bigint, limit: bigint): boolean {
   return delta > 0n && bytes + delta > limit;
@@ -486,7 +449,7 @@ function innerTxn(inner: Inner): ITxnRequest {
   if (!u) return { compare: inner.guard.compare, success: [...inner.guard.shared, ...own], failure: inner.guard.failure };
   // The entries' compares hold the change as computed, in a refusal for the quota too: an entry taken
   // as absent that was there would make the change larger than it is.
-  const compare = [...inner.guard.compare, usageCompare(u.key, u.current), ...inner.members.flatMap((m) => m.change!.compare)];
+  const compare = [...inner.guard.compare, cmp.modAt(u.key, u.current.mod), ...inner.members.flatMap((m) => m.change!.compare)];
   const failure = [...inner.guard.failure, op.get(u.key)];
   if (inner.check) return { compare, success: [], failure };
   return {
