@@ -191,6 +191,22 @@ describe("faults: the checker", () => {
     expect(judge([...ops, denied], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])], denies).violations.refused.count).to.equal(1);
   });
 
+  it("refusals: NOT_HOLDER is right only for a token another principal acquired; refused: such a write that etcd applied", () => {
+    // b.1's token was acquired by b: a write under it by another principal is rightly NOT_HOLDER, by b itself wrongly.
+    const notHolder = (principal?: string): Op => ({ ...write("b.3", 6, B, [["k2", "b.3/0"]], "fail"), code: "PermissionDenied", reason: "NOT_HOLDER", ...(principal ? { principal } : {}) });
+    const judge = (o: Op[], e: EtcdEvent[]) => check(o, truth(e), layout, [R]);
+    expect(judge([...ops, notHolder("intruder")], events).violations.refusals.count).to.equal(0);
+    expect(judge([...ops, notHolder("intruder")], events).bindingRefusals).to.equal(1);
+    // A server that refuses the holder its own token.
+    expect(judge([...ops, notHolder()], events).violations.refusals.count).to.equal(1);
+    // A renewal of one's own lease refused NOT_HOLDER.
+    const renewal: Op = { client: "b", via: "grpc", seq: 0, kind: "renew", t0: ++clock, t1: ++clock, resource: R, gen: "6", lease: String(B), outcome: "fail", code: "PermissionDenied", reason: "NOT_HOLDER" };
+    expect(judge([...ops, renewal], events).violations.refusals.count).to.equal(1);
+    expect(judge([...ops, { ...renewal, principal: "intruder" }], events).violations.refusals.count).to.equal(0);
+    // A server that refuses by binding and writes anyway.
+    expect(judge([...ops, notHolder("intruder")], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])]).violations.refused.count).to.equal(1);
+  });
+
   it("preemption: its fence raise explains itself, a renewal answered PREEMPTED needs the preemption's marker, and nobody else is granted while it hands over", () => {
     const delayKey = Buffer.from(`${P}r/${R}/owner-delay`);
     const PREEMPTING = JSON.stringify({ seconds: 0, preempting: true });

@@ -12,7 +12,7 @@
 // failing that, by an ambiguous write that could have made them.
 import type { IKeyValue } from "etcd3";
 import type { EtcdEvent, EtcdTruth } from "./etcd-history.js";
-import { isWrite, type Op } from "./history.js";
+import { isWrite, principalOf, type Op } from "./history.js";
 import { decodeFence, decodeHolderValue, idempotencyHash, type Layout } from "./layout.js";
 
 export const PROPERTIES = {
@@ -25,7 +25,7 @@ export const PROPERTIES = {
   shared: "shared holders never beside an exclusive one; a semaphore never has more holders than its permits",
   lockdelay: "no grant while a lock-delay is in force",
   sessions: "a session closed leaves nothing held on it; a close is refused only once the session is gone",
-  refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, or by the run's policy",
+  refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, by the run's policy, or by the token's holder binding",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
   layout: "every key and value under the prefix is one the documented layout describes",
 } as const;
@@ -46,6 +46,8 @@ export interface CheckResult {
   refusalsJudged: number;
   /** Refusals by policy (PERMISSION_DENIED), each judged against the run's policy. */
   policyRefusals: number;
+  /** Refusals by holder binding (PERMISSION_DENIED, NOT_HOLDER): a token or lease another principal acquired. */
+  bindingRefusals: number;
 }
 
 /** A span of time in which etcd may have renewed every lease to its full TTL (a leader change, a restart). */
@@ -517,6 +519,9 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   const ownerSpan = (op: Op) => timelines.get(op.resource)?.owners.get(`${op.gen}|${op.lease}`);
   let refusalsJudged = 0;
   let policyRefusals = 0;
+  let bindingRefusals = 0;
+  /** The principal each granted token was acquired by, by "resource|generation|lease". */
+  const acquiredBy = new Map(acquires.filter((a) => a.outcome === "ok").map((a) => [`${a.resource}|${a.gen}|${a.lease}`, principalOf(a)]));
   for (const op of ops) {
     if (op.kind === "close-session" && (op.outcome === "ok" || op.outcome === "fail")) {
       const id = BigInt(op.session!);
@@ -549,7 +554,13 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       continue;
     }
     refusalsJudged++;
-    if (op.reason === "PERMISSION_DENIED") {
+    if (op.reason === "NOT_HOLDER") {
+      // What it left written is judged with every refused write (property refused).
+      bindingRefusals++;
+      const by = acquiredBy.get(`${op.resource}|${op.gen}|${op.lease}`);
+      if (by === undefined) wrong("no acquisition of the history was granted this token, so nobody else holds it");
+      else if (by === principalOf(op)) wrong(`the token was acquired by ${by}, the caller itself`);
+    } else if (op.reason === "PERMISSION_DENIED") {
       // What it left written is judged with every refused write (property refused).
       policyRefusals++;
       if (!denies(op)) wrong("the run's policy grants this call");
@@ -652,7 +663,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       if ((l?.value ?? null) !== actual) violate("lost", () => `"${r}" ${k}: etcd holds ${actual}, the last committed write (${l?.id ?? "none"}) left ${l?.value ?? null}`);
     }
   }
-  return { violations, writes, grants, events: truth.events.length, refusalsJudged, policyRefusals };
+  return { violations, writes, grants, events: truth.events.length, refusalsJudged, policyRefusals, bindingRefusals };
 }
 
 function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {

@@ -7,7 +7,9 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
+import { MTLS_CLIENTS } from "./auth.js";
 import { PROPERTIES, type Property } from "./checker.js";
+import { isWrite } from "./history.js";
 import { overlapsOf, runProfile, SHORT, type RunResult } from "./profile.js";
 import { belowFloors, report, totalViolations } from "./report.js";
 import { saveRun } from "./saved-run.js";
@@ -39,6 +41,13 @@ describe("faults: the short profile", function () {
     expect(run.check.refusalsJudged).to.be.greaterThan(0);
     // Every client authenticated with a JWT, and the policy refused some writes (each judged against it).
     expect(run.check.policyRefusals).to.be.greaterThan(0);
+    // A client wrote and renewed under another principal's token, and the holder binding refused it (NOT_HOLDER), each judged against who acquired it.
+    expect(run.check.bindingRefusals).to.be.greaterThan(0);
+    // The clients named by their client certificate (mutual TLS, no token) acquired and wrote, under the same policy.
+    for (const c of MTLS_CLIENTS) {
+      expect(run.ops.filter((o) => o.client === c && o.kind === "acquire" && o.outcome === "ok").length, `${c}'s acquisitions`).to.be.greaterThan(0);
+      expect(run.ops.filter((o) => o.client === c && isWrite(o) && o.outcome === "ok").length, `${c}'s writes`).to.be.greaterThan(0);
+    }
     // Some Acquires preempted their resource's holder (docs/preemption.md).
     expect(run.ops.filter((o) => o.kind === "acquire" && o.preempt && o.outcome === "ok").length).to.be.greaterThan(0);
   });

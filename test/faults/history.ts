@@ -16,6 +16,8 @@ export type Via = "sdk" | "grpc";
 export interface Op {
   client: string;
   via: Via;
+  /** The principal the call was made as, when not the client's own (a worker using another principal's credentials). */
+  principal?: string;
   /** The operation's number within its client. */
   seq: number;
   kind: OpKind;
@@ -71,5 +73,8 @@ export function parseOp(line: string): Op | undefined {
     return undefined;
   }
 }
+
+/** The principal a call was made as: its client's own name unless it says otherwise. */
+export const principalOf = (op: Op) => op.principal ?? op.client;
 
 export const isWrite = (op: Op) => op.kind === "put" || op.kind === "delete" || op.kind === "txn";

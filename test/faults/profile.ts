@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { policyDenies, PREEMPTING_CLIENT, RunAuth } from "./auth.js";
+import { IMPOSTOR_CLIENT, OTHER_PRINCIPAL, policyDenies, PREEMPTING_CLIENT, RunAuth } from "./auth.js";
 import { check, type CheckResult, type EtcdDisruption } from "./checker.js";
 import { EtcdCluster } from "./etcd-cluster.js";
 import { readHistory, type EtcdTruth } from "./etcd-history.js";
@@ -144,13 +144,13 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   const faultLog: string[] = [];
   const schedule: ScheduledFault[] = [];
   const clientNames = Array.from({ length: o.workers }, (_, i) => `c${i}`);
-  const auth = await RunAuth.create(clientNames, [...resources, semaphore.resource]);
+  const replicaNames = Array.from({ length: o.replicas }, (_, i) => `r${i}`);
 
-  const net = kinds.some((k) => (PARTITION_NEMESES as readonly string[]).includes(k))
-    ? await Network.create([...["m0", "m1", "m2"], ...Array.from({ length: o.replicas }, (_, i) => `r${i}`)])
-    : undefined;
+  const net = kinds.some((k) => (PARTITION_NEMESES as readonly string[]).includes(k)) ? await Network.create([...["m0", "m1", "m2"], ...replicaNames]) : undefined;
   if (net) log(`network ${net.subnet}.0/24: namespaces ${net.id}-<node>, harness ${net.hostAddr}`);
+  const auth = await RunAuth.create(clientNames, [...resources, semaphore.resource], net ? replicaNames.map((r) => net.addr(r)) : []);
   const cluster = await EtcdCluster.start(3, net).catch(async (e) => {
+    auth.destroy();
     await net?.destroy();
     throw e;
   });
@@ -179,8 +179,8 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
       const mine = proxied ? await Promise.all(replicas.map((r) => FaultProxy.start(r.url))) : [];
       proxies.push(...mine);
       const name = `c${i}`;
-      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore, bearer: await auth.token(name), ...(name === PREEMPTING_CLIENT ? { preempt: 0.08 } : {}) };
-      workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""})`, config, mine, (op) => ops.push(op)));
+      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore, ...(await auth.credentials(name)), ...(name === PREEMPTING_CLIENT ? { preempt: 0.08 } : {}), ...(name === IMPOSTOR_CLIENT ? { other: { principal: OTHER_PRINCIPAL, bearer: await auth.token(OTHER_PRINCIPAL) } } : {}) };
+      workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""}${config.bearer ? "" : ", mTLS"})`, config, mine, (op) => ops.push(op)));
     }
     if (o.soakIntervalMs > 0) {
       soak = new Soak(() => [...replicas.map((r) => ({ role: "server" as const, pid: r.pid })), ...workers.map((w) => ({ role: "client" as const, pid: w.process.pid }))], o.soakIntervalMs);

@@ -1,5 +1,6 @@
 // The table a fault run prints: operations by kind and outcome, faults by kind, what became of the
 // writes, violations per property (with the first example), and the soak figures of a long run.
+import { MTLS_CLIENTS } from "./auth.js";
 import { PROPERTIES, type Property } from "./checker.js";
 import type { OpKind, Outcome } from "./history.js";
 import { overlapsOf, type RunResult } from "./profile.js";
@@ -68,7 +69,10 @@ export function report(r: RunResult): string {
   const w = r.check.writes;
   lines.push(renewalsAfterEtcd(r));
   lines.push(`refusals judged against etcd's history: ${r.check.refusalsJudged}`);
-  lines.push(`refusals by policy (PERMISSION_DENIED), judged against the run's policy: ${r.check.policyRefusals}`);
+  const okOf = (c: string) => r.ops.filter((op) => op.client === c && op.outcome === "ok").length;
+  const mtls = [...new Set(r.ops.map((op) => op.client))].filter((c) => MTLS_CLIENTS.includes(c)).sort();
+  lines.push(`clients named by their certificate (mutual TLS, no token): ${mtls.map((c) => `${c} ${okOf(c)} ok of ${r.ops.filter((op) => op.client === c).length}`).join(", ") || "none"}; the others by a JWT`);
+  lines.push(`refusals by policy (PERMISSION_DENIED), judged against the run's policy: ${r.check.policyRefusals}; by holder binding (NOT_HOLDER: another principal's token or lease), judged against who acquired it: ${r.check.bindingRefusals}`);
   const preempts = r.ops.filter((o) => o.kind === "acquire" && o.preempt);
   lines.push(`preempting Acquires: ${preempts.filter((o) => o.outcome === "ok").length} ok of ${preempts.length}; renewals answered PREEMPTED: ${r.ops.filter((o) => o.reason === "PREEMPTED").length}`);
   lines.push(`writes (a write and its retries once): ${w.acknowledged} acknowledged, ${w.refused} refused, ambiguous ${w.ambiguousCommitted + w.ambiguousNotCommitted} (${w.ambiguousCommitted} committed, ${w.ambiguousNotCommitted} not, by etcd's history); ${r.check.grants} grants; ${r.check.events} etcd events`);

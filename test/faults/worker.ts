@@ -7,6 +7,7 @@
 //
 //   via "grpc": plain gRPC calls (Acquire, Renew, Release, Put/Delete/Txn), a replica at random per call
 //   via "sdk":  the TypeScript SDK (leases kept alive on its KeepAlive stream, servers failed over)
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -31,8 +32,12 @@ export interface WorkerConfig {
   keys: number;
   /** A resource that plain-gRPC workers acquire as a counting semaphore of this many permits, now and then. */
   semaphore?: { resource: string; maxHolders: number };
-  /** A bearer JWT sent with every call (the replicas authenticate callers, auth.ts). */
+  /** A bearer JWT sent with every call (the replicas authenticate callers, auth.ts); none for a client named by its certificate. */
   bearer?: string;
+  /** The files of the CA that signed the replicas' certificate, and of this client's certificate (mutual TLS). */
+  tls?: { ca: string; cert: string; key: string };
+  /** Another principal's JWT: now and then this client acquires as it, then writes and renews under the token as itself (NOT_HOLDER). */
+  other?: { principal: string; bearer: string };
   /** The share of exclusive acquisitions sent with preempt (the policy grants this client the verb). */
   preempt?: number;
 }
@@ -76,17 +81,25 @@ createInterface({ input: process.stdin }).on("line", (l) => {
   if (l.trim() === "stop") stopping = true;
 });
 
-const bearer: Interceptor = (next) => (req) => {
-  if (config.bearer) req.header.set("authorization", `Bearer ${config.bearer}`);
-  return next(req);
-};
-const grpc: Clients[] = config.servers.map((url) => {
-  const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer] });
-  return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
-});
+const bearerOf =
+  (token?: string): Interceptor =>
+  (next) =>
+  (req) => {
+    if (token) req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+const tls = config.tls && { ca: readFileSync(config.tls.ca), cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) };
+const clientsAs = (token?: string): Clients[] =>
+  config.servers.map((url) => {
+    const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearerOf(token)], nodeOptions: tls });
+    return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
+  });
+const grpc = clientsAs(config.bearer);
+/** As config.other's principal. */
+const otherGrpc = config.other ? clientsAs(config.other.bearer) : [];
 const sdk =
   config.via === "sdk"
-    ? new FencekeeperClient({ servers: config.servers, holder: config.client, callTimeoutMs: CALL_TIMEOUT_MS, credentials: config.bearer ? { bearer: config.bearer } : undefined })
+    ? new FencekeeperClient({ servers: config.servers, holder: config.client, callTimeoutMs: CALL_TIMEOUT_MS, credentials: { ...(config.bearer ? { bearer: config.bearer } : {}), ...(tls ? { tls } : {}) } })
     : undefined;
 const some = () => rng.pick(grpc);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -343,7 +356,32 @@ const remember = (h: Held) => {
   if (old.length > 4) old.shift();
 };
 
+/**
+ * Acquires as another principal (config.other), then writes and renews under that token as this client:
+ * the holder binding refuses both (PERMISSION_DENIED, NOT_HOLDER), and they must leave nothing written.
+ * The other principal then releases its lease.
+ */
+async function impostorRound(other: { principal: string }): Promise<void> {
+  const resource = rng.pick(config.resources);
+  const ttlMs = 2_000;
+  const holder = `${config.client}.${seq + 1}`;
+  const as = rng.pick(otherGrpc);
+  const a = await record({ kind: "acquire", resource, wait: false, holder, ttlMs, principal: other.principal }, async () => {
+    const res = await as.lease.acquire({ resource, ttl: seconds(ttlMs), holder }, { timeoutMs: CALL_TIMEOUT_MS });
+    return { token: fromProto(res.token) };
+  });
+  if (!a.token) return;
+  const token = a.token;
+  await write({ token }, true);
+  if (rng.chance(0.5)) await renew({ token });
+  await record({ kind: "release", resource, gen: String(token.generation), lease: String(token.leaseId), principal: other.principal }, async () => {
+    await as.lease.release({ token: toProto(token) }, { timeoutMs: CALL_TIMEOUT_MS });
+    return {};
+  });
+}
+
 async function round(): Promise<void> {
+  if (config.other && rng.chance(0.08)) return impostorRound(config.other);
   if (old.length > 0 && rng.chance(0.15)) await write(rng.pick(old), true);
   const held = await acquire(rng.pick(config.resources));
   if (!held) {
