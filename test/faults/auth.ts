@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SignJWT, exportSPKI, generateKeyPair, type CryptoKey } from "jose";
+import { FLOODER } from "./flood.js";
 import { isWrite, principalOf, type Op } from "./history.js";
 
 const ISSUER = "https://faults.fencekeeper.test";
@@ -46,6 +47,8 @@ export function policyFor(clients: string[], resources: string[]): object {
       ...(others.length ? [{ principals: others, verbs, resources: ["*"] }] : []),
       ...preempt,
       { principals: [DENIED_CLIENT], verbs: ["acquire", "read", "observe"], resources: ["*"] },
+      // The keepalive-flood nemesis's caller: it opens a session and renews it, nothing more.
+      { principals: [FLOODER], verbs: ["acquire"], resources: ["*"] },
       { principals: [DENIED_CLIENT], verbs: ["write"], resources: resources.filter((r) => !DENIED_RESOURCES.includes(r)) },
     ],
   };

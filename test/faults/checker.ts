@@ -27,6 +27,7 @@ export const PROPERTIES = {
   sessions: "a session closed leaves nothing held on it; a close is refused only once the session is gone",
   refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, by the run's policy, or by the token's holder binding",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
+  renewals: "no lease is lost before its TTL: a renewal refused LEASE_NOT_FOUND comes a TTL after a renewal of its lease answered ok, unless it was released, closed or preempted",
   layout: "every key and value under the prefix is one the documented layout describes",
 } as const;
 export type Property = keyof typeof PROPERTIES;
@@ -63,6 +64,9 @@ export interface EtcdDisruption {
  * renewal). The bound catches a lease granted several times longer than asked, not one a little longer.
  */
 export const TTL_MARGIN = (ttlMs: number) => 3 * ttlMs + 10_000;
+
+/** Clock granularity between processes for the renewals property (one machine, one clock). */
+const RENEWAL_SLACK_MS = 200;
 
 interface WriteGroup {
   id: string;
@@ -145,7 +149,11 @@ function isRecord(value: Buffer): boolean {
  */
 export type PolicyDenies = (op: Op) => boolean;
 
-export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: string[], disruptions: EtcdDisruption[] = [], denies: PolicyDenies = () => false): CheckResult {
+/**
+ * noSpace: the spans in which etcd was out of space (its NOSPACE alarm raised by the etcd-quota nemesis):
+ * a refusal ETCD_NO_SPACE is right only in one.
+ */
+export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: string[], disruptions: EtcdDisruption[] = [], denies: PolicyDenies = () => false, noSpace: EtcdDisruption[] = []): CheckResult {
   const violations = Object.fromEntries(Object.keys(PROPERTIES).map((p) => [p, { count: 0 }])) as Record<Property, Violations>;
   const violate = (p: Property, what: () => string) => {
     const v = violations[p];
@@ -554,7 +562,10 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       continue;
     }
     refusalsJudged++;
-    if (op.reason === "NOT_HOLDER") {
+    if (op.reason === "ETCD_NO_SPACE") {
+      // What it left written is judged with every refused write (property refused).
+      if (!noSpace.some((d) => op.t0 <= d.end && op.t1 >= d.start)) wrong("etcd was never out of space during the call (no etcd-quota fault ran then)");
+    } else if (op.reason === "NOT_HOLDER") {
       // What it left written is judged with every refused write (property refused).
       bindingRefusals++;
       const by = acquiredBy.get(`${op.resource}|${op.gen}|${op.lease}`);
@@ -611,6 +622,33 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
         if (span && span.to > hi) wrong(`its owner key (generation ${op.gen}, lease ${op.lease}) was still there at revision ${hi}, so its lease was`);
       } else wrong("a refusal no state of etcd's history explains");
     }
+  }
+
+  // --- no lease ends before its TTL ---
+  // A renewal answered ok at some point of its call (t0 to t1) keeps its lease for a TTL from then; a
+  // renewal answered LEASE_NOT_FOUND found the lease gone at some point before its answer. Whatever the
+  // order in which etcd saw the two, the lease was gone no earlier than the first's invocation plus its
+  // TTL, unless something ended it on purpose: a Release, a CloseSession (invoked before the answer),
+  // or a preemption. etcd grants at least the TTL asked for, and its expiry is never early.
+  const ttlOf = new Map<string, number>();
+  for (const o of ops) {
+    if (o.outcome !== "ok" || o.lease === undefined || o.ttlMs === undefined) continue;
+    if ((o.kind === "acquire" && o.session === undefined) || o.kind === "open-session") ttlOf.set(o.lease, o.ttlMs);
+  }
+  const keptAt = new Map<string, number>(); // the latest invocation of an ok grant or renewal, per lease
+  const endedAt = new Map<string, number>(); // the earliest invocation of a release or close, per lease
+  for (const o of ops) {
+    if (o.lease === undefined) continue;
+    if (o.outcome === "ok" && (o.kind === "renew" || (o.kind === "acquire" && o.session === undefined) || o.kind === "open-session")) keptAt.set(o.lease, Math.max(keptAt.get(o.lease) ?? 0, o.t0));
+    if (o.kind === "release" || o.kind === "close-session") endedAt.set(o.lease, Math.min(endedAt.get(o.lease) ?? Infinity, o.t0));
+  }
+  for (const r of ops) {
+    if (r.kind !== "renew" || r.reason !== "LEASE_NOT_FOUND") continue;
+    const ttl = ttlOf.get(r.lease!);
+    const kept = keptAt.get(r.lease!);
+    if (ttl === undefined || kept === undefined) continue;
+    if ((endedAt.get(r.lease!) ?? Infinity) < r.t1 || preemptedLeases.has(BigInt(r.lease!))) continue;
+    if (r.t1 + RENEWAL_SLACK_MS < kept + ttl) violate("renewals", () => `${r.client} renew #${r.seq} of lease ${r.lease} ("${r.resource}", TTL ${ttl} ms) answered LEASE_NOT_FOUND ${kept + ttl - r.t1} ms before its TTL ran out from a renewal invoked at ${kept}`);
   }
 
   // --- every lease ends within its TTL of its last renewal ---

@@ -48,6 +48,8 @@ describe("faults: the short profile", function () {
       expect(run.ops.filter((o) => o.client === c && o.kind === "acquire" && o.outcome === "ok").length, `${c}'s acquisitions`).to.be.greaterThan(0);
       expect(run.ops.filter((o) => o.client === c && isWrite(o) && o.outcome === "ok").length, `${c}'s writes`).to.be.greaterThan(0);
     }
+    // etcd filled to its quota refused some calls for its space (each judged against the fault's span).
+    expect(run.ops.filter((o) => o.reason === "ETCD_NO_SPACE").length, "calls refused ETCD_NO_SPACE").to.be.greaterThan(0);
     // Some Acquires preempted their resource's holder (docs/preemption.md).
     expect(run.ops.filter((o) => o.kind === "acquire" && o.preempt && o.outcome === "ok").length).to.be.greaterThan(0);
   });

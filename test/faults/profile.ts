@@ -6,9 +6,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { IMPOSTOR_CLIENT, OTHER_PRINCIPAL, policyDenies, PREEMPTING_CLIENT, RunAuth } from "./auth.js";
+import { describeFlood, flood, FLOODER } from "./flood.js";
+import { fillToQuota, QUOTA_BYTES } from "./quota.js";
 import { check, type CheckResult, type EtcdDisruption } from "./checker.js";
 import { EtcdCluster } from "./etcd-cluster.js";
-import { readHistory, type EtcdTruth } from "./etcd-history.js";
+import { HistoryLog, readHistory, type EtcdTruth } from "./etcd-history.js";
 import { FaultProxy } from "./fault-proxy.js";
 import { parseOp, type Op, type OpKind } from "./history.js";
 import { Layout } from "./layout.js";
@@ -64,7 +66,7 @@ export const SHORT: Omit<ProfileOptions, "seed"> = {
   maxOverlap: 3,
   soakIntervalMs: 0,
   floors: SHORT_FLOORS,
-  nemeses: [...NEMESES, "isolate-etcd-leader", "cut-replica"],
+  nemeses: [...NEMESES, "keepalive-flood", "etcd-quota", "isolate-etcd-leader", "cut-replica"],
 };
 export const LONG: Omit<ProfileOptions, "seed" | "ops"> = { workers: 8, replicas: 3, resources: 8, calmMs: [2_000, 8_000], maxOverlap: 3, soakIntervalMs: 5_000 };
 
@@ -127,6 +129,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The spans in which etcd may have renewed every lease to its full TTL: its faults'. */
 export const disruptionsOf = (schedule: ScheduledFault[]): EtcdDisruption[] => schedule.filter((f) => ETCD_NEMESES.includes(f.nemesis)).map((f) => ({ start: f.start, end: f.end }));
 
+/** The spans in which etcd was out of space (the etcd-quota nemesis's, from its fill to its heal). */
+export const noSpaceOf = (schedule: ScheduledFault[]): EtcdDisruption[] => schedule.filter((f) => f.nemesis === "etcd-quota").map((f) => ({ start: f.start, end: f.end }));
+
 /** Pairs of faults of the schedule that ran at the same time. */
 export const overlapsOf = (schedule: ScheduledFault[]): number =>
   schedule.reduce((n, a, i) => n + schedule.slice(i + 1).filter((b) => a.start < b.end && b.start < a.end).length, 0);
@@ -149,7 +154,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   const net = kinds.some((k) => (PARTITION_NEMESES as readonly string[]).includes(k)) ? await Network.create([...["m0", "m1", "m2"], ...replicaNames]) : undefined;
   if (net) log(`network ${net.subnet}.0/24: namespaces ${net.id}-<node>, harness ${net.hostAddr}`);
   const auth = await RunAuth.create(clientNames, [...resources, semaphore.resource], net ? replicaNames.map((r) => net.addr(r)) : []);
-  const cluster = await EtcdCluster.start(3, net).catch(async (e) => {
+  const cluster = await EtcdCluster.start(3, net, kinds.includes("etcd-quota") ? QUOTA_BYTES : undefined).catch(async (e) => {
     auth.destroy();
     await net?.destroy();
     throw e;
@@ -185,7 +190,13 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     if (o.soakIntervalMs > 0) {
       soak = new Soak(() => [...replicas.map((r) => ({ role: "server" as const, pid: r.pid })), ...workers.map((w) => ({ role: "client" as const, pid: w.process.pid }))], o.soakIntervalMs);
     }
-    const world: World = { cluster, replicas, clients: workers, maxTtlMs: MAX_TTL_MS, net };
+    const historyLog = new HistoryLog();
+    const flooder = await auth.credentials(FLOODER);
+    const abuse: World["abuse"] = {
+      flood: async (plan) => describeFlood(plan, await flood(replicas.map((r) => r.url), flooder, plan)),
+      fillQuota: (holdMs) => fillToQuota(cluster, PREFIX, historyLog, holdMs),
+    };
+    const world: World = { cluster, replicas, clients: workers, maxTtlMs: MAX_TTL_MS, net, abuse };
 
     // Faults until the run has its operations and every fault happened; each round injects every kind
     // once, in an order of its own, in groups of up to maxOverlap faults that run at once.
@@ -216,10 +227,10 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     const soakSummary = soak?.stop();
     await Promise.all(replicas.map((r) => r.stop()));
     log(`${ops.length} operations; reading etcd's history back`);
-    const truth = await readHistory(cluster.endpoints, PREFIX);
+    const truth = await readHistory(cluster.endpoints, PREFIX, undefined, historyLog);
     log(`${truth.events.length} etcd events up to revision ${truth.revision}; checking`);
     const judged = [...resources, semaphore.resource];
-    const result = check(ops, truth, new Layout(PREFIX), judged, disruptionsOf(schedule), policyDenies);
+    const result = check(ops, truth, new Layout(PREFIX), judged, disruptionsOf(schedule), policyDenies, noSpaceOf(schedule));
     return { options: o, ops, faults, faultLog, schedule, check: result, truth, resources: judged, soak: soakSummary, durationMs: Date.now() - started };
   } finally {
     process.removeListener("exit", killAll);

@@ -41,6 +41,30 @@ export function renewalsAfterEtcd(r: RunResult): string {
   return `renewals after etcd came back (${ends.length} restarts and leader kills): the first ok ${median} ms after (median), ${firsts.at(-1) ?? NaN} ms at most; invoked 1 to 5 s after: ${later.ok} ok, ${later.ambiguous} ambiguous, ${later.fail} refused`;
 }
 
+/**
+ * The abuse nemeses' lines: the workload's renewals invoked while a KeepAlive flood ran, by outcome (a
+ * refusal would be one lost to the flood); and the calls refused for etcd's space, with how soon after
+ * each heal a write of the workload was acknowledged again.
+ */
+export function abuseLines(r: RunResult): string[] {
+  const lines: string[] = [];
+  const floods = r.schedule.filter((f) => f.nemesis === "keepalive-flood");
+  if (floods.length > 0) {
+    const during = r.ops.filter((op) => op.kind === "renew" && floods.some((f) => op.t0 >= f.start && op.t0 <= f.end));
+    const by = (o: string) => during.filter((op) => op.outcome === o).length;
+    const reasons = [...new Set(during.filter((op) => op.outcome === "fail").map((op) => op.reason ?? op.code))].map((x) => `${x} ${during.filter((op) => op.outcome === "fail" && (op.reason ?? op.code) === x).length}`);
+    lines.push(`renewals of the workload invoked during the ${floods.length} KeepAlive floods: ${by("ok")} ok, ${by("ambiguous")} ambiguous, ${by("fail")} refused${reasons.length ? ` (${reasons.join(", ")}; NOT_FOUND of a lease released, walked away from or expired before is no loss: property renewals judges)` : ""}`);
+  }
+  const fills = r.schedule.filter((f) => f.nemesis === "etcd-quota");
+  if (fills.length > 0) {
+    const refused = r.ops.filter((op) => op.reason === "ETCD_NO_SPACE");
+    const kinds = [...new Set(refused.map((op) => op.kind))].map((k) => `${k} ${refused.filter((op) => op.kind === k).length}`);
+    const after = fills.map((f) => Math.min(...r.ops.filter((op) => (op.kind === "put" || op.kind === "delete" || op.kind === "txn") && op.outcome === "ok" && op.t0 >= f.end).map((op) => op.t1 - f.end))).sort((a, b) => a - b);
+    lines.push(`etcd filled to its quota ${fills.length} times: ${refused.length} calls refused ETCD_NO_SPACE (${kinds.join(", ") || "none"}); the first write acknowledged after a heal: ${after[after.length >> 1]} ms (median), ${after.at(-1)} ms at most`);
+  }
+  return lines;
+}
+
 export function report(r: RunResult): string {
   const lines: string[] = [];
   const row = (cells: (string | number)[], widths: number[]) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join("  ");
@@ -68,6 +92,7 @@ export function report(r: RunResult): string {
   lines.push("");
   const w = r.check.writes;
   lines.push(renewalsAfterEtcd(r));
+  lines.push(...abuseLines(r));
   lines.push(`refusals judged against etcd's history: ${r.check.refusalsJudged}`);
   const okOf = (c: string) => r.ops.filter((op) => op.client === c && op.outcome === "ok").length;
   const mtls = [...new Set(r.ops.map((op) => op.client))].filter((c) => MTLS_CLIENTS.includes(c)).sort();
