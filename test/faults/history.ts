@@ -60,6 +60,10 @@ export interface Op {
   attempt?: number;
   /** What the write does, key by key: a value to put, or null to delete. Put values are unique in a run. */
   effects?: [string, string | null][];
+  /** Sent in an explicit FencedStoreService.Batch with other writes (its first attempt; retries go alone). */
+  batch?: boolean;
+  /** Sent through the SDK at once with others, which its writer coalesces into Batch calls. */
+  coalesced?: boolean;
   /** Where it committed (ok writes). */
   rev?: string;
   replayed?: boolean;
