@@ -27,7 +27,7 @@ export const PROPERTIES = {
   sessions: "a session closed leaves nothing held on it; a close is refused only once the session is gone",
   refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, by the run's policy, or by the token's holder binding",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
-  renewals: "no lease is lost before its TTL: a renewal refused LEASE_NOT_FOUND comes a TTL after a renewal of its lease answered ok, unless it was released, closed or preempted",
+  renewals: "no lease is lost before its TTL: a renewal refused LEASE_NOT_FOUND comes a TTL after a renewal of its lease answered ok, unless it was released, closed or preempted, or etcd was faulted between",
   layout: "every key and value under the prefix is one the documented layout describes",
 } as const;
 export type Property = keyof typeof PROPERTIES;
@@ -648,6 +648,9 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
     const kept = keptAt.get(r.lease!);
     if (ttl === undefined || kept === undefined) continue;
     if ((endedAt.get(r.lease!) ?? Infinity) < r.t1 || preemptedLeases.has(BigInt(r.lease!))) continue;
+    // An etcd fault between the two is etcd's own doing: a leader cut off may renew a lease on its side
+    // (etcd renews at the leader, outside consensus) that the new leader then lets expire.
+    if (disruptions.some((d) => d.start <= r.t1 && d.end >= kept)) continue;
     if (r.t1 + RENEWAL_SLACK_MS < kept + ttl) violate("renewals", () => `${r.client} renew #${r.seq} of lease ${r.lease} ("${r.resource}", TTL ${ttl} ms) answered LEASE_NOT_FOUND ${kept + ttl - r.t1} ms before its TTL ran out from a renewal invoked at ${kept}`);
   }
 

@@ -11,7 +11,7 @@ import { MTLS_CLIENTS } from "./auth.js";
 import { PROPERTIES, type Property } from "./checker.js";
 import { isWrite } from "./history.js";
 import { overlapsOf, runProfile, SHORT, type RunResult } from "./profile.js";
-import { belowFloors, report, totalViolations } from "./report.js";
+import { belowFloors, floodRenewals, report, totalViolations } from "./report.js";
 import { saveRun } from "./saved-run.js";
 
 describe("faults: the short profile", function () {
@@ -48,10 +48,18 @@ describe("faults: the short profile", function () {
       expect(run.ops.filter((o) => o.client === c && o.kind === "acquire" && o.outcome === "ok").length, `${c}'s acquisitions`).to.be.greaterThan(0);
       expect(run.ops.filter((o) => o.client === c && isWrite(o) && o.outcome === "ok").length, `${c}'s writes`).to.be.greaterThan(0);
     }
+    // Writes sent several at once (explicit Batch calls, and concurrent writes the SDK coalesces) were acknowledged, each judged on its own.
+    expect(run.ops.filter((o) => o.batch && o.outcome === "ok").length, "writes of explicit Batch calls acknowledged").to.be.greaterThan(0);
+    expect(run.ops.filter((o) => o.coalesced && o.outcome === "ok").length, "concurrent SDK writes acknowledged").to.be.greaterThan(0);
     // etcd filled to its quota refused some calls for its space (each judged against the fault's span).
     expect(run.ops.filter((o) => o.reason === "ETCD_NO_SPACE").length, "calls refused ETCD_NO_SPACE").to.be.greaterThan(0);
     // Some Acquires preempted their resource's holder (docs/preemption.md).
     expect(run.ops.filter((o) => o.kind === "acquire" && o.preempt && o.outcome === "ok").length).to.be.greaterThan(0);
+  });
+
+  it("loses no lease to a KeepAlive flood: the renewals of live leases during a flood alone are all answered ok", () => {
+    const f = floodRenewals(run);
+    expect(f.aloneCounts.fail + f.aloneCounts.ambiguous, `${f.aloneCounts.fail} refused, ${f.aloneCounts.ambiguous} ambiguous`).to.equal(0);
   });
 
   it("overlaps faults: at least two run at the same time", () => {

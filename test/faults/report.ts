@@ -2,7 +2,7 @@
 // writes, violations per property (with the first example), and the soak figures of a long run.
 import { MTLS_CLIENTS } from "./auth.js";
 import { PROPERTIES, type Property } from "./checker.js";
-import type { OpKind, Outcome } from "./history.js";
+import type { Op, OpKind, Outcome } from "./history.js";
 import { overlapsOf, type RunResult } from "./profile.js";
 
 const KINDS: OpKind[] = ["acquire", "renew", "release", "put", "delete", "txn", "open-session", "close-session"];
@@ -50,10 +50,11 @@ export function abuseLines(r: RunResult): string[] {
   const lines: string[] = [];
   const floods = r.schedule.filter((f) => f.nemesis === "keepalive-flood");
   if (floods.length > 0) {
-    const during = r.ops.filter((op) => op.kind === "renew" && floods.some((f) => op.t0 >= f.start && op.t0 <= f.end));
-    const by = (o: string) => during.filter((op) => op.outcome === o).length;
-    const reasons = [...new Set(during.filter((op) => op.outcome === "fail").map((op) => op.reason ?? op.code))].map((x) => `${x} ${during.filter((op) => op.outcome === "fail" && (op.reason ?? op.code) === x).length}`);
-    lines.push(`renewals of the workload invoked during the ${floods.length} KeepAlive floods: ${by("ok")} ok, ${by("ambiguous")} ambiguous, ${by("fail")} refused${reasons.length ? ` (${reasons.join(", ")}; NOT_FOUND of a lease released, walked away from or expired before is no loss: property renewals judges)` : ""}`);
+    const f = floodRenewals(r);
+    lines.push(
+      `renewals of live leases (renewed or granted less than a TTL before) invoked during the ${floods.length} KeepAlive floods: ${f.all.ok} ok, ${f.all.ambiguous} ambiguous, ${f.all.fail} refused; ` +
+        `during the ${f.alone} floods that overlapped no other fault: ${f.aloneCounts.ok} ok, ${f.aloneCounts.ambiguous} ambiguous, ${f.aloneCounts.fail} refused (a lease lost to the flood would be one of the last two)`,
+    );
   }
   const fills = r.schedule.filter((f) => f.nemesis === "etcd-quota");
   if (fills.length > 0) {
@@ -63,6 +64,31 @@ export function abuseLines(r: RunResult): string[] {
     lines.push(`etcd filled to its quota ${fills.length} times: ${refused.length} calls refused ETCD_NO_SPACE (${kinds.join(", ") || "none"}); the first write acknowledged after a heal: ${after[after.length >> 1]} ms (median), ${after.at(-1)} ms at most`);
   }
   return lines;
+}
+
+/**
+ * The workload's renewals invoked while a KeepAlive flood ran, of leases that were alive then (a grant,
+ * OpenSession or renewal of the lease answered ok less than its TTL before): by outcome, for every flood
+ * and for the floods that overlapped no other fault (there, any refusal or timeout is the flood's).
+ */
+export function floodRenewals(r: RunResult): { all: Record<Outcome, number>; alone: number; aloneCounts: Record<Outcome, number> } {
+  const floods = r.schedule.filter((f) => f.nemesis === "keepalive-flood");
+  const alone = floods.filter((f) => !r.schedule.some((g) => g !== f && g.start < f.end && f.start < g.end));
+  const ttl = new Map<string, number>();
+  const kept = new Map<string, [number, number][]>();
+  for (const op of r.ops) {
+    if (op.outcome !== "ok" || op.lease === undefined) continue;
+    if ((op.kind === "acquire" && op.session === undefined) || op.kind === "open-session") ttl.set(op.lease, op.ttlMs ?? 0);
+    if (op.kind === "renew" || (op.kind === "acquire" && op.session === undefined) || op.kind === "open-session") kept.set(op.lease, [...(kept.get(op.lease) ?? []), [op.t0, op.t1]]);
+  }
+  // Answered before the renewal was sent, and kept the lease a TTL past its own invocation.
+  const live = (op: Op) => (kept.get(op.lease ?? "") ?? []).some(([t0, t1]) => t1 < op.t0 && op.t0 < t0 + (ttl.get(op.lease!) ?? 0));
+  const count = (fs: typeof floods) => {
+    const c: Record<Outcome, number> = { ok: 0, fail: 0, ambiguous: 0, unsent: 0 };
+    for (const op of r.ops) if (op.kind === "renew" && fs.some((f) => op.t0 >= f.start && op.t0 <= f.end) && live(op)) c[op.outcome]++;
+    return c;
+  };
+  return { all: count(floods), alone: alone.length, aloneCounts: count(alone) };
 }
 
 export function report(r: RunResult): string {
@@ -92,6 +118,9 @@ export function report(r: RunResult): string {
   lines.push("");
   const w = r.check.writes;
   lines.push(renewalsAfterEtcd(r));
+  const batched = r.ops.filter((op) => op.batch);
+  const coalesced = r.ops.filter((op) => op.coalesced);
+  lines.push(`writes several at once, each judged on its own: in explicit Batch calls ${batched.filter((op) => op.outcome === "ok").length} ok of ${batched.length}; concurrent through the SDK's coalescing writer ${coalesced.filter((op) => op.outcome === "ok").length} ok of ${coalesced.length}`);
   lines.push(...abuseLines(r));
   lines.push(`refusals judged against etcd's history: ${r.check.refusalsJudged}`);
   const okOf = (c: string) => r.ops.filter((op) => op.client === c && op.outcome === "ok").length;
