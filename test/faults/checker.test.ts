@@ -65,7 +65,7 @@ function violations(ops: Op[], events: EtcdEvent[]): Record<Property, number> {
   return Object.fromEntries(Object.entries(r.violations).map(([p, v]) => [p, v.count])) as Record<Property, number>;
 }
 
-const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, renewals: 0, layout: 0, shared: 0, lockdelay: 0, sessions: 0 };
+const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, renewals: 0, authz: 0, layout: 0, shared: 0, lockdelay: 0, sessions: 0 };
 const A = 7n;
 const B = 9n;
 
@@ -205,6 +205,19 @@ describe("faults: the checker", () => {
     expect(judge([...ops, { ...renewal, principal: "intruder" }], events).violations.refusals.count).to.equal(0);
     // A server that refuses by binding and writes anyway.
     expect(judge([...ops, notHolder("intruder")], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])]).violations.refused.count).to.equal(1);
+  });
+
+  it("authz: a write under another principal's token, or one the policy denies, accepted or applied", () => {
+    // b's write under b.1's token, made as another principal, acknowledged at revision 8.
+    const events8 = [...events, ...mutation(8, 6, [["k2", "b.3/0"]])];
+    const foreign = { ...write("b.3", 6, B, [["k2", "b.3/0"]], "ok", 8), principal: "intruder" };
+    expect(violations([...ops, foreign], events8).authz).to.equal(1);
+    // Answered ambiguous, and applied all the same.
+    expect(violations([...ops, { ...write("b.3", 6, B, [["k2", "b.3/0"]], "ambiguous"), principal: "intruder" }], events8).authz).to.equal(1);
+    // Denied by the policy and acknowledged.
+    const mine = write("b.3", 6, B, [["k2", "b.3/0"]], "ok", 8);
+    expect(check([...ops, mine], truth(events8), layout, [R], [], (op) => op.write === "b.3").violations.authz.count).to.equal(1);
+    expect(check([...ops, mine], truth(events8), layout, [R]).violations.authz.count).to.equal(0);
   });
 
   it("refusals: ETCD_NO_SPACE only while etcd was out of space; refused: such a write that etcd applied", () => {

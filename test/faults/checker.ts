@@ -28,6 +28,7 @@ export const PROPERTIES = {
   refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, by the run's policy, or by the token's holder binding",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
   renewals: "no lease is lost before its TTL: a renewal refused LEASE_NOT_FOUND comes a TTL after a renewal of its lease answered ok, unless it was released, closed or preempted, or etcd was faulted between",
+  authz: "no call the run's policy denies, and no write, renewal or release under a token or lease another principal acquired, is accepted or applied",
   layout: "every key and value under the prefix is one the documented layout describes",
 } as const;
 export type Property = keyof typeof PROPERTIES;
@@ -621,6 +622,25 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
         const span = ownerSpan(op);
         if (span && span.to > hi) wrong(`its owner key (generation ${op.gen}, lease ${op.lease}) was still there at revision ${hi}, so its lease was`);
       } else wrong("a refusal no state of etcd's history explains");
+    }
+  }
+
+  // --- what the policy or the holder binding forbids is never done ---
+  // A forbidden call answered ok, or a forbidden write that etcd's history shows applied (whatever its
+  // answer): the refusals above are judged right, here their absence is judged wrong.
+  const appliedWrite = (op: Op) => isWrite(op) && groups.get(op.write!)?.appliedAt !== undefined;
+  const judgedAuthz = new Set<string>();
+  for (const op of ops) {
+    if (!(isWrite(op) || op.kind === "renew" || op.kind === "release") || op.gen === undefined) continue;
+    const by = acquiredBy.get(`${op.resource}|${op.gen}|${op.lease}`);
+    const foreign = by !== undefined && by !== principalOf(op);
+    const denied = denies(op);
+    if (!foreign && !denied) continue;
+    const why = foreign ? `under a token ${by} acquired, by ${principalOf(op)}` : `which the run's policy denies ${principalOf(op)}`;
+    if (op.outcome === "ok") violate("authz", () => `${op.client} ${op.kind} #${op.seq} on "${op.resource}" ${why}, answered ok${op.rev ? ` at revision ${op.rev}` : ""}`);
+    else if (appliedWrite(op) && !judgedAuthz.has(op.write!)) {
+      judgedAuthz.add(op.write!);
+      violate("authz", () => `${op.client} write ${op.write} on "${op.resource}" ${why}, answered ${op.reason ?? op.code} and applied at revision ${groups.get(op.write!)!.appliedAt}`);
     }
   }
 
