@@ -59,7 +59,7 @@ describe("faults: the short profile", function () {
 
   it("loses no lease to a KeepAlive flood: the renewals of live leases during a flood alone are all answered ok", () => {
     const f = floodRenewals(run);
-    expect(f.aloneCounts.fail + f.aloneCounts.ambiguous, `${f.aloneCounts.fail} refused, ${f.aloneCounts.ambiguous} ambiguous`).to.equal(0);
+    expect(f.aloneCounts.fail + f.aloneCounts.ambiguous, `${f.aloneCounts.fail} refused, ${f.aloneCounts.ambiguous} ambiguous: ${f.reasons.join("; ")}`).to.equal(0);
   });
 
   it("overlaps faults: at least two run at the same time", () => {

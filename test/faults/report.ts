@@ -2,7 +2,7 @@
 // writes, violations per property (with the first example), and the soak figures of a long run.
 import { MTLS_CLIENTS } from "./auth.js";
 import { PROPERTIES, type Property } from "./checker.js";
-import type { Op, OpKind, Outcome } from "./history.js";
+import { principalOf, type Op, type OpKind, type Outcome } from "./history.js";
 import { overlapsOf, type RunResult } from "./profile.js";
 
 const KINDS: OpKind[] = ["acquire", "renew", "release", "put", "delete", "txn", "open-session", "close-session"];
@@ -52,7 +52,7 @@ export function abuseLines(r: RunResult): string[] {
   if (floods.length > 0) {
     const f = floodRenewals(r);
     lines.push(
-      `renewals of live leases (renewed or granted less than a TTL before) invoked during the ${floods.length} KeepAlive floods: ${f.all.ok} ok, ${f.all.ambiguous} ambiguous, ${f.all.fail} refused; ` +
+      `renewals of live leases (renewed or granted less than a TTL before, by their own principal) invoked during the ${floods.length} KeepAlive floods: ${f.all.ok} ok, ${f.all.ambiguous} ambiguous, ${f.all.fail} refused; ` +
         `during the ${f.alone} floods that overlapped no other fault: ${f.aloneCounts.ok} ok, ${f.aloneCounts.ambiguous} ambiguous, ${f.aloneCounts.fail} refused (a lease lost to the flood would be one of the last two)`,
     );
   }
@@ -71,24 +71,37 @@ export function abuseLines(r: RunResult): string[] {
  * OpenSession or renewal of the lease answered ok less than its TTL before): by outcome, for every flood
  * and for the floods that overlapped no other fault (there, any refusal or timeout is the flood's).
  */
-export function floodRenewals(r: RunResult): { all: Record<Outcome, number>; alone: number; aloneCounts: Record<Outcome, number> } {
+export function floodRenewals(r: RunResult): { all: Record<Outcome, number>; alone: number; aloneCounts: Record<Outcome, number>; reasons: string[] } {
   const floods = r.schedule.filter((f) => f.nemesis === "keepalive-flood");
   const alone = floods.filter((f) => !r.schedule.some((g) => g !== f && g.start < f.end && f.start < g.end));
   const ttl = new Map<string, number>();
   const kept = new Map<string, [number, number][]>();
+  const acquiredBy = new Map<string, string>();
   for (const op of r.ops) {
     if (op.outcome !== "ok" || op.lease === undefined) continue;
-    if ((op.kind === "acquire" && op.session === undefined) || op.kind === "open-session") ttl.set(op.lease, op.ttlMs ?? 0);
+    if ((op.kind === "acquire" && op.session === undefined) || op.kind === "open-session") {
+      ttl.set(op.lease, op.ttlMs ?? 0);
+      acquiredBy.set(op.lease, principalOf(op));
+    }
     if (op.kind === "renew" || (op.kind === "acquire" && op.session === undefined) || op.kind === "open-session") kept.set(op.lease, [...(kept.get(op.lease) ?? []), [op.t0, op.t1]]);
   }
   // Answered before the renewal was sent, and kept the lease a TTL past its own invocation.
+  // Answered before the renewal was sent, and kept the lease a TTL past its own invocation.
   const live = (op: Op) => (kept.get(op.lease ?? "") ?? []).some(([t0, t1]) => t1 < op.t0 && op.t0 < t0 + (ttl.get(op.lease!) ?? 0));
+  // Renewals by the lease's own principal (the impostor's are refused NOT_HOLDER, rightly), of a lease no
+  // preemption ended (PREEMPTED is the workload's own doing).
+  const own = (op: Op) => op.reason !== "NOT_HOLDER" && op.reason !== "PREEMPTED" && (acquiredBy.get(op.lease ?? "") ?? principalOf(op)) === principalOf(op);
+  const reasons: string[] = [];
   const count = (fs: typeof floods) => {
     const c: Record<Outcome, number> = { ok: 0, fail: 0, ambiguous: 0, unsent: 0 };
-    for (const op of r.ops) if (op.kind === "renew" && fs.some((f) => op.t0 >= f.start && op.t0 <= f.end) && live(op)) c[op.outcome]++;
+    for (const op of r.ops) {
+      if (op.kind !== "renew" || !fs.some((f) => op.t0 >= f.start && op.t0 <= f.end) || !live(op) || !own(op)) continue;
+      c[op.outcome]++;
+      if (op.outcome !== "ok" && fs === alone) reasons.push(`${op.client} renew #${op.seq} of lease ${op.lease}: ${op.outcome} ${op.reason ?? op.code}`);
+    }
     return c;
   };
-  return { all: count(floods), alone: alone.length, aloneCounts: count(alone) };
+  return { all: count(floods), alone: alone.length, aloneCounts: count(alone), reasons };
 }
 
 export function report(r: RunResult): string {

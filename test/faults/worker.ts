@@ -36,8 +36,12 @@ export interface WorkerConfig {
   bearer?: string;
   /** The files of the CA that signed the replicas' certificate, and of this client's certificate (mutual TLS). */
   tls?: { ca: string; cert: string; key: string };
-  /** Another principal's JWT: now and then this client acquires as it, then writes and renews under the token as itself (NOT_HOLDER). */
-  other?: { principal: string; bearer: string };
+  /**
+   * Another principal's JWT: now and then this client acquires as it (on one of resources: those where the
+   * policy lets this client write, so that the binding alone refuses it), then writes and renews under the
+   * token as itself (NOT_HOLDER).
+   */
+  other?: { principal: string; bearer: string; resources?: string[] };
   /** The share of exclusive acquisitions sent with preempt (the policy grants this client the verb). */
   preempt?: number;
 }
@@ -428,13 +432,14 @@ const remember = (h: Held) => {
  * the holder binding refuses both (PERMISSION_DENIED, NOT_HOLDER), and they must leave nothing written.
  * The other principal then releases its lease.
  */
-async function impostorRound(other: { principal: string }): Promise<void> {
-  const resource = rng.pick(config.resources);
+async function impostorRound(other: { principal: string; resources?: string[] }): Promise<void> {
+  const resource = rng.pick(other.resources ?? config.resources);
   const ttlMs = 2_000;
   const holder = `${config.client}.${seq + 1}`;
   const as = rng.pick(otherGrpc);
-  const a = await record({ kind: "acquire", resource, wait: false, holder, ttlMs, principal: other.principal }, async () => {
-    const res = await as.lease.acquire({ resource, ttl: seconds(ttlMs), holder }, { timeoutMs: CALL_TIMEOUT_MS });
+  // Waiting up to 1 s for a busy resource, so that most rounds get a token to misuse.
+  const a = await record({ kind: "acquire", resource, wait: true, holder, ttlMs, principal: other.principal }, async () => {
+    const res = await as.lease.acquire({ resource, ttl: seconds(ttlMs), holder, wait: true, waitTimeout: { seconds: 1n, nanos: 0 } }, { timeoutMs: CALL_TIMEOUT_MS + 1_000 });
     return { token: fromProto(res.token) };
   });
   if (!a.token) return;
@@ -448,7 +453,7 @@ async function impostorRound(other: { principal: string }): Promise<void> {
 }
 
 async function round(): Promise<void> {
-  if (config.other && rng.chance(0.12)) return impostorRound(config.other);
+  if (config.other && rng.chance(0.15)) return impostorRound(config.other);
   if (old.length > 0 && rng.chance(0.15)) await write(rng.pick(old), true);
   const held = await acquire(rng.pick(config.resources));
   if (!held) {
