@@ -52,7 +52,7 @@ export function abuseLines(r: RunResult): string[] {
   if (floods.length > 0) {
     const f = floodRenewals(r);
     lines.push(
-      `renewals of live leases (renewed or granted less than a TTL before, by their own principal) invoked during the ${floods.length} KeepAlive floods: ${f.all.ok} ok, ${f.all.ambiguous} ambiguous, ${f.all.fail} refused; ` +
+      `renewals of live leases (renewed or granted less than a TTL before, not released, by their own principal) invoked during the ${floods.length} KeepAlive floods: ${f.all.ok} ok, ${f.all.ambiguous} ambiguous, ${f.all.fail} refused; ` +
         `during the ${f.alone} floods that overlapped no other fault: ${f.aloneCounts.ok} ok, ${f.aloneCounts.ambiguous} ambiguous, ${f.aloneCounts.fail} refused (a lease lost to the flood would be one of the last two)`,
     );
   }
@@ -91,11 +91,15 @@ export function floodRenewals(r: RunResult): { all: Record<Outcome, number>; alo
   // Renewals by the lease's own principal (the impostor's are refused NOT_HOLDER, rightly), of a lease no
   // preemption ended (PREEMPTED is the workload's own doing).
   const own = (op: Op) => op.reason !== "NOT_HOLDER" && op.reason !== "PREEMPTED" && (acquiredBy.get(op.lease ?? "") ?? principalOf(op)) === principalOf(op);
+  // Of a lease not given up before (a batched KeepAlive also names the leases of tokens released since).
+  const endedAt = new Map<string, number>();
+  for (const op of r.ops) if ((op.kind === "release" || op.kind === "close-session") && op.lease !== undefined) endedAt.set(op.lease, Math.min(endedAt.get(op.lease) ?? Infinity, op.t0));
+  const notGivenUp = (op: Op) => (endedAt.get(op.lease ?? "") ?? Infinity) >= op.t1;
   const reasons: string[] = [];
   const count = (fs: typeof floods) => {
     const c: Record<Outcome, number> = { ok: 0, fail: 0, ambiguous: 0, unsent: 0 };
     for (const op of r.ops) {
-      if (op.kind !== "renew" || !fs.some((f) => op.t0 >= f.start && op.t0 <= f.end) || !live(op) || !own(op)) continue;
+      if (op.kind !== "renew" || !fs.some((f) => op.t0 >= f.start && op.t0 <= f.end) || !live(op) || !own(op) || !notGivenUp(op)) continue;
       c[op.outcome]++;
       if (op.outcome !== "ok" && fs === alone) reasons.push(`${op.client} renew #${op.seq} of lease ${op.lease}: ${op.outcome} ${op.reason ?? op.code}`);
     }
