@@ -1,8 +1,10 @@
 // The short fault profile: random operations from eight clients (plain gRPC and the SDK, half of them
-// through fault proxies) on two replicas and a 3-member etcd cluster, each in a network namespace of its
-// own, every fault of the nemesis at least once (two of them partitions between etcd and the replicas;
-// some of them at the same time), and the checker's verdict on the whole history: no violation of any
-// property, no wrong refusal, and a floor of acknowledged operations of each kind.
+// through fault proxies; two named by their client certificate, the others by a JWT; one also misusing
+// another principal's tokens) on two replicas and a 3-member etcd cluster, each in a network namespace
+// of its own, every fault of the nemesis at least once (two of them partitions between etcd and the
+// replicas, a KeepAlive flood by another caller, etcd filled to its quota; some of them at the same
+// time), and the checker's verdict on the whole history: no violation of any property, no wrong refusal,
+// and a floor of acknowledged operations of each kind.
 // The seed (fixed; FAULTS_SEED=<seed> replays another run's choices) is printed first.
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -60,6 +62,13 @@ describe("faults: the short profile", function () {
   it("loses no lease to a KeepAlive flood: the renewals of live leases during a flood alone are all answered ok", () => {
     const f = floodRenewals(run);
     expect(f.aloneCounts.fail + f.aloneCounts.ambiguous, `${f.aloneCounts.fail} refused, ${f.aloneCounts.ambiguous} ambiguous: ${f.reasons.join("; ")}`).to.equal(0);
+  });
+
+  it("takes writes again within 5 s of each heal of etcd's quota", () => {
+    for (const f of run.schedule.filter((x) => x.nemesis === "etcd-quota")) {
+      const after = run.ops.filter((o) => isWrite(o) && o.outcome === "ok" && o.t0 >= f.end).map((o) => o.t1 - f.end);
+      expect(Math.min(...after), `the first write acknowledged after the heal at ${f.end}`).to.be.below(5_000);
+    }
   });
 
   it("overlaps faults: at least two run at the same time", () => {
