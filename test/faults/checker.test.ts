@@ -65,7 +65,7 @@ function violations(ops: Op[], events: EtcdEvent[]): Record<Property, number> {
   return Object.fromEntries(Object.entries(r.violations).map(([p, v]) => [p, v.count])) as Record<Property, number>;
 }
 
-const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, layout: 0, shared: 0, lockdelay: 0, sessions: 0 };
+const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, renewals: 0, authz: 0, layout: 0, shared: 0, lockdelay: 0, sessions: 0 };
 const A = 7n;
 const B = 9n;
 
@@ -189,6 +189,62 @@ describe("faults: the checker", () => {
     expect(judge([...ops, denied], events).violations.refusals.count).to.equal(1);
     // A server that refuses by policy and writes anyway.
     expect(judge([...ops, denied], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])], denies).violations.refused.count).to.equal(1);
+  });
+
+  it("refusals: NOT_HOLDER is right only for a token another principal acquired; refused: such a write that etcd applied", () => {
+    // b.1's token was acquired by b: a write under it by another principal is rightly NOT_HOLDER, by b itself wrongly.
+    const notHolder = (principal?: string): Op => ({ ...write("b.3", 6, B, [["k2", "b.3/0"]], "fail"), code: "PermissionDenied", reason: "NOT_HOLDER", ...(principal ? { principal } : {}) });
+    const judge = (o: Op[], e: EtcdEvent[]) => check(o, truth(e), layout, [R]);
+    expect(judge([...ops, notHolder("intruder")], events).violations.refusals.count).to.equal(0);
+    expect(judge([...ops, notHolder("intruder")], events).bindingRefusals).to.equal(1);
+    // A server that refuses the holder its own token.
+    expect(judge([...ops, notHolder()], events).violations.refusals.count).to.equal(1);
+    // A renewal of one's own lease refused NOT_HOLDER.
+    const renewal: Op = { client: "b", via: "grpc", seq: 0, kind: "renew", t0: ++clock, t1: ++clock, resource: R, gen: "6", lease: String(B), outcome: "fail", code: "PermissionDenied", reason: "NOT_HOLDER" };
+    expect(judge([...ops, renewal], events).violations.refusals.count).to.equal(1);
+    expect(judge([...ops, { ...renewal, principal: "intruder" }], events).violations.refusals.count).to.equal(0);
+    // A server that refuses by binding and writes anyway.
+    expect(judge([...ops, notHolder("intruder")], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])]).violations.refused.count).to.equal(1);
+  });
+
+  it("authz: a write under another principal's token, or one the policy denies, accepted or applied", () => {
+    // b's write under b.1's token, made as another principal, acknowledged at revision 8.
+    const events8 = [...events, ...mutation(8, 6, [["k2", "b.3/0"]])];
+    const foreign = { ...write("b.3", 6, B, [["k2", "b.3/0"]], "ok", 8), principal: "intruder" };
+    expect(violations([...ops, foreign], events8).authz).to.equal(1);
+    // Answered ambiguous, and applied all the same.
+    expect(violations([...ops, { ...write("b.3", 6, B, [["k2", "b.3/0"]], "ambiguous"), principal: "intruder" }], events8).authz).to.equal(1);
+    // Denied by the policy and acknowledged.
+    const mine = write("b.3", 6, B, [["k2", "b.3/0"]], "ok", 8);
+    expect(check([...ops, mine], truth(events8), layout, [R], [], (op) => op.write === "b.3").violations.authz.count).to.equal(1);
+    expect(check([...ops, mine], truth(events8), layout, [R]).violations.authz.count).to.equal(0);
+  });
+
+  it("refusals: ETCD_NO_SPACE only while etcd was out of space; refused: such a write that etcd applied", () => {
+    const full = { ...write("b.3", 6, B, [["k2", "b.3/0"]], "fail"), code: "ResourceExhausted", reason: "ETCD_NO_SPACE" };
+    const judge = (o: Op[], e: EtcdEvent[], noSpace: { start: number; end: number }[]) => check(o, truth(e), layout, [R], [], undefined, noSpace);
+    const during = [{ start: full.t0 - 5, end: full.t1 + 5 }];
+    expect(judge([...ops, full], events, during).violations.refusals.count).to.equal(0);
+    // A server that says etcd is full when it is not.
+    expect(judge([...ops, full], events, []).violations.refusals.count).to.equal(1);
+    expect(judge([...ops, full], events, [{ start: full.t1 + 100, end: full.t1 + 200 }]).violations.refusals.count).to.equal(1);
+    // A write refused for space that etcd applied all the same (half-written or whole).
+    expect(judge([...ops, full], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])], during).violations.refused.count).to.equal(1);
+  });
+
+  it("renewals: a lease reported gone before its TTL ran out from a renewal answered ok", () => {
+    const t = 1_000_000;
+    const acq: Op = { ...acquire("b.1", 6, B), t0: t, t1: t + 10, ttlMs: 2_000 };
+    const renew = (t0: number, t1: number, outcome: Op["outcome"]): Op => ({
+      client: "b", via: "grpc", seq: 0, kind: "renew", t0, t1, resource: R, gen: "6", lease: String(B), outcome, ...(outcome === "fail" ? { code: "NotFound", reason: "LEASE_NOT_FOUND" } : {}),
+    });
+    const base = [ops[0], ops[1], ops[2], acq, ops[4]];
+    // Renewed at t+1000: the lease lives until t+3000 at least; gone at t+1500 is early, at t+3500 is not.
+    expect(violations([...base, renew(t + 1_000, t + 1_010, "ok"), renew(t + 1_400, t + 1_500, "fail")], events).renewals).to.equal(1);
+    expect(violations([...base, renew(t + 1_000, t + 1_010, "ok"), renew(t + 3_400, t + 3_500, "fail")], events).renewals).to.equal(0);
+    // Released before: gone on purpose.
+    const release: Op = { client: "b", via: "grpc", seq: 0, kind: "release", t0: t + 1_100, t1: t + 1_200, resource: R, gen: "6", lease: String(B), outcome: "ok" };
+    expect(violations([...base, renew(t + 1_000, t + 1_010, "ok"), release, renew(t + 1_400, t + 1_500, "fail")], events).renewals).to.equal(0);
   });
 
   it("preemption: its fence raise explains itself, a renewal answered PREEMPTED needs the preemption's marker, and nobody else is granted while it hands over", () => {

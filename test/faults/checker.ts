@@ -12,7 +12,7 @@
 // failing that, by an ambiguous write that could have made them.
 import type { IKeyValue } from "etcd3";
 import type { EtcdEvent, EtcdTruth } from "./etcd-history.js";
-import { isWrite, type Op } from "./history.js";
+import { isWrite, principalOf, type Op } from "./history.js";
 import { decodeFence, decodeHolderValue, idempotencyHash, type Layout } from "./layout.js";
 
 export const PROPERTIES = {
@@ -25,8 +25,10 @@ export const PROPERTIES = {
   shared: "shared holders never beside an exclusive one; a semaphore never has more holders than its permits",
   lockdelay: "no grant while a lock-delay is in force",
   sessions: "a session closed leaves nothing held on it; a close is refused only once the session is gone",
-  refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, or by the run's policy",
+  refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, by the run's policy, or by the token's holder binding",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
+  renewals: "no lease is lost before its TTL: a renewal refused LEASE_NOT_FOUND comes a TTL after a renewal of its lease answered ok, unless it was released, closed or preempted, or etcd was faulted between",
+  authz: "no call the run's policy denies, and no write, renewal or release under a token or lease another principal acquired, is accepted or applied",
   layout: "every key and value under the prefix is one the documented layout describes",
 } as const;
 export type Property = keyof typeof PROPERTIES;
@@ -46,6 +48,8 @@ export interface CheckResult {
   refusalsJudged: number;
   /** Refusals by policy (PERMISSION_DENIED), each judged against the run's policy. */
   policyRefusals: number;
+  /** Refusals by holder binding (PERMISSION_DENIED, NOT_HOLDER): a token or lease another principal acquired. */
+  bindingRefusals: number;
 }
 
 /** A span of time in which etcd may have renewed every lease to its full TTL (a leader change, a restart). */
@@ -61,6 +65,9 @@ export interface EtcdDisruption {
  * renewal). The bound catches a lease granted several times longer than asked, not one a little longer.
  */
 export const TTL_MARGIN = (ttlMs: number) => 3 * ttlMs + 10_000;
+
+/** Clock granularity between processes for the renewals property (one machine, one clock). */
+const RENEWAL_SLACK_MS = 200;
 
 interface WriteGroup {
   id: string;
@@ -143,7 +150,11 @@ function isRecord(value: Buffer): boolean {
  */
 export type PolicyDenies = (op: Op) => boolean;
 
-export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: string[], disruptions: EtcdDisruption[] = [], denies: PolicyDenies = () => false): CheckResult {
+/**
+ * noSpace: the spans in which etcd was out of space (its NOSPACE alarm raised by the etcd-quota nemesis):
+ * a refusal ETCD_NO_SPACE is right only in one.
+ */
+export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: string[], disruptions: EtcdDisruption[] = [], denies: PolicyDenies = () => false, noSpace: EtcdDisruption[] = []): CheckResult {
   const violations = Object.fromEntries(Object.keys(PROPERTIES).map((p) => [p, { count: 0 }])) as Record<Property, Violations>;
   const violate = (p: Property, what: () => string) => {
     const v = violations[p];
@@ -517,6 +528,9 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   const ownerSpan = (op: Op) => timelines.get(op.resource)?.owners.get(`${op.gen}|${op.lease}`);
   let refusalsJudged = 0;
   let policyRefusals = 0;
+  let bindingRefusals = 0;
+  /** The principal each granted token was acquired by, by "resource|generation|lease". */
+  const acquiredBy = new Map(acquires.filter((a) => a.outcome === "ok").map((a) => [`${a.resource}|${a.gen}|${a.lease}`, principalOf(a)]));
   for (const op of ops) {
     if (op.kind === "close-session" && (op.outcome === "ok" || op.outcome === "fail")) {
       const id = BigInt(op.session!);
@@ -549,7 +563,16 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       continue;
     }
     refusalsJudged++;
-    if (op.reason === "PERMISSION_DENIED") {
+    if (op.reason === "ETCD_NO_SPACE") {
+      // What it left written is judged with every refused write (property refused).
+      if (!noSpace.some((d) => op.t0 <= d.end && op.t1 >= d.start)) wrong("etcd was never out of space during the call (no etcd-quota fault ran then)");
+    } else if (op.reason === "NOT_HOLDER") {
+      // What it left written is judged with every refused write (property refused).
+      bindingRefusals++;
+      const by = acquiredBy.get(`${op.resource}|${op.gen}|${op.lease}`);
+      if (by === undefined) wrong("no acquisition of the history was granted this token, so nobody else holds it");
+      else if (by === principalOf(op)) wrong(`the token was acquired by ${by}, the caller itself`);
+    } else if (op.reason === "PERMISSION_DENIED") {
       // What it left written is judged with every refused write (property refused).
       policyRefusals++;
       if (!denies(op)) wrong("the run's policy grants this call");
@@ -602,6 +625,55 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
     }
   }
 
+  // --- what the policy or the holder binding forbids is never done ---
+  // A forbidden call answered ok, or a forbidden write that etcd's history shows applied (whatever its
+  // answer): the refusals above are judged right, here their absence is judged wrong.
+  const appliedWrite = (op: Op) => isWrite(op) && groups.get(op.write!)?.appliedAt !== undefined;
+  const judgedAuthz = new Set<string>();
+  for (const op of ops) {
+    if (!(isWrite(op) || op.kind === "renew" || op.kind === "release") || op.gen === undefined) continue;
+    const by = acquiredBy.get(`${op.resource}|${op.gen}|${op.lease}`);
+    const foreign = by !== undefined && by !== principalOf(op);
+    const denied = denies(op);
+    if (!foreign && !denied) continue;
+    const why = foreign ? `under a token ${by} acquired, by ${principalOf(op)}` : `which the run's policy denies ${principalOf(op)}`;
+    if (op.outcome === "ok") violate("authz", () => `${op.client} ${op.kind} #${op.seq} on "${op.resource}" ${why}, answered ok${op.rev ? ` at revision ${op.rev}` : ""}`);
+    else if (appliedWrite(op) && !judgedAuthz.has(op.write!)) {
+      judgedAuthz.add(op.write!);
+      violate("authz", () => `${op.client} write ${op.write} on "${op.resource}" ${why}, answered ${op.reason ?? op.code} and applied at revision ${groups.get(op.write!)!.appliedAt}`);
+    }
+  }
+
+  // --- no lease ends before its TTL ---
+  // A renewal answered ok at some point of its call (t0 to t1) keeps its lease for a TTL from then; a
+  // renewal answered LEASE_NOT_FOUND found the lease gone at some point before its answer. Whatever the
+  // order in which etcd saw the two, the lease was gone no earlier than the first's invocation plus its
+  // TTL, unless something ended it on purpose: a Release, a CloseSession (invoked before the answer),
+  // or a preemption. etcd grants at least the TTL asked for, and its expiry is never early.
+  const ttlOf = new Map<string, number>();
+  for (const o of ops) {
+    if (o.outcome !== "ok" || o.lease === undefined || o.ttlMs === undefined) continue;
+    if ((o.kind === "acquire" && o.session === undefined) || o.kind === "open-session") ttlOf.set(o.lease, o.ttlMs);
+  }
+  const keptAt = new Map<string, number>(); // the latest invocation of an ok grant or renewal, per lease
+  const endedAt = new Map<string, number>(); // the earliest invocation of a release or close, per lease
+  for (const o of ops) {
+    if (o.lease === undefined) continue;
+    if (o.outcome === "ok" && (o.kind === "renew" || (o.kind === "acquire" && o.session === undefined) || o.kind === "open-session")) keptAt.set(o.lease, Math.max(keptAt.get(o.lease) ?? 0, o.t0));
+    if (o.kind === "release" || o.kind === "close-session") endedAt.set(o.lease, Math.min(endedAt.get(o.lease) ?? Infinity, o.t0));
+  }
+  for (const r of ops) {
+    if (r.kind !== "renew" || r.reason !== "LEASE_NOT_FOUND") continue;
+    const ttl = ttlOf.get(r.lease!);
+    const kept = keptAt.get(r.lease!);
+    if (ttl === undefined || kept === undefined) continue;
+    if ((endedAt.get(r.lease!) ?? Infinity) < r.t1 || preemptedLeases.has(BigInt(r.lease!))) continue;
+    // An etcd fault between the two is etcd's own doing: a leader cut off may renew a lease on its side
+    // (etcd renews at the leader, outside consensus) that the new leader then lets expire.
+    if (disruptions.some((d) => d.start <= r.t1 && d.end >= kept)) continue;
+    if (r.t1 + RENEWAL_SLACK_MS < kept + ttl) violate("renewals", () => `${r.client} renew #${r.seq} of lease ${r.lease} ("${r.resource}", TTL ${ttl} ms) answered LEASE_NOT_FOUND ${kept + ttl - r.t1} ms before its TTL ran out from a renewal invoked at ${kept}`);
+  }
+
   // --- every lease ends within its TTL of its last renewal ---
   // A lease's owner key goes when the lease does. Its end happened no earlier than the invocation of any
   // call that committed at or before it; the lease was last kept alive at its grant's answer, a renewal's
@@ -652,7 +724,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       if ((l?.value ?? null) !== actual) violate("lost", () => `"${r}" ${k}: etcd holds ${actual}, the last committed write (${l?.id ?? "none"}) left ${l?.value ?? null}`);
     }
   }
-  return { violations, writes, grants, events: truth.events.length, refusalsJudged, policyRefusals };
+  return { violations, writes, grants, events: truth.events.length, refusalsJudged, policyRefusals, bindingRefusals };
 }
 
 function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {

@@ -29,13 +29,15 @@ export class EtcdCluster {
     members: Member[],
     /** When given, each member runs in the network namespace named as it is (netns.ts). */
     readonly net?: Network,
+    /** etcd's --quota-backend-bytes (the etcd-quota nemesis fills it); etcd's default otherwise. */
+    readonly quotaBytes?: number,
   ) {
     this.members = members;
   }
 
   /** Starts three members and waits until the cluster has a leader; with a network, member m<i> in
    * its namespace, on its address there. */
-  static async start(size = 3, net?: Network): Promise<EtcdCluster> {
+  static async start(size = 3, net?: Network, quotaBytes?: number): Promise<EtcdCluster> {
     if (!etcdAvailable()) throw new Error(`the fault runs need etcd on PATH. Install it with:\n  ${ETCD_INSTALL_HINT}`);
     const dir = mkdtempSync(join(tmpdir(), "fencekeeper-faults-etcd-"));
     const members: Member[] = [];
@@ -44,7 +46,7 @@ export class EtcdCluster {
       const [host, client, peer] = net ? [net.addr(name), 2379, 2380] : ["127.0.0.1", await freePort(), await freePort()];
       members.push({ name, clientUrl: `http://${host}:${client}`, peerUrl: `http://${host}:${peer}`, paused: false });
     }
-    const cluster = new EtcdCluster(dir, members, net);
+    const cluster = new EtcdCluster(dir, members, net, quotaBytes);
     await Promise.all(members.map((m) => cluster.startMember(m)));
     await cluster.waitForLeader();
     return cluster;
@@ -73,6 +75,7 @@ export class EtcdCluster {
       // The history the checker reads back is all of it: nothing is compacted during a run.
       "--auto-compaction-retention", "0",
       "--log-level", "warn",
+      ...(this.quotaBytes !== undefined ? ["--quota-backend-bytes", String(this.quotaBytes)] : []),
     ];
     mkdirSync(join(this.dir, "logs"), { recursive: true });
     const log = createWriteStream(join(this.dir, "logs", `${m.name}.log`), { flags: "a" });

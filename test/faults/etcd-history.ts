@@ -2,6 +2,8 @@
 // revision from the first (a watch from revision 1 replays etcd's whole history; nothing compacts it
 // during a run: the servers run with --compaction-interval 0, and the cluster runs without auto-compaction), and the
 // final contents. A sentinel key written last tells the watch where the history ends.
+// The one exception is the etcd-quota nemesis (quota.ts), which must compact to free space: it first
+// reads the history up to the compaction into the run's HistoryLog, and the last read goes on from there.
 import { Etcd3, type IKeyValue } from "etcd3";
 
 export interface EtcdEvent {
@@ -18,36 +20,51 @@ export interface EtcdTruth {
   revision: bigint;
 }
 
-export async function readHistory(endpoints: string[], prefix: string, timeoutMs = 300_000): Promise<EtcdTruth> {
+/** The history read so far (before a compaction), and the revision the next read starts from. */
+export class HistoryLog {
+  events: EtcdEvent[] = [];
+  from = 1n;
+}
+
+/** The run's own marker keys under the prefix (`~...`): never the servers', never in the history. */
+export const isMarker = (prefix: string, key: Buffer) => key.toString().startsWith(`${prefix}~`);
+
+export async function readHistory(endpoints: string[], prefix: string, timeoutMs = 300_000, log = new HistoryLog()): Promise<EtcdTruth> {
   const client = new Etcd3({ hosts: endpoints });
   try {
     const sentinel = `${prefix}~end-of-history`;
     const final = (await client.getAll().prefix(prefix).exec()).kvs;
     const { header } = await client.put(sentinel).value("end").exec();
     const end = BigInt(header.revision);
-    const events: EtcdEvent[] = [];
-    const watcher = await client.watch().prefix(prefix).startRevision("1").create();
-    await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`the history watch did not reach revision ${end} within ${timeoutMs} ms`)), timeoutMs);
-      watcher.on("data", (res) => {
-        for (const e of res.events) {
-          const rev = BigInt(e.kv.mod_revision);
-          if (rev >= end) {
-            clearTimeout(t);
-            resolve();
-            return;
-          }
-          events.push({ type: e.type === "Put" ? "put" : "delete", rev, kv: e.kv });
-        }
-      });
-      watcher.on("error", (err) => {
-        clearTimeout(t);
-        reject(err);
-      });
-    });
-    await watcher.cancel();
-    return { events, final: final.filter((kv) => kv.key.toString() !== sentinel), revision: end };
+    const events = [...log.events, ...(await watchUntil(client, prefix, log.from, end, timeoutMs))];
+    return { events, final: final.filter((kv) => !isMarker(prefix, kv.key)), revision: end };
   } finally {
     client.close();
   }
+}
+
+/** Every change under the prefix from revision `from` up to (not including) `end`, where a change of a marker key must be. */
+export async function watchUntil(client: Etcd3, prefix: string, from: bigint, end: bigint, timeoutMs = 300_000): Promise<EtcdEvent[]> {
+  const events: EtcdEvent[] = [];
+  const watcher = await client.watch().prefix(prefix).startRevision(String(from)).create();
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`the history watch did not reach revision ${end} within ${timeoutMs} ms`)), timeoutMs);
+    watcher.on("data", (res) => {
+      for (const e of res.events) {
+        const rev = BigInt(e.kv.mod_revision);
+        if (rev >= end) {
+          clearTimeout(t);
+          resolve();
+          return;
+        }
+        if (!isMarker(prefix, e.kv.key)) events.push({ type: e.type === "Put" ? "put" : "delete", rev, kv: e.kv });
+      }
+    });
+    watcher.on("error", (err) => {
+      clearTimeout(t);
+      reject(err);
+    });
+  });
+  await watcher.cancel();
+  return events;
 }

@@ -17,11 +17,12 @@ export class FaultProxy {
   ) {}
 
   static async start(target: string): Promise<FaultProxy> {
-    const { hostname, port } = new URL(target);
+    // The scheme is the target's: a TLS connection passes through the proxy untouched.
+    const { hostname, port, protocol } = new URL(target);
     let proxy: FaultProxy | undefined;
     const server = net.createServer((client) => proxy!.accept(client, () => net.connect(Number(port), hostname)));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    proxy = new FaultProxy(server, `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`);
+    proxy = new FaultProxy(server, `${protocol}//127.0.0.1:${(server.address() as net.AddressInfo).port}`);
     return proxy;
   }
 

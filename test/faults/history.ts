@@ -16,6 +16,8 @@ export type Via = "sdk" | "grpc";
 export interface Op {
   client: string;
   via: Via;
+  /** The principal the call was made as, when not the client's own (a worker using another principal's credentials). */
+  principal?: string;
   /** The operation's number within its client. */
   seq: number;
   kind: OpKind;
@@ -58,6 +60,10 @@ export interface Op {
   attempt?: number;
   /** What the write does, key by key: a value to put, or null to delete. Put values are unique in a run. */
   effects?: [string, string | null][];
+  /** Sent in an explicit FencedStoreService.Batch with other writes (its first attempt; retries go alone). */
+  batch?: boolean;
+  /** Sent through the SDK at once with others, which its writer coalesces into Batch calls. */
+  coalesced?: boolean;
   /** Where it committed (ok writes). */
   rev?: string;
   replayed?: boolean;
@@ -71,5 +77,8 @@ export function parseOp(line: string): Op | undefined {
     return undefined;
   }
 }
+
+/** The principal a call was made as: its client's own name unless it says otherwise. */
+export const principalOf = (op: Op) => op.principal ?? op.client;
 
 export const isWrite = (op: Op) => op.kind === "put" || op.kind === "delete" || op.kind === "txn";

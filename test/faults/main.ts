@@ -8,9 +8,9 @@
 import { policyDenies } from "./auth.js";
 import { check, PROPERTIES, type Property } from "./checker.js";
 import { Layout } from "./layout.js";
-import { ALL_NEMESES, NEMESES, type Nemesis } from "./nemesis.js";
+import { ABUSE_NEMESES, ALL_NEMESES, NEMESES, type Nemesis } from "./nemesis.js";
 import { PARTITION_NEMESES } from "./partitions.js";
-import { disruptionsOf, LONG, PREFIX, runProfile, SHORT, type ProfileOptions } from "./profile.js";
+import { disruptionsOf, noSpaceOf, LONG, PREFIX, runProfile, SHORT, type ProfileOptions } from "./profile.js";
 import { belowFloors, report, totalViolations } from "./report.js";
 import { loadRun, saveRun } from "./saved-run.js";
 
@@ -25,7 +25,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => 
 const recheck = flag("--recheck");
 if (recheck) {
   const { ops, truth, resources, schedule } = loadRun(recheck);
-  const r = check(ops, truth, new Layout(PREFIX), resources, disruptionsOf(schedule), policyDenies);
+  const r = check(ops, truth, new Layout(PREFIX), resources, disruptionsOf(schedule), policyDenies, noSpaceOf(schedule));
   console.log(`${ops.length} operations, ${truth.events.length} etcd events`);
   for (const p of Object.keys(PROPERTIES) as Property[]) console.log(`${p.padEnd(10)} ${String(r.violations[p].count).padStart(6)}  ${r.violations[p].first ?? "-"}`);
   process.exit(Object.values(r.violations).every((v) => v.count === 0) ? 0 : 1);
@@ -36,7 +36,8 @@ const short = args.includes("--short");
 const options: ProfileOptions = short
   ? { ...SHORT, seed, ops: Number(flag("--ops") ?? SHORT.ops) }
   : { ...LONG, seed, ops: Number(flag("--ops") ?? 100_000) };
-// --nemeses all (the long profile's default), process (no network namespaces: no root needed),
+// --nemeses all (the long profile's default), process (no network namespaces: no root needed), abuse
+// (the KeepAlive flood and etcd's quota),
 // network (the partitions alone), or a comma-separated list of names.
 const nemesesFlag = flag("--nemeses");
 if (nemesesFlag !== undefined) options.nemeses = parseNemeses(nemesesFlag);
@@ -56,12 +57,12 @@ if (historyFile) {
 process.exit(totalViolations(result) === 0 && belowFloor.length === 0 ? 0 : 1);
 
 function parseNemeses(v: string): readonly Nemesis[] {
-  const named: Record<string, readonly Nemesis[]> = { all: ALL_NEMESES, process: NEMESES, network: PARTITION_NEMESES };
+  const named: Record<string, readonly Nemesis[]> = { all: ALL_NEMESES, process: NEMESES, abuse: ABUSE_NEMESES, network: PARTITION_NEMESES };
   if (named[v]) return named[v];
   const kinds = v.split(",").filter(Boolean);
   const unknown = kinds.filter((k) => !(ALL_NEMESES as readonly string[]).includes(k));
   if (unknown.length > 0 || kinds.length === 0) {
-    console.error(`--nemeses: unknown ${unknown.join(", ") || "(empty)"}; choose all, process, network, or names among: ${ALL_NEMESES.join(", ")}`);
+    console.error(`--nemeses: unknown ${unknown.join(", ") || "(empty)"}; choose all, process, abuse, network, or names among: ${ALL_NEMESES.join(", ")}`);
     process.exit(2);
   }
   return kinds as Nemesis[];

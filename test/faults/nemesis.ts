@@ -4,6 +4,7 @@
 // etcd member frozen, the etcd leader killed, the whole etcd cluster restarted from its data).
 import type { EtcdCluster } from "./etcd-cluster.js";
 import type { FaultProxy } from "./fault-proxy.js";
+import { planFlood, type FloodPlan } from "./flood.js";
 import type { Network } from "./netns.js";
 import { injectPartition, PARTITION_NEMESES } from "./partitions.js";
 import type { Replica } from "./replicas.js";
@@ -18,8 +19,13 @@ export const NEMESES = [
   "kill-etcd-leader",
   "restart-etcd",
 ] as const;
-/** NEMESES and the network nemeses (partitions.ts), which need the run's network namespaces. */
-export const ALL_NEMESES = [...NEMESES, ...PARTITION_NEMESES] as const;
+/**
+ * Abuse of the service by others than the workload: a KeepAlive flood from another caller (flood.ts), and
+ * etcd filled to its quota (quota.ts). No root needed.
+ */
+export const ABUSE_NEMESES = ["keepalive-flood", "etcd-quota"] as const;
+/** NEMESES, ABUSE_NEMESES and the network nemeses (partitions.ts), which need the run's network namespaces. */
+export const ALL_NEMESES = [...NEMESES, ...ABUSE_NEMESES, ...PARTITION_NEMESES] as const;
 export type Nemesis = (typeof ALL_NEMESES)[number];
 
 /** A client process as the nemesis sees it: it can be frozen, and some talk through proxies. */
@@ -39,6 +45,11 @@ export interface World {
   maxTtlMs: number;
   /** The members' and replicas' network namespaces, when the run has them. */
   net?: Network;
+  /** The abuse nemeses' actions (profile.ts binds them to the run's replicas, credentials and history). */
+  abuse?: {
+    flood(plan: FloodPlan): Promise<string>;
+    fillQuota(holdMs: number): Promise<string>;
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -74,8 +85,12 @@ function compatible(a: PlannedFault | Nemesis, b: Nemesis): boolean {
   if (k === b) return false;
   // A network fault cuts members and replicas: alone among the faults that touch etcd or the replicas.
   const network = (x: Nemesis) => (PARTITION_NEMESES as readonly string[]).includes(x);
-  const touches = (x: Nemesis) => ETCD_NEMESES.includes(x) || x === "kill-replica";
+  const touches = (x: Nemesis) => ETCD_NEMESES.includes(x) || x === "kill-replica" || (ABUSE_NEMESES as readonly string[]).includes(x);
   if ((network(k) && touches(b)) || (network(b) && touches(k))) return false;
+  // etcd filled to its quota is healed by compacting and defragmenting every member: no other etcd
+  // fault, replica kill or flood beside it (its refusals are then etcd's space, nothing else).
+  const quotaExcludes = (x: Nemesis) => ETCD_NEMESES.includes(x) || x === "kill-replica" || x === "keepalive-flood";
+  if ((k === "etcd-quota" && quotaExcludes(b)) || (b === "etcd-quota" && quotaExcludes(k))) return false;
   if ((k === "restart-etcd" && ETCD_NEMESES.includes(b)) || (b === "restart-etcd" && ETCD_NEMESES.includes(k))) return false;
   return true;
 }
@@ -210,6 +225,16 @@ function plan(kind: Nemesis, w: World, rng: Rng, taken: Set<string>, offsetMs: n
         await w.cluster.startAll();
         return { what: `${signal === "SIGKILL" ? "killed" : "stopped"} all etcd members, started them again from their data after ${ms} ms` };
       });
+    }
+    case "keepalive-flood": {
+      if (!w.abuse) return undefined;
+      const p = planFlood(rng);
+      return planned("KeepAlive", async () => ({ what: await w.abuse!.flood(p) }));
+    }
+    case "etcd-quota": {
+      if (!w.abuse) return undefined;
+      const hold = rng.int(1_500, 3_000);
+      return planned("etcd space", async () => ({ what: await w.abuse!.fillQuota(hold) }));
     }
     default:
       // A network nemesis (partitions.ts) makes its choices when it starts; it never shares a group with

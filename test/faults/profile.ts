@@ -5,10 +5,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { policyDenies, PREEMPTING_CLIENT, RunAuth } from "./auth.js";
+import { DENIED_RESOURCES, IMPOSTOR_CLIENT, OTHER_PRINCIPAL, policyDenies, PREEMPTING_CLIENT, RunAuth } from "./auth.js";
+import { describeFlood, flood, FLOODER } from "./flood.js";
+import { fillToQuota, QUOTA_BYTES } from "./quota.js";
 import { check, type CheckResult, type EtcdDisruption } from "./checker.js";
 import { EtcdCluster } from "./etcd-cluster.js";
-import { readHistory, type EtcdTruth } from "./etcd-history.js";
+import { HistoryLog, readHistory, type EtcdTruth } from "./etcd-history.js";
 import { FaultProxy } from "./fault-proxy.js";
 import { parseOp, type Op, type OpKind } from "./history.js";
 import { Layout } from "./layout.js";
@@ -64,7 +66,7 @@ export const SHORT: Omit<ProfileOptions, "seed"> = {
   maxOverlap: 3,
   soakIntervalMs: 0,
   floors: SHORT_FLOORS,
-  nemeses: [...NEMESES, "isolate-etcd-leader", "cut-replica"],
+  nemeses: [...NEMESES, "keepalive-flood", "etcd-quota", "isolate-etcd-leader", "cut-replica"],
 };
 export const LONG: Omit<ProfileOptions, "seed" | "ops"> = { workers: 8, replicas: 3, resources: 8, calmMs: [2_000, 8_000], maxOverlap: 3, soakIntervalMs: 5_000 };
 
@@ -127,6 +129,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The spans in which etcd may have renewed every lease to its full TTL: its faults'. */
 export const disruptionsOf = (schedule: ScheduledFault[]): EtcdDisruption[] => schedule.filter((f) => ETCD_NEMESES.includes(f.nemesis)).map((f) => ({ start: f.start, end: f.end }));
 
+/** The spans in which etcd was out of space (the etcd-quota nemesis's, from its fill to its heal). */
+export const noSpaceOf = (schedule: ScheduledFault[]): EtcdDisruption[] => schedule.filter((f) => f.nemesis === "etcd-quota").map((f) => ({ start: f.start, end: f.end }));
+
 /** Pairs of faults of the schedule that ran at the same time. */
 export const overlapsOf = (schedule: ScheduledFault[]): number =>
   schedule.reduce((n, a, i) => n + schedule.slice(i + 1).filter((b) => a.start < b.end && b.start < a.end).length, 0);
@@ -144,13 +149,13 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   const faultLog: string[] = [];
   const schedule: ScheduledFault[] = [];
   const clientNames = Array.from({ length: o.workers }, (_, i) => `c${i}`);
-  const auth = await RunAuth.create(clientNames, [...resources, semaphore.resource]);
+  const replicaNames = Array.from({ length: o.replicas }, (_, i) => `r${i}`);
 
-  const net = kinds.some((k) => (PARTITION_NEMESES as readonly string[]).includes(k))
-    ? await Network.create([...["m0", "m1", "m2"], ...Array.from({ length: o.replicas }, (_, i) => `r${i}`)])
-    : undefined;
+  const net = kinds.some((k) => (PARTITION_NEMESES as readonly string[]).includes(k)) ? await Network.create([...["m0", "m1", "m2"], ...replicaNames]) : undefined;
   if (net) log(`network ${net.subnet}.0/24: namespaces ${net.id}-<node>, harness ${net.hostAddr}`);
-  const cluster = await EtcdCluster.start(3, net).catch(async (e) => {
+  const auth = await RunAuth.create(clientNames, [...resources, semaphore.resource], net ? replicaNames.map((r) => net.addr(r)) : []);
+  const cluster = await EtcdCluster.start(3, net, kinds.includes("etcd-quota") ? QUOTA_BYTES : undefined).catch(async (e) => {
+    auth.destroy();
     await net?.destroy();
     throw e;
   });
@@ -179,13 +184,19 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
       const mine = proxied ? await Promise.all(replicas.map((r) => FaultProxy.start(r.url))) : [];
       proxies.push(...mine);
       const name = `c${i}`;
-      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore, bearer: await auth.token(name), ...(name === PREEMPTING_CLIENT ? { preempt: 0.08 } : {}) };
-      workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""})`, config, mine, (op) => ops.push(op)));
+      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore, ...(await auth.credentials(name)), ...(name === PREEMPTING_CLIENT ? { preempt: 0.08 } : {}), ...(name === IMPOSTOR_CLIENT ? { other: { principal: OTHER_PRINCIPAL, bearer: await auth.token(OTHER_PRINCIPAL), resources: resources.filter((r) => !DENIED_RESOURCES.includes(r)) } } : {}) };
+      workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""}${config.bearer ? "" : ", mTLS"})`, config, mine, (op) => ops.push(op)));
     }
     if (o.soakIntervalMs > 0) {
       soak = new Soak(() => [...replicas.map((r) => ({ role: "server" as const, pid: r.pid })), ...workers.map((w) => ({ role: "client" as const, pid: w.process.pid }))], o.soakIntervalMs);
     }
-    const world: World = { cluster, replicas, clients: workers, maxTtlMs: MAX_TTL_MS, net };
+    const historyLog = new HistoryLog();
+    const flooder = await auth.credentials(FLOODER);
+    const abuse: World["abuse"] = {
+      flood: async (plan) => describeFlood(plan, await flood(replicas.map((r) => r.url), flooder, plan)),
+      fillQuota: (holdMs) => fillToQuota(cluster, PREFIX, historyLog, holdMs),
+    };
+    const world: World = { cluster, replicas, clients: workers, maxTtlMs: MAX_TTL_MS, net, abuse };
 
     // Faults until the run has its operations and every fault happened; each round injects every kind
     // once, in an order of its own, in groups of up to maxOverlap faults that run at once.
@@ -216,10 +227,10 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     const soakSummary = soak?.stop();
     await Promise.all(replicas.map((r) => r.stop()));
     log(`${ops.length} operations; reading etcd's history back`);
-    const truth = await readHistory(cluster.endpoints, PREFIX);
+    const truth = await readHistory(cluster.endpoints, PREFIX, undefined, historyLog);
     log(`${truth.events.length} etcd events up to revision ${truth.revision}; checking`);
     const judged = [...resources, semaphore.resource];
-    const result = check(ops, truth, new Layout(PREFIX), judged, disruptionsOf(schedule), policyDenies);
+    const result = check(ops, truth, new Layout(PREFIX), judged, disruptionsOf(schedule), policyDenies, noSpaceOf(schedule));
     return { options: o, ops, faults, faultLog, schedule, check: result, truth, resources: judged, soak: soakSummary, durationMs: Date.now() - started };
   } finally {
     process.removeListener("exit", killAll);

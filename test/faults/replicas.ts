@@ -27,7 +27,8 @@ export class Replica {
   }
 
   get url(): string {
-    return `http://${this.host}:${this.port}`;
+    // With the run's TLS flags (auth.ts), clients reach it by https.
+    return `${this.auth.includes("--tls-cert") ? "https" : "http"}://${this.host}:${this.port}`;
   }
 
   get pid(): number | undefined {

@@ -1,7 +1,8 @@
 // The table a fault run prints: operations by kind and outcome, faults by kind, what became of the
 // writes, violations per property (with the first example), and the soak figures of a long run.
+import { MTLS_CLIENTS } from "./auth.js";
 import { PROPERTIES, type Property } from "./checker.js";
-import type { OpKind, Outcome } from "./history.js";
+import { principalOf, type Op, type OpKind, type Outcome } from "./history.js";
 import { overlapsOf, type RunResult } from "./profile.js";
 
 const KINDS: OpKind[] = ["acquire", "renew", "release", "put", "delete", "txn", "open-session", "close-session"];
@@ -40,6 +41,73 @@ export function renewalsAfterEtcd(r: RunResult): string {
   return `renewals after etcd came back (${ends.length} restarts and leader kills): the first ok ${median} ms after (median), ${firsts.at(-1) ?? NaN} ms at most; invoked 1 to 5 s after: ${later.ok} ok, ${later.ambiguous} ambiguous, ${later.fail} refused`;
 }
 
+/**
+ * The abuse nemeses' lines: the workload's renewals invoked while a KeepAlive flood ran, by outcome (a
+ * refusal would be one lost to the flood); and the calls refused for etcd's space, with how soon after
+ * each heal a write of the workload was acknowledged again.
+ */
+export function abuseLines(r: RunResult): string[] {
+  const lines: string[] = [];
+  const floods = r.schedule.filter((f) => f.nemesis === "keepalive-flood");
+  if (floods.length > 0) {
+    const f = floodRenewals(r);
+    lines.push(
+      `renewals of live leases (renewed or granted less than a TTL before, not released, by their own principal) invoked during the ${floods.length} KeepAlive floods: ${f.all.ok} ok, ${f.all.ambiguous} ambiguous, ${f.all.fail} refused; ` +
+        `during the ${f.alone} floods that overlapped no other fault: ${f.aloneCounts.ok} ok, ${f.aloneCounts.ambiguous} ambiguous, ${f.aloneCounts.fail} refused (a lease lost to the flood would be one of the last two)`,
+    );
+  }
+  const fills = r.schedule.filter((f) => f.nemesis === "etcd-quota");
+  if (fills.length > 0) {
+    const refused = r.ops.filter((op) => op.reason === "ETCD_NO_SPACE");
+    const kinds = [...new Set(refused.map((op) => op.kind))].map((k) => `${k} ${refused.filter((op) => op.kind === k).length}`);
+    const after = fills.map((f) => Math.min(...r.ops.filter((op) => (op.kind === "put" || op.kind === "delete" || op.kind === "txn") && op.outcome === "ok" && op.t0 >= f.end).map((op) => op.t1 - f.end))).sort((a, b) => a - b);
+    lines.push(`etcd filled to its quota ${fills.length} times: ${refused.length} calls refused ETCD_NO_SPACE (${kinds.join(", ") || "none"}); the first write acknowledged after a heal: ${after[after.length >> 1]} ms (median), ${after.at(-1)} ms at most`);
+  }
+  return lines;
+}
+
+/**
+ * The workload's renewals invoked while a KeepAlive flood ran, of leases that were alive then (a grant,
+ * OpenSession or renewal of the lease answered ok less than its TTL before): by outcome, for every flood
+ * and for the floods that overlapped no other fault (there, any refusal or timeout is the flood's).
+ */
+export function floodRenewals(r: RunResult): { all: Record<Outcome, number>; alone: number; aloneCounts: Record<Outcome, number>; reasons: string[] } {
+  const floods = r.schedule.filter((f) => f.nemesis === "keepalive-flood");
+  const alone = floods.filter((f) => !r.schedule.some((g) => g !== f && g.start < f.end && f.start < g.end));
+  const ttl = new Map<string, number>();
+  const kept = new Map<string, [number, number][]>();
+  const acquiredBy = new Map<string, string>();
+  for (const op of r.ops) {
+    if (op.outcome !== "ok" || op.lease === undefined) continue;
+    if ((op.kind === "acquire" && op.session === undefined) || op.kind === "open-session") {
+      ttl.set(op.lease, op.ttlMs ?? 0);
+      acquiredBy.set(op.lease, principalOf(op));
+    }
+    if (op.kind === "renew" || (op.kind === "acquire" && op.session === undefined) || op.kind === "open-session") kept.set(op.lease, [...(kept.get(op.lease) ?? []), [op.t0, op.t1]]);
+  }
+  // Answered before the renewal was sent, and kept the lease a TTL past its own invocation.
+  // Answered before the renewal was sent, and kept the lease a TTL past its own invocation.
+  const live = (op: Op) => (kept.get(op.lease ?? "") ?? []).some(([t0, t1]) => t1 < op.t0 && op.t0 < t0 + (ttl.get(op.lease!) ?? 0));
+  // Renewals by the lease's own principal (the impostor's are refused NOT_HOLDER, rightly), of a lease no
+  // preemption ended (PREEMPTED is the workload's own doing).
+  const own = (op: Op) => op.reason !== "NOT_HOLDER" && op.reason !== "PREEMPTED" && (acquiredBy.get(op.lease ?? "") ?? principalOf(op)) === principalOf(op);
+  // Of a lease not given up before (a batched KeepAlive also names the leases of tokens released since).
+  const endedAt = new Map<string, number>();
+  for (const op of r.ops) if ((op.kind === "release" || op.kind === "close-session") && op.lease !== undefined) endedAt.set(op.lease, Math.min(endedAt.get(op.lease) ?? Infinity, op.t0));
+  const notGivenUp = (op: Op) => (endedAt.get(op.lease ?? "") ?? Infinity) >= op.t1;
+  const reasons: string[] = [];
+  const count = (fs: typeof floods) => {
+    const c: Record<Outcome, number> = { ok: 0, fail: 0, ambiguous: 0, unsent: 0 };
+    for (const op of r.ops) {
+      if (op.kind !== "renew" || !fs.some((f) => op.t0 >= f.start && op.t0 <= f.end) || !live(op) || !own(op) || !notGivenUp(op)) continue;
+      c[op.outcome]++;
+      if (op.outcome !== "ok" && fs === alone) reasons.push(`${op.client} renew #${op.seq} of lease ${op.lease}: ${op.outcome} ${op.reason ?? op.code}`);
+    }
+    return c;
+  };
+  return { all: count(floods), alone: alone.length, aloneCounts: count(alone), reasons };
+}
+
 export function report(r: RunResult): string {
   const lines: string[] = [];
   const row = (cells: (string | number)[], widths: number[]) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join("  ");
@@ -67,8 +135,15 @@ export function report(r: RunResult): string {
   lines.push("");
   const w = r.check.writes;
   lines.push(renewalsAfterEtcd(r));
+  const batched = r.ops.filter((op) => op.batch);
+  const coalesced = r.ops.filter((op) => op.coalesced);
+  lines.push(`writes several at once, each judged on its own: in explicit Batch calls ${batched.filter((op) => op.outcome === "ok").length} ok of ${batched.length}; concurrent through the SDK's coalescing writer ${coalesced.filter((op) => op.outcome === "ok").length} ok of ${coalesced.length}`);
+  lines.push(...abuseLines(r));
   lines.push(`refusals judged against etcd's history: ${r.check.refusalsJudged}`);
-  lines.push(`refusals by policy (PERMISSION_DENIED), judged against the run's policy: ${r.check.policyRefusals}`);
+  const okOf = (c: string) => r.ops.filter((op) => op.client === c && op.outcome === "ok").length;
+  const mtls = [...new Set(r.ops.map((op) => op.client))].filter((c) => MTLS_CLIENTS.includes(c)).sort();
+  lines.push(`clients named by their certificate (mutual TLS, no token): ${mtls.map((c) => `${c} ${okOf(c)} ok of ${r.ops.filter((op) => op.client === c).length}`).join(", ") || "none"}; the others by a JWT`);
+  lines.push(`refusals by policy (PERMISSION_DENIED), judged against the run's policy: ${r.check.policyRefusals}; by holder binding (NOT_HOLDER: another principal's token or lease), judged against who acquired it: ${r.check.bindingRefusals}`);
   const preempts = r.ops.filter((o) => o.kind === "acquire" && o.preempt);
   lines.push(`preempting Acquires: ${preempts.filter((o) => o.outcome === "ok").length} ok of ${preempts.length}; renewals answered PREEMPTED: ${r.ops.filter((o) => o.reason === "PREEMPTED").length}`);
   lines.push(`writes (a write and its retries once): ${w.acknowledged} acknowledged, ${w.refused} refused, ambiguous ${w.ambiguousCommitted + w.ambiguousNotCommitted} (${w.ambiguousCommitted} committed, ${w.ambiguousNotCommitted} not, by etcd's history); ${r.check.grants} grants; ${r.check.events} etcd events`);

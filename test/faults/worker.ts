@@ -7,6 +7,7 @@
 //
 //   via "grpc": plain gRPC calls (Acquire, Renew, Release, Put/Delete/Txn), a replica at random per call
 //   via "sdk":  the TypeScript SDK (leases kept alive on its KeepAlive stream, servers failed over)
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -31,8 +32,16 @@ export interface WorkerConfig {
   keys: number;
   /** A resource that plain-gRPC workers acquire as a counting semaphore of this many permits, now and then. */
   semaphore?: { resource: string; maxHolders: number };
-  /** A bearer JWT sent with every call (the replicas authenticate callers, auth.ts). */
+  /** A bearer JWT sent with every call (the replicas authenticate callers, auth.ts); none for a client named by its certificate. */
   bearer?: string;
+  /** The files of the CA that signed the replicas' certificate, and of this client's certificate (mutual TLS). */
+  tls?: { ca: string; cert: string; key: string };
+  /**
+   * Another principal's JWT: now and then this client acquires as it (on one of resources: those where the
+   * policy lets this client write, so that the binding alone refuses it), then writes and renews under the
+   * token as itself (NOT_HOLDER).
+   */
+  other?: { principal: string; bearer: string; resources?: string[] };
   /** The share of exclusive acquisitions sent with preempt (the policy grants this client the verb). */
   preempt?: number;
 }
@@ -76,17 +85,25 @@ createInterface({ input: process.stdin }).on("line", (l) => {
   if (l.trim() === "stop") stopping = true;
 });
 
-const bearer: Interceptor = (next) => (req) => {
-  if (config.bearer) req.header.set("authorization", `Bearer ${config.bearer}`);
-  return next(req);
-};
-const grpc: Clients[] = config.servers.map((url) => {
-  const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer] });
-  return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
-});
+const bearerOf =
+  (token?: string): Interceptor =>
+  (next) =>
+  (req) => {
+    if (token) req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+const tls = config.tls && { ca: readFileSync(config.tls.ca), cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) };
+const clientsAs = (token?: string): Clients[] =>
+  config.servers.map((url) => {
+    const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearerOf(token)], nodeOptions: tls });
+    return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
+  });
+const grpc = clientsAs(config.bearer);
+/** As config.other's principal. */
+const otherGrpc = config.other ? clientsAs(config.other.bearer) : [];
 const sdk =
   config.via === "sdk"
-    ? new FencekeeperClient({ servers: config.servers, holder: config.client, callTimeoutMs: CALL_TIMEOUT_MS, credentials: config.bearer ? { bearer: config.bearer } : undefined })
+    ? new FencekeeperClient({ servers: config.servers, holder: config.client, callTimeoutMs: CALL_TIMEOUT_MS, credentials: { ...(config.bearer ? { bearer: config.bearer } : {}), ...(tls ? { tls } : {}) } })
     : undefined;
 const some = () => rng.pick(grpc);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -207,20 +224,92 @@ async function acquire(picked: string): Promise<Held | undefined> {
 }
 
 /** A write and, if its answer is ambiguous and it has an idempotency key, its retries. Returns its outcome. */
-async function write(held: Held, explicit: boolean): Promise<Answer & { outcome: Outcome; reason?: string }> {
+async function write(held: Held, explicit: boolean, one?: { kind: "put" | "delete"; key: string; coalesced?: boolean }): Promise<Answer & { outcome: Outcome; reason?: string }> {
+  const op = { ...planWrite(held, one), ...(one?.coalesced ? { coalesced: true } : {}) };
+  return retry(held, explicit, op, await record({ ...op, attempt: 0 }, () => send(held, explicit, op.kind, op.effects, op.mode, op.idem)));
+}
+
+type PlannedWrite = Omit<Op, "client" | "via" | "seq" | "t0" | "t1" | "outcome"> & { kind: OpKind; effects: Effects; mode: "order" | "live"; write: string };
+
+/** A write's random choices: its kind, keys and values (named after the write), mode, idempotency key. */
+function planWrite(held: Held, one?: { kind: "put" | "delete"; key: string }, id = `${config.client}.${seq + 1}`): PlannedWrite {
   const { token } = held;
-  const kind = rng.pick<OpKind>(["put", "put", "delete", "txn"]);
-  const id = `${config.client}.${seq + 1}`;
-  const keys = rng.shuffle(Array.from({ length: config.keys }, (_, i) => `k${i}`)).slice(0, kind === "txn" ? rng.int(2, 3) : 1);
+  const kind = one?.kind ?? rng.pick<OpKind>(["put", "put", "delete", "txn"]);
+  const keys = one ? [one.key] : rng.shuffle(Array.from({ length: config.keys }, (_, i) => `k${i}`)).slice(0, kind === "txn" ? rng.int(2, 3) : 1);
   const effects: Effects = keys.map((k, i) => [k, kind === "delete" || (kind === "txn" && rng.chance(0.3)) ? null : `${id}/${i}`]);
   const mode = rng.chance(0.5) ? "live" : "order";
   const idem = rng.chance(0.5) ? `w-${id}` : undefined;
-  const op = { kind, resource: token.resource, gen: String(token.generation), lease: String(token.leaseId), mode, idem, write: id, effects } as const;
-  for (let attempt = 0; ; attempt++) {
-    const a = await record({ ...op, attempt }, () => send(held, explicit, kind, effects, mode, idem));
-    if (a.outcome !== "ambiguous" || !idem || attempt >= RETRIES || stopping) return a;
+  return { kind, resource: token.resource, gen: String(token.generation), lease: String(token.leaseId), mode, idem, write: id, effects };
+}
+
+/** Sends a write again, alone and with its idempotency key, while its answer is ambiguous (up to RETRIES times). */
+async function retry(held: Held, explicit: boolean, op: PlannedWrite, first: Answer & { outcome: Outcome; reason?: string }): Promise<Answer & { outcome: Outcome; reason?: string }> {
+  let a = first;
+  for (let attempt = 1; a.outcome === "ambiguous" && op.idem && attempt <= RETRIES && !stopping; attempt++) {
     await sleep(rng.int(200, 600));
+    a = await record({ ...op, attempt }, () => send(held, explicit, op.kind, op.effects, op.mode, op.idem));
   }
+  return a;
+}
+
+/**
+ * 2 or 3 writes (puts and deletes of distinct keys) at once, each its own history line and judged on its
+ * own: through the SDK, sent concurrently (its writer coalesces them into FencedStoreService.Batch calls);
+ * over plain gRPC, one explicit Batch call. Ambiguous ones are retried alone with their idempotency keys.
+ */
+async function writeMany(held: Held): Promise<(Answer & { outcome: Outcome; reason?: string })[]> {
+  const keys = rng.shuffle(Array.from({ length: config.keys }, (_, i) => `k${i}`)).slice(0, rng.int(2, 3));
+  const spec = keys.map((key) => ({ kind: rng.chance(0.7) ? ("put" as const) : ("delete" as const), key }));
+  if (sdk) return Promise.all(spec.map((one) => write(held, false, { ...one, coalesced: true })));
+  const first = `${config.client}.${seq + 1}`;
+  const ops = spec.map((one, i) => planWrite(held, one, `${first}-${i}`));
+  const t0 = Date.now();
+  let answers: (Answer | Error)[];
+  try {
+    const res = await some().store.batch(
+      {
+        writes: ops.map((op) => {
+          const [key, v] = op.effects[0];
+          const mutation = { token: toProto(held.token), mode: op.mode === "live" ? FenceMode.LIVE : FenceMode.ORDER, idempotencyKey: op.idem ?? "" };
+          return { write: v === null ? { case: "delete" as const, value: { resource: op.resource, key, mutation } } : { case: "put" as const, value: { resource: op.resource, key, value: Buffer.from(v), mutation } } };
+        }),
+      },
+      { timeoutMs: CALL_TIMEOUT_MS },
+    );
+    answers = ops.map((_, i) => {
+      const r = res.results[i]?.result;
+      if (r?.case === "commit") return { rev: r.value.revision, replayed: r.value.replayed };
+      return statusError(r?.case === "error" ? r.value : undefined) ?? new Error("no result for this write");
+    });
+  } catch (err) {
+    answers = ops.map(() => err as Error);
+  }
+  const t1 = Date.now();
+  const firsts = ops.map((op, i) => {
+    const entry: Op = { client: config.client, via: config.via, seq: ++seq, t0, t1, outcome: "ok", ...op, attempt: 0, batch: true };
+    const a = answers[i];
+    let result: Answer & { outcome: Outcome; reason?: string };
+    if (a instanceof Error) {
+      const c = classify(a);
+      Object.assign(entry, { outcome: c.outcome, code: c.code, ...(c.reason ? { reason: c.reason } : {}), ...(c.message ? { message: c.message } : {}) });
+      result = { outcome: c.outcome, reason: c.reason };
+    } else {
+      if (a.rev !== undefined) entry.rev = String(a.rev);
+      if (a.replayed) entry.replayed = true;
+      result = { ...a, outcome: "ok" };
+    }
+    process.stdout.write(JSON.stringify(entry) + "\n");
+    return result;
+  });
+  return Promise.all(ops.map((op, i) => retry(held, false, op, firsts[i])));
+}
+
+/** A google.rpc.Status from a KeepAlive or Batch answer, as the error the call alone would have raised; undefined for none. */
+function statusError(e: { code: number; message: string; details: { typeUrl: string; value: Uint8Array }[] } | undefined): ConnectError | undefined {
+  if (!e) return undefined;
+  const info = e.details.find((d) => d.typeUrl.endsWith("google.rpc.ErrorInfo"));
+  const reason = info ? fromBinary(ErrorInfoSchema, info.value).reason : undefined;
+  return new ConnectError(e.message, e.code as Code, undefined, reason ? [{ desc: ErrorInfoSchema, value: { reason, domain: "fencekeeper" } }] : undefined);
 }
 
 async function send(held: Held, explicit: boolean, kind: OpKind, effects: Effects, mode: "order" | "live", idem?: string): Promise<Answer> {
@@ -301,12 +390,7 @@ async function keepAliveOnce(leaseId: bigint, more: bigint[]): Promise<(Error | 
   try {
     for await (const res of some().lease.keepAlive(requests(), { signal: ac.signal })) {
       answered();
-      const status = (e: { code: number; message: string; details: { typeUrl: string; value: Uint8Array }[] } | undefined) => {
-        if (!e) return undefined;
-        const info = e.details.find((d) => d.typeUrl.endsWith("google.rpc.ErrorInfo"));
-        const reason = info ? fromBinary(ErrorInfoSchema, info.value).reason : undefined;
-        return new ConnectError(e.message, e.code as Code, undefined, reason ? [{ desc: ErrorInfoSchema, value: { reason, domain: "fencekeeper" } }] : undefined);
-      };
+      const status = statusError;
       if (more.length === 0) return [status(res.error)];
       return [leaseId, ...more].map((_, i) => status(res.renewals[i]?.error) ?? (res.renewals[i] ? undefined : new Error("no answer for this lease")));
     }
@@ -343,7 +427,33 @@ const remember = (h: Held) => {
   if (old.length > 4) old.shift();
 };
 
+/**
+ * Acquires as another principal (config.other), then writes and renews under that token as this client:
+ * the holder binding refuses both (PERMISSION_DENIED, NOT_HOLDER), and they must leave nothing written.
+ * The other principal then releases its lease.
+ */
+async function impostorRound(other: { principal: string; resources?: string[] }): Promise<void> {
+  const resource = rng.pick(other.resources ?? config.resources);
+  const ttlMs = 2_000;
+  const holder = `${config.client}.${seq + 1}`;
+  const as = rng.pick(otherGrpc);
+  // Waiting up to 1 s for a busy resource, so that most rounds get a token to misuse.
+  const a = await record({ kind: "acquire", resource, wait: true, holder, ttlMs, principal: other.principal }, async () => {
+    const res = await as.lease.acquire({ resource, ttl: seconds(ttlMs), holder, wait: true, waitTimeout: { seconds: 1n, nanos: 0 } }, { timeoutMs: CALL_TIMEOUT_MS + 1_000 });
+    return { token: fromProto(res.token) };
+  });
+  if (!a.token) return;
+  const token = a.token;
+  await write({ token }, true);
+  await renew({ token });
+  await record({ kind: "release", resource, gen: String(token.generation), lease: String(token.leaseId), principal: other.principal }, async () => {
+    await as.lease.release({ token: toProto(token) }, { timeoutMs: CALL_TIMEOUT_MS });
+    return {};
+  });
+}
+
 async function round(): Promise<void> {
+  if (config.other && rng.chance(0.15)) return impostorRound(config.other);
   if (old.length > 0 && rng.chance(0.15)) await write(rng.pick(old), true);
   const held = await acquire(rng.pick(config.resources));
   if (!held) {
@@ -355,8 +465,9 @@ async function round(): Promise<void> {
   for (let i = 0; i < actions && !stopping; i++) {
     const r = rng.next();
     if (r < 0.75 && !held.shared) {
-      const a = await write(held, false);
-      if (a.reason === "STALE_TOKEN" || a.reason === "LEASE_NOT_HELD" || a.outcome === "unsent") break;
+      // A fifth of the writes go several at once (Batch: coalesced by the SDK, explicit over plain gRPC).
+      const as = rng.chance(0.2) ? await writeMany(held) : [await write(held, false)];
+      if (as.some((a) => a.reason === "STALE_TOKEN" || a.reason === "LEASE_NOT_HELD" || a.outcome === "unsent")) break;
     } else if (r < 0.9 && !sdk) {
       if ((await renew(held)) === "fail") break;
     } else {

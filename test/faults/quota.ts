@@ -1,0 +1,87 @@
+// The etcd-quota nemesis: etcd filled to its --quota-backend-bytes (the run starts its members with a
+// small quota, QUOTA_BYTES, only when this nemesis is chosen) through a side prefix of its own, until it
+// raises the NOSPACE alarm; held so for a while (the workload's writes and grants are refused
+// RESOURCE_EXHAUSTED, ETCD_NO_SPACE, and must leave nothing written); then healed as an operator would:
+// the filler deleted, the history compacted and every member defragmented, the alarm disarmed. Then it
+// waits until etcd takes a write again.
+//
+// Compaction would lose the history the checker reads from revision 1, so the heal first reads it up to
+// the compaction revision into the run's HistoryLog (etcd-history.ts): a marker key under the prefix,
+// put before the fill and deleted (deletes pass the alarm) after the filler is, says where it ends.
+import { randomBytes } from "node:crypto";
+import { Etcd3 } from "etcd3";
+import type { EtcdCluster } from "./etcd-cluster.js";
+import { watchUntil, type HistoryLog } from "./etcd-history.js";
+
+/** The quota the members get when the run has this nemesis: far above what a short run writes, quick to fill. */
+export const QUOTA_BYTES = 64 * 1024 * 1024;
+/** Outside the servers' prefix: the checker never sees the filler. */
+export const FILLER_PREFIX = "/fk-faults-filler/";
+const CHUNK = 2 * 1024 * 1024;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const noSpace = (err: unknown) => /database space exceeded|NOSPACE/i.test(String((err as Error)?.message ?? err));
+
+async function alarms(client: Etcd3): Promise<{ memberID: string; alarm: string }[]> {
+  const res = await client.maintenance.alarm({ action: "Get", alarm: "None", memberID: 0 });
+  return res.alarms.map((a) => ({ memberID: String(a.memberID), alarm: String(a.alarm) }));
+}
+
+/** Fills etcd to its quota, holds the alarm for holdMs, heals; resolves with what was done, once etcd takes writes again. */
+export async function fillToQuota(cluster: EtcdCluster, prefix: string, log: HistoryLog, holdMs: number): Promise<string> {
+  const client = new Etcd3({ hosts: cluster.endpoints });
+  const marker = `${prefix}~quota-mark`;
+  const started = Date.now();
+  try {
+    await client.put(marker).value("fill").exec();
+    const value = randomBytes(CHUNK);
+    let chunks = 0;
+    let full = false;
+    for (let i = 0; i < QUOTA_BYTES / CHUNK + 16 && !full; i++) {
+      try {
+        await client.put(`${FILLER_PREFIX}${i}`).value(value).exec();
+        chunks++;
+      } catch (err) {
+        if (!noSpace(err)) throw err;
+        full = true;
+      }
+    }
+    const filledMs = Date.now() - started;
+    const raised = (await alarms(client)).filter((a) => /^(nospace|1)$/i.test(a.alarm)).length;
+    if (!full || raised === 0) throw new Error(`etcd-quota: ${chunks} chunks of ${CHUNK} bytes written and etcd did not refuse (alarms raised: ${raised})`);
+    await sleep(holdMs);
+    // The heal: the filler goes, then the marker, whose delete ends the history read before compacting there.
+    const healStart = Date.now();
+    await client.delete().prefix(FILLER_PREFIX).exec();
+    const { header } = await client.delete().key(marker).exec();
+    const at = BigInt(header.revision);
+    log.events.push(...(await watchUntil(client, prefix, log.from, at)));
+    log.from = at + 1n;
+    await client.kv.compact({ revision: String(at), physical: true });
+    for (const m of cluster.members) {
+      const one = new Etcd3({ hosts: [m.clientUrl] });
+      try {
+        await one.maintenance.defragment();
+      } finally {
+        one.close();
+      }
+    }
+    // As `etcdctl alarm disarm` does: each raised alarm deactivated on its member.
+    for (const a of await alarms(client)) await client.maintenance.alarm({ action: "Deactivate", alarm: /^(nospace|1)$/i.test(a.alarm) ? "Nospace" : "Corrupt", memberID: a.memberID });
+    // Until etcd takes a write again.
+    let probes = 0;
+    for (;;) {
+      try {
+        await client.put(`${FILLER_PREFIX}probe`).value("x").exec();
+        await client.delete().key(`${FILLER_PREFIX}probe`).exec();
+        break;
+      } catch (err) {
+        if (++probes > 100) throw err;
+        await sleep(100);
+      }
+    }
+    return `filled etcd to its quota of ${QUOTA_BYTES >> 20} MiB with ${chunks} chunks of ${CHUNK >> 20} MiB in ${filledMs} ms (NOSPACE raised on ${raised} members), held ${holdMs} ms; healed (filler deleted, compacted at revision ${at}, defragmented, alarm disarmed) in ${Date.now() - healStart} ms`;
+  } finally {
+    client.close();
+  }
+}
