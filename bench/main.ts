@@ -34,6 +34,7 @@ const USAGE = `usage: npm run bench -- [options]
   --hold H           seconds the leases are held (default 60; the target run is 300)
   --sessions         hold the leases on sessions, once the SDK has them (otherwise says so)
   --profile DIR      each server started writes a CPU profile into DIR when it exits (as node --cpu-prof)
+  --server-arg=ARG   passed to the server, repeated for each (e.g. --server-arg=--max-bytes-per-resource --server-arg=0)
   -h, --help         this text
 
 scenarios:
@@ -50,6 +51,7 @@ function parseFlags(): { flags: Flags; only: Scenario[] } {
         hold: { type: "string", default: "60" },
         sessions: { type: "boolean", default: false },
         profile: { type: "string" },
+        "server-arg": { type: "string", multiple: true },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -100,13 +102,14 @@ async function main(): Promise<number> {
   if (flags.profile) mkdirSync(flags.profile, { recursive: true });
   const profilesBefore = new Set(flags.profile ? readdirSync(flags.profile) : []);
 
-  progress("starting etcd and the server");
+  const serverArgs = parseArgs({ options: { "server-arg": { type: "string", multiple: true } }, strict: false }).values["server-arg"] as string[] | undefined ?? [];
+  progress(`starting etcd and the server${serverArgs.length ? ` (${serverArgs.join(" ")})` : ""}`);
   const etcd: TestEtcd = await startEtcd();
   const start = () =>
     startServer({
       etcd: etcd.endpoint,
       // Info, not the harness's debug: a log line per call would be measured too.
-      args: ["--log-level", "info"],
+      args: ["--log-level", "info", ...serverArgs],
       // --cpu-prof itself is refused in NODE_OPTIONS by Node 20; cpu-profile.mjs does the same from inside.
       env: flags.profile ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import ${PROFILER}`.trim(), FENCEKEEPER_BENCH_PROFILE_DIR: flags.profile } : undefined,
     });
