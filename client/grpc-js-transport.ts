@@ -48,10 +48,11 @@ export function createGrpcJsTransport(o: GrpcJsTransportOptions): Transport & { 
   };
   const base = o.baseUrl.replace(/\/$/, "");
 
-  const send = <I extends DescMessage, O extends DescMessage>(req: UnaryRequest<I, O>, timeoutMs: number | undefined): Promise<UnaryResponse<I, O>> =>
+  // signal: the caller's, if it gave one (req.signal is then the same; otherwise one that never aborts).
+  const send = <I extends DescMessage, O extends DescMessage>(req: UnaryRequest<I, O>, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<UnaryResponse<I, O>> =>
     new Promise((resolve, reject) => {
-      const { method, signal } = req;
-      if (signal.aborted) return reject(ConnectError.from(signal.reason, Code.Canceled));
+      const { method } = req;
+      if (signal?.aborted) return reject(ConnectError.from(signal.reason, Code.Canceled));
       const metadata = new grpc.Metadata();
       req.header.forEach((value, key) => metadata.set(key, value));
       let header = new Headers();
@@ -64,8 +65,8 @@ export function createGrpcJsTransport(o: GrpcJsTransportOptions): Transport & { 
         metadata,
         options,
         (err, message) => {
-          signal.removeEventListener("abort", onAbort);
-          if (signal.aborted) return reject(ConnectError.from(signal.reason, Code.Canceled));
+          signal?.removeEventListener("abort", onAbort);
+          if (signal?.aborted) return reject(ConnectError.from(signal.reason, Code.Canceled));
           if (err) {
             if (err.code === grpc.status.UNAVAILABLE) drop();
             return reject(errorOf(err));
@@ -75,7 +76,7 @@ export function createGrpcJsTransport(o: GrpcJsTransportOptions): Transport & { 
       );
       call.on("metadata", (m: grpc.Metadata) => (header = headersOf(m)));
       const onAbort = () => call.cancel();
-      signal.addEventListener("abort", onAbort, { once: true });
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
 
   return {
@@ -98,7 +99,7 @@ export function createGrpcJsTransport(o: GrpcJsTransportOptions): Transport & { 
         contextValues: contextValues ?? createContextValues(),
         message: create(method.input, input),
       };
-      const next = (r: UnaryRequest | unknown) => send(r as UnaryRequest<I, O>, timeoutMs);
+      const next = (r: UnaryRequest | unknown) => send(r as UnaryRequest<I, O>, timeoutMs, signal);
       // Interceptors wrap the call as connect's transports apply them: the first given is the outermost.
       const run = o.interceptors.reduceRight((n, i) => i(n as never) as typeof n, next as (r: unknown) => Promise<unknown>);
       return (await run(req)) as UnaryResponse<I, O>;
