@@ -7,7 +7,8 @@
 //   - the bare relay (relay-server.ts): a connect-node server with no fencekeeper code that forwards the
 //     hand-written txn, through grpc-js,
 //   - the hand-written etcd3 peer, one conditional txn a write (put-peers.ts),
-// and the same with one writer (issue 21, target 1: the server's CPU at one caller), as ratios to the hand-written peer, with the CPU per write of this process (the client), the server
+// and the same with one writer (issue 21, target 1: the server's CPU at one caller), and GetFence beside
+// a direct etcd get at one caller, as ratios to the hand-written peer, with the CPU per write of this process (the client), the server
 // and etcd, read from /proc around each row.
 import { readFileSync, readdirSync } from "node:fs";
 import { Etcd3 } from "etcd3";
@@ -63,7 +64,7 @@ function etcdPid(endpoint: string): number | undefined {
 export const coalesce: Scenario = {
   name: "coalesce",
   about: "64 writers (and one) in one process: the SDK with coalescing on and off, grpc-js stubs, a bare relay, vs an etcd3 txn per write, with CPU per write",
-  estimate: (f: Flags) => 11 * (f.seconds + 1) + 6,
+  estimate: (f: Flags) => 13 * (f.seconds + 1) + 6,
   async run(ctx: Context) {
     const seconds = ctx.flags.seconds;
     const server = ctx.server();
@@ -102,6 +103,9 @@ export const coalesce: Scenario = {
       ["grpc-js stubs, one writer", 1, grpcPut, "server"],
       ["bare relay, one writer", 1, relayPut, "relay"],
       ["etcd3 by hand, one writer", 1, handPut, undefined],
+      // A read: GetFence is one etcd read (the fence and the issued generation, one snapshot).
+      ["GetFence, grpc-js, one caller", 1, (w) => grpc.getFence(names[w]), "server"],
+      ["etcd3 get, one caller", 1, (w) => etcd.get(`${prefix}${names[w]}/fence`).buffer(), undefined],
     ];
     const rows: Row[] = [];
     const table = new Table(`coalesced writes: ${WRITERS} writers (and one) in one process, one resource each; writes/s and µs of CPU per write, ${seconds} s per row`, [
@@ -136,13 +140,14 @@ export const coalesce: Scenario = {
       }
       const row = (path: string) => rows.find((r) => r.path === path)!;
       const handAt = (writers: number) => rows.find((r) => r.writers === writers && r.path.startsWith("etcd3"))!.m.perSecond;
+      const peerOf = (r: Row) => (r.path.startsWith("GetFence") || r.path.startsWith("etcd3 get") ? row("etcd3 get, one caller").m.perSecond : handAt(r.writers));
       const hand = handAt(WRITERS);
       for (const r of rows) {
         table.row([
           r.path + (r.m.errors || r.m.stuck ? ` (${r.m.errors} errors)` : ""),
           num(r.m.perSecond),
           r.m.p99Ms.toFixed(2),
-          ratio(r.m.perSecond / handAt(r.writers)),
+          ratio(r.m.perSecond / peerOf(r)),
           num(r.cpu.client),
           num(r.cpu.server),
           num(r.cpu.etcd),

@@ -3,9 +3,18 @@
 // A generic grpc.Client; @bufbuild/protobuf encodes the generated messages.
 import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { FencedStoreService, PutRequestSchema, PutResponseSchema, type PutResponse } from "../gen/ts/fencekeeper/v1/store_pb.js";
+import {
+  FencedStoreService,
+  GetFenceRequestSchema,
+  GetFenceResponseSchema,
+  PutRequestSchema,
+  PutResponseSchema,
+  type GetFenceResponse,
+  type PutResponse,
+} from "../gen/ts/fencekeeper/v1/store_pb.js";
 
 const PUT = `/${FencedStoreService.typeName}/${FencedStoreService.method.put.name}`;
+const GET_FENCE = `/${FencedStoreService.typeName}/${FencedStoreService.method.getFence.name}`;
 const serialize = (req: MessageInitShape<typeof PutRequestSchema>) => Buffer.from(toBinary(PutRequestSchema, create(PutRequestSchema, req)));
 const deserialize = (bytes: Buffer) => fromBinary(PutResponseSchema, bytes);
 
@@ -23,6 +32,20 @@ export class GrpcStore {
     return new Promise((resolve, reject) =>
       this.#client.makeUnaryRequest(PUT, serialize, deserialize, req, new grpc.Metadata(), { deadline: Date.now() + this.#timeoutMs }, (err, res) =>
         err ? reject(err) : resolve(res!),
+      ),
+    );
+  }
+
+  getFence(resource: string): Promise<GetFenceResponse> {
+    return new Promise((resolve, reject) =>
+      this.#client.makeUnaryRequest(
+        GET_FENCE,
+        (req: MessageInitShape<typeof GetFenceRequestSchema>) => Buffer.from(toBinary(GetFenceRequestSchema, create(GetFenceRequestSchema, req))),
+        (bytes: Buffer) => fromBinary(GetFenceResponseSchema, bytes),
+        { resource },
+        new grpc.Metadata(),
+        { deadline: Date.now() + this.#timeoutMs },
+        (err, res) => (err ? reject(err) : resolve(res!)),
       ),
     );
   }
