@@ -24,9 +24,9 @@
 // hold is queued, and then they go out together: see hold.ts.
 //
 // A guarded transaction may change its resource's stored bytes (a UsageChange: the quota of
-// --max-bytes-per-resource). The resource's usage key then goes in the group's transaction, compared and
-// rewritten with the group's total change, so that the quota is decided in the transaction that
-// writes, compared at the mod revision the committer last knew it at. The committer remembers what its
+// --max-bytes-per-resource). The resource's usage key then goes in the group's transaction, compared at
+// the mod revision the committer last knew it at and rewritten with the group's total change, so that
+// the quota is decided in the transaction that writes. The committer remembers what its
 // own commits left in usage keys and entries, so a write of a resource it knows needs no read first
 // (fenced-store.ts reads only on a miss), and concurrent writes of one resource do not read the counter
 // again. While a request that rewrites a usage key is in flight, the transactions of that resource wait
