@@ -124,37 +124,39 @@ async function handovers(
   name: string,
   seconds: number,
 ): Promise<{ sdk: number[]; etcd3: number[] }> {
-  const sdk: number[] = [];
-  const byHand: number[] = [];
+  const ttl = TTL_SECONDS * 1000;
   progress("acquire: handover, SDK");
-  const until = (t: number) => performance.now() < t;
-  let end = performance.now() + seconds * 1000;
-  for (let i = 0; until(end); i++) {
-    const resource = `${name}-sdk-${i % 4}`;
-    const holder = await client.acquire(resource, { ttl: TTL_SECONDS * 1000 });
-    const waiter = client.acquire(resource, { ttl: TTL_SECONDS * 1000, wait: true });
+  const sdk = await timeHandovers(seconds, (i) => `${name}-sdk-${i % 4}`, (resource) => client.acquire(resource, { ttl }), (resource) =>
+    client.acquire(resource, { ttl, wait: true }),
+  );
+  progress("acquire: handover, etcd3 by hand");
+  const byHand = await timeHandovers(seconds, (i) => `/bench-handover/${name}-${i % 4}`, (key) => etcd.lock(key).ttl(TTL_SECONDS).acquire(), (key) =>
+    waitingLock(etcd, key),
+  );
+  return { sdk, etcd3: byHand };
+}
+
+/** For `seconds`, on names in turn: a holder, a waiter behind it, the ms from the holder's release to the waiter's grant. */
+async function timeHandovers(
+  seconds: number,
+  nameOf: (i: number) => string,
+  hold: (name: string) => Promise<{ release(): Promise<unknown> }>,
+  wait: (name: string) => Promise<{ release(): Promise<unknown> }>,
+): Promise<number[]> {
+  const ms: number[] = [];
+  const end = performance.now() + seconds * 1000;
+  for (let i = 0; performance.now() < end; i++) {
+    const holder = await hold(nameOf(i));
+    const waiter = wait(nameOf(i));
     // Let the waiter reach its place in line before the release.
     await sleep(20);
     const t0 = performance.now();
     await holder.release();
     const next = await waiter;
-    sdk.push(performance.now() - t0);
+    ms.push(performance.now() - t0);
     await next.release();
   }
-  progress("acquire: handover, etcd3 by hand");
-  end = performance.now() + seconds * 1000;
-  for (let i = 0; until(end); i++) {
-    const key = `/bench-handover/${name}-${i % 4}`;
-    const holder = await etcd.lock(key).ttl(TTL_SECONDS).acquire();
-    const waiter = waitingLock(etcd, key);
-    await sleep(20);
-    const t0 = performance.now();
-    await holder.release();
-    const next = await waiter;
-    byHand.push(performance.now() - t0);
-    await next.release();
-  }
-  return { sdk, etcd3: byHand };
+  return ms;
 }
 
 /** A waiting lock as written by hand on etcd3: try lock(); if held, watch the key's deletion and try again. */

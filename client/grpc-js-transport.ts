@@ -11,7 +11,16 @@
 // DeadlineExceeded at timeoutMs, Unavailable when the server cannot be reached (with ECONNREFUSED in its
 // cause when the connection was refused, which calls.ts reads).
 import * as grpc from "@grpc/grpc-js";
-import { create, fromBinary, toBinary, type DescMessage, type DescMethodStreaming, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type DescMessage,
+  type DescMethodStreaming,
+  type DescMethodUnary,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type ContextValues, type Interceptor, type Transport, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 
@@ -59,9 +68,9 @@ export function createGrpcJsTransport(o: GrpcJsTransportOptions): Transport & { 
       const options: grpc.CallOptions = timeoutMs !== undefined && timeoutMs > 0 ? { deadline: Date.now() + timeoutMs } : {};
       const call = channel().makeUnaryRequest(
         `/${method.parent.typeName}/${method.name}`,
-        (m: MessageInitShape<I>) => Buffer.from(toBinary(method.input, create(method.input, m))),
+        (m: MessageShape<I>) => Buffer.from(toBinary(method.input, m)),
         (bytes: Buffer) => fromBinary(method.output, bytes),
-        req.message as MessageInitShape<I>,
+        req.message,
         metadata,
         options,
         (err, message) => {

@@ -273,23 +273,11 @@ export class FencedStore {
    * taken as absent, and the transaction's compares tell if it was not (then it reads, and goes again).
    */
   private async usageChange(m: Mutation, limit: bigint, fromKnown: boolean): Promise<UsageChange> {
-    const { keys, reader, committer } = this.d;
+    const { keys, committer } = this.d;
     const usageKey = keys.usageKey(m.resource);
     const dataKeys = m.ops.map((o) => keys.dataKey(m.resource, o.key));
-    let read: { usage: IKeyValue | undefined; entries: (IKeyValue | undefined)[]; revision: bigint };
-    if (fromKnown && committer.knowsUsage(usageKey)) read = { usage: undefined, entries: [], revision: 0n };
-    else try {
-      const snap = await reader.snapshot("quota read", reads({ usage: { key: usageKey }, entries: dataKeys.map((key) => ({ key })) }));
-      read = { usage: snap.found.usage.kvs[0], entries: snap.found.entries.map((r) => r.kvs[0]), revision: snap.revision };
-    } catch (err) {
-      if (!(err instanceof EtcdResponseTooLarge)) throw err;
-      // Entries too large to read at once: one at a time. Not one snapshot, and need not be: the
-      // transaction compares each one's revision, and the usage key's. Known at the first read's revision.
-      const one = (key: Buffer) => reader.range("quota read", { key });
-      const first = await one(usageKey);
-      read = { usage: first.kvs[0], entries: [], revision: BigInt(first.header.revision) };
-      for (const key of dataKeys) read.entries.push((await one(key)).kvs[0]);
-    }
+    // Nothing read (seen at revision 0): the committer's own knowledge is later than it.
+    const read = fromKnown && committer.knowsUsage(usageKey) ? NOTHING_READ : await this.readUsage(usageKey, dataKeys);
     const seen = read.revision;
     const entries = m.ops.map((o, i) => {
       const old = read.entries[i];
@@ -301,6 +289,24 @@ export class FencedStore {
       };
     });
     return { key: usageKey, read: { ...decodeUsage(read.usage), seen }, limit, entries };
+  }
+
+  /** A resource's usage key and the entries a mutation writes, as etcd holds them now. */
+  private async readUsage(usageKey: Buffer, dataKeys: Buffer[]): Promise<UsageRead> {
+    const { reader } = this.d;
+    try {
+      const snap = await reader.snapshot("quota read", reads({ usage: { key: usageKey }, entries: dataKeys.map((key) => ({ key })) }));
+      return { usage: snap.found.usage.kvs[0], entries: snap.found.entries.map((r) => r.kvs[0]), revision: snap.revision };
+    } catch (err) {
+      if (!(err instanceof EtcdResponseTooLarge)) throw err;
+      // Entries too large to read at once: one at a time. Not one snapshot, and need not be: the
+      // transaction compares each one's revision, and the usage key's. Known at the first read's revision.
+      const one = (key: Buffer) => reader.range("quota read", { key });
+      const first = await one(usageKey);
+      const read: UsageRead = { usage: first.kvs[0], entries: [], revision: BigInt(first.header.revision) };
+      for (const key of dataKeys) read.entries.push((await one(key)).kvs[0]);
+      return read;
+    }
   }
 
   /** A committed mutation, the refusal its failed compares say, or undefined when they say none. */
@@ -369,6 +375,14 @@ interface FailureFound {
   /** With an idempotency key: its record. */
   record: IRangeResponse | undefined;
 }
+
+interface UsageRead {
+  usage: IKeyValue | undefined;
+  entries: (IKeyValue | undefined)[];
+  revision: bigint;
+}
+
+const NOTHING_READ: UsageRead = { usage: undefined, entries: [], revision: 0n };
 
 function quotaExceeded(resource: string, usage: bigint, delta: bigint, limit: bigint): DomainError {
   return new DomainError(
