@@ -184,7 +184,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
       const mine = proxied ? await Promise.all(replicas.map((r) => FaultProxy.start(r.url))) : [];
       proxies.push(...mine);
       const name = `c${i}`;
-      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore, ...(await auth.credentials(name)), ...(name === PREEMPTING_CLIENT ? { preempt: 0.08 } : {}), ...(name === IMPOSTOR_CLIENT ? { other: { principal: OTHER_PRINCIPAL, bearer: await auth.token(OTHER_PRINCIPAL), resources: resources.filter((r) => !DENIED_RESOURCES.includes(r)) } } : {}) };
+      const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore, ...(await auth.credentials(name)), ...(name === PREEMPTING_CLIENT ? { preempt: 0.16 } : {}), ...(name === IMPOSTOR_CLIENT ? { other: { principal: OTHER_PRINCIPAL, bearer: await auth.token(OTHER_PRINCIPAL), resources: resources.filter((r) => !DENIED_RESOURCES.includes(r)) } } : {}) };
       workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""}${config.bearer ? "" : ", mTLS"})`, config, mine, (op) => ops.push(op)));
     }
     if (o.soakIntervalMs > 0) {
