@@ -5,4 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
-exec node --import tsx test/faults/main.ts "$@"
+# The replicas run the compiled server (dist/, which setup.sh builds), as users run it.
+export FK_TEST_COMPILED=1
+# A long run holds a million operations and millions of etcd events in memory.
+exec node --max-old-space-size=16384 --import tsx test/faults/main.ts "$@"

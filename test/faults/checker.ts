@@ -14,6 +14,7 @@ import type { IKeyValue } from "etcd3";
 import type { EtcdEvent, EtcdTruth } from "./etcd-history.js";
 import { isWrite, principalOf, type Op } from "./history.js";
 import { decodeFence, decodeHolderValue, idempotencyHash, type Layout } from "./layout.js";
+import { SpanIndex } from "./span-index.js";
 
 export const PROPERTIES = {
   order: "per resource, generations of accepted writes never decrease in revision order",
@@ -273,7 +274,8 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
         // A shared grant: its key's create revision is its generation, as the owner key's is.
         grants++;
         grantOf.set(holder, { gen: e.rev, lease: BigInt(e.kv.lease) });
-        const delay = tl.delays.find((b) => b.from < e.rev && b.to > e.rev);
+        // Read in revision order, the lock-delays there before this revision are those still open.
+        const delay = [...tl.openBusy.values()].find((b) => b.what === "owner-delay" && b.from < e.rev);
         if (delay) violate("lockdelay", () => `${where()}: a shared grant to ${holder} while the lock-delay put at revision ${delay.from} was in force`);
         const acq = acquireByHolder.get(holder);
         if (!acq) violate("owners", () => `${where()}: a shared grant to "${holder}", which no Acquire of the history asked for`);
@@ -301,6 +303,8 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
     } else b.data.push({ key: p.rest!, value: e.type === "put" ? e.kv.value.toString() : null });
   }
 
+  // Every lock-delay is known now, with its end.
+  const delayIndex = new Map([...timelines].map(([r, tl]) => [r, new SpanIndex(tl.delays)]));
   const states = new Map<string, ResourceState>(resources.map((r) => [r, { lastGrant: 0n, fence: 0n, data: new Map(), granted: new Set(), orphans: new Set() }]));
   for (const b of batches.values()) {
     const s = states.get(b.resource)!;
@@ -395,7 +399,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       }
       grants++;
       if (s.owner) violate("owners", () => `${where}: ${holder} granted while ${s.owner!.holder} held it`);
-      const delay = tl.delays.find((d) => d.from < b.rev && d.to > b.rev);
+      const delay = delayIndex.get(b.resource)!.find(b.rev, b.rev - 1n);
       if (delay) violate("lockdelay", () => `${where}: ${holder} granted while the lock-delay put at revision ${delay.from} was in force (until ${delay.to === INF ? "the end" : delay.to})`);
       const handover = tl.handovers.find((d) => d.from < b.rev && d.to > b.rev && d.lease !== String(lease));
       if (handover) violate("owners", () => `${where}: ${holder} granted while a preemption by ${handover.holder} was handing the resource over (since revision ${handover.from})`);
@@ -429,17 +433,27 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
     if (s.owner && s.orphans.has(s.owner.gen)) violate("owners", () => `"${r}": the grant of generation ${s.owner!.gen}, whose Acquire was refused, still owns it at the end`);
   }
 
+  // Every span is known now, with its end: indexed for the judgements below.
+  const index = new Map(
+    [...timelines].map(([r, tl]) => {
+      const byLease = new Map<string, Span[]>(); // owner spans by lease (a session's id), decimal
+      for (const [k, o] of tl.owners) push(byLease, k.slice(k.indexOf("|") + 1), o);
+      return [r, { busy: new SpanIndex(tl.busy), owners: new SpanIndex(tl.owners.values()), ownersByLease: byLease }];
+    }),
+  );
+
   // --- shared holders: never beside an exclusive one, never more than a semaphore's permits ---
   for (const [r, tl] of timelines) {
     const shared = tl.busy.filter((b) => b.what === "shared").sort((a, b) => cmp(a.from, b.from));
-    const owners = [...tl.owners.values()];
     for (const sh of shared) {
-      const o = owners.find((x) => x.from < sh.to && sh.from < x.to);
+      const o = index.get(r)!.owners.find(sh.from, sh.to - 1n);
       if (o) violate("shared", () => `"${r}": shared holder ${sh.holder} (revisions ${sh.from} to ${sh.to === INF ? "the end" : sh.to}) beside exclusive holder ${o.holder} (${o.from} to ${o.to === INF ? "the end" : o.to})`);
     }
+    // In the order they began: those still there when each began (a span gone stays gone, as at only grows).
+    let holding: Span[] = [];
     for (let i = 0; i < shared.length; i++) {
       const at = shared[i].from;
-      const holding = shared.slice(0, i + 1).filter((x) => x.to > at);
+      holding = [...holding, shared[i]].filter((x) => x.to > at);
       const cap = Math.min(...holding.map((x) => x.max || Infinity));
       if (holding.length > cap) violate("shared", () => `"${r}": ${holding.length} semaphore holders at revision ${at} (${holding.map((x) => x.holder).join(", ")}), with ${cap} permits`);
     }
@@ -538,9 +552,9 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       const span = sessions.get(id);
       if (op.outcome === "ok") {
         if (span && span.to > hi) violate("sessions", () => `${op.client} close-session #${op.seq} of session ${id} was answered ok, and the session's key was still there at revision ${hi}`);
-        for (const tl of timelines.values()) {
-          for (const [k, o] of tl.owners) {
-            if (o.to > hi && k.endsWith(`|${id}`)) violate("sessions", () => `${op.client} close-session #${op.seq} of session ${id} was answered ok, and ${o.holder}'s owner key on it was still there at revision ${hi}`);
+        for (const ix of index.values()) {
+          for (const o of ix.ownersByLease.get(String(id)) ?? []) {
+            if (o.to > hi) violate("sessions", () => `${op.client} close-session #${op.seq} of session ${id} was answered ok, and ${o.holder}'s owner key on it was still there at revision ${hi}`);
           }
         }
       } else {
@@ -590,7 +604,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       } else wrong("a refusal no state of etcd's history explains");
     } else if (op.kind === "acquire") {
       if (op.reason === "RESOURCE_HELD") {
-        const busy = tl.busy.find((b) => b.from <= hi && b.to > lo && b.holder !== op.holder);
+        const busy = index.get(op.resource)!.busy.find(lo, hi, (b) => b.holder !== op.holder);
         if (!busy) wrong(`nobody held, waited for or delayed the resource ${during}`);
       } else if (op.reason === "ALREADY_ACQUIRED") {
         // On a session that holds the resource already (an acquisition on it never released).
@@ -598,16 +612,16 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
         // or a waiter's place left by a call cut off).
         const hex = op.session !== undefined ? BigInt(op.session).toString(16).padStart(16, "0") : undefined;
         const held =
-          [...tl.owners].some(([k, o]) => op.session !== undefined && k.endsWith(`|${op.session}`) && o.from <= hi && o.to > lo) ||
-          tl.busy.some((b) => hex !== undefined && b.lease === hex && b.from <= hi && b.to > lo);
+          (index.get(op.resource)!.ownersByLease.get(op.session ?? "") ?? []).some((o) => o.from <= hi && o.to > lo) ||
+          (hex !== undefined && index.get(op.resource)!.busy.find(lo, hi, (b) => b.lease === hex) !== undefined);
         if (!held) wrong(`its session ${op.session ?? "(none)"} neither held nor waited for the resource ${during}`);
       } else if (op.preempt && op.code === "FailedPrecondition" && op.reason === undefined) {
         // A holder that asked for a lock-delay cannot be preempted (docs/preemption.md).
         // A holder that asked for one, or the lock-delay of one whose lease expired.
-        const delayed = [...tl.owners.values()].some((o) => o.from <= hi && o.to > lo && (acquireByHolder.get(o.holder)?.lockDelayMs ?? 0) > 0) || tl.delays.some((d) => d.from <= hi && d.to > lo);
+        const delayed = index.get(op.resource)!.owners.find(lo, hi, (o) => (acquireByHolder.get(o.holder)?.lockDelayMs ?? 0) > 0) !== undefined || delayIndex.get(op.resource)!.find(lo, hi) !== undefined;
         if (!delayed) wrong(`a preemption refused, and neither a holder that asked for a lock-delay nor a lock-delay was there ${during}`);
       } else if (op.reason === "LOCK_DELAY") {
-        if (!tl.delays.some((d) => d.from <= hi && d.to > lo)) wrong(`no lock-delay was in force ${during}`);
+        if (!delayIndex.get(op.resource)!.find(lo, hi)) wrong(`no lock-delay was in force ${during}`);
       } else if (op.reason !== "LEASE_NOT_FOUND") wrong("a refusal no state of etcd's history explains"); // LEASE_NOT_FOUND: judged with the grants above
     } else if (op.kind === "renew" && op.reason === "PREEMPTED") {
       const span = ownerSpan(op);
@@ -685,13 +699,14 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   const lastT = ops.reduce((a, o) => Math.max(a, o.t0), 0);
   const renewals = new Map<string, number>();
   for (const op of ops) if (op.kind === "renew") renewals.set(op.lease!, Math.max(renewals.get(op.lease!) ?? 0, op.t1));
+  const disruptionsInOrder = [...disruptions].sort((x, y) => x.start - y.start);
   for (const a of acquires) {
     const ttl = a.ttlMs;
     if (a.via !== "grpc" || a.outcome !== "ok" || ttl === undefined) continue;
     const span = ownerSpan(a);
     if (!span) continue;
     let kept = Math.max(a.t1, renewals.get(a.lease!) ?? 0);
-    for (const d of [...disruptions].sort((x, y) => x.start - y.start)) if (d.start <= kept + ttl + TTL_MARGIN(ttl)) kept = Math.max(kept, d.end);
+    for (const d of disruptionsInOrder) if (d.start <= kept + ttl + TTL_MARGIN(ttl)) kept = Math.max(kept, d.end);
     const i = lastIndex(byRev, (p) => p.rev <= span.to);
     const endedNoEarlierThan = span.to === INF ? lastT : i >= 0 ? maxT0ByRev[i] : 0;
     const overdue = endedNoEarlierThan - (kept + ttl);

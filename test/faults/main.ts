@@ -1,10 +1,10 @@
 // `npm run faults -- [--ops N] [--seed S] [--short] [--max-minutes M] [--history file.jsonl]`: a fault
 // run, its schedule of faults and its table; exits 1 when the checker found a violation or the run fell
 // short of its floor of acknowledged operations. The long profile by
-// default (8 clients, 3 replicas, RSS and open descriptors sampled), the short one (npm test's) with
+// default (24 clients, 3 replicas, RSS and open descriptors of every process sampled), the short one (npm test's) with
 // --short. --max-minutes ends a run short of its operations (it still has every fault once).
 // --history keeps the run (client history, and etcd's beside it); `--recheck file.jsonl` checks a kept
-// run again.
+// run again. --workers, --resources and --replicas change the profile's counts.
 import { policyDenies } from "./auth.js";
 import { check, PROPERTIES, type Property } from "./checker.js";
 import { Layout } from "./layout.js";
@@ -12,7 +12,7 @@ import { ABUSE_NEMESES, ALL_NEMESES, NEMESES, type Nemesis } from "./nemesis.js"
 import { PARTITION_NEMESES } from "./partitions.js";
 import { disruptionsOf, noSpaceOf, LONG, PREFIX, runProfile, SHORT, type ProfileOptions } from "./profile.js";
 import { belowFloors, report, totalViolations } from "./report.js";
-import { loadRun, saveRun } from "./saved-run.js";
+import { loadRun } from "./saved-run.js";
 
 const args = process.argv.slice(2);
 const flag = (name: string) => {
@@ -39,21 +39,21 @@ const options: ProfileOptions = short
 // --nemeses all (the long profile's default), process (no network namespaces: no root needed), abuse
 // (the KeepAlive flood and etcd's quota),
 // network (the partitions alone), or a comma-separated list of names.
+for (const k of ["workers", "resources", "replicas"] as const) {
+  const v = flag(`--${k}`);
+  if (v !== undefined) options[k] = Number(v);
+}
 const nemesesFlag = flag("--nemeses");
 if (nemesesFlag !== undefined) options.nemeses = parseNemeses(nemesesFlag);
 else if (!short) options.nemeses = ALL_NEMESES;
 console.log(`seed ${seed}`);
 const maxMinutes = Number(flag("--max-minutes") ?? 0);
-const result = await runProfile({ ...options, maxMs: maxMinutes * 60_000, log: (l) => console.log(l) });
+const historyFile = flag("--history");
+const result = await runProfile({ ...options, maxMs: maxMinutes * 60_000, history: historyFile, log: (l) => console.log(l) });
 console.log("\nthe schedule of faults (start to end, since the run began: nemesis on target: what):\n  " + result.faultLog.join("\n  "));
 console.log("\n" + report(result));
 const belowFloor = belowFloors(result);
 if (belowFloor.length > 0) console.log(`\nacknowledged operations below the floor: ${belowFloor.join(", ")}`);
-const historyFile = flag("--history");
-if (historyFile) {
-  saveRun(historyFile, result.ops, result.truth, result.resources, result.schedule);
-  console.log(`history: ${historyFile} (etcd's: ${historyFile}.etcd.json)`);
-}
 process.exit(totalViolations(result) === 0 && belowFloor.length === 0 ? 0 : 1);
 
 function parseNemeses(v: string): readonly Nemesis[] {

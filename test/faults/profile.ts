@@ -19,6 +19,7 @@ import { Network } from "./netns.js";
 import { PARTITION_NEMESES } from "./partitions.js";
 import { Replica } from "./replicas.js";
 import { Rng } from "./rng.js";
+import { saveRun } from "./saved-run.js";
 import { Soak, type SoakSummary } from "./soak.js";
 import type { WorkerConfig } from "./worker.js";
 
@@ -47,6 +48,8 @@ export interface ProfileOptions {
   /** The faults to inject, each at least once (default NEMESES); a network nemesis (partitions.ts)
    * puts the members and replicas in network namespaces of their own (netns.ts). */
   nemeses?: readonly Nemesis[];
+  /** Keeps the run in this file (saved-run.ts) before it is checked: a long run's check can be run again. */
+  history?: string;
   log?: (line: string) => void;
 }
 
@@ -68,7 +71,12 @@ export const SHORT: Omit<ProfileOptions, "seed"> = {
   floors: SHORT_FLOORS,
   nemeses: [...NEMESES, "keepalive-flood", "etcd-quota", "isolate-etcd-leader", "cut-replica"],
 };
-export const LONG: Omit<ProfileOptions, "seed" | "ops"> = { workers: 8, replicas: 3, resources: 8, calmMs: [2_000, 8_000], maxOverlap: 3, soakIntervalMs: 5_000 };
+/**
+ * 24 clients on 16 resources: what keeps this machine's two cores busy (8 clients left them half idle:
+ * about 60 operations a second; 24 give about 120, 32 no more), so that a million operations take under
+ * three hours.
+ */
+export const LONG: Omit<ProfileOptions, "seed" | "ops"> = { workers: 24, replicas: 3, resources: 16, calmMs: [2_000, 8_000], maxOverlap: 3, soakIntervalMs: 5_000 };
 
 export interface RunResult {
   options: ProfileOptions;
@@ -188,7 +196,15 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
       workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""}${config.bearer ? "" : ", mTLS"})`, config, mine, (op) => ops.push(op)));
     }
     if (o.soakIntervalMs > 0) {
-      soak = new Soak(() => [...replicas.map((r) => ({ role: "server" as const, pid: r.pid })), ...workers.map((w) => ({ role: "client" as const, pid: w.process.pid }))], o.soakIntervalMs);
+      soak = new Soak(
+        () => [
+          { name: "harness", role: "harness" as const, pid: process.pid },
+          ...cluster.members.map((m) => ({ name: `etcd ${m.name}`, role: "etcd" as const, pid: m.process?.pid })),
+          ...replicas.map((r, i) => ({ name: `replica r${i}`, role: "server" as const, pid: r.pid })),
+          ...workers.map((w, i) => ({ name: `client c${i}`, role: "client" as const, pid: w.process.pid })),
+        ],
+        o.soakIntervalMs,
+      );
     }
     const historyLog = new HistoryLog();
     const flooder = await auth.credentials(FLOODER);
@@ -225,11 +241,16 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     }
     await Promise.all(workers.map((w) => w.stop()));
     const soakSummary = soak?.stop();
+    if (soak && o.history) soak.writeCsv(`${o.history}.soak.csv`);
     await Promise.all(replicas.map((r) => r.stop()));
     log(`${ops.length} operations; reading etcd's history back`);
     const truth = await readHistory(cluster.endpoints, PREFIX, undefined, historyLog);
-    log(`${truth.events.length} etcd events up to revision ${truth.revision}; checking`);
     const judged = [...resources, semaphore.resource];
+    if (o.history) {
+      saveRun(o.history, ops, truth, judged, schedule);
+      log(`history: ${o.history} (etcd's: ${o.history}.etcd.jsonl)`);
+    }
+    log(`${truth.events.length} etcd events up to revision ${truth.revision}; checking`);
     const result = check(ops, truth, new Layout(PREFIX), judged, disruptionsOf(schedule), policyDenies, noSpaceOf(schedule));
     return { options: o, ops, faults, faultLog, schedule, check: result, truth, resources: judged, soak: soakSummary, durationMs: Date.now() - started };
   } finally {

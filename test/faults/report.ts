@@ -32,8 +32,8 @@ export function renewalsAfterEtcd(r: RunResult): string {
   const firsts: number[] = [];
   const later = { ok: 0, fail: 0, ambiguous: 0, unsent: 0 };
   for (const e of ends) {
-    const ok = renewals.filter((op) => op.t0 >= e && op.outcome === "ok").map((op) => op.t1 - e);
-    if (ok.length > 0) firsts.push(Math.min(...ok));
+    const first = renewals.reduce((m, op) => (op.t0 >= e && op.outcome === "ok" ? Math.min(m, op.t1 - e) : m), Infinity);
+    if (first < Infinity) firsts.push(first);
     for (const op of renewals) if (op.t0 >= e + 1_000 && op.t0 < e + 5_000) later[op.outcome]++;
   }
   firsts.sort((a, b) => a - b);
@@ -60,7 +60,9 @@ export function abuseLines(r: RunResult): string[] {
   if (fills.length > 0) {
     const refused = r.ops.filter((op) => op.reason === "ETCD_NO_SPACE");
     const kinds = [...new Set(refused.map((op) => op.kind))].map((k) => `${k} ${refused.filter((op) => op.kind === k).length}`);
-    const after = fills.map((f) => Math.min(...r.ops.filter((op) => (op.kind === "put" || op.kind === "delete" || op.kind === "txn") && op.outcome === "ok" && op.t0 >= f.end).map((op) => op.t1 - f.end))).sort((a, b) => a - b);
+    // (A reduce, not Math.min(...): a long run has more acknowledged writes than a call takes arguments.)
+    const writesOk = r.ops.filter((op) => (op.kind === "put" || op.kind === "delete" || op.kind === "txn") && op.outcome === "ok");
+    const after = fills.map((f) => writesOk.reduce((m, op) => (op.t0 >= f.end ? Math.min(m, op.t1 - f.end) : m), Infinity)).sort((a, b) => a - b);
     lines.push(`etcd filled to its quota ${fills.length} times: ${refused.length} calls refused ETCD_NO_SPACE (${kinds.join(", ") || "none"}); the first write acknowledged after a heal: ${after[after.length >> 1]} ms (median), ${after.at(-1)} ms at most`);
   }
   return lines;
@@ -156,9 +158,10 @@ export function report(r: RunResult): string {
   }
   if (r.soak) {
     lines.push("");
-    lines.push(row(["soak (per process)", "RSS early", "RSS late", "RSS max", "fds early", "fds late", "fds max"], [18, 10, 10, 10, 10, 10, 10]));
+    const w = [16, 10, 10, 10, 12, 9, 9, 9, 10];
+    lines.push(row(["soak", "RSS early", "RSS late", "RSS max", "RSS trend", "fds early", "fds late", "fds max", "fds trend"], w));
     for (const s of r.soak) {
-      lines.push(row([s.role, `${s.early.rssMb} MB`, `${s.late.rssMb} MB`, `${s.max.rssMb} MB`, s.early.fds, s.late.fds, s.max.fds], [18, 10, 10, 10, 10, 10, 10]));
+      lines.push(row([s.name, `${s.early.rssMb} MB`, `${s.late.rssMb} MB`, `${s.max.rssMb} MB`, `${s.perHour.rssMb} MB/h`, s.early.fds, s.late.fds, s.max.fds, `${s.perHour.fds}/h`], w));
     }
   }
   return lines.join("\n");
