@@ -65,7 +65,7 @@ function violations(ops: Op[], events: EtcdEvent[]): Record<Property, number> {
   return Object.fromEntries(Object.entries(r.violations).map(([p, v]) => [p, v.count])) as Record<Property, number>;
 }
 
-const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, renewals: 0, authz: 0, layout: 0, shared: 0, lockdelay: 0, sessions: 0 };
+const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, renewals: 0, authz: 0, layout: 0, shared: 0, lockdelay: 0, sessions: 0, values: 0 };
 const A = 7n;
 const B = 9n;
 
@@ -385,5 +385,35 @@ describe("faults: the checker", () => {
     const evs = [...events, del(keys.ownerKey(R), 8), ...mutation(9, 6, [["k1", "b.3/0"]])];
     const o = [...ops, write("b.3", 6, B, [["k1", "b.3/0"]], "ok", 9, "order"), { ...again, t0: ++clock, t1: ++clock }];
     expect(violations(o, evs)).to.deep.equal({ ...NONE, refusals: 1 });
+  });
+
+  it("values: a Proclaim sets its value at its revision while its generation holds; a refused one sets nothing; a grant publishes what its Acquire sent", () => {
+    const ownerWith = (holder: string, v: string) => `${encodeOwner({ holder, nonce: "n" })}\n${v}`;
+    const proclaim = (value: string, gen: number, lease: bigint, outcome: Op["outcome"], rev?: number): Op => ({
+      client: value.split(".")[0], via: "grpc", seq: 0, kind: "proclaim", t0: ++clock, t1: ++clock, resource: R, outcome, gen: String(gen), lease: String(lease), value,
+      ...(outcome === "ok" ? { rev: String(rev) } : { code: "FailedPrecondition", reason: "STALE_TOKEN" }),
+    });
+    // a.1 (generation 2) proclaims a.5/v at 3; its key goes at 5; b.1 is granted 6 (the issued key with it).
+    const evs = [
+      ...grant("a.1", 2, A), put(keys.issuedKey(R), "2", 2), put(keys.fenceKey(R), encodeGeneration(0n), 2),
+      put(keys.ownerKey(R), ownerWith("a.1", "a.5/v"), 3, 2, A),
+      del(keys.ownerKey(R), 5), ...grant("b.1", 6, B), put(keys.issuedKey(R), "6", 6),
+    ];
+    const a = acquire("a.1", 2, A);
+    const p = proclaim("a.5/v", 2, A, "ok", 3);
+    const b = acquire("b.1", 6, B);
+    expect(violations([a, p, b], evs)).to.deep.equal(NONE);
+    // Answered ok at another revision; refused and yet set; set by nobody's Proclaim.
+    expect(violations([a, { ...p, rev: "4" }, b], evs)).to.deep.equal({ ...NONE, values: 1 });
+    expect(violations([a, { ...p, outcome: "fail", code: "FailedPrecondition", reason: "LEASE_NOT_HELD", rev: undefined }, b], evs)).to.deep.equal({ ...NONE, values: 1 });
+    expect(violations([a, b], evs)).to.deep.equal({ ...NONE, values: 1 });
+    // A deposed leader's Proclaim that set the value of the leader after it (a check that ignored the generation).
+    const deposed = [...evs, put(keys.ownerKey(R), ownerWith("b.1", "a.7/v"), 7, 6, B)];
+    expect(violations([a, p, b, proclaim("a.7/v", 2, A, "ok", 7)], deposed)).to.deep.equal({ ...NONE, values: 1 });
+    // Refused STALE_TOKEN: right once b.1 was issued, wrong while a.1 still held (a check strict by one).
+    expect(violations([a, p, b, proclaim("a.8/v", 2, A, "fail")], evs)).to.deep.equal(NONE);
+    expect(violations([a, between(proclaim("a.8/v", 2, A, "fail"), a, p), p, b], evs)).to.deep.equal({ ...NONE, refusals: 1 });
+    // A grant that does not publish what its Acquire sent.
+    expect(violations([{ ...a, value: "a.1" }, p, b], evs)).to.deep.equal({ ...NONE, values: 1 });
   });
 });

@@ -13,7 +13,7 @@
 import type { IKeyValue } from "etcd3";
 import type { EtcdEvent, EtcdTruth } from "./etcd-history.js";
 import { isWrite, principalOf, type Op } from "./history.js";
-import { decodeFence, decodeHolderValue, idempotencyHash, type Layout } from "./layout.js";
+import { decodeFence, decodeHolderValue, idempotencyHash, publishedValue, type Layout } from "./layout.js";
 import { SpanIndex } from "./span-index.js";
 
 export const PROPERTIES = {
@@ -29,6 +29,7 @@ export const PROPERTIES = {
   refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, by the run's policy, or by the token's holder binding",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
   renewals: "no lease is lost before its TTL: a renewal refused LEASE_NOT_FOUND comes a TTL after a renewal of its lease answered ok, unless it was released, closed or preempted, or etcd was faulted between",
+  values: "a grant publishes the value its Acquire sent; a holder's value changes only by a Proclaim of the generation holding it, at the revision that Proclaim was answered with, and a refused Proclaim changes nothing",
   authz: "no call the run's policy denies, and no write, renewal or release under a token or lease another principal acquired, is accepted or applied",
   layout: "every key and value under the prefix is one the documented layout describes",
 } as const;
@@ -94,7 +95,8 @@ interface Batch {
 }
 
 interface ResourceState {
-  owner?: { gen: bigint; lease: bigint; holder: string };
+  /** value: what it publishes (an Acquire's value, then each Proclaim's). */
+  owner?: { gen: bigint; lease: bigint; holder: string; value: string };
   lastGrant: bigint;
   fence: bigint;
   data: Map<string, string>;
@@ -190,6 +192,8 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   }
   const acquires = ops.filter((o) => o.kind === "acquire");
   const acquireByHolder = new Map(acquires.map((o) => [o.holder!, o]));
+  /** Proclaims by the value they set (unique in a run), with the revision etcd's history shows it set at. */
+  const proclaims = new Map(ops.filter((o) => o.kind === "proclaim" && o.value !== undefined).map((o) => [o.value!, { op: o, appliedAt: undefined as bigint | undefined }]));
 
   // --- etcd's history, in batches of one resource at one revision, read with layout.ts ---
   const known = new Set(resources);
@@ -303,6 +307,19 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
     } else b.data.push({ key: p.rest!, value: e.type === "put" ? e.kv.value.toString() : null });
   }
 
+  /** A holder's value changed to value at rev: the Proclaim that sent it must have held the resource then. */
+  const proclaimed = (value: string, rev: bigint, owner: { gen: bigint; lease: bigint; holder: string }, where: string) => {
+    const p = proclaims.get(value);
+    if (!p) return violate("values", () => `${where}: ${owner.holder}'s value changed to ${JSON.stringify(value.slice(0, 80))}, which no Proclaim of the history sent`);
+    if (p.appliedAt !== undefined) return violate("ambiguous", () => `${where}: Proclaim ${value} set at revision ${p.appliedAt} and again here`);
+    p.appliedAt = rev;
+    const { op } = p;
+    if (op.outcome === "fail") violate("values", () => `${where}: ${op.client} proclaim #${op.seq} was answered ${op.reason ?? op.code} and yet set ${value}`);
+    if (BigInt(op.gen!) !== owner.gen || BigInt(op.lease!) !== owner.lease) {
+      violate("values", () => `${where}: ${op.client} proclaim #${op.seq} under generation ${op.gen} (lease ${op.lease}) set the value of generation ${owner.gen} (lease ${owner.lease})`);
+    }
+  };
+
   // Every lock-delay is known now, with its end.
   const delayIndex = new Map([...timelines].map(([r, tl]) => [r, new SpanIndex(tl.delays)]));
   const states = new Map<string, ResourceState>(resources.map((r) => [r, { lastGrant: 0n, fence: 0n, data: new Map(), granted: new Set(), orphans: new Set() }]));
@@ -386,12 +403,17 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       const holder = o?.holder ?? "";
       const gen = BigInt(e.kv.create_revision);
       const lease = BigInt(e.kv.lease);
+      const value = publishedValue(e.kv.value);
       if (gen !== e.rev) {
-        if (!s.owner || s.owner.lease !== lease || s.owner.holder !== holder) {
+        if (s.owner && s.owner.lease === lease && s.owner.holder === holder) {
+          // The holder's key rewritten in place: only a Proclaim of the generation holding it changes its value.
+          if (value !== s.owner.value) proclaimed(value, b.rev, s.owner, where);
+          s.owner.value = value;
+        } else {
           violate("owners", () => `${where}: the owner key was overwritten by ${holder} (lease ${lease}) while held by ${s.owner?.holder} (lease ${s.owner?.lease})`);
           // From here on, LIVE writes are judged against the owner the key now names.
           endOwner();
-          s.owner = { gen, lease, holder };
+          s.owner = { gen, lease, holder, value };
           tl.owners.set(`${gen}|${lease}`, { from: b.rev, to: INF, holder, what: "owner" });
           tl.busy.push(tl.owners.get(`${gen}|${lease}`)!);
         }
@@ -405,6 +427,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       if (handover) violate("owners", () => `${where}: ${holder} granted while a preemption by ${handover.holder} was handing the resource over (since revision ${handover.from})`);
       if (gen <= s.lastGrant) violate("owners", () => `${where}: generation ${gen} granted after generation ${s.lastGrant}`);
       const acq = acquireByHolder.get(holder);
+      if (acq && (acq.value ?? "") !== value) violate("values", () => `${where}: ${holder} granted publishing ${JSON.stringify(value.slice(0, 80))}, and its Acquire sent ${JSON.stringify(acq.value ?? "")}`);
       if (!acq) violate("owners", () => `${where}: a grant to "${holder}", which no Acquire of the history asked for`);
       else if (acq.outcome === "fail" || acq.outcome === "unsent") {
         // An Acquire whose lease ended before the grant could be answered (LEASE_NOT_FOUND) leaves a
@@ -414,7 +437,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
         else violate("owners", () => `${where}: a grant to ${holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
       }
       endOwner();
-      s.owner = { gen, lease, holder };
+      s.owner = { gen, lease, holder, value };
       s.lastGrant = gen;
       s.granted.add(gen);
       grantOf.set(holder, s.owner);
@@ -429,6 +452,11 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
     }
   }
 
+  for (const { op, appliedAt } of proclaims.values()) {
+    if (op.outcome === "ok" && appliedAt !== BigInt(op.rev ?? -1)) {
+      violate("values", () => `${op.client} proclaim #${op.seq} of ${op.value} on "${op.resource}" was answered ok at revision ${op.rev}, and ${appliedAt === undefined ? "etcd's history never shows its value" : `etcd's history shows it set at ${appliedAt}`}`);
+    }
+  }
   for (const [r, s] of states) {
     if (s.owner && s.orphans.has(s.owner.gen)) violate("owners", () => `"${r}": the grant of generation ${s.owner!.gen}, whose Acquire was refused, still owns it at the end`);
   }
@@ -518,8 +546,8 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   // at most one below the least revision committed by a call invoked after it was answered (etcd is
   // linearizable; a replayed answer's revision may be older than its call, so it bounds nothing above).
   const points = ops
-    .filter((o) => o.outcome === "ok" && ((isWrite(o) && o.rev !== undefined) || (o.kind === "acquire" && o.gen !== undefined)))
-    .map((o) => ({ t0: o.t0, t1: o.t1, rev: BigInt(isWrite(o) ? o.rev! : o.gen!), replayed: Boolean(o.replayed) }));
+    .filter((o) => o.outcome === "ok" && (((isWrite(o) || o.kind === "proclaim") && o.rev !== undefined) || (o.kind === "acquire" && o.gen !== undefined)))
+    .map((o) => ({ t0: o.t0, t1: o.t1, rev: BigInt(o.kind === "acquire" ? o.gen! : o.rev!), replayed: Boolean(o.replayed) }));
   const byT1 = [...points].sort((a, b) => a.t1 - b.t1);
   const maxRevByT1: bigint[] = [];
   byT1.forEach((p, i) => maxRevByT1.push(i === 0 ? p.rev : max(maxRevByT1[i - 1], p.rev)));
@@ -590,6 +618,18 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       // What it left written is judged with every refused write (property refused).
       policyRefusals++;
       if (!denies(op)) wrong("the run's policy grants this call");
+    } else if (op.kind === "proclaim") {
+      // Refused as a stale write is (server/lease/proclaim.ts), but an exclusive generation is stale as
+      // soon as a newer one is issued, written or not.
+      const gen = BigInt(op.gen!);
+      if (op.reason === "STALE_TOKEN") {
+        if (fenceAt(tl, hi) <= gen && issuedAt(tl, hi) <= gen) wrong(`the fence was at most ${fenceAt(tl, hi)} and the last generation issued ${issuedAt(tl, hi)} ${during}, neither above generation ${gen}`);
+      } else if (op.reason === "LEASE_NOT_HELD") {
+        const span = ownerSpan(op);
+        if (span && span.from <= lo && span.to > hi) wrong(`generation ${gen} (lease ${op.lease}) owned the resource ${during}`);
+      } else if (op.reason === "GENERATION_NOT_ISSUED") {
+        if (issuedAt(tl, lo) >= gen) wrong(`generation ${gen} was issued by revision ${lo}`);
+      } else wrong("a refusal no state of etcd's history explains");
     } else if (isWrite(op)) {
       const gen = BigInt(op.gen!);
       if (op.reason === "STALE_TOKEN") {
@@ -642,19 +682,19 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   // --- what the policy or the holder binding forbids is never done ---
   // A forbidden call answered ok, or a forbidden write that etcd's history shows applied (whatever its
   // answer): the refusals above are judged right, here their absence is judged wrong.
-  const appliedWrite = (op: Op) => isWrite(op) && groups.get(op.write!)?.appliedAt !== undefined;
+  const appliedAt = (op: Op) => (isWrite(op) ? groups.get(op.write!)?.appliedAt : op.kind === "proclaim" ? proclaims.get(op.value!)?.appliedAt : undefined);
   const judgedAuthz = new Set<string>();
   for (const op of ops) {
-    if (!(isWrite(op) || op.kind === "renew" || op.kind === "release") || op.gen === undefined) continue;
+    if (!(isWrite(op) || op.kind === "renew" || op.kind === "release" || op.kind === "proclaim") || op.gen === undefined) continue;
     const by = acquiredBy.get(`${op.resource}|${op.gen}|${op.lease}`);
     const foreign = by !== undefined && by !== principalOf(op);
     const denied = denies(op);
     if (!foreign && !denied) continue;
     const why = foreign ? `under a token ${by} acquired, by ${principalOf(op)}` : `which the run's policy denies ${principalOf(op)}`;
     if (op.outcome === "ok") violate("authz", () => `${op.client} ${op.kind} #${op.seq} on "${op.resource}" ${why}, answered ok${op.rev ? ` at revision ${op.rev}` : ""}`);
-    else if (appliedWrite(op) && !judgedAuthz.has(op.write!)) {
-      judgedAuthz.add(op.write!);
-      violate("authz", () => `${op.client} write ${op.write} on "${op.resource}" ${why}, answered ${op.reason ?? op.code} and applied at revision ${groups.get(op.write!)!.appliedAt}`);
+    else if (appliedAt(op) !== undefined && !judgedAuthz.has(op.write ?? op.value!)) {
+      judgedAuthz.add(op.write ?? op.value!);
+      violate("authz", () => `${op.client} ${op.kind} ${op.write ?? op.value} on "${op.resource}" ${why}, answered ${op.reason ?? op.code} and applied at revision ${appliedAt(op)}`);
     }
   }
 

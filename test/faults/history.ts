@@ -2,7 +2,7 @@
 // write one Op per line (JSON) as each answer arrives; the runner collects them. Numbers that are etcd
 // revisions or lease ids travel as decimal strings.
 
-export type OpKind = "acquire" | "renew" | "release" | "put" | "delete" | "txn" | "open-session" | "close-session";
+export type OpKind = "acquire" | "renew" | "release" | "put" | "delete" | "txn" | "open-session" | "close-session" | "proclaim";
 
 /**
  * ok: the server said it was done. fail: the server said it was refused, and so not done.
@@ -44,6 +44,11 @@ export interface Op {
   lockDelayMs?: number;
   /** A preempting Acquire (AcquireRequest.preempt). */
   preempt?: boolean;
+  /**
+   * The value an Acquire published (AcquireRequest.value: an election's campaign), or the one a Proclaim
+   * set; a Proclaim's is unique in a run, so that the owner key's change in etcd's history names it.
+   */
+  value?: string;
   // renew
   /** Renew, one KeepAlive message for this lease, or one for several (lease_ids). */
   renewVia?: "renew" | "keepalive" | "keepalive-batch";

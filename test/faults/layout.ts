@@ -106,5 +106,11 @@ export function decodeHolderValue(value: Buffer, withNonce: boolean): HolderValu
   return { holder: o.holder, ...(typeof o.nonce === "string" ? { nonce: o.nonce } : {}), ...(typeof o.principal === "string" ? { principal: o.principal } : {}), ...(typeof o.maxHolders === "number" ? { maxHolders: o.maxHolders } : {}) };
 }
 
+/** The value an owner key (or a shared holder's) publishes: what follows its first newline; "" without one. */
+export function publishedValue(value: Buffer): string {
+  const nl = value.indexOf(0x0a);
+  return nl < 0 ? "" : value.subarray(nl + 1).toString("utf8");
+}
+
 /** Where an idempotency key's record lives, without authentication: the hex sha-256 of the key. */
 export const idempotencyHash = (key: string) => createHash("sha256").update(key, "utf8").digest("hex");

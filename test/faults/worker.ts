@@ -7,6 +7,8 @@
 //
 //   via "grpc": plain gRPC calls (Acquire, Renew, Release, Put/Delete/Txn), a replica at random per call
 //   via "sdk":  the TypeScript SDK (leases kept alive on its KeepAlive stream, servers failed over)
+// Holders also act as elected leaders do: an acquisition may publish a value (a campaign), and a holder
+// changes it with Proclaim, now and then under a token it no longer holds.
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
@@ -199,11 +201,13 @@ async function acquire(picked: string): Promise<Held | undefined> {
   const waitMs = rng.int(300, 1_500);
   const ttlMs = rng.pick([2_000, 3_000]);
   const holder = `${config.client}.${seq + 1}`;
+  // A third of the exclusive acquisitions are campaigns: they publish a value (the holder's label).
+  const value = !shared && rng.chance(0.3) ? holder : undefined;
   let lease: Lease | undefined;
   const on = sessionId !== undefined ? { session: String(sessionId) } : { ttlMs };
-  const a = await record({ kind: "acquire", resource, wait, holder, ...on, shared, maxHolders, lockDelayMs, ...(preempt ? { preempt } : {}) }, async () => {
+  const a = await record({ kind: "acquire", resource, wait, holder, ...on, shared, maxHolders, lockDelayMs, ...(preempt ? { preempt } : {}), ...(value ? { value } : {}) }, async () => {
     if (sdk) {
-      lease = await sdk.acquire(resource, { ttl: ttlMs, wait: wait ? waitMs : false, holder });
+      lease = await sdk.acquire(resource, { ttl: ttlMs, wait: wait ? waitMs : false, holder, ...(value ? { value } : {}) });
       return { token: lease.token };
     }
     const res = await some().lease.acquire(
@@ -213,6 +217,7 @@ async function acquire(picked: string): Promise<Held | undefined> {
         ...(lockDelayMs ? { lockDelay: seconds(lockDelayMs) } : {}),
         ...(preempt ? { preempt } : {}),
         ...(sessionId !== undefined ? { sessionId, ttl: undefined } : {}),
+        ...(value ? { value: Buffer.from(value) } : {}),
       },
       { timeoutMs: CALL_TIMEOUT_MS + (wait ? waitMs : 0) },
     );
@@ -402,6 +407,23 @@ async function keepAliveOnce(leaseId: bigint, more: bigint[]): Promise<(Error | 
   }
 }
 
+/**
+ * A Proclaim: the holder publishes a new value (unique in the run), as an elected leader announcing a new
+ * address would; through the SDK's lease, or explicitly with the token (as a holder that does not know
+ * it lost would). Never retried: a Proclaim has no idempotency key, and one answered ambiguously is left
+ * to the checker. as: another principal's clients (the impostor's round).
+ */
+async function proclaim(held: Held, explicit: boolean, as = grpc, principal?: string): Promise<{ outcome: Outcome; reason?: string }> {
+  const { token } = held;
+  const value = `${config.client}.${seq + 1}/v`;
+  const a = await record({ kind: "proclaim", resource: token.resource, gen: String(token.generation), lease: String(token.leaseId), value, ...(principal ? { principal } : {}) }, async () => {
+    if (held.lease && !explicit) return { rev: await held.lease.proclaim(value) };
+    const res = await rng.pick(as).lease.proclaim({ token: toProto(token), value: Buffer.from(value) }, { timeoutMs: CALL_TIMEOUT_MS });
+    return { rev: res.revision };
+  });
+  return a;
+}
+
 async function release(held: Held): Promise<void> {
   const { token } = held;
   await record({ kind: "release", resource: token.resource, gen: String(token.generation), lease: String(token.leaseId) }, async () => {
@@ -445,6 +467,7 @@ async function impostorRound(other: { principal: string; resources?: string[] })
   if (!a.token) return;
   const token = a.token;
   await write({ token }, true);
+  await proclaim({ token }, true, grpc);
   await renew({ token });
   await record({ kind: "release", resource, gen: String(token.generation), lease: String(token.leaseId), principal: other.principal }, async () => {
     await as.lease.release({ token: toProto(token) }, { timeoutMs: CALL_TIMEOUT_MS });
@@ -454,7 +477,10 @@ async function impostorRound(other: { principal: string; resources?: string[] })
 
 async function round(): Promise<void> {
   if (config.other && rng.chance(0.15)) return impostorRound(config.other);
-  if (old.length > 0 && rng.chance(0.15)) await write(rng.pick(old), true);
+  if (old.length > 0 && rng.chance(0.15)) {
+    if (rng.chance(0.25)) await proclaim(rng.pick(old), true);
+    else await write(rng.pick(old), true);
+  }
   const held = await acquire(rng.pick(config.resources));
   if (!held) {
     // As a careful user would, back off before trying again: a server without etcd answers at once.
@@ -470,6 +496,9 @@ async function round(): Promise<void> {
       if (as.some((a) => a.reason === "STALE_TOKEN" || a.reason === "LEASE_NOT_HELD" || a.outcome === "unsent")) break;
     } else if (r < 0.9 && !sdk) {
       if ((await renew(held)) === "fail") break;
+    } else if (!held.shared && r < (sdk ? 0.8 : 0.95)) {
+      const a = await proclaim(held, false);
+      if (a.reason === "STALE_TOKEN" || a.reason === "LEASE_NOT_HELD" || a.outcome === "unsent") break;
     } else {
       await sleep(rng.int(50, 400));
     }
