@@ -239,6 +239,9 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
         log(`${((Date.now() - started) / 1000).toFixed(0)} s: ${ops.length} operations, ${[...faults.values()].reduce((a, b) => a + b, 0)} faults`);
       }
     }
+    // A calm after the last group too, so that what its heal brings back (writes, after etcd's quota) is
+    // in the history before the clients stop.
+    await sleep(rng.int(...o.calmMs));
     await Promise.all(workers.map((w) => w.stop()));
     const soakSummary = soak?.stop();
     if (soak && o.history) soak.writeCsv(`${o.history}.soak.csv`);
