@@ -43,7 +43,7 @@ run() {
   echo "fault run against $name (seed $seed): $out/$name.out" >&2
   (cd "$dir" && FK_TEST_COMPILED=1 timeout 1200 node --import tsx test/faults/main.ts --short --seed "$seed") >"$out/$name.out" 2>&1 || rc=$?
   local caught
-  caught=$(grep -E '^(order|lost|refused|live|owners|ambiguous|shared|lockdelay|sessions|refusals|ttl|renewals|values|authz|layout) +[0-9]+' "$out/$name.out" |
+  caught=$(grep -E '^(order|lost|refused|live|owners|ambiguous|shared|lockdelay|sessions|refusals|ttl|renewals|values|observe|authz|layout) +[0-9]+' "$out/$name.out" |
     awk '$2 > 0 { printf "%s%s %s", sep, $1, $2; sep = ", " }')
   local floor
   floor=$(sed -n 's/^acknowledged operations below the floor: //p' "$out/$name.out")

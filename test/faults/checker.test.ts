@@ -65,7 +65,7 @@ function violations(ops: Op[], events: EtcdEvent[]): Record<Property, number> {
   return Object.fromEntries(Object.entries(r.violations).map(([p, v]) => [p, v.count])) as Record<Property, number>;
 }
 
-const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, renewals: 0, authz: 0, layout: 0, shared: 0, lockdelay: 0, sessions: 0, values: 0 };
+const NONE: Record<Property, number> = { order: 0, lost: 0, refused: 0, live: 0, owners: 0, ambiguous: 0, refusals: 0, ttl: 0, renewals: 0, authz: 0, layout: 0, shared: 0, lockdelay: 0, sessions: 0, values: 0, observe: 0 };
 const A = 7n;
 const B = 9n;
 
@@ -415,5 +415,29 @@ describe("faults: the checker", () => {
     expect(violations([a, between(proclaim("a.8/v", 2, A, "fail"), a, p), p, b], evs)).to.deep.equal({ ...NONE, refusals: 1 });
     // A grant that does not publish what its Acquire sent.
     expect(violations([{ ...a, value: "a.1" }, p, b], evs)).to.deep.equal({ ...NONE, values: 1 });
+  });
+
+  it("observe: a follower told a holder, a value or nobody that etcd's history does not show at that revision, or revisions out of order", () => {
+    const ownerWith = (holder: string, v: string) => `${encodeOwner({ holder, nonce: "n" })}\n${v}`;
+    // a.1 (generation 2) publishes a.1 at its grant and proclaims a.5/v at 3; its key goes at 5; b.1 is granted 6.
+    const evs = [
+      put(keys.ownerKey(R), ownerWith("a.1", "a.1"), 2, 2, A), put(keys.fenceKey(R), encodeGeneration(0n), 2),
+      put(keys.ownerKey(R), ownerWith("a.1", "a.5/v"), 3, 2, A),
+      del(keys.ownerKey(R), 5), ...grant("b.1", 6, B),
+    ];
+    const a: Op = { ...acquire("a.1", 2, A), value: "a.1" };
+    const p: Op = { client: "a", via: "grpc", seq: 0, kind: "proclaim", t0: ++clock, t1: ++clock, resource: R, outcome: "ok", gen: "2", lease: String(A), value: "a.5/v", rev: "3" };
+    const b = acquire("b.1", 6, B);
+    const seen = (rev: number, holder?: { gen: number; lease: bigint; value: string }, stream = "c.1"): Op => ({
+      client: "c", via: "grpc", seq: 0, kind: "observe", t0: 0, t1: ++clock, resource: R, outcome: "ok", stream, rev: String(rev), held: holder !== undefined,
+      ...(holder ? { gen: String(holder.gen), lease: String(holder.lease), value: holder.value } : {}),
+    });
+    const right = [seen(2, { gen: 2, lease: A, value: "a.1" }), seen(3, { gen: 2, lease: A, value: "a.5/v" }), seen(5), seen(6, { gen: 6, lease: B, value: "" })];
+    expect(violations([a, p, b, ...right], evs)).to.deep.equal(NONE);
+    // The old value at the Proclaim's revision; a holder gone; nobody while b.1 held; a revision again on a stream.
+    expect(violations([a, p, b, seen(3, { gen: 2, lease: A, value: "a.1" })], evs)).to.deep.equal({ ...NONE, observe: 1 });
+    expect(violations([a, p, b, seen(5, { gen: 2, lease: A, value: "a.5/v" })], evs)).to.deep.equal({ ...NONE, observe: 1 });
+    expect(violations([a, p, b, seen(7)], evs)).to.deep.equal({ ...NONE, observe: 1 });
+    expect(violations([a, p, b, seen(3, { gen: 2, lease: A, value: "a.5/v" }), seen(3, { gen: 2, lease: A, value: "a.5/v" })], evs)).to.deep.equal({ ...NONE, observe: 1 });
   });
 });

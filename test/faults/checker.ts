@@ -29,6 +29,7 @@ export const PROPERTIES = {
   refusals: "every refusal is justified by a state etcd held between the call's invocation and its answer, by the run's policy, or by the token's holder binding",
   ttl: "no lease outlives the TTL its Acquire asked for (past its last renewal or etcd fault, with a margin)",
   renewals: "no lease is lost before its TTL: a renewal refused LEASE_NOT_FOUND comes a TTL after a renewal of its lease answered ok, unless it was released, closed or preempted, or etcd was faulted between",
+  observe: "every state an Observe stream reported is etcd's at the revision it names (the exclusive holder's generation, lease and value, or nobody holding), and its revisions strictly increase along the stream",
   values: "a grant publishes the value its Acquire sent; a holder's value changes only by a Proclaim of the generation holding it, at the revision that Proclaim was answered with, and a refused Proclaim changes nothing",
   authz: "no call the run's policy denies, and no write, renewal or release under a token or lease another principal acquired, is accepted or applied",
   layout: "every key and value under the prefix is one the documented layout describes",
@@ -115,6 +116,9 @@ interface Span {
   max?: number;
   /** A waiter's or shared holder's: its lease (or session), 16 hex digits. */
   lease?: string;
+  /** An owner's: its generation and lease. */
+  gen?: bigint;
+  leaseId?: bigint;
 }
 
 /** What a resource's refusals are judged against: how its fence, issued key and holders stood, revision by revision. */
@@ -132,6 +136,8 @@ interface Timeline {
   handovers: Span[];
   /** The owner key's spans, by "generation|lease". */
   owners: Map<string, Span>;
+  /** The value the owner key published from each revision it was put at (a grant, a Proclaim), in revision order. */
+  values: [bigint, string][];
 }
 
 const INF = 1n << 62n;
@@ -205,7 +211,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
   /** Leases that a preemption's record (x/<lease>) names, with the revision it was put at. */
   const preemptedLeases = new Map<bigint, bigint>();
   const recordsAt = new Map<bigint, WriteGroup[]>(); // idempotency records put at a revision: their writes applied there
-  const timelines = new Map<string, Timeline>(resources.map((r) => [r, { fences: [], issued: [], busy: [], openBusy: new Map(), owners: new Map(), delays: [], handovers: [] }]));
+  const timelines = new Map<string, Timeline>(resources.map((r) => [r, { fences: [], issued: [], busy: [], openBusy: new Map(), owners: new Map(), delays: [], handovers: [], values: [] }]));
   let grants = 0;
   for (const e of truth.events) {
     const p = layout.parse(e.kv.key);
@@ -404,6 +410,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       const gen = BigInt(e.kv.create_revision);
       const lease = BigInt(e.kv.lease);
       const value = publishedValue(e.kv.value);
+      tl.values.push([b.rev, value]);
       if (gen !== e.rev) {
         if (s.owner && s.owner.lease === lease && s.owner.holder === holder) {
           // The holder's key rewritten in place: only a Proclaim of the generation holding it changes its value.
@@ -414,7 +421,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
           // From here on, LIVE writes are judged against the owner the key now names.
           endOwner();
           s.owner = { gen, lease, holder, value };
-          tl.owners.set(`${gen}|${lease}`, { from: b.rev, to: INF, holder, what: "owner" });
+          tl.owners.set(`${gen}|${lease}`, { from: b.rev, to: INF, holder, what: "owner", gen, leaseId: lease });
           tl.busy.push(tl.owners.get(`${gen}|${lease}`)!);
         }
         continue;
@@ -441,7 +448,7 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       s.lastGrant = gen;
       s.granted.add(gen);
       grantOf.set(holder, s.owner);
-      const span = { from: b.rev, to: INF, holder, what: "owner" };
+      const span = { from: b.rev, to: INF, holder, what: "owner", gen, leaseId: lease };
       tl.owners.set(`${gen}|${lease}`, span);
       tl.busy.push(span);
     }
@@ -469,6 +476,28 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
       return [r, { busy: new SpanIndex(tl.busy), owners: new SpanIndex(tl.owners.values()), ownersByLease: byLease }];
     }),
   );
+
+  // --- what followers were told (Observe), against etcd's history at the revision each message names ---
+  const lastOnStream = new Map<string, bigint>();
+  for (const op of ops) {
+    if (op.kind !== "observe" || op.rev === undefined) continue;
+    const rev = BigInt(op.rev);
+    const where = `${op.client} observe #${op.seq} (stream ${op.stream}) of "${op.resource}" at revision ${rev}`;
+    const before = lastOnStream.get(op.stream!);
+    if (before !== undefined && rev <= before) violate("observe", () => `${where}: came after a message of revision ${before} on its stream`);
+    lastOnStream.set(op.stream!, rev);
+    const ix = index.get(op.resource);
+    const tl = timelines.get(op.resource);
+    if (!ix || !tl) continue;
+    const owner = ix.owners.find(rev, rev);
+    if (op.gen !== undefined) {
+      const i = lastIndex(tl.values, ([r]) => r <= rev);
+      const value = i >= 0 ? tl.values[i][1] : "";
+      if (!owner) violate("observe", () => `${where}: named generation ${op.gen} (lease ${op.lease}) the holder, and nobody held it exclusively then`);
+      else if (String(owner.gen) !== op.gen || String(owner.leaseId) !== op.lease) violate("observe", () => `${where}: named generation ${op.gen} (lease ${op.lease}) the holder, and generation ${owner.gen} (lease ${owner.leaseId}) held it`);
+      else if (value !== op.value) violate("observe", () => `${where}: named ${JSON.stringify(op.value)} its holder's value, and etcd's owner key published ${JSON.stringify(value)}`);
+    } else if (op.held === false && owner) violate("observe", () => `${where}: said nobody held it, and generation ${owner.gen} did`);
+  }
 
   // --- shared holders: never beside an exclusive one, never more than a semaphore's permits ---
   for (const [r, tl] of timelines) {

@@ -2,7 +2,7 @@
 // write one Op per line (JSON) as each answer arrives; the runner collects them. Numbers that are etcd
 // revisions or lease ids travel as decimal strings.
 
-export type OpKind = "acquire" | "renew" | "release" | "put" | "delete" | "txn" | "open-session" | "close-session" | "proclaim";
+export type OpKind = "acquire" | "renew" | "release" | "put" | "delete" | "txn" | "open-session" | "close-session" | "proclaim" | "observe";
 
 /**
  * ok: the server said it was done. fail: the server said it was refused, and so not done.
@@ -49,6 +49,12 @@ export interface Op {
    * set; a Proclaim's is unique in a run, so that the owner key's change in etcd's history names it.
    */
   value?: string;
+  // observe: one line per message of an Observe stream (t0: the stream opened; t1: the message came;
+  // rev: the revision it names; gen, lease and value: its exclusive holder's, when it names one)
+  /** The stream a message came on, unique in a run: its revisions must strictly increase. */
+  stream?: string;
+  /** The message said the resource is held (by shared holders when it names no exclusive one). */
+  held?: boolean;
   // renew
   /** Renew, one KeepAlive message for this lease, or one for several (lease_ids). */
   renewVia?: "renew" | "keepalive" | "keepalive-batch";

@@ -58,7 +58,7 @@ export interface ProfileOptions {
  * server gives it: a server that refuses what it should accept (or everything) falls below, even where
  * no single refusal can be shown wrong.
  */
-export const SHORT_FLOORS: Partial<Record<OpKind, number>> = { acquire: 110, renew: 30, release: 50, put: 145, delete: 75, txn: 70, proclaim: 15 };
+export const SHORT_FLOORS: Partial<Record<OpKind, number>> = { acquire: 110, renew: 30, release: 50, put: 145, delete: 75, txn: 70, proclaim: 15, observe: 10 };
 
 export const SHORT: Omit<ProfileOptions, "seed"> = {
   ops: 3_000,

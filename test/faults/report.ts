@@ -5,7 +5,7 @@ import { PROPERTIES, type Property } from "./checker.js";
 import { principalOf, type Op, type OpKind, type Outcome } from "./history.js";
 import { overlapsOf, type RunResult } from "./profile.js";
 
-const KINDS: OpKind[] = ["acquire", "renew", "release", "put", "delete", "txn", "proclaim", "open-session", "close-session"];
+const KINDS: OpKind[] = ["acquire", "renew", "release", "put", "delete", "txn", "proclaim", "observe", "open-session", "close-session"];
 const OUTCOMES: Outcome[] = ["ok", "fail", "ambiguous", "unsent"];
 
 export function totalViolations(r: RunResult): number {

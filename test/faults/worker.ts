@@ -8,7 +8,8 @@
 //   via "grpc": plain gRPC calls (Acquire, Renew, Release, Put/Delete/Txn), a replica at random per call
 //   via "sdk":  the TypeScript SDK (leases kept alive on its KeepAlive stream, servers failed over)
 // Holders also act as elected leaders do: an acquisition may publish a value (a campaign), and a holder
-// changes it with Proclaim, now and then under a token it no longer holds.
+// changes it with Proclaim, now and then under a token it no longer holds; and plain-gRPC clients
+// follow a resource's leader now and then on an Observe stream, as followers do.
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
@@ -475,8 +476,31 @@ async function impostorRound(other: { principal: string; resources?: string[] })
   });
 }
 
+/**
+ * A follower: an Observe stream on a resource for 1 to 3 s, one history line per message (the state it
+ * names, at the revision it names). Its end (the time is up, or the stream failed) writes nothing more.
+ */
+async function follow(resource: string): Promise<void> {
+  const stream = `${config.client}.${seq + 1}`;
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), rng.int(1_000, 3_000));
+  const t0 = Date.now();
+  try {
+    for await (const m of some().lease.observe({ resource }, { signal: ac.signal })) {
+      const entry: Op = { client: config.client, via: config.via, seq: ++seq, kind: "observe", t0, t1: Date.now(), resource, outcome: "ok", stream, rev: String(m.revision), held: m.held };
+      if (m.token) Object.assign(entry, { gen: String(m.token.generation), lease: String(m.token.leaseId), value: Buffer.from(m.value).toString("utf8") });
+      process.stdout.write(JSON.stringify(entry) + "\n");
+    }
+  } catch {
+    // the time is up, or the stream failed (a fault): what it said so far is judged
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function round(): Promise<void> {
   if (config.other && rng.chance(0.15)) return impostorRound(config.other);
+  if (!sdk && rng.chance(0.05)) return follow(rng.pick(config.resources));
   if (old.length > 0 && rng.chance(0.15)) {
     if (rng.chance(0.25)) await proclaim(rng.pick(old), true);
     else await write(rng.pick(old), true);
