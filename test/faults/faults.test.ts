@@ -28,7 +28,8 @@ describe("faults: the short profile", function () {
     console.log("      the schedule of faults (start to end, since the run began: nemesis on target: what):");
     console.log(run.faultLog.join("\n").replace(/^/gm, "        "));
     console.log(report(run).replace(/^/gm, "      "));
-    if (totalViolations(run) > 0 || belowFloors(run).length > 0) {
+    const flood = floodRenewals(run).aloneCounts;
+    if (totalViolations(run) > 0 || belowFloors(run).length > 0 || flood.fail + flood.ambiguous > 0) {
       const file = join(tmpdir(), `fencekeeper-faults-${seed}.jsonl`);
       saveRun(file, run.ops, run.truth, run.resources, run.schedule);
       console.log(`      the history of this run: ${file} (recheck: npm run faults -- --recheck ${file})`);
