@@ -19,6 +19,8 @@ export interface Member {
   /** The running process, or undefined while stopped. */
   process?: ChildProcess;
   paused: boolean;
+  /** How its last process ended (code or signal), for a cluster that does not come back. */
+  exited?: string;
 }
 
 export class EtcdCluster {
@@ -85,7 +87,8 @@ export class EtcdCluster {
     child.stderr!.pipe(log);
     const killOnExit = () => child.kill("SIGKILL");
     process.once("exit", killOnExit);
-    child.once("exit", () => {
+    child.once("exit", (code, signal) => {
+      m.exited = signal ?? `code ${code}`;
       process.removeListener("exit", killOnExit);
       if (m.process === child) m.process = undefined;
       log.end();
@@ -132,13 +135,27 @@ export class EtcdCluster {
     return undefined;
   }
 
+  /** Each member as the harness sees it: running (and the leader it knows), paused, or how it ended. */
+  async describe(): Promise<string> {
+    const parts: string[] = [];
+    for (const m of this.members) {
+      if (!m.process) parts.push(`${m.name} not running (${m.exited ?? "never started"})`);
+      else if (m.paused) parts.push(`${m.name} paused`);
+      else {
+        const s = await status(m.clientUrl);
+        parts.push(s ? `${m.name} running, member ${s.memberId}, knows leader ${s.leader}` : `${m.name} running, not answering`);
+      }
+    }
+    return parts.join("; ");
+  }
+
   /** Waits until a leader is known and it serves a linearizable read. */
   async waitForLeader(timeoutMs = 60_000): Promise<Member> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const l = await this.leader();
       if (l && (await healthy(l.clientUrl))) return l;
-      if (Date.now() > deadline) throw new Error(`the etcd cluster has no leader after ${timeoutMs} ms; logs in ${join(this.dir, "logs")}`);
+      if (Date.now() > deadline) throw new Error(`the etcd cluster has no leader after ${timeoutMs} ms (${await this.describe()}); logs in ${join(this.dir, "logs")}`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }

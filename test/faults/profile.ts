@@ -19,7 +19,8 @@ import { Network } from "./netns.js";
 import { PARTITION_NEMESES } from "./partitions.js";
 import { Replica } from "./replicas.js";
 import { Rng } from "./rng.js";
-import { saveRun } from "./saved-run.js";
+import { saveEtcd } from "./saved-run.js";
+import { createWriteStream, type WriteStream } from "node:fs";
 import { Soak, type SoakSummary } from "./soak.js";
 import type { WorkerConfig } from "./worker.js";
 
@@ -48,7 +49,11 @@ export interface ProfileOptions {
   /** The faults to inject, each at least once (default NEMESES); a network nemesis (partitions.ts)
    * puts the members and replicas in network namespaces of their own (netns.ts). */
   nemeses?: readonly Nemesis[];
-  /** Keeps the run in this file (saved-run.ts) before it is checked: a long run's check can be run again. */
+  /**
+   * Keeps the run in this file (saved-run.ts): the client history line by line as it comes (so that a
+   * run that fails keeps what it did, and etcd's data and logs are kept too), etcd's history once read,
+   * before the check, so that a long run's check can be run again.
+   */
   history?: string;
   log?: (line: string) => void;
 }
@@ -171,6 +176,9 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   const workers: WorkerProcess[] = [];
   const proxies: FaultProxy[] = [];
   let soak: Soak | undefined;
+  const historyOut: WriteStream | undefined = o.history ? createWriteStream(o.history) : undefined;
+  const closeHistory = () => new Promise<void>((resolve) => (historyOut && !historyOut.closed ? historyOut.end(resolve) : resolve()));
+  let failed = true;
   // However this process ends (short of SIGKILL), the replicas and clients it started end with it, as
   // the etcd members do (etcd-cluster.ts).
   const killAll = () => {
@@ -193,7 +201,10 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
       proxies.push(...mine);
       const name = `c${i}`;
       const config: WorkerConfig = { client: name, via, servers: proxied ? mine.map((p) => p.url) : replicas.map((r) => r.url), seed: rng.int(1, 2 ** 31), resources, keys: 4, semaphore, ...(await auth.credentials(name)), ...(name === PREEMPTING_CLIENT ? { preempt: 0.16 } : {}), ...(name === IMPOSTOR_CLIENT ? { other: { principal: OTHER_PRINCIPAL, bearer: await auth.token(OTHER_PRINCIPAL), resources: resources.filter((r) => !DENIED_RESOURCES.includes(r)) } } : {}) };
-      workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""}${config.bearer ? "" : ", mTLS"})`, config, mine, (op) => ops.push(op)));
+      workers.push(new WorkerProcess(`${name} (${via}${proxied ? ", proxied" : ""}${config.bearer ? "" : ", mTLS"})`, config, mine, (op) => {
+        ops.push(op);
+        historyOut?.write(JSON.stringify(op) + "\n");
+      }));
     }
     if (o.soakIntervalMs > 0) {
       soak = new Soak(
@@ -250,13 +261,21 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     const truth = await readHistory(cluster.endpoints, PREFIX, undefined, historyLog);
     const judged = [...resources, semaphore.resource];
     if (o.history) {
-      saveRun(o.history, ops, truth, judged, schedule);
+      await closeHistory();
+      saveEtcd(o.history, truth, judged, schedule);
       log(`history: ${o.history} (etcd's: ${o.history}.etcd.jsonl)`);
     }
     log(`${truth.events.length} etcd events up to revision ${truth.revision}; checking`);
     const result = check(ops, truth, new Layout(PREFIX), judged, disruptionsOf(schedule), policyDenies, noSpaceOf(schedule));
+    failed = false;
     return { options: o, ops, faults, faultLog, schedule, check: result, truth, resources: judged, soak: soakSummary, durationMs: Date.now() - started };
+  } catch (e) {
+    // A run that fails (etcd that never came back, say) keeps what it did: the client history so far,
+    // and etcd's data and logs.
+    if (o.history) log(`the run failed after ${ops.length} operations; their history: ${o.history}; etcd's data and logs: ${cluster.dir}`);
+    throw e;
   } finally {
+    await closeHistory();
     process.removeListener("exit", killAll);
     soak?.stop();
     for (const w of workers) if (w.process.exitCode === null && w.process.signalCode === null) w.process.kill("SIGKILL");
@@ -264,7 +283,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
     await Promise.all(replicas.map((r) => r.kill()));
     auth.destroy();
     try {
-      await cluster.destroy();
+      await cluster.destroy(failed && o.history !== undefined);
     } finally {
       await net?.destroy();
     }

@@ -56,6 +56,11 @@ export function saveRun(file: string, ops: Op[], truth: EtcdTruth, resources: st
   writeLines(file, (function* () {
     for (const op of ops) yield JSON.stringify(op);
   })());
+  saveEtcd(file, truth, resources, schedule);
+}
+
+/** etcd's side of a run whose client history is in file already (written as the run went, profile.ts). */
+export function saveEtcd(file: string, truth: EtcdTruth, resources: string[], schedule: ScheduledFault[]): void {
   writeLines(`${file}.etcd.jsonl`, (function* () {
     yield JSON.stringify({ resources, schedule, revision: String(truth.revision), final: truth.final.length });
     for (const kv of truth.final) yield JSON.stringify(kvOut(kv));
