@@ -6,6 +6,12 @@
 // reads the history up to the compaction into the run's HistoryLog, and the last read goes on from there.
 import { Etcd3, type IKeyValue } from "etcd3";
 
+/**
+ * A watch from an old revision answers in batches that can pass grpc-js's default 4 MiB for one message
+ * (a long run's batch was 5.4 MB): no limit for the clients that read history.
+ */
+export const HISTORY_GRPC_OPTIONS = { "grpc.max_receive_message_length": -1 };
+
 export interface EtcdEvent {
   type: "put" | "delete";
   /** The revision of the change (a delete's kv carries it as its mod revision). */
@@ -30,7 +36,7 @@ export class HistoryLog {
 export const isMarker = (prefix: string, key: Buffer) => key.toString().startsWith(`${prefix}~`);
 
 export async function readHistory(endpoints: string[], prefix: string, timeoutMs = 300_000, log = new HistoryLog()): Promise<EtcdTruth> {
-  const client = new Etcd3({ hosts: endpoints });
+  const client = new Etcd3({ hosts: endpoints, grpcOptions: HISTORY_GRPC_OPTIONS });
   try {
     const sentinel = `${prefix}~end-of-history`;
     const final = (await client.getAll().prefix(prefix).exec()).kvs;

@@ -11,7 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { Etcd3 } from "etcd3";
 import type { EtcdCluster } from "./etcd-cluster.js";
-import { watchUntil, type HistoryLog } from "./etcd-history.js";
+import { HISTORY_GRPC_OPTIONS, watchUntil, type HistoryLog } from "./etcd-history.js";
 
 /** The quota the members get when the run has this nemesis: far above what a short run writes, quick to fill. */
 export const QUOTA_BYTES = 64 * 1024 * 1024;
@@ -29,7 +29,7 @@ async function alarms(client: Etcd3): Promise<{ memberID: string; alarm: string 
 
 /** Fills etcd to its quota, holds the alarm for holdMs, heals; resolves with what was done, once etcd takes writes again. */
 export async function fillToQuota(cluster: EtcdCluster, prefix: string, log: HistoryLog, holdMs: number): Promise<string> {
-  const client = new Etcd3({ hosts: cluster.endpoints });
+  const client = new Etcd3({ hosts: cluster.endpoints, grpcOptions: HISTORY_GRPC_OPTIONS });
   const marker = `${prefix}~quota-mark`;
   const started = Date.now();
   try {
