@@ -695,8 +695,10 @@ export function check(ops: Op[], truth: EtcdTruth, layout: Layout, resources: st
     } else if (op.kind === "renew" && op.reason === "PREEMPTED") {
       const span = ownerSpan(op);
       const recorded = preemptedLeases.get(BigInt(op.lease ?? -1));
-      // A shared holder has no owner key: the preemption's record on its lease is what tells it.
-      if (!span && recorded !== undefined && recorded <= hi) continue;
+      // The preemption's record on the lease tells it: a shared holder has no owner key, and a session's
+      // lease is preempted whole when one acquisition on it is (its renewals for another resource's
+      // token on that session answer PREEMPTED too).
+      if (recorded !== undefined && recorded <= hi) continue;
       if (!span) wrong("no grant of this generation and lease, and no preemption's record of its lease, is in etcd's history");
       else if (span.to > hi) wrong(`its owner key (generation ${op.gen}, lease ${op.lease}) was still there at revision ${hi}`);
       else if (!tl.handovers.some((d) => d.from === span.to)) wrong(`its owner key went at revision ${span.to}, and no preemption put its marker there`);
