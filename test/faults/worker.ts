@@ -412,14 +412,14 @@ async function keepAliveOnce(leaseId: bigint, more: bigint[]): Promise<(Error | 
  * A Proclaim: the holder publishes a new value (unique in the run), as an elected leader announcing a new
  * address would; through the SDK's lease, or explicitly with the token (as a holder that does not know
  * it lost would). Never retried: a Proclaim has no idempotency key, and one answered ambiguously is left
- * to the checker. as: another principal's clients (the impostor's round).
+ * to the checker.
  */
-async function proclaim(held: Held, explicit: boolean, as = grpc, principal?: string): Promise<{ outcome: Outcome; reason?: string }> {
+async function proclaim(held: Held, explicit: boolean): Promise<{ outcome: Outcome; reason?: string }> {
   const { token } = held;
   const value = `${config.client}.${seq + 1}/v`;
-  const a = await record({ kind: "proclaim", resource: token.resource, gen: String(token.generation), lease: String(token.leaseId), value, ...(principal ? { principal } : {}) }, async () => {
+  const a = await record({ kind: "proclaim", resource: token.resource, gen: String(token.generation), lease: String(token.leaseId), value }, async () => {
     if (held.lease && !explicit) return { rev: await held.lease.proclaim(value) };
-    const res = await rng.pick(as).lease.proclaim({ token: toProto(token), value: Buffer.from(value) }, { timeoutMs: CALL_TIMEOUT_MS });
+    const res = await some().lease.proclaim({ token: toProto(token), value: Buffer.from(value) }, { timeoutMs: CALL_TIMEOUT_MS });
     return { rev: res.revision };
   });
   return a;
@@ -468,7 +468,7 @@ async function impostorRound(other: { principal: string; resources?: string[] })
   if (!a.token) return;
   const token = a.token;
   await write({ token }, true);
-  await proclaim({ token }, true, grpc);
+  await proclaim({ token }, true);
   await renew({ token });
   await record({ kind: "release", resource, gen: String(token.generation), lease: String(token.leaseId), principal: other.principal }, async () => {
     await as.lease.release({ token: toProto(token) }, { timeoutMs: CALL_TIMEOUT_MS });
