@@ -3,6 +3,7 @@
 // operations and every fault at least once; then the clients stop, etcd's history is read back and the
 // checker judges the clients' history against it.
 import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, type WriteStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { DENIED_RESOURCES, IMPOSTOR_CLIENT, OTHER_PRINCIPAL, policyDenies, PREEMPTING_CLIENT, RunAuth } from "./auth.js";
@@ -20,7 +21,6 @@ import { PARTITION_NEMESES } from "./partitions.js";
 import { Replica } from "./replicas.js";
 import { Rng } from "./rng.js";
 import { saveEtcd } from "./saved-run.js";
-import { createWriteStream, type WriteStream } from "node:fs";
 import { Soak, type SoakSummary } from "./soak.js";
 import type { WorkerConfig } from "./worker.js";
 

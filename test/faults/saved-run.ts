@@ -13,8 +13,8 @@ import type { ScheduledFault } from "./nemesis.js";
 const kvOut = (kv: IKeyValue) => ({ ...kv, key: kv.key.toString("base64"), value: kv.value.toString("base64") });
 const kvIn = (kv: Record<string, string>): IKeyValue => ({ ...kv, key: Buffer.from(kv.key, "base64"), value: Buffer.from(kv.value, "base64") }) as unknown as IKeyValue;
 
-/** Writes lines through one descriptor, a few thousand at a time. */
-function writeLines(file: string, lines: Iterable<string>): void {
+/** Writes lines through one descriptor, a few thousand at a time (no string of them all). */
+export function writeLines(file: string, lines: Iterable<string>): void {
   const fd = openSync(file, "w");
   try {
     let chunk: string[] = [];

@@ -3,7 +3,8 @@
 // the harness itself), sampled from /proc as the run goes, and summed up per process as early (after
 // warm-up) against late, with the trend between them (a least-squares slope per hour). A process the
 // nemesis restarts keeps its name; its samples go on from the new process.
-import { closeSync, openSync, readdirSync, readFileSync, writeSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { writeLines } from "./saved-run.js";
 
 export type Role = "etcd" | "server" | "client" | "harness";
 
@@ -87,15 +88,7 @@ export class Soak {
 
   /** Every sample, one line each: seconds since the start, process, RSS in kB, open descriptors. */
   writeCsv(file: string): void {
-    const fd = openSync(file, "w");
-    try {
-      writeSync(fd, "seconds,process,rss_kb,fds\n");
-      for (let i = 0; i < this.samples.length; i += 4_096) {
-        writeSync(fd, this.samples.slice(i, i + 4_096).map((s) => `${(s.t / 1000).toFixed(1)},${s.name},${s.rssKb},${s.fds}\n`).join(""));
-      }
-    } finally {
-      closeSync(fd);
-    }
+    writeLines(file, ["seconds,process,rss_kb,fds", ...this.samples.map((s) => `${(s.t / 1000).toFixed(1)},${s.name},${s.rssKb},${s.fds}`)]);
   }
 }
 
