@@ -1,8 +1,8 @@
 // A single-node etcd run as a child process: the server's embedded default, and the test harness's etcd.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, createWriteStream } from "node:fs";
+import { createWriteStream, existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { createServer } from "node:net";
+import { createServer, type Server } from "node:net";
 
 /** The --max-request-bytes the embedded etcd runs with: room for a Txn of 1 MiB of values, and batches. */
 export const EMBEDDED_ETCD_MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -56,24 +56,68 @@ export function etcdAvailable(binary = "etcd"): boolean {
 
 /** A port free on 127.0.0.1 right now. */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
+  return (await freePorts(1))[0];
 }
+
+/**
+ * n distinct ports free on 127.0.0.1 right now: each is held until all are picked, so that the kernel
+ * cannot hand the same one out twice.
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () =>
+      new Promise<Server>((resolve, reject) => {
+        const srv = createServer();
+        srv.unref();
+        srv.on("error", reject);
+        srv.listen(0, "127.0.0.1", () => resolve(srv));
+      }),
+    ),
+  );
+  const ports = servers.map((srv) => {
+    const addr = srv.address();
+    return typeof addr === "object" && addr ? addr.port : 0;
+  });
+  await Promise.all(servers.map((srv) => new Promise<void>((resolve) => srv.close(() => resolve()))));
+  return ports;
+}
+
+/**
+ * How often etcd is started again on other ports when a port picked for it was taken by someone else
+ * between the pick and etcd's bind (another process picking free ports at the same moment).
+ */
+const PORT_ATTEMPTS = 3;
 
 export async function startEmbeddedEtcd(opts: EmbeddedEtcdOptions): Promise<EmbeddedEtcd> {
   const binary = opts.binary ?? "etcd";
   if (!etcdAvailable(binary)) throw new EtcdMissingError(binary);
   mkdirSync(opts.dataDir, { recursive: true });
-  const clientPort = opts.clientPort || (await freePort());
-  const peerPort = opts.peerPort || (await freePort());
+  const memberData = join(opts.dataDir, "member-data");
+  // A member that existed before this start keeps its data whatever happens here.
+  const fresh = !existsSync(memberData);
+  for (let attempt = 1; ; attempt++) {
+    const [clientPort, peerPort] = await pickPorts(opts.clientPort, opts.peerPort);
+    try {
+      return await startOnce(binary, opts, clientPort, peerPort);
+    } catch (err) {
+      const picked = !opts.clientPort || !opts.peerPort;
+      if (!(err instanceof PortTaken) || !picked || attempt === PORT_ATTEMPTS) throw err;
+      // The member etcd began to create on the taken ports would keep their URLs: start afresh.
+      if (fresh) rmSync(memberData, { recursive: true, force: true });
+    }
+  }
+}
+
+/** The ports asked for, and distinct free ones for those left 0. */
+async function pickPorts(client = 0, peer = 0): Promise<[number, number]> {
+  const [a, b] = await freePorts(2);
+  return [client || (a === peer ? b : a), peer || (b === client ? a : b)];
+}
+
+/** etcd exited at start because one of its ports was in use. */
+class PortTaken extends Error {}
+
+async function startOnce(binary: string, opts: EmbeddedEtcdOptions, clientPort: number, peerPort: number): Promise<EmbeddedEtcd> {
   const client = `http://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
   const args = [
@@ -89,10 +133,17 @@ export async function startEmbeddedEtcd(opts: EmbeddedEtcdOptions): Promise<Embe
     "--quota-backend-bytes", String(opts.quotaBackendBytes ?? EMBEDDED_ETCD_QUOTA_BACKEND_BYTES),
     "--log-level", "warn",
   ];
-  const log = createWriteStream(opts.logFile ?? join(opts.dataDir, "etcd.log"), { flags: "a" });
+  const logFile = opts.logFile ?? join(opts.dataDir, "etcd.log");
+  const log = createWriteStream(logFile, { flags: "a" });
   const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCD_UNSUPPORTED_ARCH: process.env.ETCD_UNSUPPORTED_ARCH ?? "" } });
   child.stdout!.pipe(log);
   child.stderr!.pipe(log);
+  // The end of what etcd said, for the error when it exits at start (its log may be on another machine).
+  let said = "";
+  child.stderr!.on("data", (chunk: Buffer) => {
+    said = (said + chunk.toString("utf8")).slice(-4096);
+  });
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   // However this process ends (short of SIGKILL), etcd does not outlive it.
   const killOnExit = () => child.kill("SIGKILL");
@@ -103,7 +154,13 @@ export async function startEmbeddedEtcd(opts: EmbeddedEtcdOptions): Promise<Embe
 
   const deadline = Date.now() + 20_000;
   for (;;) {
-    if (exitedEarly) throw new Error(`etcd exited at start (code ${child.exitCode}); see ${opts.logFile ?? join(opts.dataDir, "etcd.log")}`);
+    if (exitedEarly) {
+      await closed;
+      log.end();
+      const last = said.trim().split("\n").slice(-3).join("\n");
+      const message = `etcd exited at start (code ${child.exitCode}); see ${logFile}. It said:\n${last}`;
+      throw /address already in use/.test(said) ? new PortTaken(message) : new Error(message);
+    }
     if (await healthy(client)) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
