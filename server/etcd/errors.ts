@@ -46,6 +46,11 @@ export class EtcdResponseTooLarge extends DomainError {
  * etcd is out of space: its database reached --quota-backend-bytes, it raised the NOSPACE alarm, and it
  * refuses every write (reads and deletes go on) until an operator frees space and disarms the alarm.
  * Not the caller's fault and not retryable by the caller: RESOURCE_EXHAUSTED, saying what to do.
+ *
+ * Not a promise that nothing was written: etcd applies a write it takes while its database crosses the
+ * quota (before the alarm is raised) and answers it NOSPACE all the same (its quotaApplierV3), so the
+ * writes in flight at that moment may have been applied, like a write answered UNAVAILABLE. Once the
+ * alarm is raised, nothing is.
  */
 export class EtcdNoSpace extends DomainError {
   constructor(what: string) {
@@ -53,7 +58,8 @@ export class EtcdNoSpace extends DomainError {
       "resource_exhausted",
       `etcd is out of space and refuses writes (${what}): its database reached its --quota-backend-bytes. An operator must ` +
         "free space and disarm the alarm: compact (etcdctl compact), defragment (etcdctl defrag), then `etcdctl alarm disarm`; " +
-        "or raise etcd's --quota-backend-bytes",
+        "or raise etcd's --quota-backend-bytes. A write in flight as etcd filled may have been applied all the same: " +
+        "read before writing again, or send it again with its idempotency key once etcd has space",
       "ETCD_NO_SPACE",
     );
   }

@@ -220,7 +220,7 @@ describe("faults: the checker", () => {
     expect(check([...ops, mine], truth(events8), layout, [R]).violations.authz.count).to.equal(0);
   });
 
-  it("refusals: ETCD_NO_SPACE only while etcd was out of space; refused: such a write that etcd applied", () => {
+  it("refusals: ETCD_NO_SPACE only while etcd was out of space; such a write is no verdict: applied or not, etcd's history says", () => {
     const full = { ...write("b.3", 6, B, [["k2", "b.3/0"]], "fail"), code: "ResourceExhausted", reason: "ETCD_NO_SPACE" };
     const judge = (o: Op[], e: EtcdEvent[], noSpace: { start: number; end: number }[]) => check(o, truth(e), layout, [R], [], undefined, noSpace);
     const during = [{ start: full.t0 - 5, end: full.t1 + 5 }];
@@ -228,8 +228,13 @@ describe("faults: the checker", () => {
     // A server that says etcd is full when it is not.
     expect(judge([...ops, full], events, []).violations.refusals.count).to.equal(1);
     expect(judge([...ops, full], events, [{ start: full.t1 + 100, end: full.t1 + 200 }]).violations.refusals.count).to.equal(1);
-    // A write refused for space that etcd applied all the same (half-written or whole).
-    expect(judge([...ops, full], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])], during).violations.refused.count).to.equal(1);
+    // Not applied, or applied all the same (etcd applies a write it takes as it crosses its quota, and
+    // answers NOSPACE): an ambiguous write, resolved by the history.
+    const none = judge([...ops, full], events, during);
+    expect(none.writes.ambiguousNotCommitted).to.equal(1);
+    const applied = judge([...ops, full], [...events, ...mutation(8, 6, [["k2", "b.3/0"]])], during);
+    expect(applied.violations.refused.count).to.equal(0);
+    expect(applied.writes.ambiguousCommitted).to.equal(1);
   });
 
   it("renewals: a lease reported gone before its TTL ran out from a renewal answered ok", () => {

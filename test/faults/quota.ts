@@ -1,7 +1,8 @@
 // The etcd-quota nemesis: etcd filled to its --quota-backend-bytes (the run starts its members with a
 // small quota, QUOTA_BYTES, only when this nemesis is chosen) through a side prefix of its own, until it
 // raises the NOSPACE alarm; held so for a while (the workload's writes and grants are refused
-// RESOURCE_EXHAUSTED, ETCD_NO_SPACE, and must leave nothing written); then healed as an operator would:
+// RESOURCE_EXHAUSTED, ETCD_NO_SPACE: no verdict for those in flight as etcd filled, which etcd may have
+// applied, and nothing written for the rest); then healed as an operator would:
 // the filler deleted, the history compacted and every member defragmented, the alarm disarmed. Then it
 // waits until etcd takes a write again.
 //
@@ -22,7 +23,11 @@ const CHUNK = 2 * 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const noSpace = (err: unknown) => /database space exceeded|NOSPACE/i.test(String((err as Error)?.message ?? err));
 
-async function alarms(client: Etcd3): Promise<{ memberID: string; alarm: string }[]> {
+/**
+ * The alarms raised, as etcd lists them. etcd answers the list through raft, after every entry before
+ * it: once the NOSPACE alarm is listed, a write sent after is applied after the alarm, and so refused.
+ */
+export async function alarms(client: Etcd3): Promise<{ memberID: string; alarm: string }[]> {
   const res = await client.maintenance.alarm({ action: "Get", alarm: "None", memberID: 0 });
   return res.alarms.map((a) => ({ memberID: String(a.memberID), alarm: String(a.alarm) }));
 }

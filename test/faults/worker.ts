@@ -60,7 +60,12 @@ const DEFINITE = new Set([
  * ABORTED is the server's verdict only with its ErrorInfo (RESOURCE_HELD): the gRPC library also says
  * ABORTED, without one, for a connection reset under a call in flight, which may have been done.
  */
-const definite = (code: Code, reason: string | undefined) => DEFINITE.has(code) || (code === Code.Aborted && reason !== undefined);
+/**
+ * ETCD_NO_SPACE neither: etcd applies a write it takes as its database crosses the quota and answers it
+ * NOSPACE all the same, so a careful user sends it again with its idempotency key, as after UNAVAILABLE.
+ */
+const definite = (code: Code, reason: string | undefined) =>
+  reason !== "ETCD_NO_SPACE" && (DEFINITE.has(code) || (code === Code.Aborted && reason !== undefined));
 
 type Effects = [string, string | null][];
 interface Held {

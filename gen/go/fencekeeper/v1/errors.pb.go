@@ -93,7 +93,11 @@ const (
 	// RESOURCE_EXHAUSTED: etcd has run out of space (its NOSPACE alarm: the database reached its
 	// --quota-backend-bytes) and refuses every write until an operator frees space and disarms the alarm
 	// (compact, defragment, `etcdctl alarm disarm`, or a larger --quota-backend-bytes). Not retryable
-	// until then; the health service reports NOT_SERVING meanwhile.
+	// until then; the health service reports NOT_SERVING meanwhile. A write answered so while etcd was
+	// filling may have been applied all the same (etcd applies what it takes as its database crosses the
+	// quota, before it raises the alarm, and answers NOSPACE): its outcome is unknown, as after
+	// UNAVAILABLE; read before writing again, or send it again with its idempotency key once etcd has
+	// space. Once the alarm is raised, nothing is written.
 	ErrorReason_ETCD_NO_SPACE ErrorReason = 17
 	// INVALID_ARGUMENT, from FencedStoreService.Batch: the batch as a whole is over its bounds (more
 	// than 1000 writes, or more than 2 MiB of values) or empty. Nothing was applied. Split the writes
