@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ETCD_INSTALL_HINT, EMBEDDED_ETCD_MAX_REQUEST_BYTES, etcdAvailable, freePort } from "../../server/etcd/embedded.js";
+import { ETCD_INSTALL_HINT, EMBEDDED_ETCD_MAX_REQUEST_BYTES, etcdAvailable, freePorts } from "../../server/etcd/embedded.js";
 import type { Network } from "./netns.js";
 
 const CLUSTER_TOKEN = "fencekeeper-faults";
@@ -45,7 +45,7 @@ export class EtcdCluster {
     const members: Member[] = [];
     for (let i = 0; i < size; i++) {
       const name = `m${i}`;
-      const [host, client, peer] = net ? [net.addr(name), 2379, 2380] : ["127.0.0.1", await freePort(), await freePort()];
+      const [host, client, peer] = net ? [net.addr(name), 2379, 2380] : ["127.0.0.1", ...(await freePorts(2))];
       members.push({ name, clientUrl: `http://${host}:${client}`, peerUrl: `http://${host}:${peer}`, paused: false });
     }
     const cluster = new EtcdCluster(dir, members, net, quotaBytes);

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../../server/etcd/embedded.js";
+import { freePorts } from "../../../server/etcd/embedded.js";
 import type { Certs } from "./certs.js";
 
 export interface TlsEtcd {
@@ -14,7 +14,7 @@ export interface TlsEtcd {
 
 export async function startTlsEtcd(certs: Certs): Promise<TlsEtcd> {
   const dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-tls-etcd-"));
-  const [clientPort, peerPort] = [await freePort(), await freePort()];
+  const [clientPort, peerPort] = await freePorts(2);
   const endpoint = `https://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
   const child = spawn(
