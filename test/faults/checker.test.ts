@@ -274,6 +274,10 @@ describe("faults: the checker", () => {
     // PREEMPTED where a's key went by expiry (no marker): a wrong refusal.
     const expired = pre.filter((e) => !e.kv.key.equals(delayKey));
     expect(violations([...preOps, renewal], expired).refusals).to.equal(1);
+    // ... unless a's lease is a session's, and its holding of another resource was preempted: the record
+    // is on the lease, and a session's lease is preempted whole.
+    const otherResource = put(Buffer.from(`${P}x/${A.toString(16).padStart(16, "0")}`), JSON.stringify({ resource: "other", generation: "1", byGeneration: "0", byPrincipal: "b" }), 4, 4, A);
+    expect(violations([...preOps, renewal], [...expired.slice(0, 4), otherResource, ...expired.slice(4)]).refusals).to.equal(0);
     // A preemption refused because the holder asked for a lock-delay: right only if it had.
     const refusedPreempt: Op = { ...between({ ...acquire("c.1", 0, 0n, "fail"), preempt: true, code: "FailedPrecondition" }, ops[1], ops[2]), reason: undefined };
     expect(violations([ops[0], ops[1], refusedPreempt, ...ops.slice(2)], events).refusals).to.equal(1);
