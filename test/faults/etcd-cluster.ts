@@ -154,8 +154,12 @@ export class EtcdCluster {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const l = await this.leader();
-      if (l && (await healthy(l.clientUrl))) return l;
-      if (Date.now() > deadline) throw new Error(`the etcd cluster has no leader after ${timeoutMs} ms (${await this.describe()}); logs in ${join(this.dir, "logs")}`);
+      const h = l ? await health(l.clientUrl) : "";
+      if (l && h === "true") return l;
+      if (Date.now() > deadline) {
+        const why = l ? `its leader ${l.name} is known, and its /health says ${h}` : "no member knows a leader";
+        throw new Error(`the etcd cluster has no healthy leader after ${timeoutMs} ms: ${why} (${await this.describe()}); logs in ${join(this.dir, "logs")}`);
+      }
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -187,11 +191,13 @@ async function status(clientUrl: string): Promise<{ memberId: string; leader: st
   }
 }
 
-async function healthy(clientUrl: string): Promise<boolean> {
+/** etcd's /health of a member: "true", or why not (its reason: an alarm raised, a read that failed). */
+async function health(clientUrl: string): Promise<string> {
   try {
     const res = await fetch(`${clientUrl}/health`, { signal: AbortSignal.timeout(2_000) });
-    return res.ok && ((await res.json()) as { health?: string }).health === "true";
-  } catch {
-    return false;
+    const body = (await res.json().catch(() => ({}))) as { health?: string; reason?: string };
+    return body.health === "true" && res.ok ? "true" : `${body.health ?? `HTTP ${res.status}`}${body.reason ? ` (${body.reason})` : ""}`;
+  } catch (err) {
+    return `no answer (${(err as Error).name})`;
   }
 }
