@@ -143,7 +143,7 @@ export class EtcdCluster {
       else if (m.paused) parts.push(`${m.name} paused`);
       else {
         const s = await status(m.clientUrl);
-        parts.push(s ? `${m.name} running, member ${s.memberId}, knows leader ${s.leader}` : `${m.name} running, not answering`);
+        parts.push(s ? `${m.name} running, member ${s.memberId}, knows leader ${s.leader}, alarms: ${await alarmsOf(m.clientUrl)}` : `${m.name} running, not answering`);
       }
     }
     return parts.join("; ");
@@ -188,6 +188,18 @@ async function status(clientUrl: string): Promise<{ memberId: string; leader: st
     return { memberId: String(body.header?.member_id ?? ""), leader: String(body.leader ?? "0") };
   } catch {
     return undefined;
+  }
+}
+
+/** The alarms a member lists (etcd's JSON gateway), as "NOSPACE on <member id>", or "none". */
+async function alarmsOf(clientUrl: string): Promise<string> {
+  try {
+    const res = await fetch(`${clientUrl}/v3/maintenance/alarm`, { method: "POST", body: JSON.stringify({ action: "GET" }), signal: AbortSignal.timeout(2_000) });
+    const body = (await res.json()) as { alarms?: { memberID?: string; alarm?: string }[] };
+    const list = (body.alarms ?? []).map((a) => `${a.alarm ?? "?"} on ${a.memberID ?? "?"}`);
+    return list.length ? list.join(", ") : "none";
+  } catch (err) {
+    return `not known (${(err as Error).name})`;
   }
 }
 
