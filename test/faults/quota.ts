@@ -70,8 +70,9 @@ async function disarm(client: Etcd3): Promise<number> {
 
 /** Fills etcd to its quota, holds the alarm for holdMs, heals; resolves with what was done, once etcd takes writes again. */
 export async function fillToQuota(cluster: EtcdCluster, prefix: string, log: HistoryLog, holdMs: number): Promise<string> {
-  // No circuit breaker: etcd answers a write it refuses at apply (the alarm raised) with UNKNOWN, which
-  // etcd3's breaker counts as a broken member, and then every call fails at once without reaching etcd.
+  // No retries and no circuit breaker (etcd3's defaults): in a long run the heal's probe ended on
+  // BrokenCircuitError, every member's breaker open, its last calls never reaching etcd. Each call here
+  // reaches etcd, and the loops below decide what to do with its answer.
   const client = new Etcd3({ hosts: cluster.endpoints, grpcOptions: HISTORY_GRPC_OPTIONS, faultHandling: { host: () => noop, global: noop } });
   const marker = `${prefix}~quota-mark`;
   const started = Date.now();
