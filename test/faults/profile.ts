@@ -8,7 +8,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { DENIED_RESOURCES, IMPOSTOR_CLIENT, OTHER_PRINCIPAL, policyDenies, PREEMPTING_CLIENT, RunAuth } from "./auth.js";
 import { describeFlood, flood, FLOODER } from "./flood.js";
-import { fillToQuota, QUOTA_BYTES } from "./quota.js";
+import { fillToQuota, quotaFor } from "./quota.js";
 import { check, type CheckResult, type EtcdDisruption } from "./checker.js";
 import { EtcdCluster } from "./etcd-cluster.js";
 import { HistoryLog, readHistory, type EtcdTruth } from "./etcd-history.js";
@@ -167,7 +167,7 @@ export async function runProfile(o: ProfileOptions): Promise<RunResult> {
   const net = kinds.some((k) => (PARTITION_NEMESES as readonly string[]).includes(k)) ? await Network.create([...["m0", "m1", "m2"], ...replicaNames]) : undefined;
   if (net) log(`network ${net.subnet}.0/24: namespaces ${net.id}-<node>, harness ${net.hostAddr}`);
   const auth = await RunAuth.create(clientNames, [...resources, semaphore.resource], net ? replicaNames.map((r) => net.addr(r)) : []);
-  const cluster = await EtcdCluster.start(3, net, kinds.includes("etcd-quota") ? QUOTA_BYTES : undefined).catch(async (e) => {
+  const cluster = await EtcdCluster.start(3, net, kinds.includes("etcd-quota") ? quotaFor(o.ops) : undefined).catch(async (e) => {
     auth.destroy();
     await net?.destroy();
     throw e;

@@ -1,10 +1,10 @@
 // The etcd-quota nemesis: etcd filled to its --quota-backend-bytes (the run starts its members with a
-// small quota, QUOTA_BYTES, only when this nemesis is chosen) through a side prefix of its own, until it
+// small quota, quotaFor(its operations), only when this nemesis is chosen) through a side prefix of its own, until it
 // raises the NOSPACE alarm; held so for a while (the workload's writes and grants are refused
 // RESOURCE_EXHAUSTED, ETCD_NO_SPACE: no verdict for those in flight as etcd filled, which etcd may have
 // applied, and nothing written for the rest); then healed as an operator would:
-// the filler deleted, the history compacted and every member defragmented (until its file is small
-// again), the alarm disarmed (until none is listed). Then it waits until etcd takes a write again.
+// the filler deleted, the history compacted and every member defragmented (until its file is back to
+// the live data it had), the alarm disarmed (until none is listed). Then it waits until etcd takes a write again.
 //
 // Compaction would lose the history the checker reads from revision 1, so the heal first reads it up to
 // the compaction revision into the run's HistoryLog (etcd-history.ts): a marker key under the prefix,
@@ -17,6 +17,15 @@ import { HISTORY_GRPC_OPTIONS, watchUntil, type HistoryLog } from "./etcd-histor
 
 /** The quota the members get when the run has this nemesis: far above what a short run writes, quick to fill. */
 export const QUOTA_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The quota for a run of this many operations: QUOTA_BYTES, and 64 bytes more for each operation. etcd's
+ * live data grows all run: each write sent with an idempotency key leaves a record of about 280 bytes,
+ * kept for the servers' --idempotency-ttl on a lease, and etcd renews every lease to its full TTL at each
+ * leader change, which this run makes every minute or so; so none expires (a run's live data grew to
+ * 33.9 MB in use, 123,115 records, after 822,503 operations, about 41 bytes an operation).
+ */
+export const quotaFor = (ops: number): number => QUOTA_BYTES + Math.ceil((ops * 64) / (1 << 20)) * (1 << 20);
 /** Outside the servers' prefix: the checker never sees the filler. */
 export const FILLER_PREFIX = "/fk-faults-filler/";
 const CHUNK = 2 * 1024 * 1024;
@@ -34,13 +43,16 @@ export async function alarms(client: Etcd3): Promise<{ memberID: string; alarm: 
 }
 
 /**
- * Defragments every member until its file is under half the quota; resolves with how many
+ * Defragments every member until its file is back to the live data it had before the fill (what it had in
+ * use then, and an eighth of the quota for what the workload wrote since); resolves with how many
  * defragmentations it took. Once is not always enough: the compaction waits for the member that took
  * it, and the others compact in the background, so a member defragmented before it compacted keeps its
  * file at the quota (a long run's member kept 66 MB of its 64 MiB after a heal, and raised the alarm by
- * itself a minute later, outside any fault).
+ * itself a minute later, outside any fault). The bound is the live data's, not a fixed one: a long run's
+ * live data grows (quotaFor), and a fixed half of the quota stopped a run whose data was 33.9 MB.
  */
-async function defragment(cluster: EtcdCluster): Promise<number> {
+async function defragment(cluster: EtcdCluster, quota: number, liveBefore: number): Promise<number> {
+  const bound = liveBefore + quota / 8;
   let runs = 0;
   for (const m of cluster.members) {
     const one = new Etcd3({ hosts: [m.clientUrl], faultHandling: { host: () => noop, global: noop } });
@@ -50,8 +62,8 @@ async function defragment(cluster: EtcdCluster): Promise<number> {
         await one.maintenance.defragment();
         runs++;
         const size = Number((await one.maintenance.status()).dbSize);
-        if (size < QUOTA_BYTES / 2) break;
-        if (Date.now() > deadline) throw new Error(`etcd-quota: ${m.name}'s file is ${size} bytes 30 s into the heal, after ${runs} defragmentations`);
+        if (size < bound) break;
+        if (Date.now() > deadline) throw new Error(`etcd-quota: ${m.name}'s file is ${size} bytes 30 s into the heal, after ${runs} defragmentations (the members had ${liveBefore} bytes in use before the fill)`);
         await sleep(200);
       }
     } finally {
@@ -59,6 +71,21 @@ async function defragment(cluster: EtcdCluster): Promise<number> {
     }
   }
   return runs;
+}
+
+/** The most any member has in use (dbSizeInUse: its file, less the free pages a defragmentation would return). */
+async function liveBytes(cluster: EtcdCluster): Promise<number> {
+  let most = 0;
+  for (const m of cluster.members) {
+    const one = new Etcd3({ hosts: [m.clientUrl], faultHandling: { host: () => noop, global: noop } });
+    try {
+      const status = await one.maintenance.status();
+      most = Math.max(most, Number(status.dbSizeInUse ?? status.dbSize));
+    } finally {
+      one.close();
+    }
+  }
+  return most;
 }
 
 /**
@@ -105,12 +132,17 @@ export async function fillToQuota(cluster: EtcdCluster, prefix: string, log: His
   const client = new Etcd3({ hosts: cluster.endpoints, grpcOptions: HISTORY_GRPC_OPTIONS, faultHandling: { host: () => noop, global: noop } });
   const marker = `${prefix}~quota-mark`;
   const started = Date.now();
+  const quota = cluster.quotaBytes ?? QUOTA_BYTES;
   try {
+    const liveBefore = await liveBytes(cluster);
+    if (liveBefore > (quota * 3) / 4) {
+      throw new Error(`etcd-quota: etcd has ${liveBefore} bytes in use of its quota of ${quota} before the fill: the run's own data nearly fills it (give the run a larger quota: quotaFor)`);
+    }
     await client.put(marker).value("fill").exec();
     const value = randomBytes(CHUNK);
     let chunks = 0;
     let full = false;
-    for (let i = 0; i < QUOTA_BYTES / CHUNK + 16 && !full; i++) {
+    for (let i = 0; i < quota / CHUNK + 16 && !full; i++) {
       try {
         await client.put(`${FILLER_PREFIX}${i}`).value(value).exec();
         chunks++;
@@ -132,9 +164,9 @@ export async function fillToQuota(cluster: EtcdCluster, prefix: string, log: His
     for (const e of await watchUntil(client, prefix, log.from, at)) log.events.push(e);
     log.from = at + 1n;
     await client.kv.compact({ revision: String(at), physical: true });
-    const shrunk = await defragment(cluster);
+    const shrunk = await defragment(cluster, quota, liveBefore);
     const disarms = await disarm(client);
-    return `filled etcd to its quota of ${QUOTA_BYTES >> 20} MiB with ${chunks} chunks of ${CHUNK >> 20} MiB in ${filledMs} ms (NOSPACE raised on ${raised} members), held ${holdMs} ms; healed (filler deleted, compacted at revision ${at}, defragmented${shrunk > cluster.members.length ? ` (${shrunk} times: a member had not compacted yet)` : ""}, alarm disarmed${disarms > 1 ? ` ${disarms} times: raised again as it was disarmed` : ""}) in ${Date.now() - healStart} ms`;
+    return `filled etcd to its quota of ${quota >> 20} MiB (${(liveBefore / (1 << 20)).toFixed(1)} MiB in use before) with ${chunks} chunks of ${CHUNK >> 20} MiB in ${filledMs} ms (NOSPACE raised on ${raised} members), held ${holdMs} ms; healed (filler deleted, compacted at revision ${at}, defragmented${shrunk > cluster.members.length ? ` (${shrunk} times: a member had not compacted yet)` : ""}, alarm disarmed${disarms > 1 ? ` ${disarms} times: raised again as it was disarmed` : ""}) in ${Date.now() - healStart} ms`;
   } finally {
     client.close();
   }
