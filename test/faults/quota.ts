@@ -12,7 +12,7 @@
 import { randomBytes } from "node:crypto";
 import { noop } from "cockatiel";
 import { Etcd3 } from "etcd3";
-import type { EtcdCluster } from "./etcd-cluster.js";
+import type { EtcdCluster, Member } from "./etcd-cluster.js";
 import { HISTORY_GRPC_OPTIONS, watchUntil, type HistoryLog } from "./etcd-history.js";
 
 /** The quota the members get when the run has this nemesis: far above what a short run writes, quick to fill. */
@@ -54,38 +54,39 @@ export async function alarms(client: Etcd3): Promise<{ memberID: string; alarm: 
 async function defragment(cluster: EtcdCluster, quota: number, liveBefore: number): Promise<number> {
   const bound = liveBefore + quota / 8;
   let runs = 0;
-  for (const m of cluster.members) {
-    const one = new Etcd3({ hosts: [m.clientUrl], faultHandling: { host: () => noop, global: noop } });
-    try {
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        await one.maintenance.defragment();
-        runs++;
-        const size = Number((await one.maintenance.status()).dbSize);
-        if (size < bound) break;
-        if (Date.now() > deadline) throw new Error(`etcd-quota: ${m.name}'s file is ${size} bytes 30 s into the heal, after ${runs} defragmentations (the members had ${liveBefore} bytes in use before the fill)`);
-        await sleep(200);
-      }
-    } finally {
-      one.close();
+  await eachMember(cluster, async (m, one) => {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      await one.maintenance.defragment();
+      runs++;
+      const size = Number((await one.maintenance.status()).dbSize);
+      if (size < bound) return;
+      if (Date.now() > deadline) throw new Error(`etcd-quota: ${m.name}'s file is ${size} bytes 30 s into the heal, after ${runs} defragmentations (the members had ${liveBefore} bytes in use before the fill)`);
+      await sleep(200);
     }
-  }
+  });
   return runs;
 }
 
 /** The most any member has in use (dbSizeInUse: its file, less the free pages a defragmentation would return). */
 async function liveBytes(cluster: EtcdCluster): Promise<number> {
   let most = 0;
+  await eachMember(cluster, async (_, one) => {
+    most = Math.max(most, Number((await one.maintenance.status()).dbSizeInUse));
+  });
+  return most;
+}
+
+/** Calls fn for each member in turn, with a client of that member alone (maintenance calls answer for the member asked). */
+async function eachMember(cluster: EtcdCluster, fn: (m: Member, one: Etcd3) => Promise<void>): Promise<void> {
   for (const m of cluster.members) {
     const one = new Etcd3({ hosts: [m.clientUrl], faultHandling: { host: () => noop, global: noop } });
     try {
-      const status = await one.maintenance.status();
-      most = Math.max(most, Number(status.dbSizeInUse ?? status.dbSize));
+      await fn(m, one);
     } finally {
       one.close();
     }
   }
-  return most;
 }
 
 /**
