@@ -136,15 +136,19 @@ async function startOnce(binary: string, opts: EmbeddedEtcdOptions, clientPort: 
   const logFile = opts.logFile ?? join(opts.dataDir, "etcd.log");
   const log = createWriteStream(logFile, { flags: "a" });
   const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCD_UNSUPPORTED_ARCH: process.env.ETCD_UNSUPPORTED_ARCH ?? "" } });
-  child.stdout!.pipe(log);
-  child.stderr!.pipe(log);
+  // Both streams into one file, ended once both are drained ("close"): the first stream to end must not
+  // end the file under the other's last lines (a write after end is thrown in whatever runs then). A
+  // log that cannot be written (its folder removed) is not a reason for this process to fail.
+  log.on("error", () => {});
+  child.stdout!.pipe(log, { end: false });
+  child.stderr!.pipe(log, { end: false });
+  child.once("close", () => log.end());
   // The end of what etcd said, for the error when it exits at start (its log may be on another machine).
   let said = "";
   child.stderr!.on("data", (chunk: Buffer) => {
     said = (said + chunk.toString("utf8")).slice(-4096);
   });
   const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   // However this process ends (short of SIGKILL), etcd does not outlive it.
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);
@@ -156,7 +160,6 @@ async function startOnce(binary: string, opts: EmbeddedEtcdOptions, clientPort: 
   for (;;) {
     if (exitedEarly) {
       await closed;
-      log.end();
       const last = said.trim().split("\n").slice(-3).join("\n");
       const message = `etcd exited at start (code ${child.exitCode}); see ${logFile}. It said:\n${last}`;
       throw /address already in use/.test(said) ? new PortTaken(message) : new Error(message);
@@ -179,9 +182,8 @@ async function startOnce(binary: string, opts: EmbeddedEtcdOptions, clientPort: 
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGTERM");
       const t = setTimeout(() => child.kill("SIGKILL"), 5_000);
-      await exited;
+      await closed;
       clearTimeout(t);
-      log.end();
     },
   };
 }
