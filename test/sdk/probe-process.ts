@@ -39,6 +39,14 @@ export class ProbeProcess {
     return this.events.filter((e) => e.event === event);
   }
 
+  /** The events printed since `since` (ms since the epoch), one a line, each with its time after `since`: what a failed check shows. */
+  timeline(since: number): string {
+    return this.events
+      .filter((e) => e.at >= since)
+      .map((e) => `+${Math.round(e.at - since)} ms ${JSON.stringify(e)}`)
+      .join("\n");
+  }
+
   /** The first event (from index `from` on) that `match` names or accepts; waits for it at most timeoutMs. */
   next(match: Match, timeoutMs: number, from = 0): Promise<ProbeEvent> {
     const accept = typeof match === "string" ? (e: ProbeEvent) => e.event === match : match;
