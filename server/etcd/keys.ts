@@ -402,15 +402,6 @@ export function decodeMaxHolders(value: Buffer): number {
 
 const maxHoldersOf = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v > 0 ? v : 0);
 
-export function decodeHolder(value: Buffer): HolderEntry {
-  try {
-    return { holder: String(JSON.parse(value.toString()).holder ?? "") };
-  } catch {
-    // A key written by something else than fencekeeper: no holder label to show.
-    return { holder: "" };
-  }
-}
-
 /** The greatest generation issued, from the issued key as read (0: none yet). */
 export function lastIssuedOf(kv: IKeyValue | undefined): bigint {
   return kv ? BigInt(kv.mod_revision) : 0n;

@@ -134,7 +134,7 @@ export class LeaseCoordinator {
 
   /**
    * Gives up exactly the generation of the token, never a newer one; a session lives on. With principal,
-   * only the principal's own token (tokens.ts: signed, and issued to it).
+   * only the principal's own token (server/tokens/checks.ts: signed, and issued to it).
    */
   async release(token: Token | undefined, principal?: string): Promise<void> {
     const t = checkToken(token, "token");
@@ -165,7 +165,7 @@ export class LeaseCoordinator {
 
   /**
    * Changes the value published by the token's acquisition (proclaim.ts): the revision at which it took
-   * effect. With principal, only the principal's own token (tokens.ts: signed, and issued to it).
+   * effect. With principal, only the principal's own token (server/tokens/checks.ts: signed, and issued to it).
    */
   async proclaim(token: Token | undefined, value: Uint8Array, principal?: string): Promise<bigint> {
     const t = checkToken(token, "token");
