@@ -475,7 +475,9 @@ export function sdkSuite(sdk: Sdk): void {
           h.resume();
 
           const lost = await h.next("lost", 10_000);
-          const write = await h.next(worker ? (e) => e.event === "put" && e.attempted_at >= resumedAt : sdk.write(key, "from-A")[1], 10_000);
+          // A worker writes until its first refusal and then stops: that refusal is what it did about the pause,
+          // whether it was decided by the library after the resume or by the fence for a write begun before it.
+          const write = await h.next(worker ? (e) => e.event === "put" && e.ok === false : sdk.write(key, "from-A")[1], 10_000);
           console.log(`      ${sdk.name} (${on}): resume to loss signal ${(lost.at - resumedAt).toFixed(1)} ms (paused ${resumedAt - pausedAt} ms, TTL ${ttl} ms)`);
           sdk.paused.check({ lost, write, holder: h, pausedAt, resumedAt, bAcquiredAt });
 

@@ -137,7 +137,13 @@ public final class Lease implements AutoCloseable {
    */
   public CompletableFuture<LeaseLostException> lost() {
     expireIfPassed();
-    return lost.copy();
+    // Decided lost: completed now, even in the moment between the decision (end) and the completion of
+    // the shared future, so that lost() after isHeld() said false is always done.
+    LeaseLostException decided;
+    synchronized (this) {
+      decided = lostWith;
+    }
+    return decided != null ? CompletableFuture.completedFuture(decided) : lost.copy();
   }
 
   /**
