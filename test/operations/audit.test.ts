@@ -188,8 +188,9 @@ describe("the audit trail (--audit-log)", function () {
         { kind: "refused", requestId: "acquire-denied", rpc: `${L}Acquire`, principal: "mallory", reason: "PERMISSION_DENIED", resource: r1 },
         { kind: "refused", requestId: "put-stranger", rpc: `${S}Put`, reason: "UNAUTHENTICATED" },
         { kind: "refused", requestId: "put-forged", rpc: `${S}Put`, principal: "bob", reason: "TOKEN_SIGNATURE_INVALID", operation: "put", resource: r1, generation: "<gen2>" },
-        { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "STALE_TOKEN", operation: "put", resource: r1, generation: "<gen1>" },
+        // The policy's refusal is decided first (before the write reaches etcd), and written first.
         { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "PERMISSION_DENIED", operation: "put", resource: "elsewhere/x", generation: "<gen1>" },
+        { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "STALE_TOKEN", operation: "put", resource: r1, generation: "<gen1>" },
         { kind: "refused", requestId: "batch-not-holder", rpc: `${S}Batch`, principal: "bob", reason: "NOT_HOLDER", operation: "put", resource: r1, generation: "<gen1>" },
       ]);
       expect(linesB.map(shape)).to.deep.equal([
