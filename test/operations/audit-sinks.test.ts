@@ -108,6 +108,24 @@ describe("the audit trail's sinks", function () {
     }
   });
 
+  it("a FIFO whose reader goes away: calls go on, the log says so, and each line is counted once", async () => {
+    const fifo = join(dir, "gone.fifo");
+    execFileSync("mkfifo", [fifo]);
+    const reader = fifoReader(fifo);
+    const server = await start(fifo);
+    await grants(server, 3);
+    // The startup's "keys loaded" and the 3 grants.
+    await eventually(() => parseAll(reader.text()).length === 4, "the reader has 4 lines", 10_000);
+    reader.socket.destroy();
+    await eventually(async () => {
+      await grants(server, 1, 1);
+      return server.logs.some((l) => l.includes("audit lines dropped") && (l.includes("its reader has gone") || l.includes("no process has open for reading")));
+    }, "the log says the reader is gone", 20_000);
+    const c = await counts(server);
+    expect(c.written, "what the reader got, and nothing after").to.equal(4);
+    expect(c.dropped).to.be.greaterThan(0);
+  });
+
   it("a FIFO whose reader stops reading: calls go on, the stall is logged, and what the reader gets later is whole lines, as many as counted written", async () => {
     const fifo = join(dir, "stalled.fifo");
     execFileSync("mkfifo", [fifo]);
@@ -191,7 +209,7 @@ describe("the audit trail's sinks", function () {
     expect((await counts(server)).dropped).to.equal(0);
   });
 
-  it("unauthenticated refusals: the first from an address is written, the rest are counted into one summary line", async () => {
+  it("unauthenticated refusals: the first from an address is written, the rest are counted into a summary line", async () => {
     const keyDir = mkdtempSync(join(dir, "jwt-"));
     const { exportSPKI, generateKeyPair } = await import("jose");
     const pair = await generateKeyPair("ES256");
