@@ -63,7 +63,7 @@ function isIpLiteral(name: string): boolean {
 export function hostRefusal(host: string | undefined, rule: HostRule): string {
   return (
     `this server has no authentication and answers only requests addressed to it by an IP address or a name it knows ` +
-    `(${rule.names.join(", ")}), against DNS rebinding; this one names ${JSON.stringify(host ?? "")}. ` +
+    `(${rule.names.join(", ")}), against DNS rebinding; this one names ${JSON.stringify((host ?? "").slice(0, 256))}. ` +
     `Add the name to --allowed-hosts (FENCEKEEPER_ALLOWED_HOSTS) if clients reach the server by it, or set up authentication (--tls-client-ca, --jwt-keys)`
   );
 }
