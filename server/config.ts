@@ -1,6 +1,6 @@
 // Configuration from flags and environment variables (flags win), checked at start so that a bad value
 // stops the server with its name and what is allowed. docs/configuration.md lists every setting.
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, openSync, readFileSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { X509Certificate, createPrivateKey, type KeyObject } from "node:crypto";
 import { createSecureContext } from "node:tls";
@@ -73,6 +73,8 @@ export interface Config {
   policyFile?: string;
   /** Serve beyond loopback without authentication (told explicitly). */
   allowUnauthenticated: boolean;
+  /** Without authentication, the names besides IP addresses, localhost and the listen host that requests may give as their Host ("*": any). */
+  allowedHosts: string[];
   /** The Ed25519 key every replica signs tokens with; undefined: one kept in etcd. */
   tokenSigningKey?: KeyObject;
   connections: { handshakeTimeoutMs: number; idleTimeoutMs: number; maxConcurrentStreams: number; requestReadTimeoutMs: number };
@@ -208,15 +210,31 @@ function httpUrl(name: string) {
   };
 }
 
-/** "-", or a file the server can append to: a path that cannot be opened stops the server now, not its first audit line. */
+/**
+ * "-", a file the server can append to, or a FIFO: a path that cannot be opened stops the server now, not
+ * its first audit line. A FIFO is not opened here (an open for writing waits for a reader, and this one's
+ * close would end the reader's input): the trail opens it without blocking and says when nobody reads it.
+ */
 function auditLog(raw: string): string {
   if (raw === "-") return raw;
   try {
-    closeSync(openSync(raw, "a"));
+    if (statSync(raw, { throwIfNoEntry: false })?.isFIFO()) return raw;
+    closeSync(openSync(raw, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY, 0o640));
   } catch (err) {
     throw new InvalidArgumentError(`audit-log: cannot append to "${raw}" (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
   }
   return raw;
+}
+
+/** Comma-separated host names (no ports, no schemes), or "*". */
+function hostNames(raw: string): string[] {
+  const list = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const n of list) {
+    if (n !== "*" && !/^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_.])?$/.test(n)) {
+      throw new InvalidArgumentError(`allowed-hosts must be comma-separated host names without ports (e.g. fencekeeper.prod.svc,fencekeeper), or *, got "${n}"`);
+    }
+  }
+  return list;
 }
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -291,6 +309,13 @@ export function serveOptions(cmd: Command): Command {
   opt("--max-stream-messages-per-second <n>", "KeepAlive messages one caller may send per second over all its streams, bursts of twice that (each may renew up to 10,000 leases); a caller that sends faster is read more slowly, not cut off", "FENCEKEEPER_MAX_STREAM_MESSAGES_PER_SECOND", integer("max-stream-messages-per-second", 1, 1_000_000), 5000);
   opt("--token-signing-key <file>", "PEM Ed25519 private key that signs tokens, the same for every replica; unset: a key kept in etcd", "FENCEKEEPER_TOKEN_SIGNING_KEY", pemFile("token-signing-key"));
   opt("--allow-unauthenticated <on|off>", "serve beyond loopback without authentication (e.g. behind a mesh that authenticates)", "FENCEKEEPER_ALLOW_UNAUTHENTICATED", boolean("allow-unauthenticated"), false, "off");
+  opt(
+    "--allowed-hosts <names>",
+    "without authentication, the names (comma-separated) besides IP addresses, localhost and the --listen host that a request may name in its Host header; others are refused against DNS rebinding (*: any name)",
+    "FENCEKEEPER_ALLOWED_HOSTS",
+    hostNames,
+    [],
+  );
   opt("--compaction-interval <ms>", "how often the server compacts etcd's history (0: never; then compact etcd otherwise)", "FENCEKEEPER_COMPACTION_INTERVAL", integer("compaction-interval", 0, 86_400_000), 5000);
   opt("--compaction-retention <revisions>", "revisions of etcd's history kept by compaction (page tokens and watches older than this fail)", "FENCEKEEPER_COMPACTION_RETENTION", integer("compaction-retention", 0, 1_000_000_000), 1000);
   opt("--max-bytes-per-resource <bytes>", "bytes (keys and values) the store entries of one resource may take (0: no quota)", "FENCEKEEPER_MAX_BYTES_PER_RESOURCE", integer("max-bytes-per-resource", 0, Number.MAX_SAFE_INTEGER), DEFAULT_MAX_BYTES_PER_RESOURCE);
@@ -334,6 +359,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     authentication: { mtls: o.tlsClientCa !== undefined, jwt: jwt(o) },
     policyFile: o.policy as string | undefined,
     allowUnauthenticated: o.allowUnauthenticated as boolean,
+    allowedHosts: o.allowedHosts as string[],
     tokenSigningKey: signingKey(o.tokenSigningKey as PemFile | undefined),
     connections: {
       handshakeTimeoutMs: o.handshakeTimeout as number,

@@ -30,6 +30,7 @@ import { InFlightCalls } from "./rpc/in-flight.js";
 import { etcdMetrics } from "./metrics/etcd-metrics.js";
 import { serveMetrics, type MetricsEndpoint } from "./metrics/exporter.js";
 import { consoleHandler } from "./console/console-server.js";
+import { hostRule } from "./rpc/host-rule.js";
 import { healthMetrics } from "./metrics/health-metrics.js";
 import { leaseMetrics } from "./metrics/lease-metrics.js";
 import { createMetricsRegistry } from "./metrics/registry.js";
@@ -150,7 +151,11 @@ export async function serve(config: Config): Promise<void> {
       }
     };
     // Every call, whichever adapter brings it, runs through one pipeline (server/rpc/README.md).
-    const pipeline = new CallPipeline({ observer: allOf([requestLog(log), rpcMetrics(metrics), ...(audit ? [audit.observer()] : [])]), calls, authenticator: authenticator.enabled ? authenticator : undefined });
+    const pipeline = new CallPipeline({ observer: allOf([requestLog(log), rpcMetrics(metrics), ...(audit ? [audit.observer()] : [])]), calls,
+      authenticator: authenticator.enabled ? authenticator : undefined,
+      // Without authentication, a web page could drive the port by DNS rebinding: the Host must name the server.
+      hosts: authenticator.enabled ? undefined : hostRule(config.listen.host, config.allowedHosts),
+    });
     const viaConnect = connectAdapter({
       routes,
       observer: pipeline.observer,
@@ -188,7 +193,7 @@ export async function serve(config: Config): Promise<void> {
     let consolePort = 0;
     const consoleTransport =
       config.consoleListen &&
-      (await listen({ ...config.consoleListen, ...config.connections, requestStreams }, consoleHandler(handler, config.consoleListen, () => consolePort)));
+      (await listen({ ...config.consoleListen, ...config.connections, requestStreams }, consoleHandler(handler, config.consoleListen, config.allowedHosts)));
     if (consoleTransport) {
       consolePort = consoleTransport.address.port;
       const at = consoleTransport.address.address;

@@ -2,7 +2,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { Access, HasValues } from "../auth/access.js";
-import { invalid } from "../errors/errors.js";
+import { DomainError, invalid } from "../errors/errors.js";
 import { checkResource } from "../validation/validate.js";
 import { FencedStoreService, type BatchWrite, type Mutation as ProtoMutation } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { Hold, type HoldMember } from "../etcd/hold.js";
@@ -33,14 +33,23 @@ const commit = (c: Commit) => ({ commit: commitOf(c) });
 export function storeService(store: FencedStore, access: Access, log: Logger): Partial<ServiceImpl<typeof FencedStoreService>> {
   // One write of a Batch, exactly as the Put or Delete alone, its transaction held for the others'.
   const write = (w: BatchWrite, i: number, ctx: CallContext, held: HoldMember): Promise<Commit> => {
+    // A write the policy denied is refused on its own, and told with the generation it carried.
+    const decided = (r: { resource: string; mutation?: ProtoMutation }, ops: StoreOp[], what: "put" | "delete") => {
+      try {
+        return mutation(r.resource, r.mutation, ops, access, ctx);
+      } catch (err) {
+        if (err instanceof DomainError && err.reason === "PERMISSION_DENIED") store.deniedWrite(r.resource, what, r.mutation?.token?.generation);
+        throw err;
+      }
+    };
     switch (w.write.case) {
       case "put": {
         const r = w.write.value;
-        return store.mutate(mutation(r.resource, r.mutation, [{ kind: "put", key: r.key, value: r.value }], access, ctx), "put", held);
+        return store.mutate(decided(r, [{ kind: "put", key: r.key, value: r.value }], "put"), "put", held);
       }
       case "delete": {
         const r = w.write.value;
-        return store.mutate(mutation(r.resource, r.mutation, [{ kind: "delete", key: r.key }], access, ctx), "delete", held);
+        return store.mutate(decided(r, [{ kind: "delete", key: r.key }], "delete"), "delete", held);
       }
       default:
         throw invalid(`writes[${i}] sets neither put nor delete`);

@@ -41,6 +41,9 @@ export interface AuditDraft {
   keyIds?: string[];
   keyCount?: number;
   trigger?: "startup" | "SIGHUP";
+  /** A summary of refusals: how many it stands for, and since when (server/audit/trail.ts). */
+  count?: number;
+  since?: string;
 }
 
 /** Who asked, and through which call: absent for what no call decided (keys loaded at startup). */

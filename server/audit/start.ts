@@ -10,17 +10,20 @@ export function startAudit(target: string, replica: string, metrics: Registry, l
   let failing = false;
   const sink = new AuditSink({
     target,
-    ...counters,
-    onWritten: (n) => {
-      counters.onWritten(n);
-      failing = false;
-    },
+    onWritten: counters.onWritten,
+    onDropped: counters.onDropped,
     // Said once per failure, not once per retry: a full disk stays full for a while.
-    onError: (err, dropped) => {
-      if (!failing) log.error({ err: err.message, auditLog: target, dropped }, "audit lines dropped: --audit-log cannot be written; calls go on");
+    onError: (err, meaning) => {
+      counters.failing(true);
+      if (!failing) log.error({ err: err.message, auditLog: target }, `audit lines dropped: --audit-log cannot be written (${meaning}); calls go on, and it is tried again every second`);
       failing = true;
+    },
+    onRecovered: () => {
+      counters.failing(false);
+      if (failing) log.warn({ auditLog: target }, "audit lines are written again to --audit-log (fencekeeper_audit_dropped_total counts the lines lost meanwhile)");
+      failing = false;
     },
   });
   log.info({ auditLog: target, replica }, "audit trail");
-  return new AuditTrail(sink, replica);
+  return new AuditTrail(sink, replica, counters.onSummarized);
 }

@@ -7,6 +7,11 @@
 // and once by the call's status (ErrorInfo: the token's generation, the lease), which make one line. A
 // refusal the domain never saw (no credentials, a denied verb, a forged token) is the call's status alone.
 // A decision made outside any call is written at once.
+//
+// Refusals of callers nobody knows (no credentials, or a Host the server does not answer) cost the caller
+// nothing to repeat: one line each would let one client write the disk full. The first one from an
+// address, for a reason and a method, is written as it happens; the ones after it within SUMMARY_MS are
+// counted, and written as one summary line (`count`, `since`) at the end of that time or at shutdown.
 import { createContextKey, type ConnectError, type ContextValues } from "@connectrpc/connect";
 import { ErrorInfoSchema, type ErrorInfo } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { CALLER, GRANTS, PEER } from "../auth/access.js";
@@ -31,14 +36,33 @@ import type { AuditSink } from "./sink.js";
 /** The services whose calls decide anything: health and reflection decide nothing. */
 const AUDITED_SERVICES = new Set(["fencekeeper.v1.LeaseService", "fencekeeper.v1.FencedStoreService"]);
 
+/** Refusals folded into summaries: those of callers with no principal, for these reasons. */
+const SUMMARIZED = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
+/** How long one summary gathers refusals. */
+const SUMMARY_MS = 10_000;
+/** Summaries open at once; beyond, refusals from further addresses share one (without an address). */
+const MAX_SUMMARIES = 1000;
+
+interface Summary {
+  draft: AuditDraft;
+  caller: AuditCaller;
+  since: string;
+  count: number;
+}
+
 /** A call's decisions so far, written at its end. */
 const DECIDED = createContextKey<AuditDraft[] | undefined>(undefined, { description: "the call's audited decisions" });
 
 export class AuditTrail {
+  private readonly summaries = new Map<string, Summary>();
+  private summaryTimer: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly sink: AuditSink,
     /** Which replica decided: every line names it. */
     readonly replica: string,
+    /** Told of each refusal folded into a summary. */
+    private readonly onSummarized: (n: number) => void = () => undefined,
   ) {
     // The domain's events find the call they belong to.
     keepCallScope();
@@ -75,8 +99,9 @@ export class AuditTrail {
     this.sink.reopen();
   }
 
-  /** Flushes what is queued (at most timeoutMs) and closes the file. */
+  /** Writes the summaries gathered so far, flushes what is queued (at most timeoutMs) and closes the file. */
   close(timeoutMs: number): Promise<void> {
+    this.flushSummaries();
     return this.sink.close(timeoutMs);
   }
 
@@ -106,7 +131,45 @@ export class AuditTrail {
     }
     if (decided.length === 0) return;
     const caller = callerOf(call, values);
+    if (caller.principal === undefined && decided.every((d) => d.kind === "refused" && SUMMARIZED.has(d.reason ?? ""))) {
+      for (const d of decided) this.summarize(d, caller, values?.get(PEER).address ?? "");
+      return;
+    }
     for (const d of decided) this.write(d, caller);
+  }
+
+  /** The first such refusal in a while is written; the next ones are counted into its summary. */
+  private summarize(d: AuditDraft, caller: AuditCaller, address: string): void {
+    const own = `${d.reason}|${caller.rpc}|${address}`;
+    const full = !this.summaries.has(own) && this.summaries.size >= MAX_SUMMARIES;
+    const key = full ? `${d.reason}|${caller.rpc}|*` : own;
+    const open = this.summaries.get(key);
+    if (open) {
+      open.count++;
+      this.onSummarized(1);
+      return;
+    }
+    const summaryCaller: AuditCaller = { rpc: caller.rpc, ...(full ? {} : { address }) };
+    this.summaries.set(key, { draft: refused(d.reason!, {}), caller: summaryCaller, since: d.time, count: 0 });
+    this.summaryTimer ??= setInterval(() => this.flushSummaries(), SUMMARY_MS).unref();
+    if (full) {
+      // The refusal that opened the shared summary is its first count.
+      this.summaries.get(key)!.count++;
+      this.onSummarized(1);
+    } else {
+      this.write(d, caller);
+    }
+  }
+
+  /** One line per summary that counted any refusal; all are closed. */
+  private flushSummaries(): void {
+    const until = new Date().toISOString();
+    for (const s of this.summaries.values()) {
+      if (s.count > 0) this.write({ ...s.draft, time: until, since: s.since, count: s.count }, s.caller);
+    }
+    this.summaries.clear();
+    clearInterval(this.summaryTimer);
+    this.summaryTimer = undefined;
   }
 
   private write(d: AuditDraft, caller: AuditCaller): void {
@@ -129,7 +192,9 @@ function draftOf(e: DomainEvent): AuditDraft | undefined {
     case "session closed":
       return sessionClosed(e.sessionId);
     case "refused":
-      return AUDITED_REFUSALS.has(e.reason) ? refused(e.reason, { operation: e.operation, resource: e.resource }) : undefined;
+      return AUDITED_REFUSALS.has(e.reason)
+        ? refused(e.reason, { operation: e.operation, resource: e.resource, ...(e.generation !== undefined ? { generation: String(e.generation) } : {}) })
+        : undefined;
     default:
       return undefined;
   }

@@ -12,8 +12,8 @@ import { ANONYMOUS, type Principal } from "./principal.js";
 
 /** The caller of a call, in its context values. */
 export const CALLER = createContextKey<Principal>(ANONYMOUS, { description: "the authenticated caller" });
-/** The connection a call came on, and its Authorization header: what authentication reads. */
-export const CREDENTIALS = createContextKey<{ socket: Socket; authorization: string | undefined } | undefined>(undefined, {
+/** The connection a call came on, its Authorization header and the Host it names: what authentication reads. */
+export const CREDENTIALS = createContextKey<{ socket: Socket; authorization: string | undefined; host?: string } | undefined>(undefined, {
   description: "the call's credentials",
 });
 

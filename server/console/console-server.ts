@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { isLoopback, type HostPort } from "../config.js";
+import { hostRule } from "../rpc/host-rule.js";
 import type { Handler } from "../transport.js";
 
 /** The methods the page calls: nothing that changes anything. */
@@ -37,21 +38,15 @@ function loadAssets(): Assets {
   throw new Error(`--console-listen: the console's page is not built (looked in ${candidates.join(", ")}); run npm run build`);
 }
 
-/** The Host headers a request to a console on a loopback address may carry. */
-function loopbackHosts(at: HostPort, port: number): Set<string> {
-  const names = ["localhost", "127.0.0.1", "[::1]", at.host.includes(":") ? `[${at.host}]` : at.host];
-  return new Set(names.map((n) => `${n}:${port}`));
-}
-
 /** The console's request handler: the page, and the read-only API methods, handed to the server's own handler. */
-export function consoleHandler(api: Handler, at: HostPort, port: () => number): Handler {
+export function consoleHandler(api: Handler, at: HostPort, allowedHosts: readonly string[] = []): Handler {
   const assets = loadAssets();
-  const hosts = isLoopback(at.host) ? () => loopbackHosts(at, port()) : undefined;
+  const hosts = isLoopback(at.host) ? hostRule(at.host, allowedHosts) : undefined;
   return (req, res) => {
-    const host = String(req.headers[":authority"] ?? req.headers.host ?? "");
-    if (hosts && !hosts().has(host)) {
+    const host = [req.headers[":authority"] ?? req.headers.host].flat()[0];
+    if (hosts && !hosts.allows(host)) {
       res.writeHead(421, { "content-type": "text/plain" });
-      res.end(`the console answers requests for ${[...hosts()].join(", ")}, not ${JSON.stringify(host)}\n`);
+      res.end(`the console answers requests addressed to an IP address or to ${hosts.names.join(", ")}, not ${JSON.stringify(host)}\n`);
       return;
     }
     const path = (req.url ?? "").split("?")[0];

@@ -44,7 +44,7 @@ export type DomainEvent =
   /** seconds: how long it waited; turn: its turn came (a grant is tried next), else it left the line (deadline, cancel, shutdown). */
   | { type: "done waiting"; resource: string; seconds: number; turn: boolean }
   /** An acquisition, a release or a write refused for what the caller holds (not for etcd failing). */
-  | { type: "refused"; operation: "acquire" | "release" | "proclaim" | WriteOp; resource: string; reason: Reason }
+  | { type: "refused"; operation: "acquire" | "release" | "proclaim" | WriteOp; resource: string; reason: Reason; /** A write's: its token's generation. */ generation?: bigint }
   /** A mutation committed under generation. */
   | { type: "written"; op: WriteOp; resource: string; generation: bigint; revision: bigint };
 

@@ -1,7 +1,9 @@
 // Authentication, the pipeline's first step after a call is watched: the caller, from the connection and
 // its Authorization header, before the handler runs (on the unary fast path, before the message is even
 // read). Health and reflection answer anyone: probes and tools reach them without credentials, and they
-// reveal no lease.
+// reveal no lease. Without authentication, the step checks what a request can still be asked for: that it
+// names this server in its Host (host-rule.ts), so that a web page cannot drive the port through DNS
+// rebinding.
 import type { Interceptor } from "@connectrpc/connect";
 import type { Socket } from "node:net";
 import type { IncomingMessage } from "node:http";
@@ -10,7 +12,9 @@ import { createContextValues, type ContextValues } from "@connectrpc/connect";
 import { CALLER, CREDENTIALS, PEER } from "../auth/access.js";
 import type { Authenticator } from "../auth/authenticator.js";
 import type { Principal } from "../auth/principal.js";
+import { DomainError } from "../errors/errors.js";
 import { toConnectError } from "./errors.js";
+import { hostRefusal, type HostRule } from "./host-rule.js";
 
 const OPEN_SERVICES = new Set(["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]);
 
@@ -25,11 +29,26 @@ export function authenticate(authenticator: Authenticator, service: string, auth
   return answersAnyone(service) ? undefined : authenticator.authenticate(authorization, socket);
 }
 
+/** Without authentication: a call to a service that is not open to anyone must name this server in its Host; PERMISSION_DENIED otherwise. */
+export function checkHost(rule: HostRule, service: string, host: string | undefined): void {
+  if (answersAnyone(service) || rule.allows(host)) return;
+  throw new DomainError("permission_denied", hostRefusal(host, rule), "PERMISSION_DENIED", { host: (host ?? "").slice(0, 256) });
+}
+
+/** The Host a request names: HTTP/2's :authority, else HTTP/1.1's Host header. */
+export function hostOf(header: (name: string) => string | undefined): string | undefined {
+  return header(":authority") ?? header("host");
+}
+
 /** For connect's contextValues: the connection and its credentials, for authentication and caps. */
 export function credentialsOf(req: IncomingMessage | Http2ServerRequest): ContextValues {
   const values = createContextValues();
   const authorization = req.headers.authorization;
-  values.set(CREDENTIALS, { socket: req.socket, authorization: Array.isArray(authorization) ? authorization[0] : authorization });
+  const host = hostOf((name) => {
+    const v = req.headers[name];
+    return Array.isArray(v) ? v[0] : v;
+  });
+  values.set(CREDENTIALS, { socket: req.socket, authorization: Array.isArray(authorization) ? authorization[0] : authorization, host });
   values.set(PEER, { address: req.socket.remoteAddress ?? "", port: req.socket.remotePort ?? 0 });
   return values;
 }
@@ -42,6 +61,18 @@ export function authenticating(authenticator: Authenticator): Interceptor {
     try {
       const caller = await authenticate(authenticator, req.service.typeName, credentials.authorization, credentials.socket);
       if (caller) req.contextValues.set(CALLER, caller);
+    } catch (err) {
+      throw toConnectError(err);
+    }
+    return next(req);
+  };
+}
+
+/** The step on connect's path without authentication: the Host rule. */
+export function hostChecking(rule: HostRule): Interceptor {
+  return (next) => async (req) => {
+    try {
+      checkHost(rule, req.service.typeName, req.contextValues.get(CREDENTIALS)?.host);
     } catch (err) {
       throw toConnectError(err);
     }

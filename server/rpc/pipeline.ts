@@ -2,7 +2,8 @@
 //
 //   1. watched       the request log and the metrics hear of it from its arrival (call-observer.ts);
 //                    with tracing on, its span opens then too (tracing.ts)
-//   2. authenticated the caller, from its credentials (authentication.ts)
+//   2. authenticated the caller, from its credentials (authentication.ts); without authentication,
+//                    the Host the request names (host-rule.ts)
 //   3. tracked       for the shutdown's drain, with a signal the shutdown can abort (in-flight.ts)
 //   4. authorized    from one table of method -> verb and resource, once per call (authorization.ts)
 //   5. handled       the handler translates protobuf to a domain call and back, nothing more
@@ -18,7 +19,8 @@ import type { ConnectError, Interceptor } from "@connectrpc/connect";
 import type { Socket } from "node:net";
 import { CALLER, PEER } from "../auth/access.js";
 import type { Authenticator } from "../auth/authenticator.js";
-import { authenticate, authenticating } from "./authentication.js";
+import { authenticate, authenticating, checkHost, hostChecking, hostOf } from "./authentication.js";
+import type { HostRule } from "./host-rule.js";
 import type { Authorization } from "./authorization.js";
 import type { CallContext } from "./call-context.js";
 import { inCallScope } from "./call-scope.js";
@@ -99,6 +101,8 @@ export interface PipelineOptions {
   calls: InFlightCalls;
   /** Set when authentication is on. */
   authenticator?: Authenticator;
+  /** Set when it is off: the Host a request must name (host-rule.ts). */
+  hosts?: HostRule;
 }
 
 export class CallPipeline {
@@ -119,7 +123,7 @@ export class CallPipeline {
     const auth = this.o.authenticator;
     // Traced (when tracing is on) inside the tracking, so that the span ends with the status the call ends with.
     const traced = tracer() ? [tracingInterceptor] : [];
-    return [sendableErrors, this.o.calls.interceptor(this.o.observer), ...traced, callerFaults, ...(auth ? [authenticating(auth)] : [])];
+    return [sendableErrors, this.o.calls.interceptor(this.o.observer), ...traced, callerFaults, ...(auth ? [authenticating(auth)] : this.o.hosts ? [hostChecking(this.o.hosts)] : [])];
   }
 
   /** Steps 1 to 3 for the unary fast path, then the handler; the answer, or the status the client gets. */
@@ -137,6 +141,7 @@ export class CallPipeline {
       c.values.set(PEER, { address: a.socket.remoteAddress ?? "", port: a.socket.remotePort ?? 0 });
       c.values.set(REQUEST_ID, a.requestId);
       // Credentials first: an unauthenticated caller's message is not even read.
+      if (this.o.hosts) checkHost(this.o.hosts, a.method.parent.typeName, hostOf(a.header));
       const caller = this.o.authenticator && authenticate(this.o.authenticator, a.method.parent.typeName, a.authorization, a.socket);
       const principal = caller instanceof Promise ? await Promise.race([caller, c.stop]) : caller;
       const message = await Promise.race([a.read(), c.stop]);

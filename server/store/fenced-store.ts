@@ -78,6 +78,11 @@ export interface StoreDeps {
 export class FencedStore {
   constructor(private readonly d: StoreDeps) {}
 
+  /** A write of a Batch the policy denied on its own (the others going on): told as the store's own refusals are, with its token's generation. */
+  deniedWrite(resource: string, what: WriteOp, generation: bigint | undefined): void {
+    this.d.events.emit({ type: "refused", operation: what, resource, reason: "PERMISSION_DENIED", generation });
+  }
+
   /** held: one write of a Batch, whose transactions go to etcd together (etcd/hold.ts). */
   async mutate(m: Mutation, what: WriteOp, held?: HoldMember): Promise<Commit> {
     const token = this.check(m, what);
@@ -86,7 +91,7 @@ export class FencedStore {
     } catch (err) {
       // Refused for the token itself (its signature, its principal): as the fence's refusals, a "refused" event.
       const reason = refusalOf(err);
-      if (reason) this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason });
+      if (reason) this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason, generation: token.generation });
       throw err;
     }
     if (!m.idempotencyKey) return this.commitMutation(m, token, what, undefined, held);
@@ -334,7 +339,7 @@ export class FencedStore {
     const currentFence = decodeGeneration(found.fence.kvs[0]?.value);
     const meta = { resource: m.resource, generation: String(g) };
     if (lastIssued < g) {
-      this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "GENERATION_NOT_ISSUED" });
+      this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "GENERATION_NOT_ISSUED", generation: g });
       throw new DomainError(
         "failed_precondition",
         `generation ${g} was never issued for "${m.resource}" (the last issued is ${lastIssued}); use a token returned by Acquire`,
@@ -343,7 +348,7 @@ export class FencedStore {
       );
     }
     if (currentFence > g) {
-      this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "STALE_TOKEN" });
+      this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "STALE_TOKEN", generation: g });
       throw new DomainError(
         "failed_precondition",
         `stale token: generation ${g} of "${m.resource}" is older than the fence ${currentFence}, so a newer holder has ` +
@@ -353,7 +358,7 @@ export class FencedStore {
       );
     }
     if (live && !isHeldBy(owner, token)) {
-      this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "LEASE_NOT_HELD" });
+      this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "LEASE_NOT_HELD", generation: g });
       throw new DomainError(
         "failed_precondition",
         `lease ${token.leaseId} of generation ${g} of "${m.resource}" is no longer held (it expired or was released); ` +

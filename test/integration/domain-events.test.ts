@@ -144,7 +144,8 @@ describe("domain events", () => {
     expect(heard[1]).to.deep.equal({ type: "refused", operation: "acquire", resource, reason: "RESOURCE_HELD" });
     expect(heard[2]).to.deep.include({ type: "written", op: "put", resource, generation: first.token!.generation });
     expect(heard[5]).to.deep.include({ type: "written", op: "delete", resource, generation: second.token!.generation });
-    expect(heard[6]).to.deep.equal({ type: "refused", operation: "txn", resource, reason: "STALE_TOKEN" });
+    // A write's refusal carries its token's generation (the audit trail's line names it).
+    expect(heard[6]).to.deep.equal({ type: "refused", operation: "txn", resource, reason: "STALE_TOKEN", generation: first.token!.generation });
     await lease.release({ token: second.token });
   });
 

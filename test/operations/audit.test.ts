@@ -129,7 +129,7 @@ describe("the audit trail (--audit-log)", function () {
       expect((await failure(bobA.store.put({ resource: r1, key: "k", value: new TextEncoder().encode(SECRET_VALUE), mutation: { token: forged } }, id("put-forged")))).code).to.equal(
         Code.InvalidArgument,
       );
-      // A Batch whose writes are decided each on its own: one stale, one denied by the policy.
+      // A Batch whose writes are decided each on its own: one stale, one denied by the policy (each line with its generation).
       const put = (resource: string, token: FencingToken) => ({ write: { case: "put" as const, value: { resource, key: "b", value: new TextEncoder().encode(SECRET_VALUE), mutation: { token } } } });
       const { results } = await aliceA.store.batch({ writes: [put(r1, t1), put("elsewhere/x", t1)] }, id("batch-mixed"));
       expect(results.map((r) => r.result.case)).to.deep.equal(["error", "error"]);
@@ -187,10 +187,11 @@ describe("the audit trail (--audit-log)", function () {
         { kind: "refused", requestId: "put-stale", rpc: `${S}Put`, principal: "alice", reason: "STALE_TOKEN", operation: "put", resource: r1, generation: "<gen1>" },
         { kind: "refused", requestId: "acquire-denied", rpc: `${L}Acquire`, principal: "mallory", reason: "PERMISSION_DENIED", resource: r1 },
         { kind: "refused", requestId: "put-stranger", rpc: `${S}Put`, reason: "UNAUTHENTICATED" },
-        { kind: "refused", requestId: "put-forged", rpc: `${S}Put`, principal: "bob", reason: "TOKEN_SIGNATURE_INVALID", operation: "put", resource: r1 },
-        { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "STALE_TOKEN", operation: "put", resource: r1 },
-        { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "PERMISSION_DENIED", resource: "elsewhere/x" },
-        { kind: "refused", requestId: "batch-not-holder", rpc: `${S}Batch`, principal: "bob", reason: "NOT_HOLDER", operation: "put", resource: r1 },
+        { kind: "refused", requestId: "put-forged", rpc: `${S}Put`, principal: "bob", reason: "TOKEN_SIGNATURE_INVALID", operation: "put", resource: r1, generation: "<gen2>" },
+        // The policy's refusal is decided first (before the write reaches etcd), and written first.
+        { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "PERMISSION_DENIED", operation: "put", resource: "elsewhere/x", generation: "<gen1>" },
+        { kind: "refused", requestId: "batch-mixed", rpc: `${S}Batch`, principal: "alice", reason: "STALE_TOKEN", operation: "put", resource: r1, generation: "<gen1>" },
+        { kind: "refused", requestId: "batch-not-holder", rpc: `${S}Batch`, principal: "bob", reason: "NOT_HOLDER", operation: "put", resource: r1, generation: "<gen1>" },
       ]);
       expect(linesB.map(shape)).to.deep.equal([
         { kind: "keys loaded", keys: "jwt verification", keyIds: "<ids>", keyCount: 1, trigger: "startup" },

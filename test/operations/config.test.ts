@@ -46,6 +46,7 @@ const cases = (certs: Certs): Case[] => [
   { what: "JWT keys without an audience", args: ["--jwt-keys", certs.ca, "--jwt-issuer", "https://issuer.example"], names: ["--jwt-audience"] },
   { what: "a JWT issuer without keys", args: ["--jwt-issuer", "https://issuer.example"], names: ["--jwt-issuer", "--jwt-keys"] },
   { what: "a JWT key file that does not exist", args: ["--jwt-keys", "/nonexistent/jwt.pem"], names: ["--jwt-keys", "/nonexistent/jwt.pem"] },
+  { what: "an allowed host with a port", env: { FENCEKEEPER_ALLOWED_HOSTS: "fencekeeper,evil.example:80" }, names: ["FENCEKEEPER_ALLOWED_HOSTS", "allowed-hosts", "without ports"] },
   { what: "the metrics address equal to the listen address", args: ["--listen", "127.0.0.1:50999", "--metrics-listen", "127.0.0.1:50999"], names: ["--metrics-listen", "--listen"] },
 ];
 

@@ -172,6 +172,25 @@ describe("the Helm chart", function () {
     expect(terminationBudget(objs).grace).to.equal(25);
   });
 
+  it("by default, without authentication of its own: a NetworkPolicy lets only labelled pods reach the API, the Service's names are the allowed Hosts, and the notes warn", () => {
+    const { objs } = renders.get("default")!;
+    const policy = one(objs, "NetworkPolicy");
+    expect(policy.spec.podSelector.matchLabels).to.deep.equal(one(objs, "Deployment").spec.selector.matchLabels);
+    expect(policy.spec.policyTypes).to.deep.equal(["Ingress"]);
+    const api = policy.spec.ingress.find((r: any) => r.ports[0].port === "grpc");
+    expect(api.from).to.deep.equal([{ podSelector: { matchLabels: { "fencekeeper-client": "true" } } }]);
+    expect(environment(objs).get("FENCEKEEPER_ALLOWED_HOSTS")).to.equal("fencekeeper,fencekeeper.default,fencekeeper.default.svc,fencekeeper.default.svc.cluster.local");
+    const notes = (values: string[]) => {
+      const r = helm(["install", "fencekeeper", CHART, "--namespace", "default", "--dry-run=client", ...values]);
+      expect(r.status, r.stderr).to.equal(0);
+      return r.stdout.slice(r.stdout.indexOf("NOTES:"));
+    };
+    expect(notes([])).to.match(/WARNING: the API has no authentication of its own/).and.match(/Only pods labelled fencekeeper-client=true in namespace default reach it/);
+    expect(notes(["--set", "networkPolicy.enabled=false"])).to.match(/every pod in the cluster reaches it/);
+    expect(notes(["-f", cases.mtls!])).to.not.match(/WARNING/);
+    expect(environment(renders.get("mtls")!.objs).has("FENCEKEEPER_ALLOWED_HOSTS"), "with authentication, no Host rule to configure").to.equal(false);
+  });
+
   it("with mutual TLS: the API port serves TLS and asks for client certificates, probes go to the metrics port's /readyz and /livez, etcd over TLS, a ServiceMonitor", () => {
     const { objs } = renders.get("mtls")!;
     const env = environment(objs);
