@@ -2,10 +2,11 @@
 # `npm run bench:peers`: fencekeeper's lock path beside etcd's Mutex, Curator on ZooKeeper and redsync
 # on Redis (bench/peers/main.ts). Installs what is missing (as scripts/setup*.sh do: Debian packages as
 # root), builds the worker programs when their sources changed, then runs the driver with the arguments.
-#   bash scripts/bench-peers.sh --build-only    installs and builds, runs nothing (the smoke test's setup)
+#   bash scripts/bench-peers.sh --build-only    installs and builds the workers, runs nothing (the smoke
+#                                               test's setup, after the tests' own setup)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+[ "${1:-}" = "--build-only" ] || bash scripts/setup.sh
 out=.conformance/peers
 mkdir -p "$out"
 

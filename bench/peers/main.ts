@@ -197,12 +197,13 @@ async function main(): Promise<number> {
     const taking = (w: Workload) => (flags.workloads.includes(w) ? flags.systems.filter((s) => s.workloads.includes(w)) : []);
 
     for (let round = 0; round < flags.rounds; round++) {
-      for (const lockers of flags.levels) {
-        for (const s of order(round, taking("cycles"))) {
-          await attempt(`${s.id} cycles at ${lockers}, round ${round + 1}`, async () => {
-            progress(`round ${round + 1}: ${s.id}, ${lockers} locker(s)`);
-            const w = spawnWorker(s, "cycles", `c${round}-${lockers}`, ["--lockers", String(lockers), "--seconds", String(flags.seconds), "--ttl", String(CYCLE_TTL)]);
-            try {
+      // One worker a system a round, through every level in turn (a JVM or tsx starts once, not per level).
+      for (const s of order(round, taking("cycles"))) {
+        await attempt(`${s.id} cycles, round ${round + 1}`, async () => {
+          const w = spawnWorker(s, "cycles", `c${round}`, ["--lockers", flags.levels.join(","), "--seconds", String(flags.seconds), "--ttl", String(CYCLE_TTL)]);
+          try {
+            for (const lockers of flags.levels) {
+              progress(`round ${round + 1}: ${s.id}, ${lockers} locker(s)`);
               await w.next("ready");
               const before = readAll(w);
               w.send("go");
@@ -216,11 +217,11 @@ async function main(): Promise<number> {
                 errors: Number(done.errors), firstError: (done.firstError as string) || undefined, cpuMsPerCycle,
               });
               if (Number(done.errors) > 0) progress(`  ${done.errors} errors; first: ${done.firstError}`);
-            } finally {
-              await w.close();
             }
-          });
-        }
+          } finally {
+            await w.close();
+          }
+        });
       }
       for (const s of order(round, taking("handover"))) {
         await attempt(`${s.id} handover, round ${round + 1}`, async () => {

@@ -30,8 +30,15 @@ const seconds = Number(a.seconds ?? "5");
 const open = () => new FencekeeperClient({ servers: [a.fk!], sessions: a.system === "fk-sessions", holder: "bench-peers" });
 const acquire = (c: FencekeeperClient, resource: string) => c.acquire(resource, { ttl, wait: true });
 
-async function cycles(lockers: number): Promise<void> {
+/** Each level of lockers in turn, a ready/go/done exchange each. */
+async function cycles(levels: number[]): Promise<void> {
   const c = open();
+  for (const lockers of levels) await cyclesAt(c, lockers);
+  await await_("close");
+  await c.close();
+}
+
+async function cyclesAt(c: FencekeeperClient, lockers: number): Promise<void> {
   let firstError = "";
   const run = async (ms: number, lat?: number[]) => {
     let ops = 0;
@@ -42,7 +49,7 @@ async function cycles(lockers: number): Promise<void> {
         while (performance.now() < deadline) {
           const start = performance.now();
           try {
-            await (await acquire(c, `${prefix}-${w}`)).release();
+            await (await acquire(c, `${prefix}-${lockers}-${w}`)).release();
             ops++;
             lat?.push(performance.now() - start);
           } catch (err) {
@@ -63,8 +70,6 @@ async function cycles(lockers: number): Promise<void> {
   const { ops, errors } = await run(seconds * 1000, lat);
   const elapsed = (performance.now() - start) / 1000;
   emit({ event: "done", cycles: ops, errors, firstError, seconds: elapsed, perSecond: ops / elapsed, p50Ms: percentile(lat, 0.5), p99Ms: percentile(lat, 0.99) });
-  await await_("close");
-  await c.close();
 }
 
 async function handover(): Promise<void> {
@@ -120,7 +125,7 @@ async function write(c: FencekeeperClient, lease: Lease, value: string) {
 
 switch (a.workload) {
   case "cycles":
-    await cycles(Number(a.lockers ?? "1"));
+    await cycles((a.lockers ?? "1").split(",").map(Number));
     break;
   case "handover":
     await handover();

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,8 @@ type writeResult struct {
 type config struct {
 	system, workload, prefix string
 	fk, etcd, redis          string
-	lockers, count           int
+	lockers                  []int
+	count                    int
 	seconds                  float64
 	ttl                      time.Duration
 }
@@ -84,12 +86,19 @@ func main() {
 	flag.StringVar(&c.etcd, "etcd", "", "etcd endpoint")
 	flag.StringVar(&c.redis, "redis", "", "Redis host:port")
 	flag.String("zk", "", "ZooKeeper host:port (for the Java worker; ignored)")
-	flag.IntVar(&c.lockers, "lockers", 1, "lockers at a time")
+	lockers := flag.String("lockers", "1", "lockers at a time; a comma-separated list runs each level in turn")
 	flag.IntVar(&c.count, "count", 10000, "locks held (hold)")
 	flag.Float64Var(&c.seconds, "seconds", 5, "seconds measured")
 	flag.Float64Var(&ttlSeconds, "ttl", 10, "TTL of a lease / session / lock, seconds")
 	flag.Parse()
 	c.ttl = time.Duration(ttlSeconds * float64(time.Second))
+	for _, l := range strings.Split(*lockers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(l))
+		if err != nil || n < 1 {
+			fail("--lockers: %q is not a number of at least 1", l)
+		}
+		c.lockers = append(c.lockers, n)
+	}
 
 	ctx := context.Background()
 	newLocker := func() locker {
@@ -164,8 +173,17 @@ func open(ctx context.Context, c config) (locker, error) {
 	return nil, fmt.Errorf("unknown --system %q", c.system)
 }
 
-// cycles: acquire + release as fast as each locker can, each on a resource of its own.
+// cycles: acquire + release as fast as each locker can, each on a resource of its own; each level of
+// lockers in turn, a ready/go/done exchange each.
 func cycles(ctx context.Context, c config, l locker) {
+	for _, lockers := range c.lockers {
+		cyclesAt(ctx, c, l, lockers)
+	}
+	await("close")
+	l.close()
+}
+
+func cyclesAt(ctx context.Context, c config, l locker, lockers int) {
 	run := func(d time.Duration, record bool) (int64, int64, []time.Duration, string) {
 		var ops, errs atomic.Int64
 		var mu sync.Mutex
@@ -173,11 +191,11 @@ func cycles(ctx context.Context, c config, l locker) {
 		firstErr := ""
 		deadline := time.Now().Add(d)
 		var wg sync.WaitGroup
-		for w := 0; w < c.lockers; w++ {
+		for w := 0; w < lockers; w++ {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
-				resource := fmt.Sprintf("%s-%d", c.prefix, w)
+				resource := fmt.Sprintf("%s-%d-%d", c.prefix, lockers, w)
 				var mine []time.Duration
 				for time.Now().Before(deadline) {
 					start := time.Now()
@@ -216,8 +234,6 @@ func cycles(ctx context.Context, c config, l locker) {
 	elapsed := time.Since(start).Seconds()
 	emit(map[string]any{"event": "done", "cycles": ops, "errors": errs, "firstError": firstErr, "seconds": elapsed,
 		"perSecond": float64(ops) / elapsed, "p50Ms": percentile(lat, 0.5), "p99Ms": percentile(lat, 0.99)})
-	await("close")
-	l.close()
 }
 
 // handover: the holder holds; a waiter asks (and is queued) 20 ms before the holder releases; the time

@@ -91,7 +91,13 @@ public final class Main {
     Duration ttl = Duration.ofMillis((long) (Double.parseDouble(arg("ttl", "10")) * 1000));
     try {
       switch (workload) {
-        case "cycles" -> cycles(open(system, ttl), prefix, Integer.parseInt(arg("lockers", "1")), Double.parseDouble(arg("seconds", "5")));
+        case "cycles" -> {
+          // Each level of lockers in turn, a ready/go/done exchange each.
+          Locker l = open(system, ttl);
+          for (String lockers : arg("lockers", "1").split(",")) cycles(l, prefix, Integer.parseInt(lockers.trim()), Double.parseDouble(arg("seconds", "5")));
+          await("close");
+          l.close();
+        }
         case "handover" -> handover(open(system, ttl), open(system, ttl), prefix + "-handover", Double.parseDouble(arg("seconds", "5")));
         case "crash-holder" -> {
           open(system, ttl).acquire(prefix + "-crash");
@@ -144,6 +150,7 @@ public final class Main {
   }
 
   static void cycles(Locker l, String prefix, int lockers, double seconds) throws Exception {
+    firstError.set("");
     run(l, prefix, lockers, Math.min(1, seconds / 4), null); // warm-up: connections, JIT
     emit("{\"event\":\"ready\"}");
     await("go");
@@ -153,8 +160,6 @@ public final class Main {
     double elapsed = (System.nanoTime() - start) / 1e9;
     emit("{\"event\":\"done\",\"cycles\":" + counts[0] + ",\"errors\":" + counts[1] + ",\"firstError\":" + q(firstError.get()) + ",\"seconds\":" + elapsed
         + ",\"perSecond\":" + counts[0] / elapsed + ",\"p50Ms\":" + percentile(lat, 0.5) + ",\"p99Ms\":" + percentile(lat, 0.99) + "}");
-    await("close");
-    l.close();
   }
 
   static final AtomicReference<String> firstError = new AtomicReference<>("");
@@ -165,7 +170,7 @@ public final class Main {
     long deadline = System.nanoTime() + (long) (seconds * 1e9);
     List<Thread> threads = new ArrayList<>();
     for (int w = 0; w < lockers; w++) {
-      String resource = prefix + "-" + w;
+      String resource = prefix + "-" + lockers + "-" + w;
       Thread t = new Thread(() -> {
         List<Long> mine = new ArrayList<>();
         while (System.nanoTime() < deadline) {
