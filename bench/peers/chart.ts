@@ -27,7 +27,7 @@ export function chart(r: Results): string {
   const groupW = systems.length * bar + 30;
   const plotW = Math.max(levels.length * groupW, 300);
   const legendTop = plotTop + plotH + 50;
-  const width = left + plotW + 40;
+  const width = Math.max(left + plotW + 40, 800);
   const height = legendTop + systems.length * 18 + 60;
   const y = (v: number) => plotTop + plotH - ((Math.log10(v) - Math.log10(bottom)) / (Math.log10(top) - Math.log10(bottom))) * plotH;
   const parts: string[] = [];

@@ -4,7 +4,7 @@
 // process from /proc. Prints markdown tables, writes bench/peers/results/<date>.json and an SVG chart.
 //   npm run bench:peers                                   the defaults (3 rounds, 5 s a row, 60 s hold)
 //   npm run bench:peers -- --rounds 1 --levels 1,4 --seconds 2 --hold-seconds 5 --holds 500
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -168,6 +168,7 @@ async function main(): Promise<number> {
     if (needs.has("zookeeper")) services.set("zookeeper", await startZooKeeperService());
     for (const [n, s] of services) results.versions[n] = s.version;
     results.versions.node = process.version;
+    Object.assign(results.versions, clientVersions());
 
     const runId = Date.now().toString(36);
     const address = (n: ServiceName) => services.get(n)?.address ?? "";
@@ -402,6 +403,26 @@ function report(r: Results, flags: Flags): void {
     console.log(`\n## Failures\n`);
     for (const f of r.failures) console.log(`- ${f}`);
   }
+}
+
+/** The peers' client libraries, as the workers' go.mod and pom.xml pin them. */
+function clientVersions(): Record<string, string> {
+  const read = (f: string) => {
+    try {
+      return readFileSync(fileURLToPath(new URL(f, import.meta.url)), "utf8");
+    } catch {
+      return "";
+    }
+  };
+  const goMod = read("./go/go.mod");
+  const pom = read("./java/pom.xml");
+  const go = (module: string) => new RegExp(`${module.replace(/[.]/g, "\\.")} (v\\S+)`).exec(goMod)?.[1] ?? "?";
+  return {
+    "go.etcd.io/etcd/client/v3": go("go.etcd.io/etcd/client/v3"),
+    "github.com/go-redsync/redsync/v4": go("github.com/go-redsync/redsync/v4"),
+    "github.com/redis/go-redis/v9": go("github.com/redis/go-redis/v9"),
+    "org.apache.curator:curator-recipes": /<curator\.version>([^<]+)</.exec(pom)?.[1] ?? "?",
+  };
 }
 
 const ratio = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : "—");
