@@ -47,7 +47,7 @@ async function writeCalls(server: TestServer): Promise<number> {
 }
 
 /** The pid of the etcd serving `endpoint`, found by its client port on the command line. */
-function etcdPid(endpoint: string): number | undefined {
+export function etcdPid(endpoint: string): number | undefined {
   const port = new URL(endpoint).port;
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;

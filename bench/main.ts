@@ -15,6 +15,7 @@ import { startServer, type TestServer } from "../test/harness/server.js";
 import { acquire } from "./acquire.js";
 import { coalesce } from "./coalesce.js";
 import { election } from "./election.js";
+import { floor } from "./floor.js";
 import { keepalive } from "./keepalive.js";
 import { leases } from "./leases.js";
 import { preempt } from "./preempt.js";
@@ -23,7 +24,7 @@ import { topEntries } from "./profile-top.js";
 import { latency, put } from "./put.js";
 import type { Check, Context, Flags, Scenario } from "./scenario.js";
 
-const SCENARIOS: Scenario[] = [put, latency, coalesce, acquire, leases, keepalive, election, preempt];
+const SCENARIOS: Scenario[] = [put, latency, floor, coalesce, acquire, leases, keepalive, election, preempt];
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
 const PROFILER = fileURLToPath(new URL("./cpu-profile.mjs", import.meta.url));
 

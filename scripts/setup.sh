@@ -16,6 +16,7 @@ inputs=(server cli client common gen proto sdk test/conformance package.json pac
 setup_fresh() {
   [ -f "$test_stamp" ] && [ -d node_modules ] && [ -f dist/.built ] && command -v etcd >/dev/null 2>&1 &&
     ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 &&
+    [ -f /usr/share/java/zookeeper.jar ] &&
     { [ -x /usr/sbin/mariadbd ] || [ -x /usr/sbin/mysqld ]; } &&
     command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1 &&
     [ -z "$(find "${inputs[@]}" \( -name dist -o -name target -o -name __pycache__ -o -name '*.egg-info' \) -prune \
@@ -81,6 +82,8 @@ if [ "$for_tests" = 1 ]; then
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
   { command -v redis-server && command -v redis-cli; } >/dev/null 2>&1 || missing+=(redis-server)
   [ -x /usr/sbin/mariadbd ] || [ -x /usr/sbin/mysqld ] || missing+=(mariadb-server)
+  # ZooKeeper, for the smoke run of `npm run bench:peers` (Curator's locks beside fencekeeper's).
+  [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
   # The fault runs' network namespaces, partitions and bad links (test/faults/netns.ts).
   { command -v ip && command -v tc; } >/dev/null 2>&1 || missing+=(iproute2)
   if [ ${#missing[@]} -gt 0 ]; then
@@ -89,7 +92,7 @@ if [ "$for_tests" = 1 ]; then
       export DEBIAN_FRONTEND=noninteractive
       apt-get update -qq >&2 && apt-get install -y -qq "${missing[@]}" >&2 \
         || { echo "fencekeeper setup: installing ${missing[*]} failed; the tests need them" >&2; exit 1; }
-      for service in postgresql redis-server mariadb; do
+      for service in postgresql redis-server mariadb zookeeper; do
         case " ${missing[*]} " in *" ${service%-server}"*) systemctl disable --now "$service" >/dev/null 2>&1 || service "$service" stop >/dev/null 2>&1 || true ;; esac
       done
     else
