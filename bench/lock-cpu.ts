@@ -2,7 +2,8 @@
 // stubs, each locker on a resource of its own, at 1, 16 and 128 lockers, with a lease per acquisition
 // and on a session; Renew alone; the Release's own latency; and the handover, from the start of the
 // holder's Release to the waiter's answer. CPU per cycle of the server and of etcd each. Rows run twice
-// in turn (the machine's neighbours move single rows): compare figures of one run, not of two.
+// in turn (the machine's neighbours move single rows): compare figures of one run, not of two. Renew is
+// measured beside a null grpc-js server answering it (null-grpc-server.ts): the floor of a unary call.
 //   node --import tsx bench/lock-cpu.ts [--seconds S] [--lockers 1,16,128] [--handovers N] [--rounds R] [--profile DIR] [--compare DIST]
 // --profile: each server writes a CPU profile under DIR when it exits (as node --cpu-prof), and the top
 // entries by self time are printed. --compare: a second server, the compiled build in DIST (a copy of
@@ -11,6 +12,8 @@
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
@@ -97,6 +100,8 @@ async function variant(name: string, command?: string[]): Promise<Variant> {
   const lease = new Lease(server.url);
   const raw = new Etcd3({ hosts: etcd.endpoint });
   const sessions = await Promise.all(Array.from({ length: Math.max(16, ...lockerRows) }, async () => (await lease.openSession({ ttl: { seconds: 60n, nanos: 0 }, holder: "bench" })).sessionId));
+  // Kept open for the whole run, however long the machine makes it.
+  const keep = setInterval(() => void Promise.all(sessions.map((leaseId) => lease.renew({ leaseId }))).catch(() => undefined), 15_000);
   const pids = { server: server.process.pid!, etcd: etcd.process.pid! };
   return {
     name,
@@ -105,6 +110,7 @@ async function variant(name: string, command?: string[]): Promise<Variant> {
     sessions,
     cpu: () => ({ server: readProcess(pids.server)!.cpuSeconds, etcd: readProcess(pids.etcd)!.cpuSeconds }),
     async stop() {
+      clearInterval(keep);
       lease.close();
       raw.close();
       await server.stop();
@@ -117,6 +123,21 @@ async function variant(name: string, command?: string[]): Promise<Variant> {
 const perOp = (a: { server: number; etcd: number }, b: { server: number; etcd: number }, ops: number) =>
   `server ${Math.round(((b.server - a.server) * 1e6) / ops)} + etcd ${Math.round(((b.etcd - a.etcd) * 1e6) / ops)} µs CPU`;
 
+/** The null grpc-js server (null-grpc-server.ts) in a process of its own: its URL and pid. */
+async function nullServer(): Promise<{ url: string; pid: number; stop(): void }> {
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./null-grpc-server.ts", import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on("line", (l) => {
+      const m = /^listening (\d+)$/.exec(l);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once("exit", (code) => reject(new Error(`the null server exited (${code}) before it served`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: () => child.kill("SIGTERM") };
+}
+
+const floor = await nullServer();
+const floorLease = new Lease(floor.url);
 const variants = [await variant("this build")];
 if (values.compare) variants.push(await variant(`build in ${values.compare}`, [process.execPath, join(values.compare, "server/main.js")]));
 const run = process.pid;
@@ -160,15 +181,27 @@ try {
       times.sort((a, b) => a - b);
       console.log(`${v.name}, round ${round}, etcd3 delete (the floor of a release): p50 ${q(times, 0.5).toFixed(2)} ms, p99 ${q(times, 0.99).toFixed(2)} ms`);
     }
-    // Renew alone, at 1 and 16 callers, on leases of sessions.
+    // Renew alone, at 1 and 16 callers, on leases of sessions, beside the null server's Renew: the ratio
+    // of the server's CPU per call to the floor's.
     for (const callers of [1, 16]) {
+      const at = () => readProcess(floor.pid)!.cpuSeconds;
+      const nullOp = () => floorLease.renew({ leaseId: 1n });
+      await measure({ workers: callers, seconds: 0.5, op: nullOp });
+      const before = at();
+      const n = await measure({ workers: callers, seconds, op: nullOp, warmUp: false });
+      const nullUs = ((at() - before) * 1e6) / n.ops;
+      console.log(`null grpc-js server, round ${round}, ${String(callers).padStart(3)} callers, renew: ${Math.round(n.perSecond)} calls/s, p50 ${n.p50Ms.toFixed(2)} ms, ${Math.round(nullUs)} µs CPU per call`);
       for (const v of variants) {
         const op = (w: number) => v.lease.renew({ leaseId: v.sessions[w] });
         await measure({ workers: callers, seconds: 0.5, op });
         const before = v.cpu();
         const m = await measure({ workers: callers, seconds, op, warmUp: false });
         const after = v.cpu();
-        console.log(`${v.name}, round ${round}, ${String(callers).padStart(3)} callers, renew: ${Math.round(m.perSecond)} renewals/s, p50 ${m.p50Ms.toFixed(2)} ms, ${perOp(before, after, m.ops)} per renewal`);
+        const serverUs = ((after.server - before.server) * 1e6) / m.ops;
+        console.log(
+          `${v.name}, round ${round}, ${String(callers).padStart(3)} callers, renew: ${Math.round(m.perSecond)} renewals/s, p50 ${m.p50Ms.toFixed(2)} ms, ` +
+            `${perOp(before, after, m.ops)} per renewal; server / null server ${(serverUs / nullUs).toFixed(2)}x`,
+        );
       }
     }
     // Handovers: a holder, a waiter behind it, the time from the start of the holder's Release to the waiter's answer.
@@ -197,6 +230,8 @@ try {
   }
 } finally {
   for (const v of variants) await v.stop();
+  floorLease.close();
+  floor.stop();
 }
 if (values.profile) {
   for (const v of variants) {
