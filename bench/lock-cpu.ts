@@ -32,6 +32,7 @@ import {
 } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { startEmbeddedEtcd } from "../server/etcd/embedded.js";
 import { startServer } from "../test/harness/server.js";
+import { writeCounts } from "../test/harness/batching.js";
 import { measure } from "./measure.js";
 import { readProcess } from "./process-stats.js";
 import { topEntries } from "./profile-top.js";
@@ -83,6 +84,8 @@ interface Variant {
   raw: Etcd3;
   sessions: bigint[];
   cpu(): { server: number; etcd: number };
+  /** etcd write requests the server made so far (its metrics). */
+  writes(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -109,6 +112,7 @@ async function variant(name: string, command?: string[]): Promise<Variant> {
     raw,
     sessions,
     cpu: () => ({ server: readProcess(pids.server)!.cpuSeconds, etcd: readProcess(pids.etcd)!.cpuSeconds }),
+    writes: async () => (await writeCounts(server)).requests,
     async stop() {
       clearInterval(keep);
       lease.close();
@@ -156,13 +160,16 @@ try {
           };
           await measure({ workers: lockers, seconds: 0.5, op });
           releases.length = 0;
+          const writesBefore = await v.writes();
           const before = v.cpu();
           const m = await measure({ workers: lockers, seconds, op, warmUp: false });
           const after = v.cpu();
+          const writes = (await v.writes()) - writesBefore;
           releases.sort((a, b) => a - b);
           console.log(
             `${v.name}, round ${round}, ${String(lockers).padStart(3)} lockers, ${onSession ? "session   " : "lease each"}: ${Math.round(m.perSecond)} cycles/s, ` +
-              `cycle p50 ${m.p50Ms.toFixed(2)} ms, release p50 ${q(releases, 0.5).toFixed(2)} ms, ${perOp(before, after, m.ops)} per cycle` +
+              `cycle p50 ${m.p50Ms.toFixed(2)} ms, release p50 ${q(releases, 0.5).toFixed(2)} ms, ${perOp(before, after, m.ops)} per cycle, ` +
+              `${(writes / m.ops).toFixed(2)} etcd transactions per cycle (committer requests)` +
               (m.errors ? `, ${m.errors} errors (${m.firstError})` : ""),
           );
         }
