@@ -138,6 +138,13 @@ class Acquisition {
   private place?: { id: bigint; ttlSeconds: number };
   /** Set while a grant may have committed without this call knowing: cleanup must remove the owner key. */
   private maybeGranted = false;
+  /**
+   * A waiter's renewal of its own lease, sent beside the grant transaction that its turn starts: the
+   * holder's TTL counts from its turn rather than from when it joined the line, at no further round
+   * trip. It renews at most one transaction's time before the grant commits; a client counts its TTL
+   * from the send of its Acquire, earlier still, and renews itself when the wait took long.
+   */
+  private renewal?: Promise<number>;
 
   constructor(
     private readonly d: AcquireDeps,
@@ -186,7 +193,7 @@ class Acquisition {
       }
       // After a wait, the holder's TTL starts now rather than when it joined the line; without one, the
       // TTL etcd reported at the grant is fresh.
-      const ttlLeft = waited ? await this.d.leases.renew(this.lease.id) : this.lease.ttlSeconds;
+      const ttlLeft = waited ? await (this.renewal ?? this.d.leases.renew(this.lease.id)) : this.lease.ttlSeconds;
       if (ttlLeft <= 0) throw placeLost(this.p.resource, this.lease.id);
       if (this.signal.aborted) throw cancelled(this.p.resource);
       return { token, ttlSeconds: ttlLeft, waited, ...(this.delay > 0 ? { lockDelaySeconds: this.delay } : {}), ...(preempted ? { preempted } : {}) };
@@ -321,6 +328,11 @@ class Acquisition {
       let seen: Snapshot<ReturnType<typeof look.decode>>;
       if (this.rules.grantable(ahead)) {
         this.maybeGranted = true;
+        if (!this.onSession) {
+          this.renewal = this.d.leases.renew(this.lease.id);
+          // Awaited by run() once granted; a grant that fails leaves it unread.
+          this.renewal.catch(() => undefined);
+        }
         const res = await this.d.committer.commit("acquire", {
           compare: [cmp.createdAt(this.lineKey, myRev), ...this.rules.firstInLine(myRev, seenAt), ...(this.sessionKey ? [cmp.exists(this.sessionKey)] : [])],
           success: this.grant([op.del(this.lineKey), ...this.grantWrites()]),

@@ -74,8 +74,17 @@ export class TokenSigner {
   /** The token, issued to its principal: with key id and signature. */
   async sign(t: Token): Promise<Token> {
     const key = await this.signingKey();
-    const signature = sign(null, canonicalToken(t, key.keyId), key.privateKey);
+    const message = canonicalToken(t, key.keyId);
+    const signature = sign(null, message, key.privateKey);
+    // A signature this replica just made is valid: the Release or the writes that present it skip the
+    // verification (the dearer half of Ed25519).
+    this.remember(signature.toString("base64"), message);
     return { ...t, principal: t.principal ?? "", keyId: key.keyId, signature };
+  }
+
+  private remember(cacheKey: string, message: Buffer): void {
+    if (this.verified.size >= VERIFIED_CACHE) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(cacheKey, message);
   }
 
   /** Throws INVALID_ARGUMENT (TOKEN_SIGNATURE_INVALID) unless the token's signature is a valid one by a key of this deployment. */
@@ -121,8 +130,7 @@ export class TokenSigner {
         meta,
       );
     }
-    if (this.verified.size >= VERIFIED_CACHE) this.verified.delete(this.verified.keys().next().value!);
-    this.verified.set(cacheKey, message);
+    this.remember(cacheKey, message);
   }
 
   /** Every public key, the signing one first. */
