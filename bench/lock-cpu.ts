@@ -3,7 +3,7 @@
 // and on a session; Renew alone; the Release's own latency; and the handover, from the start of the
 // holder's Release to the waiter's answer. CPU per cycle of the server and of etcd each. Rows run twice
 // in turn (the machine's neighbours move single rows): compare figures of one run, not of two. Renew is
-// measured beside a null grpc-js server answering it (null-grpc-server.ts): the floor of a unary call.
+// measured beside a null grpc-js server answering it (null-server.ts): the floor of a unary call.
 //   node --import tsx bench/lock-cpu.ts [--seconds S] [--lockers 1,16,128] [--handovers N] [--rounds R] [--profile DIR] [--compare DIST]
 // --profile: each server writes a CPU profile under DIR when it exits (as node --cpu-prof), and the top
 // entries by self time are printed. --compare: a second server, the compiled build in DIST (a copy of
@@ -127,9 +127,9 @@ async function variant(name: string, command?: string[]): Promise<Variant> {
 const perOp = (a: { server: number; etcd: number }, b: { server: number; etcd: number }, ops: number) =>
   `server ${Math.round(((b.server - a.server) * 1e6) / ops)} + etcd ${Math.round(((b.etcd - a.etcd) * 1e6) / ops)} µs CPU`;
 
-/** The null grpc-js server (null-grpc-server.ts) in a process of its own: its URL and pid. */
+/** The null grpc-js server (null-server.ts) in a process of its own: its URL and pid. */
 async function nullServer(): Promise<{ url: string; pid: number; stop(): void }> {
-  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./null-grpc-server.ts", import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./null-server.ts", import.meta.url)), "--kind", "grpc-js"], { stdio: ["ignore", "pipe", "inherit"] });
   const port = await new Promise<number>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on("line", (l) => {
       const m = /^listening (\d+)$/.exec(l);

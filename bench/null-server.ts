@@ -1,5 +1,5 @@
 // The floor of a unary call on this machine: a server with no fencekeeper code and no etcd that answers
-// FencedStoreService.Put at once with an empty PutResponse. Two of them:
+// FencedStoreService.Put and LeaseService.Renew at once with an empty answer. Two of them:
 //   --kind grpc-js   @grpc/grpc-js's Server, a handler registered for the method (what a gRPC service in
 //                    Node costs a call with the library fencekeeper's server is compared with)
 //   --kind http2     node:http2 alone: the gRPC framing written by hand (one 5-byte-prefixed empty
@@ -8,9 +8,12 @@
 import * as grpc from "@grpc/grpc-js";
 import { constants, createServer } from "node:http2";
 import { parseArgs } from "node:util";
+import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 
-const PUT = `/${FencedStoreService.typeName}/${FencedStoreService.method.put.name}`;
+/** The methods answered (floor.ts calls Put, lock-cpu.ts Renew): each path to its name in grpc-js's service definition. */
+const METHODS = { put: `/${FencedStoreService.typeName}/${FencedStoreService.method.put.name}`, renew: `/${LeaseService.typeName}/${LeaseService.method.renew.name}` };
+const PATHS = new Set(Object.values(METHODS));
 const { values } = parseArgs({ options: { kind: { type: "string" } } });
 const EMPTY = Buffer.alloc(0);
 /** A gRPC message frame of an empty message: not compressed, length 0. */
@@ -19,19 +22,19 @@ const EMPTY_FRAME = Buffer.from([0, 0, 0, 0, 0]);
 let stop: () => void;
 if (values.kind === "grpc-js") {
   const server = new grpc.Server();
+  const raw = (path: string) => ({
+    path,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (b: Buffer) => b,
+    requestDeserialize: (b: Buffer) => b,
+    responseSerialize: (b: Buffer) => b,
+    responseDeserialize: (b: Buffer) => b,
+  });
+  const answer = (_call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => callback(null, EMPTY);
   server.addService(
-    {
-      put: {
-        path: PUT,
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: (b: Buffer) => b,
-        requestDeserialize: (b: Buffer) => b,
-        responseSerialize: (b: Buffer) => b,
-        responseDeserialize: (b: Buffer) => b,
-      },
-    },
-    { put: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => callback(null, EMPTY) },
+    Object.fromEntries(Object.entries(METHODS).map(([name, path]) => [name, raw(path)])),
+    Object.fromEntries(Object.keys(METHODS).map((name) => [name, answer])),
   );
   server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, port) => {
     if (err) throw err;
@@ -43,7 +46,7 @@ if (values.kind === "grpc-js") {
   server.on("stream", (stream, headers) => {
     stream.on("data", () => undefined);
     stream.on("end", () => {
-      if (headers[constants.HTTP2_HEADER_PATH] !== PUT) {
+      if (!PATHS.has(String(headers[constants.HTTP2_HEADER_PATH]))) {
         stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "12" }, { endStream: true });
         return;
       }
