@@ -4,7 +4,8 @@
 //                    with tracing on, its span opens then too (tracing.ts)
 //   2. authenticated the caller, from its credentials (authentication.ts)
 //   3. tracked       for the shutdown's drain, with a signal the shutdown can abort (in-flight.ts)
-//   4. authorized    from one table of method -> verb and resource, once per call (authorization.ts)
+//   4. authorized    from one table of method -> verb and resource, once per call (authorization.ts);
+//                    charged to its caller from one table of method -> budgets (server/budgets/ledger.ts)
 //   5. handled       the handler translates protobuf to a domain call and back, nothing more
 //   6. mapped        a failure becomes the status the client is told (errors.ts, sendable-errors.ts)
 //
@@ -20,6 +21,7 @@ import { CALLER, PEER } from "../auth/access.js";
 import type { Authenticator } from "../auth/authenticator.js";
 import { authenticate, authenticating } from "./authentication.js";
 import type { Authorization } from "./authorization.js";
+import type { Ledger } from "../budgets/ledger.js";
 import type { CallContext } from "./call-context.js";
 import { inCallScope } from "./call-scope.js";
 import type { CallObserver } from "./call-observer.js";
@@ -38,7 +40,7 @@ type Handler = (req: never, ctx: CallContext) => unknown;
  * (when authorization is given and a policy is set), and every failure turned into the status the
  * client gets: a DomainError becomes its code and ErrorInfo, anything unexpected INTERNAL.
  */
-export function handlers(service: DescService, impl: object, authorization?: Authorization): Record<string, Handler> {
+export function handlers(service: DescService, impl: object, authorization?: Authorization, ledger?: Ledger): Record<string, Handler> {
   const out: Record<string, Handler> = {};
   for (const method of service.methods) {
     const fn = (impl as Record<string, Handler | undefined>)[method.localName];
@@ -50,19 +52,27 @@ export function handlers(service: DescService, impl: object, authorization?: Aut
     out[method.localName] =
       method.methodKind === "unary" || method.methodKind === "client_streaming"
         ? async (req: never, ctx: CallContext) => {
+            let spent: (() => void) | undefined;
             try {
               authorize?.authorize(method, req, ctx.values);
+              spent = ledger?.charge(method, req, ctx.values);
               return await inCallScope(ctx.values, () => fn.call(impl, req, ctx));
             } catch (err) {
               throw toConnectError(err);
+            } finally {
+              spent?.();
             }
           }
         : async function* (req: never, ctx: CallContext) {
+            let spent: (() => void) | undefined;
             try {
               authorize?.authorize(method, req, ctx.values);
+              spent = ledger?.charge(method, req, ctx.values);
               yield* fn.call(impl, req, ctx) as AsyncIterable<unknown>;
             } catch (err) {
               throw toConnectError(err);
+            } finally {
+              spent?.();
             }
           };
   }
