@@ -176,7 +176,7 @@ export class LeaseCoordinator {
     if (!onSession) void leases.revokeEventually(t.leaseId);
     else if (done.holder.kvs[0]) {
       const o = decodeOwner(done.holder.kvs[0]);
-      void giveBackLeaseBytes(this.d, t.leaseId, acquisitionBytes(t.resource, o.holder, o.value, o.principal || undefined));
+      await giveBackLeaseBytes(this.d, t.leaseId, acquisitionBytes(t.resource, o.holder, o.value, o.principal || undefined));
     }
   }
 
