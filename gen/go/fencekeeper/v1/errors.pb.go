@@ -111,7 +111,8 @@ const (
 	ErrorReason_MAX_HOLDERS_MISMATCH ErrorReason = 20
 	// FAILED_PRECONDITION, from Renew and KeepAlive (and nowhere else): the lease held a resource that
 	// another acquisition preempted (AcquireRequest.preempt): its acquisition ended then, its writes have
-	// been refused since, and its lease is renewed no more (it expires at its TTL; then LEASE_NOT_FOUND).
+	// been refused since, and its lease is renewed no more (it expires at its TTL, or ends when its token
+	// is released; then LEASE_NOT_FOUND).
 	// Stop acting as the holder; acquire again to queue behind the new one. Metadata: "lease_id",
 	// "resource", "generation" (the preempted one), "by_generation" (the preemptor's; "0" for a moment
 	// after the preemption, while it is granted), "by_principal" (the preemptor's; empty without
