@@ -8,7 +8,10 @@ import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { leaseService } from "./api/lease-service.js";
 import type { Access } from "./auth/access.js";
-import { CallerCaps, type CapSettings } from "./auth/caller-caps.js";
+import { KeepAlivePace, type PaceSettings } from "./budgets/keepalive-pace.js";
+import { Ledger, type LedgerSettings } from "./budgets/ledger.js";
+import { checkTable } from "./budgets/table.js";
+import { PreemptionPace } from "./budgets/preemption-pace.js";
 import { TokenChecks } from "./tokens/checks.js";
 import { TokenSigner } from "./tokens/signer.js";
 import { storeService } from "./api/store-service.js";
@@ -34,8 +37,8 @@ export interface AppOptions {
   etcd: Etcd3;
   /** Who may do what: authentication, the policy, holder binding. */
   access: Access;
-  /** Per-caller caps on streams and waiters. */
-  callerCaps: CapSettings;
+  /** Per-caller budgets kept on this replica (server/budgets/ledger.ts), and KeepAlive's pace. */
+  callerCaps: Omit<LedgerSettings, "historyBytesPerSecond"> & Partial<LedgerSettings> & PaceSettings;
   /** The key that signs tokens (--token-signing-key); undefined: one kept in etcd, shared by every replica. */
   tokenSigningKey?: KeyObject;
   prefix: string;
@@ -83,13 +86,16 @@ export function createApp(o: AppOptions): App {
   const tokens = new TokenChecks(signer, o.access.enabled);
   const preempted = new PreemptedLeases(keys, reader, o.log);
   preempted.start();
-  const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens, events, preempted });
+  const preemptionPace = new PreemptionPace(limits.preemptionIntervalMs);
+  const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens, events, preempted, preemptionPace });
   const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits, events });
   // The handlers as every call reaches them: authorized from one table, failures mapped (server/rpc).
   checkRules([LeaseService, FencedStoreService]);
+  checkTable([LeaseService, FencedStoreService]);
   const authorization = new Authorization(o.access);
-  const lease = handlers(LeaseService, leaseService(coordinator, o.access, new CallerCaps(o.callerCaps), o.log), authorization);
-  const fenced = handlers(FencedStoreService, storeService(store, o.access, o.log), authorization);
+  const ledger = new Ledger({ historyBytesPerSecond: 0, ...o.callerCaps }, (values) => o.access.callerKey({ values }));
+  const lease = handlers(LeaseService, leaseService(coordinator, o.access, new KeepAlivePace(o.callerCaps), o.log), authorization, ledger);
+  const fenced = handlers(FencedStoreService, storeService(store, o.access, o.log), authorization, ledger);
   const compactor = o.compaction && startCompactor(o.etcd, calls, { ...o.compaction, probeKey: Buffer.from(o.prefix) }, o.log);
   return {
     events,

@@ -6,8 +6,9 @@ import { X509Certificate, createPrivateKey, type KeyObject } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import { Command, InvalidArgumentError, Option } from "commander";
 import type { AuthenticationConfig, JwtConfig } from "./auth/authentication-config.js";
-import { DEFAULT_MAX_BYTES_PER_RESOURCE, MIN_TTL_SECONDS, TXN_EXTRA_OPS, TXN_EXTRA_OPS_WITH_QUOTA } from "./validation/limits.js";
-import { EMBEDDED_ETCD_MAX_REQUEST_BYTES } from "./etcd/embedded.js";
+import { DEFAULT_MAX_BYTES_PER_LEASE, DEFAULT_MAX_BYTES_PER_RESOURCE, DEFAULT_PREEMPTION_INTERVAL_MS, MIN_TTL_SECONDS, TXN_EXTRA_OPS, TXN_EXTRA_OPS_WITH_QUOTA } from "./validation/limits.js";
+import { EMBEDDED_ETCD_MAX_REQUEST_BYTES, EMBEDDED_ETCD_QUOTA_BACKEND_BYTES } from "./etcd/embedded.js";
+import { defaultHistoryBytesPerSecond } from "./budgets/history-rate.js";
 
 /** etcd's own default --max-request-bytes. */
 const ETCD_DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
@@ -85,6 +86,11 @@ export interface Config {
   /** Per caller (a principal; without authentication, a client address), on this replica. */
   callerCaps: { streams: number; waiters: number };
   maxLeasesPerCaller: number;
+  /** The ledger's budgets (docs/budgets.md): bytes per lease, history bytes a second per caller, etcd's quota they are sized from. */
+  maxBytesPerLease: number;
+  historyBytesPerSecond: number;
+  etcdQuotaBytes: number;
+  preemptionIntervalMs: number;
   /** KeepAlive messages one stream may send per second. */
   maxStreamMessagesPerSecond: number;
   /** Traces go to this OTLP/HTTP endpoint, their spans batched for delayMs; a sampleRatio of the traces
@@ -306,6 +312,10 @@ export function serveOptions(cmd: Command): Command {
   opt("--max-streams-per-caller <n>", "KeepAlive and Observe streams one caller may have open on this replica", "FENCEKEEPER_MAX_STREAMS_PER_CALLER", integer("max-streams-per-caller", 1, 1_000_000), 1000);
   opt("--max-waiters-per-caller <n>", "Acquire calls one caller may have waiting on this replica", "FENCEKEEPER_MAX_WAITERS_PER_CALLER", integer("max-waiters-per-caller", 1, 10_000_000), 10_000);
   opt("--max-leases-per-caller <n>", "leases and sessions one principal may hold at once, across replicas (with authentication)", "FENCEKEEPER_MAX_LEASES_PER_CALLER", integer("max-leases-per-caller", 1, 100_000_000), 100_000);
+  opt("--max-bytes-per-lease <bytes>", "bytes the acquisitions of one lease or session may store in etcd (values, labels, records; docs/budgets.md)", "FENCEKEEPER_MAX_BYTES_PER_LEASE", integer("max-bytes-per-lease", 4096, Number.MAX_SAFE_INTEGER), DEFAULT_MAX_BYTES_PER_LEASE);
+  opt("--max-history-bytes-per-second <bytes>", "bytes one caller may write into etcd's history a second on this replica, every put counting (0: none); unset: from --etcd-quota-bytes and --compaction-interval (docs/budgets.md)", "FENCEKEEPER_MAX_HISTORY_BYTES_PER_SECOND", integer("max-history-bytes-per-second", 0, Number.MAX_SAFE_INTEGER));
+  opt("--etcd-quota-bytes <bytes>", "etcd's --quota-backend-bytes, as the budgets' defaults are sized from it (the embedded etcd runs with it)", "FENCEKEEPER_ETCD_QUOTA_BYTES", integer("etcd-quota-bytes", 16 * 1024 * 1024, Number.MAX_SAFE_INTEGER), EMBEDDED_ETCD_QUOTA_BACKEND_BYTES);
+  opt("--preemption-interval <ms>", "shortest time between two preemptions of one resource on this replica (0: none; docs/preemption.md)", "FENCEKEEPER_PREEMPTION_INTERVAL", integer("preemption-interval", 0, 3_600_000), DEFAULT_PREEMPTION_INTERVAL_MS);
   opt("--max-stream-messages-per-second <n>", "KeepAlive messages one caller may send per second over all its streams, bursts of twice that (each may renew up to 10,000 leases); a caller that sends faster is read more slowly, not cut off", "FENCEKEEPER_MAX_STREAM_MESSAGES_PER_SECOND", integer("max-stream-messages-per-second", 1, 1_000_000), 5000);
   opt("--token-signing-key <file>", "PEM Ed25519 private key that signs tokens, the same for every replica; unset: a key kept in etcd", "FENCEKEEPER_TOKEN_SIGNING_KEY", pemFile("token-signing-key"));
   opt("--allow-unauthenticated <on|off>", "serve beyond loopback without authentication (e.g. behind a mesh that authenticates)", "FENCEKEEPER_ALLOW_UNAUTHENTICATED", boolean("allow-unauthenticated"), false, "off");
@@ -369,6 +379,11 @@ export function toConfig(o: Record<string, unknown>): Config {
     },
     callerCaps: { streams: o.maxStreamsPerCaller as number, waiters: o.maxWaitersPerCaller as number },
     maxLeasesPerCaller: o.maxLeasesPerCaller as number,
+    maxBytesPerLease: o.maxBytesPerLease as number,
+    historyBytesPerSecond:
+      (o.maxHistoryBytesPerSecond as number | undefined) ?? defaultHistoryBytesPerSecond(o.etcdQuotaBytes as number, o.compactionInterval as number),
+    etcdQuotaBytes: o.etcdQuotaBytes as number,
+    preemptionIntervalMs: o.preemptionInterval as number,
     maxStreamMessagesPerSecond: o.maxStreamMessagesPerSecond as number,
     compaction: { intervalMs: o.compactionInterval as number, retention: o.compactionRetention as number },
     maxBytesPerResource: o.maxBytesPerResource as number,

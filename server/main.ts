@@ -79,7 +79,7 @@ export async function serve(config: Config): Promise<void> {
   if (endpoints.length === 0) {
     const dataDir = resolve(config.dataDir, "etcd");
     try {
-      embedded = await startEmbeddedEtcd({ dataDir, clientPort: config.embeddedEtcdPorts.client, peerPort: config.embeddedEtcdPorts.peer });
+      embedded = await startEmbeddedEtcd({ dataDir, clientPort: config.embeddedEtcdPorts.client, peerPort: config.embeddedEtcdPorts.peer, quotaBackendBytes: config.etcdQuotaBytes });
     } catch (err) {
       if (err instanceof EtcdMissingError) {
         process.stderr.write(`fencekeeper: ${err.message}\n`);
@@ -112,7 +112,7 @@ export async function serve(config: Config): Promise<void> {
       etcd,
       access,
       tokenSigningKey: config.tokenSigningKey,
-      callerCaps: { ...config.callerCaps, streamMessagesPerSecond: config.maxStreamMessagesPerSecond },
+      callerCaps: { ...config.callerCaps, streamMessagesPerSecond: config.maxStreamMessagesPerSecond, historyBytesPerSecond: config.historyBytesPerSecond },
       prefix: config.prefix,
       limits: {
         maxTtlSeconds: config.maxTtlSeconds,
@@ -121,6 +121,8 @@ export async function serve(config: Config): Promise<void> {
         idempotencyTtlSeconds: config.idempotencyTtlSeconds,
         maxLeasesPerCaller: config.maxLeasesPerCaller,
         maxBytesPerResource: config.maxBytesPerResource,
+        maxBytesPerLease: config.maxBytesPerLease,
+        preemptionIntervalMs: config.preemptionIntervalMs,
       },
       etcdLimits: { maxTxnOps: config.etcdMaxTxnOps, maxRequestBytes: config.etcdMaxRequestBytes },
       etcdTimeoutMs: config.etcdTimeoutMs,

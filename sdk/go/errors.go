@@ -322,11 +322,17 @@ var byReason = map[fencekeeperv1.ErrorReason]func(se *StatusError, holder *Token
 		until, _ := time.Parse(time.RFC3339Nano, se.Metadata["lock_delay_until"])
 		return &LockDelayError{ResourceHeldError: &ResourceHeldError{StatusError: se}, Until: until, Generation: se.int64("generation")}
 	},
-	fencekeeperv1.ErrorReason_SHARED_TOKEN:         func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
-	fencekeeperv1.ErrorReason_QUOTA_EXCEEDED:       plain,
-	fencekeeperv1.ErrorReason_ETCD_NO_SPACE:        plain,
-	fencekeeperv1.ErrorReason_BATCH_TOO_LARGE:      func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
-	fencekeeperv1.ErrorReason_MAX_HOLDERS_MISMATCH: plain,
+	fencekeeperv1.ErrorReason_SHARED_TOKEN:             func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
+	fencekeeperv1.ErrorReason_QUOTA_EXCEEDED:           plain,
+	fencekeeperv1.ErrorReason_ETCD_NO_SPACE:            plain,
+	fencekeeperv1.ErrorReason_BATCH_TOO_LARGE:          func(se *StatusError, _ *Token) error { return &InvalidArgumentError{se} },
+	fencekeeperv1.ErrorReason_MAX_HOLDERS_MISMATCH:     plain,
+	fencekeeperv1.ErrorReason_LEASES_EXCEEDED:          plain,
+	fencekeeperv1.ErrorReason_LEASE_BYTES_EXCEEDED:     plain,
+	fencekeeperv1.ErrorReason_HISTORY_RATE_EXCEEDED:    plain,
+	fencekeeperv1.ErrorReason_STREAMS_EXCEEDED:         plain,
+	fencekeeperv1.ErrorReason_WAITERS_EXCEEDED:         plain,
+	fencekeeperv1.ErrorReason_PREEMPTION_RATE_EXCEEDED: plain,
 	fencekeeperv1.ErrorReason_PREEMPTED: func(se *StatusError, _ *Token) error {
 		return &PreemptedError{StatusError: se, Resource: se.Metadata["resource"], Generation: se.int64("generation"), ByGeneration: se.int64("by_generation"), ByPrincipal: se.Metadata["by_principal"]}
 	},

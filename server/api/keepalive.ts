@@ -2,14 +2,14 @@
 //
 // Renewals run side by side: one slow lease must not hold up the others. A message renewing many leases
 // (lease_ids) is answered by one message once all of them are. One lease's failure is that lease's
-// answer; the stream goes on. A caller's streams share one budget (auth/caller-caps.ts): messages a
+// answer; the stream goes on. A caller's streams share one budget (server/budgets/keepalive-pace.ts): messages a
 // second, and renewals in flight until their answer is sent. Over it, the server reads the caller's
 // streams no further until the budget has room, so HTTP/2 flow control holds the client back: a fast
 // sender is slowed, never cut off, and one client's flood cannot take the service from the others.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import { invalid } from "../errors/errors.js";
-import type { KeepAliveBudget } from "../auth/caller-caps.js";
+import type { KeepAliveBudget } from "../budgets/keepalive-pace.js";
 import type { StreamBindings } from "../lease/bindings.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import type { KeepAliveRequest, KeepAliveResponseSchema, LeaseRenewalSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";

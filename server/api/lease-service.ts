@@ -2,7 +2,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { VISIBLE, type Access } from "../auth/access.js";
-import type { CallerCaps } from "../auth/caller-caps.js";
+import type { KeepAlivePace } from "../budgets/keepalive-pace.js";
 import { invalid } from "../errors/errors.js";
 import { checkResource } from "../validation/validate.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
@@ -13,7 +13,7 @@ import { describeToProto, ownershipToProto } from "./ownership-proto.js";
 import type { CallContext } from "../rpc/call-context.js";
 import { keepAlive } from "./keepalive.js";
 
-export function leaseService(coordinator: LeaseCoordinator, access: Access, caps: CallerCaps, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
+export function leaseService(coordinator: LeaseCoordinator, access: Access, pace: KeepAlivePace, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
   /** An Acquire that passed its checks: waits if asked, then answers with the signed token. */
   const acquire = async (req: AcquireRequest, ctx: CallContext) => {
     const waitTimeoutMs = durationMs(req.waitTimeout, "wait_timeout");
@@ -52,27 +52,19 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
   };
 
   return {
+    // A waiting Acquire holds one of its caller's waiters, a stream one of its streams: the pipeline
+    // charges them (server/budgets/ledger.ts).
     acquire: async (req, ctx) => {
       checkResource(req.resource);
-      const done = req.wait ? caps.take(access.callerKey(ctx), "waiters") : undefined;
-      try {
-        return await acquire(req, ctx);
-      } finally {
-        done?.();
-      }
+      return acquire(req, ctx);
     },
 
     keepAlive: async function* (requests, ctx) {
-      const done = caps.take(access.callerKey(ctx), "streams");
-      try {
-        const owner = access.owner(ctx);
-        const bindings = owner !== undefined ? coordinator.streamBindings(owner, renewable(ctx)) : undefined;
-        yield* access.streams.run(access.streamAuthority(ctx, "KeepAlive", []), ctx.signal, (signal) =>
-          keepAlive(coordinator, bindings, access.turnKey(ctx), caps.keepAliveBudget(access.callerKey(ctx)), requests, signal, log),
-        );
-      } finally {
-        done();
-      }
+      const owner = access.owner(ctx);
+      const bindings = owner !== undefined ? coordinator.streamBindings(owner, renewable(ctx)) : undefined;
+      yield* access.streams.run(access.streamAuthority(ctx, "KeepAlive", []), ctx.signal, (signal) =>
+        keepAlive(coordinator, bindings, access.turnKey(ctx), pace.keepAliveBudget(access.callerKey(ctx)), requests, signal, log),
+      );
     },
 
     renew: async (req, ctx) => {
@@ -111,14 +103,9 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, caps
 
     observe: async function* (req, ctx) {
       checkResource(req.resource);
-      const done = caps.take(access.callerKey(ctx), "streams");
-      try {
-        const authority = access.streamAuthority(ctx, "Observe", [{ verb: "observe", resource: req.resource }]);
-        for await (const o of access.streams.run(authority, ctx.signal, (signal) => coordinator.observe(req.resource, signal))) {
-          yield ownershipToProto(o);
-        }
-      } finally {
-        done();
+      const authority = access.streamAuthority(ctx, "Observe", [{ verb: "observe", resource: req.resource }]);
+      for await (const o of access.streams.run(authority, ctx.signal, (signal) => coordinator.observe(req.resource, signal))) {
+        yield ownershipToProto(o);
       }
     },
 

@@ -23,7 +23,13 @@ export type Reason =
   | "ETCD_NO_SPACE"
   | "BATCH_TOO_LARGE"
   | "MAX_HOLDERS_MISMATCH"
-  | "PREEMPTED";
+  | "PREEMPTED"
+  | "LEASES_EXCEEDED"
+  | "LEASE_BYTES_EXCEEDED"
+  | "HISTORY_RATE_EXCEEDED"
+  | "STREAMS_EXCEEDED"
+  | "WAITERS_EXCEEDED"
+  | "PREEMPTION_RATE_EXCEEDED";
 
 export type Kind =
   | "invalid_argument"

@@ -44,6 +44,8 @@
 //                                                (an acquisition's or a session's), attached to it; its
 //                                                value is the principal's name, compared byte for byte
 //   P p/<principal hash>/<lease id>              the same leases, listed by principal, to count them
+//   P u/<lease id, 16 hex digits>                the bytes the acquisitions of the lease store (budgets/lease-bytes.ts),
+//                                                decimal, attached to it: they come free when the lease ends
 //   P x/<lease id, 16 hex digits>                a lease whose holding was preempted (lease/preemption.ts),
 //                                                attached to it: the resource, the preempted generation, the
 //                                                preemptor's principal and generation (encodePreempted). Every
@@ -209,6 +211,11 @@ export class KeyLayout {
 
   bindingKey(leaseId: bigint): Buffer {
     return Buffer.from(`${this.prefix}b/${hex16(leaseId)}`);
+  }
+
+  /** The bytes a lease's acquisitions store (budgets/lease-bytes.ts), attached to the lease. */
+  leaseBytesKey(leaseId: bigint): Buffer {
+    return Buffer.from(`${this.prefix}u/${hex16(leaseId)}`);
   }
 
   /** The preempted leases (lease/preemption.ts), which every replica watches. */

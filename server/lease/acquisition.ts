@@ -32,6 +32,8 @@ import { Reads, reads } from "../etcd/reads.js";
 import { eventually } from "../etcd/retry.js";
 import { bindOps } from "./bindings.js";
 import { claimLeaseSlot } from "./lease-cap.js";
+import { acquisitionBytes, chargeLeaseBytes, giveBackLeaseBytes } from "../budgets/lease-bytes.js";
+import type { PreemptionPace } from "../budgets/preemption-pace.js";
 import { grantWithDelay, inLockDelay, lockDelaySeconds, lockDelayWrites } from "./lock-delay.js";
 import { atTime } from "./long-timeout.js";
 import { checkMaxHolders, semaphoreRules } from "./semaphore.js";
@@ -82,6 +84,8 @@ export interface AcquireDeps {
   events: DomainEvents;
   /** The leases preempted (preemption.ts): renewals refuse them; a preemption here notes its own at once. */
   preempted?: PreemptedLeases;
+  /** At most one preemption of a resource an interval (budgets/preemption-pace.ts). */
+  preemptionPace?: PreemptionPace;
 }
 
 /** What a session acquisition's checks read (sessionReads). */
@@ -121,7 +125,20 @@ export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSig
       throw err;
     }
   }
-  return new Acquisition(d, p, lease, onSession, signal, delay).run();
+  // What it stores is charged to its lease (budgets/lease-bytes.ts): a session's acquisitions share the session's bytes.
+  const bytes = acquisitionBytes(p.resource, p.holder, p.value, p.principal);
+  try {
+    await chargeLeaseBytes(d, lease.id, bytes, d.limits.maxBytesPerLease);
+  } catch (err) {
+    if (!onSession) void d.leases.revokeEventually(lease.id);
+    throw err;
+  }
+  try {
+    return await new Acquisition(d, p, lease, onSession, signal, delay).run();
+  } catch (err) {
+    if (onSession) void giveBackLeaseBytes(d, lease.id, bytes);
+    throw err;
+  }
 }
 
 class Acquisition {

@@ -4,7 +4,8 @@ import { DomainError, leaseNotFound } from "../errors/errors.js";
 import { kindOf, refusalOf, type RenewalVia } from "../events/events.js";
 import type { Token } from "../tokens/token.js";
 import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../validation/validate.js";
-import { decodeGeneration, decodeOwner, encodeHolder, holderKeyOf, holds, lastIssuedOf } from "../etcd/keys.js";
+import { acquisitionBytes, giveBackLeaseBytes } from "../budgets/lease-bytes.js";
+import { decodeGeneration, decodeOwner, decodePreempted, encodeHolder, holderKeyOf, holds, lastIssuedOf } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
 import { reads } from "../etcd/reads.js";
 import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acquisition.js";
@@ -140,14 +141,24 @@ export class LeaseCoordinator {
     const t = checkToken(token, "token");
     const { keys, committer, leases } = this.d;
     await this.tokens.check(t, principal, "token");
-    const session = reads({ session: { key: keys.sessionKey(t.leaseId) } });
+    const session = reads({ session: { key: keys.sessionKey(t.leaseId) }, holder: { key: holderKeyOf(keys, t) } });
+    const preempted = reads({ session: { key: keys.sessionKey(t.leaseId) }, record: { key: keys.preemptedKey(t.leaseId) } });
     const res = await committer.commit("release", {
       compare: holds(keys, t),
       // A release ends the acquisition without its lock-delay: the lock-delay key goes with the owner key.
       success: [...session.ops(), op.del(holderKeyOf(keys, t)), ...(t.mode === "shared" ? [] : releaseWrites(keys, t))],
-      failure: [],
+      failure: preempted.ops(),
     });
     if (!res.succeeded) {
+      // A preempted acquisition is given back as a held one is: its lease (and cap slot) ends at once.
+      const found = preempted.decodeTxn(res.responses);
+      const record = found.record.kvs[0] && decodePreempted(found.record.kvs[0].value);
+      if (record && record.resource === t.resource && record.generation === t.generation) {
+        const onSession = found.session.kvs.length > 0;
+        if (!onSession) await leases.revoke(t.leaseId);
+        this.d.events.emit({ type: "released", resource: t.resource, generation: t.generation, leaseId: t.leaseId, onSession });
+        return;
+      }
       this.d.events.emit({ type: "refused", operation: "release", resource: t.resource, reason: "LEASE_NOT_FOUND" });
       throw new DomainError(
         "not_found",
@@ -158,9 +169,15 @@ export class LeaseCoordinator {
     }
     // A lease of its own backed this acquisition alone: it goes too, so that renewing it says NOT_FOUND.
     // The release itself is done (the owner key is gone): the revocation does not hold up the answer.
-    const onSession = session.decodeTxn(res.responses).session.kvs.length > 0;
+    // On a session, the acquisition's bytes are given back to the session (budgets/lease-bytes.ts).
+    const done = session.decodeTxn(res.responses);
+    const onSession = done.session.kvs.length > 0;
     this.d.events.emit({ type: "released", resource: t.resource, generation: t.generation, leaseId: t.leaseId, onSession });
     if (!onSession) void leases.revokeEventually(t.leaseId);
+    else if (done.holder.kvs[0]) {
+      const o = decodeOwner(done.holder.kvs[0]);
+      await giveBackLeaseBytes(this.d, t.leaseId, acquisitionBytes(t.resource, o.holder, o.value, o.principal || undefined));
+    }
   }
 
   /**

@@ -3,6 +3,7 @@
 // slot key lives on the lease. Two calls cannot take one slot, so however calls interleave, on one replica
 // or many, a principal never holds more than cap leases; a slot comes free by itself when its lease ends
 // (released, revoked or expired).
+import { exhausted as budgetExhausted } from "../budgets/budget.js";
 import { DomainError } from "../errors/errors.js";
 import type { Committer } from "../etcd/committer.js";
 import { prefixEnd, type KeyLayout } from "../etcd/keys.js";
@@ -46,10 +47,12 @@ export async function claimLeaseSlot(d: LeaseCapDeps, principal: string, cap: nu
 }
 
 function exhausted(principal: string, cap: number, held: number): DomainError {
-  return new DomainError(
-    "resource_exhausted",
-    `"${principal}" holds ${held} leases and sessions already, its cap (--max-leases-per-caller ${cap}); release some, close a session, or acquire on a session`,
-    undefined,
-    { cap: String(cap), principal },
-  );
+  return budgetExhausted("leases", {
+    who: `"${principal}" holds ${held} leases and sessions`,
+    limit: cap,
+    used: held,
+    unit: "leases and sessions",
+    hint: "release some (a preempted lease too: Release frees it at once), close a session, or acquire on a session",
+    more: { cap: String(cap), principal },
+  });
 }

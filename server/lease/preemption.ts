@@ -39,6 +39,9 @@ import { cmp, op } from "../etcd/ops.js";
 import { prefixRange, type Reader, type Watch } from "../etcd/reader.js";
 import { reads } from "../etcd/reads.js";
 import { decodeShared } from "./shared.js";
+import type { PreemptionPace } from "../budgets/preemption-pace.js";
+
+const decidedError = (...a: ConstructorParameters<typeof DomainError>) => new Decided("decided", { cause: new DomainError(...a) });
 
 /**
  * Most shared holders one preemption ends: each costs three operations of the deciding transaction, and
@@ -74,6 +77,8 @@ export interface PreemptDeps {
   reader: Reader;
   /** This replica's set of preempted leases: told at once, without waiting for its watch. */
   preempted?: PreemptedLeases;
+  /** At most one preemption of a resource an interval (--preemption-interval). */
+  preemptionPace?: PreemptionPace;
 }
 
 /**
@@ -88,13 +93,35 @@ export async function preempt(
   grantWrites: IRequestOp[],
   bind: IRequestOp[],
 ): Promise<{ generation: bigint; preempted: PreemptedHolding[] }> {
+  const { resource } = p;
+  const byPrincipal = p.principal ?? "";
+  const giveTurnBack = d.preemptionPace?.take(resource);
+  try {
+    return await decideAndGrant(d, p, lease, grantWrites, bind, byPrincipal);
+  } catch (err) {
+    // A preemption that ended nobody's holding leaves the resource's turn as it was.
+    if (!(err instanceof Decided)) giveTurnBack?.();
+    throw err instanceof Decided ? err.cause : err;
+  }
+}
+
+/** A failure after the deciding transaction committed: the resource was preempted, its turn is taken. */
+class Decided extends Error {}
+
+async function decideAndGrant(
+  d: PreemptDeps,
+  p: { resource: string },
+  lease: bigint,
+  grantWrites: IRequestOp[],
+  bind: IRequestOp[],
+  byPrincipal: string,
+): Promise<{ generation: bigint; preempted: PreemptedHolding[] }> {
   const { keys, committer, reader } = d;
   const { resource } = p;
   const ownerKey = keys.ownerKey(resource);
   const delayKey = keys.lockDelayKey(resource);
   const sharedPrefix = keys.sharedPrefix(resource);
   const sharedEnd = prefixEnd(sharedPrefix);
-  const byPrincipal = p.principal ?? "";
   for (let attempt = 1; ; attempt++) {
     const look = reads({ owner: { key: ownerKey }, delay: { key: delayKey }, shared: prefixRange(sharedPrefix) });
     const { revision, found } = await reader.snapshot("preempt", look);
@@ -134,14 +161,18 @@ export async function preempt(
     }
     // This replica refuses the old leases' renewals from now on; the others once their watch sees the records.
     for (const h of holders) d.preempted?.note(h.leaseId, { resource, generation: h.generation, byGeneration: 0n, byPrincipal });
-    const granted = await committer.commit("acquire", {
-      compare: [cmp.createdAt(delayKey, decided.revision), cmp.leaseIs(delayKey, lease)],
-      success: [op.del(delayKey), ...grantWrites],
-      failure: [],
-    });
+    const granted = await committer
+      .commit("acquire", {
+        compare: [cmp.createdAt(delayKey, decided.revision), cmp.leaseIs(delayKey, lease)],
+        success: [op.del(delayKey), ...grantWrites],
+        failure: [],
+      })
+      .catch((err: unknown) => {
+        throw new Decided("decided", { cause: err });
+      });
     if (!granted.succeeded) {
       // Only the preemptor's lease ending deletes the PREEMPTING key (LiftLockDelay leaves it).
-      throw new DomainError("aborted", `the preemption of "${resource}" was interrupted: the preemptor's lease ended before its grant; acquire again`);
+      throw decidedError("aborted", `the preemption of "${resource}" was interrupted: the preemptor's lease ended before its grant; acquire again`);
     }
     const generation = granted.revision;
     for (const h of holders) d.preempted?.note(h.leaseId, { resource, generation: h.generation, byGeneration: generation, byPrincipal });

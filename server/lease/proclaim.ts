@@ -16,10 +16,13 @@ import type { Committer } from "../etcd/committer.js";
 import { decodeGeneration, decodeOwner, encodeOwner, holderKeyOf, holds, isHeldBy, lastIssuedOf, type KeyLayout } from "../etcd/keys.js";
 import { cmp, op } from "../etcd/ops.js";
 import type { Reader } from "../etcd/reader.js";
+import type { Limits } from "../validation/limits.js";
+import { chargeLeaseBytes, giveBackLeaseBytes } from "../budgets/lease-bytes.js";
 import { reads } from "../etcd/reads.js";
 
 export interface ProclaimDeps {
   keys: KeyLayout;
+  limits: Pick<Limits, "maxBytesPerLease">;
   committer: Committer;
   reader: Reader;
   events: DomainEvents;
@@ -39,12 +42,25 @@ export async function proclaim(d: ProclaimDeps, t: Token, value: Uint8Array): Pr
     const kv = found.holder.kvs[0];
     if (!isHeldBy(kv, t)) throw refusal(d, t, found);
     const o = decodeOwner(kv);
-    const res = await d.committer.commit("proclaim", {
-      compare: [...holds(keys, t), cmp.modAt(holderKey, BigInt(kv.mod_revision))],
-      success: [op.put(holderKey, encodeOwner({ holder: o.holder, nonce: o.nonce, principal: o.principal || undefined, value }), t.leaseId)],
-      failure: look.ops(),
-    });
-    if (res.succeeded) return res.revision;
+    // A larger value is charged to the lease before it is written (budgets/lease-bytes.ts); a smaller one gives back once written.
+    const delta = BigInt(value.byteLength - o.value.byteLength);
+    if (delta > 0n) await chargeLeaseBytes(d, t.leaseId, delta, d.limits.maxBytesPerLease);
+    let res;
+    try {
+      res = await d.committer.commit("proclaim", {
+        compare: [...holds(keys, t), cmp.modAt(holderKey, BigInt(kv.mod_revision))],
+        success: [op.put(holderKey, encodeOwner({ holder: o.holder, nonce: o.nonce, principal: o.principal || undefined, value }), t.leaseId)],
+        failure: look.ops(),
+      });
+    } catch (err) {
+      if (delta > 0n) void giveBackLeaseBytes(d, t.leaseId, delta);
+      throw err;
+    }
+    if (res.succeeded) {
+      if (delta < 0n) void giveBackLeaseBytes(d, t.leaseId, -delta);
+      return res.revision;
+    }
+    if (delta > 0n) await giveBackLeaseBytes(d, t.leaseId, delta);
     found = look.decodeTxn(res.responses);
   }
   throw new DomainError(

@@ -24,6 +24,8 @@ interface Rule {
   /** The verb when it depends on the request; unset: verb. */
   verbOf?(req: never): Verb;
   each?: true;
+  /** A second verb that grants the call as well (Release: a preemptor gives back what it took). */
+  orVerb?: Verb;
   /** The handler binds the call to the caller unless it is the resource's admin: admin is decided too. */
   asAdmin?: true;
   /**
@@ -42,9 +44,11 @@ const resource = (verb: Verb, asAdmin?: true): Rule => ({ verb, asAdmin, resourc
 const RULES: Record<string, Rule | typeof NONE> = {
   // Preempting takes the resource from another principal's lease: a verb of its own (admin covers it).
   [`${LeaseService.typeName}/Acquire`]: { ...resource("acquire"), verbOf: (req: AcquireRequest) => (req.preempt ? "preempt" : "acquire") },
-  // Releasing is part of acquiring: the same verb. An admin of the resource may release anyone's lease.
+  // Releasing is part of acquiring: the same verb, or preempt's (a preemptor gives back what it took;
+  // only its own tokens, as for any caller). An admin of the resource may release anyone's lease.
   [`${LeaseService.typeName}/Release`]: {
     verb: "acquire",
+    orVerb: "preempt",
     asAdmin: true,
     resources: (req: ReleaseRequest) => {
       const token = tokenFromProto(req.token);
@@ -125,7 +129,7 @@ export class Authorization {
     values.set(GRANTS, grants);
     const verb = rule.verbOf?.(req as never) ?? rule.verb;
     if (!rule.each) {
-      for (const r of rule.resources(req as never)) if (!grants.has(r)) grants.set(r, this.access.decide(caller, verb, r, rule.asAdmin === true));
+      for (const r of rule.resources(req as never)) if (!grants.has(r)) grants.set(r, this.decideEither(rule, caller, verb, r));
       return;
     }
     for (const r of rule.resources(req as never)) {
@@ -139,6 +143,20 @@ export class Authorization {
         grants.set(r, this.access.decide(caller, verb, r, rule.asAdmin === true));
       } catch (err) {
         grants.set(r, err as Error);
+      }
+    }
+  }
+
+  /** The verb's decision, or, when it is refused and the rule names a second verb, that one's. */
+  private decideEither(rule: Rule, caller: Parameters<Access["decide"]>[0], verb: Verb, resource: string): Decision {
+    try {
+      return this.access.decide(caller, verb, resource, rule.asAdmin === true);
+    } catch (err) {
+      if (!rule.orVerb) throw err;
+      try {
+        return this.access.decide(caller, rule.orVerb, resource, rule.asAdmin === true);
+      } catch {
+        throw err;
       }
     }
   }

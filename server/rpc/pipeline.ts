@@ -5,7 +5,8 @@
 //   2. authenticated the caller, from its credentials (authentication.ts); without authentication,
 //                    the Host the request names (host-rule.ts)
 //   3. tracked       for the shutdown's drain, with a signal the shutdown can abort (in-flight.ts)
-//   4. authorized    from one table of method -> verb and resource, once per call (authorization.ts)
+//   4. authorized    from one table of method -> verb and resource, once per call (authorization.ts);
+//                    charged to its caller from one table of method -> budgets (server/budgets/ledger.ts)
 //   5. handled       the handler translates protobuf to a domain call and back, nothing more
 //   6. mapped        a failure becomes the status the client is told (errors.ts, sendable-errors.ts)
 //
@@ -22,6 +23,7 @@ import type { Authenticator } from "../auth/authenticator.js";
 import { authenticate, authenticating, checkHost, hostChecking, hostOf } from "./authentication.js";
 import type { HostRule } from "./host-rule.js";
 import type { Authorization } from "./authorization.js";
+import type { Ledger } from "../budgets/ledger.js";
 import type { CallContext } from "./call-context.js";
 import { inCallScope } from "./call-scope.js";
 import type { CallObserver } from "./call-observer.js";
@@ -40,7 +42,7 @@ type Handler = (req: never, ctx: CallContext) => unknown;
  * (when authorization is given and a policy is set), and every failure turned into the status the
  * client gets: a DomainError becomes its code and ErrorInfo, anything unexpected INTERNAL.
  */
-export function handlers(service: DescService, impl: object, authorization?: Authorization): Record<string, Handler> {
+export function handlers(service: DescService, impl: object, authorization?: Authorization, ledger?: Ledger): Record<string, Handler> {
   const out: Record<string, Handler> = {};
   for (const method of service.methods) {
     const fn = (impl as Record<string, Handler | undefined>)[method.localName];
@@ -52,19 +54,27 @@ export function handlers(service: DescService, impl: object, authorization?: Aut
     out[method.localName] =
       method.methodKind === "unary" || method.methodKind === "client_streaming"
         ? async (req: never, ctx: CallContext) => {
+            let spent: (() => void) | undefined;
             try {
               authorize?.authorize(method, req, ctx.values);
+              spent = ledger?.charge(method, req, ctx.values);
               return await inCallScope(ctx.values, () => fn.call(impl, req, ctx));
             } catch (err) {
               throw toConnectError(err);
+            } finally {
+              spent?.();
             }
           }
         : async function* (req: never, ctx: CallContext) {
+            let spent: (() => void) | undefined;
             try {
               authorize?.authorize(method, req, ctx.values);
+              spent = ledger?.charge(method, req, ctx.values);
               yield* fn.call(impl, req, ctx) as AsyncIterable<unknown>;
             } catch (err) {
               throw toConnectError(err);
+            } finally {
+              spent?.();
             }
           };
   }

@@ -13,6 +13,10 @@ export interface Limits {
   readonly maxLockDelaySeconds: number;
   /** Bytes (keys and values) one resource's store entries may take (0: no quota). */
   readonly maxBytesPerResource: number;
+  /** Bytes the acquisitions of one lease or session may store (server/budgets/lease-bytes.ts). */
+  readonly maxBytesPerLease: number;
+  /** Shortest time between two preemptions of one resource on a replica, in ms (0: none). */
+  readonly preemptionIntervalMs: number;
 }
 
 export const MIN_TTL_SECONDS = 2;
@@ -34,6 +38,10 @@ export const MAX_BATCH_VALUE_BYTES = 2 * 1024 * 1024;
  */
 export const TXN_EXTRA_OPS_WITH_QUOTA = 6;
 export const DEFAULT_MAX_BYTES_PER_RESOURCE = 64 * 1024 * 1024;
+/** Room for one largest value (MAX_VALUE_BYTES) and about two thousand small acquisitions besides. */
+export const DEFAULT_MAX_BYTES_PER_LEASE = 2 * 1024 * 1024;
+/** One preemption of a resource a second: a takeover is for a holder that is gone, not a way to hold. */
+export const DEFAULT_PREEMPTION_INTERVAL_MS = 1000;
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
 
@@ -45,4 +53,6 @@ export const DEFAULT_LIMITS: Limits = {
   maxLeasesPerCaller: 100_000,
   maxLockDelaySeconds: 60,
   maxBytesPerResource: DEFAULT_MAX_BYTES_PER_RESOURCE,
+  maxBytesPerLease: DEFAULT_MAX_BYTES_PER_LEASE,
+  preemptionIntervalMs: DEFAULT_PREEMPTION_INTERVAL_MS,
 };

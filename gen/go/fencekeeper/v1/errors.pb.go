@@ -111,12 +111,42 @@ const (
 	ErrorReason_MAX_HOLDERS_MISMATCH ErrorReason = 20
 	// FAILED_PRECONDITION, from Renew and KeepAlive (and nowhere else): the lease held a resource that
 	// another acquisition preempted (AcquireRequest.preempt): its acquisition ended then, its writes have
-	// been refused since, and its lease is renewed no more (it expires at its TTL; then LEASE_NOT_FOUND).
+	// been refused since, and its lease is renewed no more (it expires at its TTL, or ends when its token
+	// is released; then LEASE_NOT_FOUND).
 	// Stop acting as the holder; acquire again to queue behind the new one. Metadata: "lease_id",
 	// "resource", "generation" (the preempted one), "by_generation" (the preemptor's; "0" for a moment
 	// after the preemption, while it is granted), "by_principal" (the preemptor's; empty without
 	// authentication).
 	ErrorReason_PREEMPTED ErrorReason = 18
+	// RESOURCE_EXHAUSTED: the caller's principal holds --max-leases-per-caller leases and sessions already
+	// (docs/budgets.md), across every replica. Nothing was granted. Release a lease, close a session, or
+	// acquire on a session; a preempted lease counts until it is released or expires. Metadata: "budget"
+	// ("leases"), "limit", "used" (leases held), "flag", "principal".
+	ErrorReason_LEASES_EXCEEDED ErrorReason = 40
+	// RESOURCE_EXHAUSTED: what the acquisitions of one lease or session store in etcd (their election
+	// values, holder labels and records) would pass --max-bytes-per-lease (docs/budgets.md). Nothing was
+	// written. Release acquisitions of the lease, Proclaim a smaller value, or use another lease; the
+	// bytes come free when the acquisitions are released or the lease ends. Metadata: "budget"
+	// ("lease_bytes"), "limit", "used" (bytes on the lease now), "delta" (what the call adds), "flag",
+	// "lease_id".
+	ErrorReason_LEASE_BYTES_EXCEEDED ErrorReason = 41
+	// RESOURCE_EXHAUSTED: the caller wrote more into etcd's history than --max-history-bytes-per-second
+	// allows on this replica (docs/budgets.md): every put counts, overwrites too, since compaction must
+	// keep up. Nothing was written. Retryable: send it again after "retry_after_ms". Metadata: "budget"
+	// ("history_bytes_per_second"), "limit" (bytes a second), "used" (bytes written over the budget's
+	// burst), "delta" (the call's bytes), "retry_after_ms", "flag".
+	ErrorReason_HISTORY_RATE_EXCEEDED ErrorReason = 42
+	// RESOURCE_EXHAUSTED: the caller has --max-streams-per-caller KeepAlive and Observe streams open on
+	// this replica already. End one first. Metadata: "budget" ("streams"), "limit", "used", "flag".
+	ErrorReason_STREAMS_EXCEEDED ErrorReason = 43
+	// RESOURCE_EXHAUSTED: the caller has --max-waiters-per-caller Acquire calls waiting on this replica
+	// already. Let one end first. Metadata: "budget" ("waiters"), "limit", "used", "flag".
+	ErrorReason_WAITERS_EXCEEDED ErrorReason = 44
+	// RESOURCE_EXHAUSTED, from Acquire with preempt: the resource was preempted less than
+	// --preemption-interval ago (on this replica). Nothing was changed. It can succeed later: send it again
+	// after "retry_after_ms", or acquire with wait set. Metadata: "budget" ("preemptions"), "resource",
+	// "limit" (the interval, ms), "retry_after_ms", "flag".
+	ErrorReason_PREEMPTION_RATE_EXCEEDED ErrorReason = 45
 )
 
 // Enum value maps for ErrorReason.
@@ -143,6 +173,12 @@ var (
 		24: "BATCH_TOO_LARGE",
 		20: "MAX_HOLDERS_MISMATCH",
 		18: "PREEMPTED",
+		40: "LEASES_EXCEEDED",
+		41: "LEASE_BYTES_EXCEEDED",
+		42: "HISTORY_RATE_EXCEEDED",
+		43: "STREAMS_EXCEEDED",
+		44: "WAITERS_EXCEEDED",
+		45: "PREEMPTION_RATE_EXCEEDED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -166,6 +202,12 @@ var (
 		"BATCH_TOO_LARGE":          24,
 		"MAX_HOLDERS_MISMATCH":     20,
 		"PREEMPTED":                18,
+		"LEASES_EXCEEDED":          40,
+		"LEASE_BYTES_EXCEEDED":     41,
+		"HISTORY_RATE_EXCEEDED":    42,
+		"STREAMS_EXCEEDED":         43,
+		"WAITERS_EXCEEDED":         44,
+		"PREEMPTION_RATE_EXCEEDED": 45,
 	}
 )
 
@@ -200,7 +242,7 @@ var File_fencekeeper_v1_errors_proto protoreflect.FileDescriptor
 
 const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xd3\x03\n" +
+	"\x1bfencekeeper/v1/errors.proto\x12\x0efencekeeper.v1*\xe7\x04\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vSTALE_TOKEN\x10\x01\x12\x12\n" +
@@ -225,7 +267,13 @@ const file_fencekeeper_v1_errors_proto_rawDesc = "" +
 	"\rETCD_NO_SPACE\x10\x11\x12\x13\n" +
 	"\x0fBATCH_TOO_LARGE\x10\x18\x12\x18\n" +
 	"\x14MAX_HOLDERS_MISMATCH\x10\x14\x12\r\n" +
-	"\tPREEMPTED\x10\x12Bj\n" +
+	"\tPREEMPTED\x10\x12\x12\x13\n" +
+	"\x0fLEASES_EXCEEDED\x10(\x12\x18\n" +
+	"\x14LEASE_BYTES_EXCEEDED\x10)\x12\x19\n" +
+	"\x15HISTORY_RATE_EXCEEDED\x10*\x12\x14\n" +
+	"\x10STREAMS_EXCEEDED\x10+\x12\x14\n" +
+	"\x10WAITERS_EXCEEDED\x10,\x12\x1c\n" +
+	"\x18PREEMPTION_RATE_EXCEEDED\x10-Bj\n" +
 	"\x11io.fencekeeper.v1B\vErrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
 var (

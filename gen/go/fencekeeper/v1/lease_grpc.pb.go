@@ -57,6 +57,7 @@ type LeaseServiceClient interface {
 	// Renew one lease once. NOT_FOUND (reason LEASE_NOT_FOUND) if it expired or never existed.
 	Renew(ctx context.Context, in *RenewRequest, opts ...grpc.CallOption) (*RenewResponse, error)
 	// Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+	// A holding that was preempted is given up too (OK): its lease ends at once.
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 	// Describe who holds a resource, with which token, for how much longer, and how many wait.
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
@@ -262,6 +263,7 @@ type LeaseServiceServer interface {
 	// Renew one lease once. NOT_FOUND (reason LEASE_NOT_FOUND) if it expired or never existed.
 	Renew(context.Context, *RenewRequest) (*RenewResponse, error)
 	// Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+	// A holding that was preempted is given up too (OK): its lease ends at once.
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	// Describe who holds a resource, with which token, for how much longer, and how many wait.
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)

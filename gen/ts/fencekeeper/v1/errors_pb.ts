@@ -9,7 +9,7 @@ import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file fencekeeper/v1/errors.proto.
  */
 export const file_fencekeeper_v1_errors: GenFile = /*@__PURE__*/
-  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKtMDCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJEhMKD1VOQVVUSEVOVElDQVRFRBAKEhUKEVBFUk1JU1NJT05fREVOSUVEEAsSDgoKTk9UX0hPTERFUhAMEhsKF1RPS0VOX1NJR05BVFVSRV9JTlZBTElEEA0SDgoKTE9DS19ERUxBWRAOEhAKDFNIQVJFRF9UT0tFThAPEhIKDlFVT1RBX0VYQ0VFREVEEBASEQoNRVRDRF9OT19TUEFDRRAREhMKD0JBVENIX1RPT19MQVJHRRAYEhgKFE1BWF9IT0xERVJTX01JU01BVENIEBQSDQoJUFJFRU1QVEVEEBJCagoRaW8uZmVuY2VrZWVwZXIudjFCC0Vycm9yc1Byb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw");
+  fileDesc("ChtmZW5jZWtlZXBlci92MS9lcnJvcnMucHJvdG8SDmZlbmNla2VlcGVyLnYxKucECgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIPCgtTVEFMRV9UT0tFThABEhIKDkxFQVNFX05PVF9IRUxEEAISGQoVR0VORVJBVElPTl9OT1RfSVNTVUVEEAMSEQoNUkVTT1VSQ0VfSEVMRBAEEhMKD0xFQVNFX05PVF9GT1VORBAFEhoKFklERU1QT1RFTkNZX0tFWV9SRVVTRUQQBhIUChBFVENEX1VOQVZBSUxBQkxFEAcSFAoQQUxSRUFEWV9BQ1FVSVJFRBAIEhYKElJFVklTSU9OX0NPTVBBQ1RFRBAJEhMKD1VOQVVUSEVOVElDQVRFRBAKEhUKEVBFUk1JU1NJT05fREVOSUVEEAsSDgoKTk9UX0hPTERFUhAMEhsKF1RPS0VOX1NJR05BVFVSRV9JTlZBTElEEA0SDgoKTE9DS19ERUxBWRAOEhAKDFNIQVJFRF9UT0tFThAPEhIKDlFVT1RBX0VYQ0VFREVEEBASEQoNRVRDRF9OT19TUEFDRRAREhMKD0JBVENIX1RPT19MQVJHRRAYEhgKFE1BWF9IT0xERVJTX01JU01BVENIEBQSDQoJUFJFRU1QVEVEEBISEwoPTEVBU0VTX0VYQ0VFREVEECgSGAoUTEVBU0VfQllURVNfRVhDRUVERUQQKRIZChVISVNUT1JZX1JBVEVfRVhDRUVERUQQKhIUChBTVFJFQU1TX0VYQ0VFREVEECsSFAoQV0FJVEVSU19FWENFRURFRBAsEhwKGFBSRUVNUFRJT05fUkFURV9FWENFRURFRBAtQmoKEWlvLmZlbmNla2VlcGVyLnYxQgtFcnJvcnNQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM");
 
 /**
  * The reasons fencekeeper puts in the `google.rpc.ErrorInfo` detail of a failed call, with domain
@@ -204,7 +204,8 @@ export enum ErrorReason {
   /**
    * FAILED_PRECONDITION, from Renew and KeepAlive (and nowhere else): the lease held a resource that
    * another acquisition preempted (AcquireRequest.preempt): its acquisition ended then, its writes have
-   * been refused since, and its lease is renewed no more (it expires at its TTL; then LEASE_NOT_FOUND).
+   * been refused since, and its lease is renewed no more (it expires at its TTL, or ends when its token
+   * is released; then LEASE_NOT_FOUND).
    * Stop acting as the holder; acquire again to queue behind the new one. Metadata: "lease_id",
    * "resource", "generation" (the preempted one), "by_generation" (the preemptor's; "0" for a moment
    * after the preemption, while it is granted), "by_principal" (the preemptor's; empty without
@@ -213,6 +214,65 @@ export enum ErrorReason {
    * @generated from enum value: PREEMPTED = 18;
    */
   PREEMPTED = 18,
+
+  /**
+   * RESOURCE_EXHAUSTED: the caller's principal holds --max-leases-per-caller leases and sessions already
+   * (docs/budgets.md), across every replica. Nothing was granted. Release a lease, close a session, or
+   * acquire on a session; a preempted lease counts until it is released or expires. Metadata: "budget"
+   * ("leases"), "limit", "used" (leases held), "flag", "principal".
+   *
+   * @generated from enum value: LEASES_EXCEEDED = 40;
+   */
+  LEASES_EXCEEDED = 40,
+
+  /**
+   * RESOURCE_EXHAUSTED: what the acquisitions of one lease or session store in etcd (their election
+   * values, holder labels and records) would pass --max-bytes-per-lease (docs/budgets.md). Nothing was
+   * written. Release acquisitions of the lease, Proclaim a smaller value, or use another lease; the
+   * bytes come free when the acquisitions are released or the lease ends. Metadata: "budget"
+   * ("lease_bytes"), "limit", "used" (bytes on the lease now), "delta" (what the call adds), "flag",
+   * "lease_id".
+   *
+   * @generated from enum value: LEASE_BYTES_EXCEEDED = 41;
+   */
+  LEASE_BYTES_EXCEEDED = 41,
+
+  /**
+   * RESOURCE_EXHAUSTED: the caller wrote more into etcd's history than --max-history-bytes-per-second
+   * allows on this replica (docs/budgets.md): every put counts, overwrites too, since compaction must
+   * keep up. Nothing was written. Retryable: send it again after "retry_after_ms". Metadata: "budget"
+   * ("history_bytes_per_second"), "limit" (bytes a second), "used" (bytes written over the budget's
+   * burst), "delta" (the call's bytes), "retry_after_ms", "flag".
+   *
+   * @generated from enum value: HISTORY_RATE_EXCEEDED = 42;
+   */
+  HISTORY_RATE_EXCEEDED = 42,
+
+  /**
+   * RESOURCE_EXHAUSTED: the caller has --max-streams-per-caller KeepAlive and Observe streams open on
+   * this replica already. End one first. Metadata: "budget" ("streams"), "limit", "used", "flag".
+   *
+   * @generated from enum value: STREAMS_EXCEEDED = 43;
+   */
+  STREAMS_EXCEEDED = 43,
+
+  /**
+   * RESOURCE_EXHAUSTED: the caller has --max-waiters-per-caller Acquire calls waiting on this replica
+   * already. Let one end first. Metadata: "budget" ("waiters"), "limit", "used", "flag".
+   *
+   * @generated from enum value: WAITERS_EXCEEDED = 44;
+   */
+  WAITERS_EXCEEDED = 44,
+
+  /**
+   * RESOURCE_EXHAUSTED, from Acquire with preempt: the resource was preempted less than
+   * --preemption-interval ago (on this replica). Nothing was changed. It can succeed later: send it again
+   * after "retry_after_ms", or acquire with wait set. Metadata: "budget" ("preemptions"), "resource",
+   * "limit" (the interval, ms), "retry_after_ms", "flag".
+   *
+   * @generated from enum value: PREEMPTION_RATE_EXCEEDED = 45;
+   */
+  PREEMPTION_RATE_EXCEEDED = 45,
 }
 
 /**

@@ -38,6 +38,12 @@ _BY_REASON: dict[int, type[errors.FencekeeperError]] = {
     _R.BATCH_TOO_LARGE: errors.InvalidArgumentError,
     _R.MAX_HOLDERS_MISMATCH: errors.FencekeeperError,
     _R.PREEMPTED: errors.PreemptedError,
+    _R.LEASES_EXCEEDED: errors.FencekeeperError,
+    _R.LEASE_BYTES_EXCEEDED: errors.FencekeeperError,
+    _R.HISTORY_RATE_EXCEEDED: errors.FencekeeperError,
+    _R.STREAMS_EXCEEDED: errors.FencekeeperError,
+    _R.WAITERS_EXCEEDED: errors.FencekeeperError,
+    _R.PREEMPTION_RATE_EXCEEDED: errors.FencekeeperError,
 }
 """The typed error of each reason of the generated ErrorReason enum (gen/python, from
 proto/fencekeeper/v1/errors.proto). A reason added to the proto without an entry here fails the reasons

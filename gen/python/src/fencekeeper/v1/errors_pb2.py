@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x66\x65ncekeeper/v1/errors.proto\x12\x0e\x66\x65ncekeeper.v1*\xd3\x03\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n\x0bSTALE_TOKEN\x10\x01\x12\x12\n\x0eLEASE_NOT_HELD\x10\x02\x12\x19\n\x15GENERATION_NOT_ISSUED\x10\x03\x12\x11\n\rRESOURCE_HELD\x10\x04\x12\x13\n\x0fLEASE_NOT_FOUND\x10\x05\x12\x1a\n\x16IDEMPOTENCY_KEY_REUSED\x10\x06\x12\x14\n\x10\x45TCD_UNAVAILABLE\x10\x07\x12\x14\n\x10\x41LREADY_ACQUIRED\x10\x08\x12\x16\n\x12REVISION_COMPACTED\x10\t\x12\x13\n\x0fUNAUTHENTICATED\x10\n\x12\x15\n\x11PERMISSION_DENIED\x10\x0b\x12\x0e\n\nNOT_HOLDER\x10\x0c\x12\x1b\n\x17TOKEN_SIGNATURE_INVALID\x10\r\x12\x0e\n\nLOCK_DELAY\x10\x0e\x12\x10\n\x0cSHARED_TOKEN\x10\x0f\x12\x12\n\x0eQUOTA_EXCEEDED\x10\x10\x12\x11\n\rETCD_NO_SPACE\x10\x11\x12\x13\n\x0f\x42\x41TCH_TOO_LARGE\x10\x18\x12\x18\n\x14MAX_HOLDERS_MISMATCH\x10\x14\x12\r\n\tPREEMPTED\x10\x12\x42j\n\x11io.fencekeeper.v1B\x0b\x45rrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x66\x65ncekeeper/v1/errors.proto\x12\x0e\x66\x65ncekeeper.v1*\xe7\x04\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\x0f\n\x0bSTALE_TOKEN\x10\x01\x12\x12\n\x0eLEASE_NOT_HELD\x10\x02\x12\x19\n\x15GENERATION_NOT_ISSUED\x10\x03\x12\x11\n\rRESOURCE_HELD\x10\x04\x12\x13\n\x0fLEASE_NOT_FOUND\x10\x05\x12\x1a\n\x16IDEMPOTENCY_KEY_REUSED\x10\x06\x12\x14\n\x10\x45TCD_UNAVAILABLE\x10\x07\x12\x14\n\x10\x41LREADY_ACQUIRED\x10\x08\x12\x16\n\x12REVISION_COMPACTED\x10\t\x12\x13\n\x0fUNAUTHENTICATED\x10\n\x12\x15\n\x11PERMISSION_DENIED\x10\x0b\x12\x0e\n\nNOT_HOLDER\x10\x0c\x12\x1b\n\x17TOKEN_SIGNATURE_INVALID\x10\r\x12\x0e\n\nLOCK_DELAY\x10\x0e\x12\x10\n\x0cSHARED_TOKEN\x10\x0f\x12\x12\n\x0eQUOTA_EXCEEDED\x10\x10\x12\x11\n\rETCD_NO_SPACE\x10\x11\x12\x13\n\x0f\x42\x41TCH_TOO_LARGE\x10\x18\x12\x18\n\x14MAX_HOLDERS_MISMATCH\x10\x14\x12\r\n\tPREEMPTED\x10\x12\x12\x13\n\x0fLEASES_EXCEEDED\x10(\x12\x18\n\x14LEASE_BYTES_EXCEEDED\x10)\x12\x19\n\x15HISTORY_RATE_EXCEEDED\x10*\x12\x14\n\x10STREAMS_EXCEEDED\x10+\x12\x14\n\x10WAITERS_EXCEEDED\x10,\x12\x1c\n\x18PREEMPTION_RATE_EXCEEDED\x10-Bj\n\x11io.fencekeeper.v1B\x0b\x45rrorsProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\021io.fencekeeper.v1B\013ErrorsProtoP\001ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1'
   _globals['_ERRORREASON']._serialized_start=48
-  _globals['_ERRORREASON']._serialized_end=515
+  _globals['_ERRORREASON']._serialized_end=663
 # @@protoc_insertion_point(module_scope)

@@ -27,6 +27,12 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BATCH_TOO_LARGE: _ClassVar[ErrorReason]
     MAX_HOLDERS_MISMATCH: _ClassVar[ErrorReason]
     PREEMPTED: _ClassVar[ErrorReason]
+    LEASES_EXCEEDED: _ClassVar[ErrorReason]
+    LEASE_BYTES_EXCEEDED: _ClassVar[ErrorReason]
+    HISTORY_RATE_EXCEEDED: _ClassVar[ErrorReason]
+    STREAMS_EXCEEDED: _ClassVar[ErrorReason]
+    WAITERS_EXCEEDED: _ClassVar[ErrorReason]
+    PREEMPTION_RATE_EXCEEDED: _ClassVar[ErrorReason]
 ERROR_REASON_UNSPECIFIED: ErrorReason
 STALE_TOKEN: ErrorReason
 LEASE_NOT_HELD: ErrorReason
@@ -48,3 +54,9 @@ ETCD_NO_SPACE: ErrorReason
 BATCH_TOO_LARGE: ErrorReason
 MAX_HOLDERS_MISMATCH: ErrorReason
 PREEMPTED: ErrorReason
+LEASES_EXCEEDED: ErrorReason
+LEASE_BYTES_EXCEEDED: ErrorReason
+HISTORY_RATE_EXCEEDED: ErrorReason
+STREAMS_EXCEEDED: ErrorReason
+WAITERS_EXCEEDED: ErrorReason
+PREEMPTION_RATE_EXCEEDED: ErrorReason

@@ -141,6 +141,7 @@ class LeaseServiceServicer:
 
     def Release(self, request, context):
         """Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+        A holding that was preempted is given up too (OK): its lease ends at once.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

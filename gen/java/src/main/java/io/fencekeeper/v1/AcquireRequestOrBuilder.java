@@ -269,7 +269,11 @@ public interface AcquireRequestOrBuilder extends
    * fence modes; this acquisition is then granted a greater generation ahead of every waiter, who keep
    * their places behind it. The preempted holder learns it at its next Renew or KeepAlive answer:
    * FAILED_PRECONDITION, reason PREEMPTED, naming the preemptor's principal and the new generation;
-   * its lease is renewed no more. Needs the policy verb preempt (or admin) on the resource, not acquire.
+   * its lease is renewed no more; Release of its token answers OK and ends that lease at once (its
+   * slot of --max-leases-per-caller with it). Needs the policy verb preempt (or admin) on the resource,
+   * not acquire; preempt also grants Release of what it took. A resource is preempted at most once per
+   * --preemption-interval on a replica: RESOURCE_EXHAUSTED, reason PREEMPTION_RATE_EXCEEDED, with
+   * retry_after_ms, sooner.
    * A free resource is acquired as without preempt. Never waits: wait is ignored. FAILED_PRECONDITION
    * (reason PREEMPTED is not used then) when the holder asked for a lock-delay: it protects a resource
    * that cannot check tokens, which a takeover would not protect. Must be exclusive (mode unset or

@@ -223,7 +223,8 @@ public enum ErrorReason
    * <pre>
    * FAILED_PRECONDITION, from Renew and KeepAlive (and nowhere else): the lease held a resource that
    * another acquisition preempted (AcquireRequest.preempt): its acquisition ended then, its writes have
-   * been refused since, and its lease is renewed no more (it expires at its TTL; then LEASE_NOT_FOUND).
+   * been refused since, and its lease is renewed no more (it expires at its TTL, or ends when its token
+   * is released; then LEASE_NOT_FOUND).
    * Stop acting as the holder; acquire again to queue behind the new one. Metadata: "lease_id",
    * "resource", "generation" (the preempted one), "by_generation" (the preemptor's; "0" for a moment
    * after the preemption, while it is granted), "by_principal" (the preemptor's; empty without
@@ -233,6 +234,71 @@ public enum ErrorReason
    * <code>PREEMPTED = 18;</code>
    */
   PREEMPTED(18),
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: the caller's principal holds --max-leases-per-caller leases and sessions already
+   * (docs/budgets.md), across every replica. Nothing was granted. Release a lease, close a session, or
+   * acquire on a session; a preempted lease counts until it is released or expires. Metadata: "budget"
+   * ("leases"), "limit", "used" (leases held), "flag", "principal".
+   * </pre>
+   *
+   * <code>LEASES_EXCEEDED = 40;</code>
+   */
+  LEASES_EXCEEDED(40),
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: what the acquisitions of one lease or session store in etcd (their election
+   * values, holder labels and records) would pass --max-bytes-per-lease (docs/budgets.md). Nothing was
+   * written. Release acquisitions of the lease, Proclaim a smaller value, or use another lease; the
+   * bytes come free when the acquisitions are released or the lease ends. Metadata: "budget"
+   * ("lease_bytes"), "limit", "used" (bytes on the lease now), "delta" (what the call adds), "flag",
+   * "lease_id".
+   * </pre>
+   *
+   * <code>LEASE_BYTES_EXCEEDED = 41;</code>
+   */
+  LEASE_BYTES_EXCEEDED(41),
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: the caller wrote more into etcd's history than --max-history-bytes-per-second
+   * allows on this replica (docs/budgets.md): every put counts, overwrites too, since compaction must
+   * keep up. Nothing was written. Retryable: send it again after "retry_after_ms". Metadata: "budget"
+   * ("history_bytes_per_second"), "limit" (bytes a second), "used" (bytes written over the budget's
+   * burst), "delta" (the call's bytes), "retry_after_ms", "flag".
+   * </pre>
+   *
+   * <code>HISTORY_RATE_EXCEEDED = 42;</code>
+   */
+  HISTORY_RATE_EXCEEDED(42),
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: the caller has --max-streams-per-caller KeepAlive and Observe streams open on
+   * this replica already. End one first. Metadata: "budget" ("streams"), "limit", "used", "flag".
+   * </pre>
+   *
+   * <code>STREAMS_EXCEEDED = 43;</code>
+   */
+  STREAMS_EXCEEDED(43),
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: the caller has --max-waiters-per-caller Acquire calls waiting on this replica
+   * already. Let one end first. Metadata: "budget" ("waiters"), "limit", "used", "flag".
+   * </pre>
+   *
+   * <code>WAITERS_EXCEEDED = 44;</code>
+   */
+  WAITERS_EXCEEDED(44),
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED, from Acquire with preempt: the resource was preempted less than
+   * --preemption-interval ago (on this replica). Nothing was changed. It can succeed later: send it again
+   * after "retry_after_ms", or acquire with wait set. Metadata: "budget" ("preemptions"), "resource",
+   * "limit" (the interval, ms), "retry_after_ms", "flag".
+   * </pre>
+   *
+   * <code>PREEMPTION_RATE_EXCEEDED = 45;</code>
+   */
+  PREEMPTION_RATE_EXCEEDED(45),
   UNRECOGNIZED(-1),
   ;
 
@@ -451,7 +517,8 @@ public enum ErrorReason
    * <pre>
    * FAILED_PRECONDITION, from Renew and KeepAlive (and nowhere else): the lease held a resource that
    * another acquisition preempted (AcquireRequest.preempt): its acquisition ended then, its writes have
-   * been refused since, and its lease is renewed no more (it expires at its TTL; then LEASE_NOT_FOUND).
+   * been refused since, and its lease is renewed no more (it expires at its TTL, or ends when its token
+   * is released; then LEASE_NOT_FOUND).
    * Stop acting as the holder; acquire again to queue behind the new one. Metadata: "lease_id",
    * "resource", "generation" (the preempted one), "by_generation" (the preemptor's; "0" for a moment
    * after the preemption, while it is granted), "by_principal" (the preemptor's; empty without
@@ -461,6 +528,71 @@ public enum ErrorReason
    * <code>PREEMPTED = 18;</code>
    */
   public static final int PREEMPTED_VALUE = 18;
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: the caller's principal holds --max-leases-per-caller leases and sessions already
+   * (docs/budgets.md), across every replica. Nothing was granted. Release a lease, close a session, or
+   * acquire on a session; a preempted lease counts until it is released or expires. Metadata: "budget"
+   * ("leases"), "limit", "used" (leases held), "flag", "principal".
+   * </pre>
+   *
+   * <code>LEASES_EXCEEDED = 40;</code>
+   */
+  public static final int LEASES_EXCEEDED_VALUE = 40;
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: what the acquisitions of one lease or session store in etcd (their election
+   * values, holder labels and records) would pass --max-bytes-per-lease (docs/budgets.md). Nothing was
+   * written. Release acquisitions of the lease, Proclaim a smaller value, or use another lease; the
+   * bytes come free when the acquisitions are released or the lease ends. Metadata: "budget"
+   * ("lease_bytes"), "limit", "used" (bytes on the lease now), "delta" (what the call adds), "flag",
+   * "lease_id".
+   * </pre>
+   *
+   * <code>LEASE_BYTES_EXCEEDED = 41;</code>
+   */
+  public static final int LEASE_BYTES_EXCEEDED_VALUE = 41;
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: the caller wrote more into etcd's history than --max-history-bytes-per-second
+   * allows on this replica (docs/budgets.md): every put counts, overwrites too, since compaction must
+   * keep up. Nothing was written. Retryable: send it again after "retry_after_ms". Metadata: "budget"
+   * ("history_bytes_per_second"), "limit" (bytes a second), "used" (bytes written over the budget's
+   * burst), "delta" (the call's bytes), "retry_after_ms", "flag".
+   * </pre>
+   *
+   * <code>HISTORY_RATE_EXCEEDED = 42;</code>
+   */
+  public static final int HISTORY_RATE_EXCEEDED_VALUE = 42;
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: the caller has --max-streams-per-caller KeepAlive and Observe streams open on
+   * this replica already. End one first. Metadata: "budget" ("streams"), "limit", "used", "flag".
+   * </pre>
+   *
+   * <code>STREAMS_EXCEEDED = 43;</code>
+   */
+  public static final int STREAMS_EXCEEDED_VALUE = 43;
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED: the caller has --max-waiters-per-caller Acquire calls waiting on this replica
+   * already. Let one end first. Metadata: "budget" ("waiters"), "limit", "used", "flag".
+   * </pre>
+   *
+   * <code>WAITERS_EXCEEDED = 44;</code>
+   */
+  public static final int WAITERS_EXCEEDED_VALUE = 44;
+  /**
+   * <pre>
+   * RESOURCE_EXHAUSTED, from Acquire with preempt: the resource was preempted less than
+   * --preemption-interval ago (on this replica). Nothing was changed. It can succeed later: send it again
+   * after "retry_after_ms", or acquire with wait set. Metadata: "budget" ("preemptions"), "resource",
+   * "limit" (the interval, ms), "retry_after_ms", "flag".
+   * </pre>
+   *
+   * <code>PREEMPTION_RATE_EXCEEDED = 45;</code>
+   */
+  public static final int PREEMPTION_RATE_EXCEEDED_VALUE = 45;
 
 
   public final int getNumber() {
@@ -508,6 +640,12 @@ public enum ErrorReason
       case 24: return BATCH_TOO_LARGE;
       case 20: return MAX_HOLDERS_MISMATCH;
       case 18: return PREEMPTED;
+      case 40: return LEASES_EXCEEDED;
+      case 41: return LEASE_BYTES_EXCEEDED;
+      case 42: return HISTORY_RATE_EXCEEDED;
+      case 43: return STREAMS_EXCEEDED;
+      case 44: return WAITERS_EXCEEDED;
+      case 45: return PREEMPTION_RATE_EXCEEDED;
       default: return null;
     }
   }

@@ -36,7 +36,7 @@ public final class ErrorsProto extends com.google.protobuf.GeneratedFile {
   static {
     java.lang.String[] descriptorData = {
       "\n\033fencekeeper/v1/errors.proto\022\016fencekeep" +
-      "er.v1*\323\003\n\013ErrorReason\022\034\n\030ERROR_REASON_UN" +
+      "er.v1*\347\004\n\013ErrorReason\022\034\n\030ERROR_REASON_UN" +
       "SPECIFIED\020\000\022\017\n\013STALE_TOKEN\020\001\022\022\n\016LEASE_NO" +
       "T_HELD\020\002\022\031\n\025GENERATION_NOT_ISSUED\020\003\022\021\n\rR" +
       "ESOURCE_HELD\020\004\022\023\n\017LEASE_NOT_FOUND\020\005\022\032\n\026I" +
@@ -47,10 +47,14 @@ public final class ErrorsProto extends com.google.protobuf.GeneratedFile {
       "_SIGNATURE_INVALID\020\r\022\016\n\nLOCK_DELAY\020\016\022\020\n\014" +
       "SHARED_TOKEN\020\017\022\022\n\016QUOTA_EXCEEDED\020\020\022\021\n\rET" +
       "CD_NO_SPACE\020\021\022\023\n\017BATCH_TOO_LARGE\020\030\022\030\n\024MA" +
-      "X_HOLDERS_MISMATCH\020\024\022\r\n\tPREEMPTED\020\022Bj\n\021i" +
-      "o.fencekeeper.v1B\013ErrorsProtoP\001ZFgithub." +
-      "com/fencekeeper/fencekeeper/gen/go/fence" +
-      "keeper/v1;fencekeeperv1b\006proto3"
+      "X_HOLDERS_MISMATCH\020\024\022\r\n\tPREEMPTED\020\022\022\023\n\017L" +
+      "EASES_EXCEEDED\020(\022\030\n\024LEASE_BYTES_EXCEEDED" +
+      "\020)\022\031\n\025HISTORY_RATE_EXCEEDED\020*\022\024\n\020STREAMS" +
+      "_EXCEEDED\020+\022\024\n\020WAITERS_EXCEEDED\020,\022\034\n\030PRE" +
+      "EMPTION_RATE_EXCEEDED\020-Bj\n\021io.fencekeepe" +
+      "r.v1B\013ErrorsProtoP\001ZFgithub.com/fencekee" +
+      "per/fencekeeper/gen/go/fencekeeper/v1;fe" +
+      "ncekeeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,

@@ -501,6 +501,7 @@ public final class LeaseServiceGrpc {
     /**
      * <pre>
      * Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+     * A holding that was preempted is given up too (OK): its lease ends at once.
      * </pre>
      */
     default void release(io.fencekeeper.v1.ReleaseRequest request,
@@ -695,6 +696,7 @@ public final class LeaseServiceGrpc {
     /**
      * <pre>
      * Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+     * A holding that was preempted is given up too (OK): its lease ends at once.
      * </pre>
      */
     public void release(io.fencekeeper.v1.ReleaseRequest request,
@@ -878,6 +880,7 @@ public final class LeaseServiceGrpc {
     /**
      * <pre>
      * Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+     * A holding that was preempted is given up too (OK): its lease ends at once.
      * </pre>
      */
     public io.fencekeeper.v1.ReleaseResponse release(io.fencekeeper.v1.ReleaseRequest request) throws io.grpc.StatusException {
@@ -1041,6 +1044,7 @@ public final class LeaseServiceGrpc {
     /**
      * <pre>
      * Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+     * A holding that was preempted is given up too (OK): its lease ends at once.
      * </pre>
      */
     public io.fencekeeper.v1.ReleaseResponse release(io.fencekeeper.v1.ReleaseRequest request) {
@@ -1205,6 +1209,7 @@ public final class LeaseServiceGrpc {
     /**
      * <pre>
      * Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
+     * A holding that was preempted is given up too (OK): its lease ends at once.
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.ReleaseResponse> release(

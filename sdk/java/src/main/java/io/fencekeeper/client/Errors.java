@@ -101,6 +101,12 @@ final class Errors {
     BY_REASON.put(ErrorReason.BATCH_TOO_LARGE, (m, c, r, md, d, cause) -> new InvalidArgumentException(m, c, r, md, cause));
     BY_REASON.put(ErrorReason.MAX_HOLDERS_MISMATCH, Errors::plain);
     BY_REASON.put(ErrorReason.PREEMPTED, (m, c, r, md, d, cause) -> new PreemptedException(m, c, r, md, cause));
+    BY_REASON.put(ErrorReason.LEASES_EXCEEDED, Errors::plain);
+    BY_REASON.put(ErrorReason.LEASE_BYTES_EXCEEDED, Errors::plain);
+    BY_REASON.put(ErrorReason.HISTORY_RATE_EXCEEDED, Errors::plain);
+    BY_REASON.put(ErrorReason.STREAMS_EXCEEDED, Errors::plain);
+    BY_REASON.put(ErrorReason.WAITERS_EXCEEDED, Errors::plain);
+    BY_REASON.put(ErrorReason.PREEMPTION_RATE_EXCEEDED, Errors::plain);
   }
 
   private static FencekeeperException plain(String message, Status.Code code, String reason, Map<String, String> metadata, com.google.rpc.Status details, Throwable cause) {

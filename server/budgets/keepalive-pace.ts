@@ -1,18 +1,9 @@
-// Caps per caller, so that one client cannot take the service from the others: streams it holds open
-// and Acquire calls it has waiting, on this replica. A caller is its principal; without authentication,
-// its connection. Over a cap: RESOURCE_EXHAUSTED naming the cap; the caller's other calls go on.
-//
 // KeepAlive is paced rather than refused: a caller's streams share one budget of messages a second and
 // of renewals in flight. A caller over it is read more slowly (its streams are not read until the budget
 // has room, so HTTP/2 flow control holds the sender back); its streams go on, and what it can make the
-// server hold is bounded whatever it sends.
-import { DomainError } from "../errors/errors.js";
-
-export interface CapSettings {
-  /** KeepAlive and Observe streams open at once. */
-  streams: number;
-  /** Acquire calls with wait in progress at once. */
-  waiters: number;
+// server hold is bounded whatever it sends. (The streams a caller may hold open are a budget of the
+// ledger: ledger.ts.)
+export interface PaceSettings {
   /**
    * KeepAlive messages one caller may send per second over all its streams (bursts of twice that); a
    * caller that sends faster is read more slowly.
@@ -23,25 +14,17 @@ export interface CapSettings {
 }
 
 /**
- * Default of CapSettings.renewalsInFlight. Small on purpose: renewals past what etcd answers in a second
+ * Default of PaceSettings.renewalsInFlight. Small on purpose: renewals past what etcd answers in a second
  * or so only wait, and one that waits longer than the renewal timeout fails; a caller allowed 20,000 in
  * flight at 3,000 a second had every renewal time out behind its own (10,000 leases lost); 4,000 is about
  * a second of what one etcd answers on a 2-core machine, and enough for 3,000 a second at 1 s per renewal.
  */
 export const DEFAULT_RENEWALS_IN_FLIGHT = 4_000;
 
-type Counted = "streams" | "waiters";
-
-const WHAT: Record<Counted, string> = {
-  streams: "KeepAlive and Observe streams open",
-  waiters: "Acquire calls waiting",
-};
-
-export class CallerCaps {
-  private readonly held = new Map<string, number>();
+export class KeepAlivePace {
   private readonly budgets = new Map<string, SharedBudget>();
 
-  constructor(private readonly caps: CapSettings) {}
+  constructor(private readonly caps: PaceSettings) {}
 
   /**
    * The KeepAlive budget of a caller, shared by all its streams on this replica (on every connection):
@@ -60,30 +43,6 @@ export class CallerCaps {
         this.budgets.delete(caller);
       }
     });
-  }
-
-  /** Takes one of the caller's slots; the function returned gives it back (once). */
-  take(caller: string, kind: Counted): () => void {
-    const key = `${kind}\0${caller}`;
-    const n = this.held.get(key) ?? 0;
-    const cap = this.caps[kind];
-    if (n >= cap) {
-      throw new DomainError(
-        "resource_exhausted",
-        `this caller has ${cap} ${WHAT[kind]} on this server already, its cap (--max-${kind}-per-caller); end some before starting more`,
-        undefined,
-        { cap: String(cap) },
-      );
-    }
-    this.held.set(key, n + 1);
-    let given = false;
-    return () => {
-      if (given) return;
-      given = true;
-      const left = (this.held.get(key) ?? 1) - 1;
-      if (left === 0) this.held.delete(key);
-      else this.held.set(key, left);
-    };
   }
 }
 

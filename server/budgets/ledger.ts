@@ -1,0 +1,87 @@
+// The ledger: what each caller may cost, charged in the call pipeline from one table (table.ts) before a
+// call's handler runs. A caller is its principal; without authentication, its connection (as every
+// per-caller budget kept on a replica).
+//
+// Charged here, on this replica: the bytes a call writes into etcd's history (history-rate.ts), and the
+// streams and waiting Acquires a caller holds, each given back when its call ends. The budgets only etcd
+// can keep exact across replicas (leases, bytes per lease, bytes per resource) are decided by the domain
+// in etcd, in or beside the transaction that writes, and the table names where.
+import type { DescMethod } from "@bufbuild/protobuf";
+import type { ContextValues } from "@connectrpc/connect";
+import { exhausted } from "./budget.js";
+import { HistoryRate } from "./history-rate.js";
+import { costOf } from "./table.js";
+
+export interface LedgerSettings {
+  /** KeepAlive and Observe streams one caller may have open on this replica. */
+  streams: number;
+  /** Acquire calls with wait one caller may have in progress on this replica. */
+  waiters: number;
+  /** Bytes a second one caller may write into etcd's history on this replica; 0: no budget. */
+  historyBytesPerSecond: number;
+}
+
+type Held = "streams" | "waiters";
+
+const WHAT: Record<Held, string> = {
+  streams: "KeepAlive and Observe streams open",
+  waiters: "Acquire calls waiting",
+};
+
+export class Ledger {
+  private readonly held = new Map<string, number>();
+  private readonly history: HistoryRate;
+
+  constructor(
+    private readonly settings: LedgerSettings,
+    /** Who pays for a call: its principal, or its connection. */
+    private readonly callerOf: (values: ContextValues) => string,
+  ) {
+    this.history = new HistoryRate(settings.historyBytesPerSecond);
+  }
+
+  /**
+   * Charges the call to its caller from its row of the table, or throws the refusal of the budget it is
+   * over (nothing charged then). The function returned gives back what the call holds, once it ends.
+   */
+  charge(method: DescMethod, req: unknown, values: ContextValues): (() => void) | undefined {
+    const row = costOf(method);
+    if (!row.history && !row.holds) return undefined;
+    const caller = this.callerOf(values);
+    const slot = row.holds?.(req as never);
+    const cost = row.history?.(req as never) ?? 0;
+    const give = slot ? this.take(caller, slot) : undefined;
+    try {
+      this.history.charge(caller, cost);
+    } catch (err) {
+      give?.();
+      throw err;
+    }
+    return give;
+  }
+
+  /** Takes one of the caller's slots; the function returned gives it back (once). */
+  private take(caller: string, kind: Held): () => void {
+    const key = `${kind}\0${caller}`;
+    const n = this.held.get(key) ?? 0;
+    const cap = this.settings[kind];
+    if (n >= cap) {
+      throw exhausted(kind, {
+        who: `this caller has ${n} ${WHAT[kind]} on this server`,
+        limit: cap,
+        used: n,
+        unit: WHAT[kind],
+        hint: "end some before starting more",
+      });
+    }
+    this.held.set(key, n + 1);
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const left = (this.held.get(key) ?? 1) - 1;
+      if (left === 0) this.held.delete(key);
+      else this.held.set(key, left);
+    };
+  }
+}
