@@ -28,10 +28,17 @@ export interface LeaseBytesDeps {
 /** What an acquisition's records cost besides its name, label and value: its keys and their framing. */
 export const ACQUISITION_RECORD_BYTES = 512;
 
-/** The bytes one acquisition stores on its lease. */
+/**
+ * The bytes one acquisition is charged on its lease: its value and its records, when it publishes a value.
+ * An acquisition without a value is charged nothing: its records are small (bounded by the limits on names
+ * and labels) and written at the pace of the caller's history budget, like the issued and fence keys every
+ * resource keeps; charging them would put a read and a transaction on every lock cycle, the service's
+ * hottest path, for bytes that the value-less lock path bounds anyway.
+ */
 export function acquisitionBytes(resource: string, holder: string, value: Uint8Array | undefined, principal?: string): bigint {
+  if (!value?.byteLength) return 0n;
   const n = (s: string | undefined) => (s === undefined ? 0 : Buffer.byteLength(s));
-  return BigInt(ACQUISITION_RECORD_BYTES + 2 * n(resource) + n(holder) + n(principal) + (value?.byteLength ?? 0));
+  return BigInt(ACQUISITION_RECORD_BYTES + 2 * n(resource) + n(holder) + n(principal) + value.byteLength);
 }
 
 /** Tries before giving up: each failed try means another call of the same lease charged meanwhile. */

@@ -176,7 +176,8 @@ export class LeaseCoordinator {
     if (!onSession) void leases.revokeEventually(t.leaseId);
     else if (done.holder.kvs[0]) {
       const o = decodeOwner(done.holder.kvs[0]);
-      await giveBackLeaseBytes(this.d, t.leaseId, acquisitionBytes(t.resource, o.holder, o.value, o.principal || undefined));
+      const bytes = acquisitionBytes(t.resource, o.holder, o.value, o.principal || undefined);
+      if (bytes > 0n) await giveBackLeaseBytes(this.d, t.leaseId, bytes);
     }
   }
 

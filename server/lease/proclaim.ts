@@ -17,7 +17,7 @@ import { decodeGeneration, decodeOwner, encodeOwner, holderKeyOf, holds, isHeldB
 import { cmp, op } from "../etcd/ops.js";
 import type { Reader } from "../etcd/reader.js";
 import type { Limits } from "../validation/limits.js";
-import { chargeLeaseBytes, giveBackLeaseBytes } from "../budgets/lease-bytes.js";
+import { acquisitionBytes, chargeLeaseBytes, giveBackLeaseBytes } from "../budgets/lease-bytes.js";
 import { reads } from "../etcd/reads.js";
 
 export interface ProclaimDeps {
@@ -43,7 +43,7 @@ export async function proclaim(d: ProclaimDeps, t: Token, value: Uint8Array): Pr
     if (!isHeldBy(kv, t)) throw refusal(d, t, found);
     const o = decodeOwner(kv);
     // A larger value is charged to the lease before it is written (budgets/lease-bytes.ts); a smaller one gives back once written.
-    const delta = BigInt(value.byteLength - o.value.byteLength);
+    const delta = acquisitionBytes(t.resource, o.holder, value, o.principal || undefined) - acquisitionBytes(t.resource, o.holder, o.value, o.principal || undefined);
     if (delta > 0n) await chargeLeaseBytes(d, t.leaseId, delta, d.limits.maxBytesPerLease);
     let res;
     try {
