@@ -212,7 +212,7 @@ async function loop(signal: AbortSignal): Promise<void> {
       statusLine.className = "";
       statusLine.textContent =
         `${shown.size} resource${shown.size === 1 ? "" : "s"} in use · updated ${updated.toLocaleTimeString()} ` +
-        `(${calls} call${calls === 1 ? "" : "s"}, ${Math.round(bytes / 1024)} KiB, ${took} ms)`;
+        `(${calls} call${calls === 1 ? "" : "s"}, ${bytes < 10_240 ? `${bytes} bytes` : `${Math.round(bytes / 1024)} KiB`}, ${took} ms)`;
       document.body.dataset.listed = String(Date.now());
     } catch (err) {
       if (signal.aborted) return;

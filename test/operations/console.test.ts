@@ -5,7 +5,7 @@
 // change to any of them, from one ListResources call at a time (no call per row). A name's bidi
 // controls and line separators show as escapes. The page is served only to its own Host, serves only
 // ListResources, and with JWT authentication shows nothing until given a token. Screenshots of the page
-// are saved to .test-results/console.png and console-1000.png (docs/console.png is one).
+// are saved to .test-results/console.png and console-1000.png (docs/console.png is the latter).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
@@ -225,7 +225,7 @@ describe("the web console", function () {
       page.on("requestfinished", (r) => void (api(r) && open--));
       page.on("requestfailed", (r) => void (api(r) && open--));
       try {
-        await page.setViewport({ width: 1280, height: 900 });
+        await page.setViewport({ width: 1280, height: 600 });
         await page.goto(url, { waitUntil: "domcontentloaded" });
         await page.waitForFunction(
           (p, n) => [...document.querySelectorAll<HTMLTableRowElement>("tbody tr")].filter((tr) => (tr.dataset.resource ?? "").startsWith(p + "/")).length === n,
