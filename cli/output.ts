@@ -1,15 +1,17 @@
 // What the fencekeeper command prints: lines for people, or with --json one JSON object per line (JSON
-// Lines; 64-bit numbers as decimal strings). Errors are one line on stderr, never a stack trace.
+// Lines; 64-bit numbers as decimal strings). Errors are one line on stderr, never a stack trace. Lines
+// for people show a name's bidi controls and line separators as escapes (visible-text.ts).
 import { Code } from "@connectrpc/connect";
 import { CommanderError } from "commander";
 import { FencekeeperError, LeaseLostError, tokenToJson } from "../client/index.js";
+import { visibleText } from "./visible-text.js";
 
 export class Output {
   constructor(readonly json: boolean) {}
 
-  /** One result: `data` as a JSON line, or `human` as text. */
+  /** One result: `data` as a JSON line, or `human` as text (names with their hidden characters escaped). */
   result(data: Record<string, unknown>, human: () => string): void {
-    process.stdout.write(this.json ? toJsonLine(data) : human() + "\n");
+    process.stdout.write(this.json ? toJsonLine(data) : visibleText(human()) + "\n");
   }
 
   /** Raw bytes to stdout, for people reading a value. */
@@ -19,7 +21,7 @@ export class Output {
   }
 
   error(err: unknown): void {
-    process.stderr.write(`fencekeeper: ${describeError(err)}\n`);
+    process.stderr.write(`fencekeeper: ${visibleText(describeError(err))}\n`);
     if (this.json) process.stdout.write(toJsonLine({ error: errorJson(err) }));
   }
 }

@@ -1,6 +1,6 @@
 // The read-only web console (--console-listen, off unless set): one page that lists the resources in
-// use with holder, principal, generation, fence, mode, lock-delay and waiters, kept live by Observe over
-// Connect from the browser (console/app.ts, bundled into dist/console/ by scripts/build.sh). The page
+// use with holder, principal, generation, fence, mode, lock-delay and waiters, kept live by one
+// ListResources listing every few seconds, not a call per row (console/app.ts, bundled by build.sh). The page
 // calls the API on this same port, with the credentials the user gives it, and those calls go to the
 // server's own handler, so they run through the one call pipeline (authentication, the policy, the log
 // and the metrics) like any other: the policy decides what the page shows. Only the read-only methods
@@ -13,8 +13,8 @@ import { isLoopback, type HostPort } from "../config.js";
 import { hostRule } from "../rpc/host-rule.js";
 import type { Handler } from "../transport.js";
 
-/** The methods the page calls: nothing that changes anything. */
-const READ_ONLY = new Set(["ListResources", "Describe", "Observe"].map((m) => `/${LeaseService.typeName}/${m}`));
+/** The one method the page calls, which changes nothing. */
+const READ_ONLY = new Set([`/${LeaseService.typeName}/ListResources`]);
 
 const HEADERS = {
   // The page loads only itself and talks only to its own origin.
@@ -65,6 +65,6 @@ export function consoleHandler(api: Handler, at: HostPort, allowedHosts: readonl
       return;
     }
     res.writeHead(404, { "content-type": "text/plain" });
-    res.end("the console serves its page at / and the read-only calls it makes (ListResources, Describe, Observe)\n");
+    res.end("the console serves its page at / and the one read-only call it makes (ListResources)\n");
   };
 }

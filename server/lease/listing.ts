@@ -1,9 +1,10 @@
 // ListResources: the resources in use (held, waited for, or serving a lock-delay), by name prefix, a
-// page at a time. etcd keeps no index of resources, so the scan jumps from one resource's keys to the
-// next: one keys-only read finds the next resource, one count of its holders' range (owner, lock-delay,
-// line, shared holders) says whether it is in use, and the scan goes on past all its keys, so a
-// resource's store entries are never read. One call looks at most at SCAN_LIMIT resources; a page that
-// ends there says where to go on, even when it found fewer than asked.
+// page at a time. etcd keeps no index of resources, so the scan reads names: one keys-only read of up to
+// SCAN_BATCH keys names the next resources, and a resource whose keys the read holds whole is in use when
+// one of them is in its holders' range (owner, lock-delay, line, shared holders). The one the read cut
+// short gets a count of its holders' range, and the scan goes on past all its keys, so a resource with
+// many store entries costs two reads, never a read of its entries. One call looks at most at
+// SCAN_LIMIT resources; a page that ends there says where to go on, even when it found fewer than asked.
 import { invalid } from "../errors/errors.js";
 import type { KeyLayout } from "../etcd/keys.js";
 import type { Reader } from "../etcd/reader.js";
@@ -11,8 +12,10 @@ import { checkResource } from "../validation/validate.js";
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
-/** Resources looked at by one call, in use or not (two etcd reads each). */
+/** Resources looked at by one call, in use or not. */
 const SCAN_LIMIT = 2000;
+/** Keys per read of the scan (keys only: a few KiB). A resource in use has a handful. */
+const SCAN_BATCH = 512;
 
 export interface ListParams {
   prefix: string;
@@ -42,22 +45,37 @@ export async function listInUse(d: { keys: KeyLayout; reader: Reader }, p: ListP
     }
   }
   const resources: string[] = [];
-  for (let scanned = 0; scanned < SCAN_LIMIT && resources.length < size; scanned++) {
-    const next = await d.reader.range("list resources", { key: start, range_end: end, limit: 1, keys_only: true });
-    const key = next.kvs[0]?.key;
-    if (!key) return { resources, nextPageToken: "" };
-    const resource = d.keys.resourceOfKey(key);
-    if (resource === undefined) {
-      // Not a resource's key (none should be here): step past it.
-      start = Buffer.concat([key, Buffer.from([0])]);
-      continue;
+  let scanned = 0;
+  while (scanned < SCAN_LIMIT && resources.length < size) {
+    const batch = await d.reader.range("list resources", { key: start, range_end: end, limit: SCAN_BATCH, keys_only: true });
+    const keys = batch.kvs.map((kv) => kv.key);
+    if (keys.length === 0) return { resources, nextPageToken: "" };
+    let i = 0;
+    while (i < keys.length && scanned < SCAN_LIMIT && resources.length < size) {
+      const resource = d.keys.resourceOfKey(keys[i]);
+      if (resource === undefined) {
+        // Not a resource's key (none should be here): step past it.
+        start = Buffer.concat([keys[i], Buffer.from([0])]);
+        i++;
+        continue;
+      }
+      // This resource's keys in the read: all of them, unless the read stopped among them.
+      let last = i;
+      while (last + 1 < keys.length && d.keys.resourceOfKey(keys[last + 1]) === resource) last++;
+      const whole = last + 1 < keys.length || !batch.more;
+      if (p.visible(resource)) {
+        const [from, to] = d.keys.holdersRange(resource);
+        const holding = keys.slice(i, last + 1).some((k) => Buffer.compare(k, from) >= 0 && Buffer.compare(k, to) < 0);
+        if (holding || (!whole && Number((await d.reader.range("list resources", { key: from, range_end: to, count_only: true })).count) > 0)) {
+          resources.push(resource);
+        }
+      }
+      scanned++;
+      start = d.keys.afterResource(resource);
+      i = last + 1;
     }
-    if (p.visible(resource)) {
-      const [from, to] = d.keys.holdersRange(resource);
-      const held = await d.reader.range("list resources", { key: from, range_end: to, count_only: true });
-      if (Number(held.count) > 0) resources.push(resource);
-    }
-    start = d.keys.afterResource(resource);
+    // The read reached the end of the range, and every resource in it is looked at: the last page.
+    if (i === keys.length && !batch.more) return { resources, nextPageToken: "" };
   }
   return { resources, nextPageToken: Buffer.compare(start, end) < 0 ? start.toString("base64url") : "" };
 }

@@ -260,6 +260,23 @@ describe("cli: the fencekeeper command", () => {
     expectOneLineError(tooLong, /lock_delay 61s is above the maximum; allowed: 0s \(none\) to 60s/);
   });
 
+  it("shows a name's bidi controls and line separators as escapes for people, and as they are with --json", async () => {
+    // U+202E would show the name reversed from there on; U+2028 would break the line in two.
+    const resource = `${uniqueResource("cli-bidi")}/invoice\u202Efdp.exe\u2028next`;
+    const lease = await fk.acquire(resource, { ttl: 10_000, holder: "ops\u2066team" });
+    try {
+      const [human, json] = await Promise.all([run([...server(), "describe", resource]), run([...server(), "--json", "describe", resource])]);
+      expect(human.stdout).to.include(`"${resource.replace("\u202E", "\\u202E").replace("\u2028", "\\u2028")}" is held by "ops\\u2066team"`);
+      expect(human.stdout).to.not.match(/[\u202e\u2028\u2066]/);
+      expect(json.json[0]).to.include({ resource, holder: "ops\u2066team" });
+      const refused = await run([...server(), "acquire", resource, "--ttl", "2s"]);
+      expect(refused.code).to.equal(6);
+      expectOneLineError(refused, /\\u202Efdp\.exe\\u2028next/);
+    } finally {
+      await lease.release();
+    }
+  });
+
   it("observe prints the holder now and each handover, until Ctrl-C", async () => {
     const resource = uniqueResource("cli-observe");
     const child = start([...server(), "--json", "observe", resource]);

@@ -9,6 +9,7 @@ import { expect } from "chai";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { AcquireMode } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { AUDIENCE, ISSUER, issuerKeys, sign } from "../harness/jwt-fixtures.js";
@@ -24,6 +25,7 @@ describe("ListResources", function () {
   let server: TestServer;
   let alice: Client<typeof LeaseService>;
   let sam: Client<typeof LeaseService>;
+  let samBearer: Interceptor;
 
   const clientAs = (token: string) => {
     const bearer: Interceptor = (next) => (req) => {
@@ -68,7 +70,12 @@ describe("ListResources", function () {
       args: ["--jwt-keys", keys.pemFile, "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--policy", policy, "--max-lock-delay", "60"],
     });
     alice = clientAs(await sign(keys.es256.privateKey, { sub: "alice" }));
-    sam = clientAs(await sign(keys.es256.privateKey, { sub: "sam", groups: ["sre"] }));
+    const samToken = await sign(keys.es256.privateKey, { sub: "sam", groups: ["sre"] });
+    sam = clientAs(samToken);
+    samBearer = (next) => (req) => {
+      req.header.set("authorization", `Bearer ${samToken}`);
+      return next(req);
+    };
   });
 
   after(async () => {
@@ -112,6 +119,26 @@ describe("ListResources", function () {
     expect(await listAll(sam, "p/", 2)).to.deep.equal(names);
     expect(await listAll(sam, "p/", 1)).to.deep.equal(names);
     expect(await listAll(sam, "p/")).to.deep.equal(names);
+  });
+
+  it("reads names, not store entries: a resource with more store entries than one read of the scan holds is listed while held, and never once free", async () => {
+    // 600 entries: more keys than one read of the scan takes, all sorted before the resource's holders.
+    const store = createClient(FencedStoreService, createGrpcTransport({ baseUrl: server.url, interceptors: [samBearer] }));
+    const fill = async (resource: string) => {
+      const { token } = await sam.acquire({ resource, ttl: ttl(60), holder: "filler" });
+      for (let i = 0; i < 600; i += 50) {
+        await Promise.all(Array.from({ length: 50 }, (_, j) => store.put({ resource, key: `k${i + j}`, value: new Uint8Array([1]), mutation: { token } })));
+      }
+      return token!;
+    };
+    const held = await fill("m/big-held");
+    await sam.release({ token: await fill("m/big-free") });
+    await sam.acquire({ resource: "m/c", ttl: ttl(60), holder: "after" });
+    await sam.acquire({ resource: "m/a", ttl: ttl(60), holder: "before" });
+    expect(await listAll(sam, "m/")).to.deep.equal(["m/a", "m/big-held", "m/c"]);
+    expect(await listAll(sam, "m/", 1)).to.deep.equal(["m/a", "m/big-held", "m/c"]);
+    await sam.release({ token: held });
+    expect(await listAll(sam, "m/")).to.deep.equal(["m/a", "m/c"]);
   });
 
   it("with a policy, lists only the resources the caller may observe, refusing nothing", async () => {
