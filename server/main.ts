@@ -121,6 +121,7 @@ export async function serve(config: Config): Promise<void> {
         maxLeasesPerCaller: config.maxLeasesPerCaller,
         maxBytesPerResource: config.maxBytesPerResource,
       },
+      answers: config.answers,
       etcdLimits: { maxTxnOps: config.etcdMaxTxnOps, maxRequestBytes: config.etcdMaxRequestBytes },
       etcdTimeoutMs: config.etcdTimeoutMs,
       log,
