@@ -1,7 +1,7 @@
 // Observe streams whose readers never read (docs/budgets.md, "Answers and slow readers"): ten raw
 // HTTP/2 streams, paused, so that their client takes nothing and HTTP/2 flow control stops the server
 // writing, while a holder proclaims 150 values of 1 MiB. The server keeps at most its stream backlog
-// for them, not every change: its memory stays flat (it grew by a gigabyte before). A reader that then
+// for them, not every change: its memory stays flat (before, 100 values grew it by 560 MiB). A reader that then
 // reads gets the changes it had room for, then the state now, marked missed_changes, and the stream
 // goes on.
 import { expect } from "chai";
