@@ -167,6 +167,11 @@ export interface Ownership {
   lockDelay?: number;
   /** Set when the resource has entered a lock-delay: about when it ends. */
   lockDelayUntil?: Date;
+  /**
+   * Set when changes before this one were left out: the reader fell behind by more than the server keeps
+   * for it, and this is the state when it was sent (joined and left are then empty).
+   */
+  missedChanges?: boolean;
 }
 
 /** A lease of its own as granted: the TTL etcd granted, in ms, and when the grant was sent and answered. */
@@ -453,6 +458,7 @@ export class FencekeeperClient {
           maxHolders: x.maxHolders,
           revision: x.revision,
           ...lockDelayOf(x),
+          ...(x.missedChanges ? { missedChanges: true } : {}),
         };
       }
     } catch (err) {

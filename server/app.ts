@@ -17,6 +17,7 @@ import { TokenSigner } from "./tokens/signer.js";
 import { storeService } from "./api/store-service.js";
 import { DomainEvents } from "./events/events.js";
 import { DEFAULT_LIMITS, type Limits } from "./validation/limits.js";
+import { DEFAULT_ANSWER_BUDGET, type AnswerBudget } from "./answers/budget.js";
 import { EtcdCalls, type EtcdCallObserver } from "./etcd/calls.js";
 import { Committer } from "./etcd/committer.js";
 import { startCompactor } from "./etcd/compactor.js";
@@ -43,6 +44,8 @@ export interface AppOptions {
   tokenSigningKey?: KeyObject;
   prefix: string;
   limits?: Partial<Limits>;
+  /** What one answer may weigh, and what streams may keep for slow readers (answers/budget.ts). */
+  answers?: AnswerBudget;
   /** What etcd accepts in one request. */
   etcdLimits: { maxTxnOps: number; maxRequestBytes: number };
   etcdTimeoutMs: number;
@@ -73,6 +76,7 @@ const COMMITS_IN_FLIGHT = 2;
 
 export function createApp(o: AppOptions): App {
   const limits: Limits = { ...DEFAULT_LIMITS, ...o.limits };
+  const answers = o.answers ?? DEFAULT_ANSWER_BUDGET;
   const events = new DomainEvents((err, event) => o.log.error({ err, event: event.type }, "a listener of domain events failed"));
   const keys = new KeyLayout(o.prefix);
   const calls = new EtcdCalls(o.observeEtcd);
@@ -88,13 +92,13 @@ export function createApp(o: AppOptions): App {
   preempted.start();
   const preemptionPace = new PreemptionPace(limits.preemptionIntervalMs);
   const coordinator = new LeaseCoordinator({ keys, committer, reader, leases, limits, signer, tokens, events, preempted, preemptionPace });
-  const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits, events });
+  const store = new FencedStore({ keys, tokens, committer, reader, idempotency: new IdempotencyLeases(leases, limits.idempotencyTtlSeconds), limits, events, maxPageBytes: answers.maxAnswerBytes });
   // The handlers as every call reaches them: authorized from one table, failures mapped (server/rpc).
   checkRules([LeaseService, FencedStoreService]);
   checkTable([LeaseService, FencedStoreService]);
   const authorization = new Authorization(o.access);
   const ledger = new Ledger({ historyBytesPerSecond: 0, ...o.callerCaps }, (values) => o.access.callerKey({ values }));
-  const lease = handlers(LeaseService, leaseService(coordinator, o.access, new KeepAlivePace(o.callerCaps), o.log), authorization, ledger);
+  const lease = handlers(LeaseService, leaseService(coordinator, o.access, new KeepAlivePace(o.callerCaps), answers, o.log), authorization, ledger);
   const fenced = handlers(FencedStoreService, storeService(store, o.access, o.log), authorization, ledger);
   const compactor = o.compaction && startCompactor(o.etcd, calls, { ...o.compaction, probeKey: Buffer.from(o.prefix) }, o.log);
   return {

@@ -9,6 +9,7 @@ import type { AuthenticationConfig, JwtConfig } from "./auth/authentication-conf
 import { DEFAULT_MAX_BYTES_PER_LEASE, DEFAULT_MAX_BYTES_PER_RESOURCE, DEFAULT_PREEMPTION_INTERVAL_MS, MIN_TTL_SECONDS, TXN_EXTRA_OPS, TXN_EXTRA_OPS_WITH_QUOTA } from "./validation/limits.js";
 import { EMBEDDED_ETCD_MAX_REQUEST_BYTES, EMBEDDED_ETCD_QUOTA_BACKEND_BYTES } from "./etcd/embedded.js";
 import { defaultHistoryBytesPerSecond } from "./budgets/history-rate.js";
+import { answerBudget, CALLER_BUFFER_STREAMS, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_STREAM_BUFFER_BYTES, MIN_ANSWER_BYTES, type AnswerBudget } from "./answers/budget.js";
 
 /** etcd's own default --max-request-bytes. */
 const ETCD_DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
@@ -83,6 +84,8 @@ export interface Config {
   compaction: { intervalMs: number; retention: number };
   /** Bytes (keys and values) one resource's store entries may take in etcd; 0: no quota. */
   maxBytesPerResource: number;
+  /** What one answer may weigh, and what one Observe stream keeps for a reader that falls behind (answers/budget.ts). */
+  answers: AnswerBudget;
   /** Per caller (a principal; without authentication, a client address), on this replica. */
   callerCaps: { streams: number; waiters: number };
   maxLeasesPerCaller: number;
@@ -328,6 +331,8 @@ export function serveOptions(cmd: Command): Command {
   );
   opt("--compaction-interval <ms>", "how often the server compacts etcd's history (0: never; then compact etcd otherwise)", "FENCEKEEPER_COMPACTION_INTERVAL", integer("compaction-interval", 0, 86_400_000), 5000);
   opt("--compaction-retention <revisions>", "revisions of etcd's history kept by compaction (page tokens and watches older than this fail)", "FENCEKEEPER_COMPACTION_RETENTION", integer("compaction-retention", 0, 1_000_000_000), 1000);
+  opt("--max-answer-bytes <bytes>", "bytes (protobuf) one answer may take: ListResources, Describe and Range pages and Observe messages end there (at least one item each)", "FENCEKEEPER_MAX_ANSWER_BYTES", integer("max-answer-bytes", MIN_ANSWER_BYTES, 3 * 1024 * 1024), DEFAULT_MAX_ANSWER_BYTES);
+  opt("--max-stream-buffer-bytes <bytes>", `bytes of messages one Observe stream keeps for a reader that has not taken them (a caller's streams together: ${CALLER_BUFFER_STREAMS} times that); past it, its reader is told it missed changes`, "FENCEKEEPER_MAX_STREAM_BUFFER_BYTES", integer("max-stream-buffer-bytes", MIN_ANSWER_BYTES, 256 * 1024 * 1024), DEFAULT_MAX_STREAM_BUFFER_BYTES);
   opt("--max-bytes-per-resource <bytes>", "bytes (keys and values) the store entries of one resource may take (0: no quota)", "FENCEKEEPER_MAX_BYTES_PER_RESOURCE", integer("max-bytes-per-resource", 0, Number.MAX_SAFE_INTEGER), DEFAULT_MAX_BYTES_PER_RESOURCE);
   opt("--etcd-ca <file>", "PEM CA to trust for https:// etcd endpoints instead of the system's", "FENCEKEEPER_ETCD_CA", pemFile("etcd-ca"));
   opt("--etcd-cert <file>", "PEM client certificate for etcd", "FENCEKEEPER_ETCD_CERT", pemFile("etcd-cert"));
@@ -387,6 +392,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     maxStreamMessagesPerSecond: o.maxStreamMessagesPerSecond as number,
     compaction: { intervalMs: o.compactionInterval as number, retention: o.compactionRetention as number },
     maxBytesPerResource: o.maxBytesPerResource as number,
+    answers: answerBudget(o.maxAnswerBytes as number, o.maxStreamBufferBytes as number),
     otlp: o.otlpEndpoint !== undefined ? { endpoint: o.otlpEndpoint as string, delayMs: o.otlpBatchDelay as number, sampleRatio: o.otlpSampleRatio as number } : undefined,
     auditLog: o.auditLog as string | undefined,
     replica: o.replica as string,

@@ -124,6 +124,7 @@ export async function serve(config: Config): Promise<void> {
         maxBytesPerLease: config.maxBytesPerLease,
         preemptionIntervalMs: config.preemptionIntervalMs,
       },
+      answers: config.answers,
       etcdLimits: { maxTxnOps: config.etcdMaxTxnOps, maxRequestBytes: config.etcdMaxRequestBytes },
       etcdTimeoutMs: config.etcdTimeoutMs,
       log,

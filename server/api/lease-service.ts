@@ -12,8 +12,10 @@ import { acquireModeFromProto, durationMs, seconds, tokenFromProto, tokenToProto
 import { describeToProto, ownershipToProto } from "./ownership-proto.js";
 import type { CallContext } from "../rpc/call-context.js";
 import { keepAlive } from "./keepalive.js";
+import type { AnswerBudget } from "../answers/budget.js";
+import { CallerBuffers } from "../streams/coalescing-queue.js";
 
-export function leaseService(coordinator: LeaseCoordinator, access: Access, pace: KeepAlivePace, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
+export function leaseService(coordinator: LeaseCoordinator, access: Access, pace: KeepAlivePace, answers: AnswerBudget, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
   /** An Acquire that passed its checks: waits if asked, then answers with the signed token. */
   const acquire = async (req: AcquireRequest, ctx: CallContext) => {
     const waitTimeoutMs = durationMs(req.waitTimeout, "wait_timeout");
@@ -44,6 +46,8 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, pace
     };
   };
 
+  /** What the Observe streams of one caller keep together for readers that fall behind. */
+  const callerBuffers = new CallerBuffers(answers.maxCallerBufferBytes);
   const renewals = access.renewalGrants((leaseId) => coordinator.heldResources(leaseId));
   /** What else the policy asks of a renewal by the caller, once the lease is known to be its own. */
   const renewable = (ctx: CallContext) => {
@@ -90,11 +94,11 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, pace
 
     describe: async (req, ctx) => {
       checkResource(req.resource);
-      return describeToProto(await coordinator.describe(req.resource));
+      return describeToProto(await coordinator.describe(req.resource, access.owner(ctx), { maxBytes: answers.maxAnswerBytes, holdersPageToken: req.holdersPageToken }));
     },
 
     listResources: async (req, ctx) => {
-      const page = await coordinator.listResources({ prefix: req.prefix, pageSize: req.pageSize, pageToken: req.pageToken, visible: ctx.values.get(VISIBLE) });
+      const page = await coordinator.listResources({ prefix: req.prefix, pageSize: req.pageSize, pageToken: req.pageToken, visible: ctx.values.get(VISIBLE) }, access.owner(ctx), answers.maxAnswerBytes);
       return {
         resources: page.resources.map(({ resource, description }) => ({ resource, state: describeToProto(description) })),
         nextPageToken: page.nextPageToken,
@@ -103,9 +107,16 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, pace
 
     observe: async function* (req, ctx) {
       checkResource(req.resource);
-      const authority = access.streamAuthority(ctx, "Observe", [{ verb: "observe", resource: req.resource }]);
-      for await (const o of access.streams.run(authority, ctx.signal, (signal) => coordinator.observe(req.resource, signal))) {
-        yield ownershipToProto(o);
+      // The stream's slot is the ledger's (server/budgets); what it buffers for a slow reader is bounded here.
+      const buffers = callerBuffers.open(access.callerKey(ctx));
+      try {
+        const authority = access.streamAuthority(ctx, "Observe", [{ verb: "observe", resource: req.resource }]);
+        const limits = { maxBytes: answers.maxAnswerBytes, buffer: { maxBytes: answers.maxStreamBufferBytes, pool: buffers.pool } };
+        for await (const o of access.streams.run(authority, ctx.signal, (signal) => coordinator.observe(req.resource, signal, access.owner(ctx), limits))) {
+          yield ownershipToProto(o);
+        }
+      } finally {
+        buffers.close();
       }
     },
 

@@ -13,6 +13,7 @@ export function describeToProto(d: Description): MessageInitShape<typeof Describ
     ...holdingToProto(d),
     ttl: d.ttlSeconds !== undefined ? seconds(d.ttlSeconds) : undefined,
     holdersWithoutTtl: d.holdersWithoutTtl,
+    nextHoldersPageToken: d.nextHoldersPageToken ?? "",
     maxHolders: d.maxHolders,
     waiters: d.waiters,
     fence: d.fence,
@@ -24,32 +25,37 @@ export function ownershipToProto(o: Ownership): MessageInitShape<typeof ObserveR
   return {
     ...holdingToProto(o),
     revision: o.revision,
-    joined: o.joined.map(holderToProto),
+    // A value is sent once per message: a holder that joined is in holders with its value, and one that
+    // left holds nothing now.
+    joined: o.joined.map((h) => holderToProto(h, false)),
     maxHolders: o.maxHolders,
-    left: o.left.map(holderToProto),
+    left: o.left.map((h) => holderToProto(h, false)),
+    missedChanges: o.missedChanges ?? false,
   };
 }
 
-/** The fields both answers share. */
+/** The fields both answers share. A value is sent once: the exclusive holder's at the top, not in holders. */
 function holdingToProto(s: Description | Ownership) {
+  const exclusive = s.token !== undefined;
   return {
     held: s.held,
     holder: s.holder ?? "",
     holderPrincipal: s.holderPrincipal ?? "",
     token: s.token ? tokenToProto(s.token) : undefined,
-    holders: s.holders.map(holderToProto),
+    holders: s.holders.map((h) => holderToProto(h, !exclusive)),
     value: s.value,
     ...lockDelayToProto(s),
   };
 }
 
-function holderToProto(h: HolderState) {
+function holderToProto(h: HolderState, withValue: boolean) {
   return {
     holder: h.holder,
     holderPrincipal: h.holderPrincipal ?? "",
     token: tokenToProto(h.token),
     ttl: h.ttlSeconds !== undefined ? seconds(h.ttlSeconds) : undefined,
-    value: h.value,
+    value: withValue ? h.value : undefined,
+    valueLeftOut: h.valueLeftOut ?? false,
   };
 }
 

@@ -32,7 +32,7 @@ export const BUDGETS: Record<BudgetName, Budget> = {
   streams: { flag: "--max-streams-per-caller", reason: "STREAMS_EXCEEDED", counts: "KeepAlive and Observe streams open", kept: "replica" },
   waiters: { flag: "--max-waiters-per-caller", reason: "WAITERS_EXCEEDED", counts: "Acquire calls waiting", kept: "replica" },
   preemptions: { flag: "--preemption-interval", reason: "PREEMPTION_RATE_EXCEEDED", counts: "preemptions of one resource (one per interval)", kept: "replica" },
-  buffered_bytes: { flag: "--max-buffered-bytes-per-stream", counts: "bytes the server holds for a stream whose reader is slow (answers and slow readers)", kept: "replica" },
+  buffered_bytes: { flag: "--max-stream-buffer-bytes", counts: "bytes the server holds for a stream whose reader is slow (answers and slow readers)", kept: "replica" },
 };
 
 export interface Spent {

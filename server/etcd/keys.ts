@@ -95,6 +95,11 @@ export class KeyLayout {
   }
 
   /** Past every key of a resource: where a scan of resources goes on after it. */
+  /** The first key a resource's keys can have: where a listing that stops before it starts again. */
+  resourceStart(resource: string): Buffer {
+    return Buffer.from(this.resourceRoot(resource));
+  }
+
   afterResource(resource: string): Buffer {
     return prefixEnd(Buffer.from(this.resourceRoot(resource)));
   }

@@ -17,14 +17,23 @@ export function healthService(status: HealthStatus): ServiceImpl<typeof Health> 
     },
 
     async *watch(req, ctx) {
+      // At most one change waits for a reader: each says only "look again", so a reader that never
+      // reads costs one entry, however often the status changes.
       const changes = new AsyncQueue<void>();
-      const stop = status.onChange(() => changes.push());
+      let pending = false;
+      const stop = status.onChange(() => {
+        if (pending) return;
+        pending = true;
+        changes.push();
+      });
       const close = () => changes.close();
       ctx.signal.addEventListener("abort", close, { once: true });
       try {
         let last: ServingStatus | undefined;
+        pending = true;
         changes.push();
         for await (const _ of changes) {
+          pending = false;
           const now = status.of(req.service) ?? ServingStatus.SERVICE_UNKNOWN;
           if (now === last) continue;
           last = now;

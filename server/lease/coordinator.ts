@@ -5,18 +5,22 @@ import { kindOf, refusalOf, type RenewalVia } from "../events/events.js";
 import type { Token } from "../tokens/token.js";
 import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../validation/validate.js";
 import { acquisitionBytes, giveBackLeaseBytes } from "../budgets/lease-bytes.js";
-import { decodeGeneration, decodeOwner, decodePreempted, encodeHolder, holderKeyOf, holds, lastIssuedOf } from "../etcd/keys.js";
+import { decodeGeneration, decodeOwner, decodePreempted, type Owner, encodeHolder, holderKeyOf, holds, lastIssuedOf } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
 import { reads } from "../etcd/reads.js";
 import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acquisition.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import type { TokenSigner } from "../tokens/signer.js";
+import { signatureShownTo } from "../tokens/disclosure.js";
 import { bindOps, checkBound, StreamBindings } from "./bindings.js";
 import { claimLeaseSlot } from "./lease-cap.js";
 import { liftLockDelay, lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
 import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
 import { proclaim } from "./proclaim.js";
-import { listInUse, type ListParams } from "./listing.js";
+import { listInUse, listingTokenAt, type ListParams } from "./listing.js";
+import { ownershipBytes, withinBudget } from "./observe-budget.js";
+import { CoalescingQueue, type BufferPool } from "../streams/coalescing-queue.js";
+import { describedBytes, holdersAfter, holdersPage, holdersPageToken } from "./describe-page.js";
 import { maxHoldersOf } from "./semaphore.js";
 import { preemptedError } from "./preemption.js";
 import { decodeShared, sharedHolders } from "./shared.js";
@@ -42,10 +46,22 @@ export interface Description extends LockDelayState {
   waiters: number;
   fence: bigint;
   lastIssued: bigint;
+  /** Set when holders stops before the last shared holder (the answer budget): where the next page starts. */
+  nextHoldersPageToken?: string;
+}
+
+/** What one description may hold, and from which holder it starts. */
+export interface DescribePage {
+  /** Bytes the description may take (answers/budget.ts); at least one holder is described whatever its size. */
+  maxBytes: number;
+  /** A previous description's nextHoldersPageToken; empty: from the oldest holder. */
+  holdersPageToken?: string;
 }
 
 /** Most holders whose TTL one Describe reads from etcd (one call each): the oldest ones. */
 export const MAX_HOLDER_TTLS = 100;
+/** Most resources ListResources describes at once. */
+const LIST_DESCRIBES = 16;
 
 export interface CoordinatorDeps extends AcquireDeps {
   signer: TokenSigner;
@@ -69,9 +85,9 @@ export class LeaseCoordinator {
     } catch (err) {
       const reason = refusalOf(err);
       if (reason) this.d.events.emit({ type: "refused", operation: "acquire", resource: p.resource, reason });
-      // RESOURCE_HELD carries the holder's token, signed as Describe shows it.
+      // RESOURCE_HELD carries the holder's token, as Describe shows it to this caller (disclosure.ts).
       if (err instanceof DomainError && err.token) {
-        const token = await this.d.signer.sign({ ...err.token, principal: err.metadata.holder_principal ?? "" });
+        const token = await this.shownToken({ ...err.token, principal: err.metadata.holder_principal ?? "" }, p.principal);
         throw new DomainError(err.kind, err.message, err.reason, err.metadata, token);
       }
       throw err;
@@ -197,8 +213,13 @@ export class LeaseCoordinator {
     return liftLockDelay(this.d, resource);
   }
 
-  async describe(resource: string): Promise<Description> {
+  /**
+   * viewer: the caller's principal (undefined without authentication): whose tokens it sees signed
+   * (disclosure.ts). page: the answer budget, and where the holders start (describe-page.ts).
+   */
+  async describe(resource: string, viewer: string | undefined, page: DescribePage): Promise<Description> {
     checkResource(resource);
+    const after = holdersAfter(page.holdersPageToken ?? "");
     const { keys, reader, leases } = this.d;
     const [line, lineEnd] = keys.lineRange(resource);
     const { found } = await reader.snapshot(
@@ -214,20 +235,21 @@ export class LeaseCoordinator {
     );
     const { owner, fence, issued, shared, lockDelay } = found;
     const exclusive = owner.kvs[0] ? decodeOwner(owner.kvs[0]) : undefined;
-    const owners = exclusive ? [{ o: exclusive, mode: "exclusive" as const }] : decodeShared(shared.kvs).map((o) => ({ o, mode: "shared" as const }));
-    // Each holder's token as Acquire gave it, signature included: with authentication on, it is of no
-    // use to anyone but its principal, and without, anyone may write anyway. A TTL is an etcd call of its
-    // own: only the oldest holders' are read, so that a resource with thousands of shared holders costs
-    // one Describe a bounded number of them.
+    const all: { o: Owner; mode: "exclusive" | "shared" }[] = exclusive ? [{ o: exclusive, mode: "exclusive" }] : decodeShared(shared.kvs).map((o) => ({ o, mode: "shared" }));
+    const { owners, more } = holdersPage(resource, all, after, page.maxBytes);
+    // Each holder's token, signed only for its own principal (disclosure.ts): a signature is a
+    // credential wherever tokens are verified offline. A TTL is an etcd call of its own: only the oldest
+    // holders' are read, so that a resource with thousands of shared holders costs one Describe a
+    // bounded number of them.
     const holders = await Promise.all(
       owners.map(async ({ o, mode }, i) => {
-        if (i >= MAX_HOLDER_TTLS) return this.signed(holderState(resource, o, mode));
-        const [holder, ttl] = await Promise.all([this.signed(holderState(resource, o, mode)), leases.timeToLive(o.leaseId)]);
+        if (i >= MAX_HOLDER_TTLS) return this.shown(holderState(resource, o, mode), viewer);
+        const [holder, ttl] = await Promise.all([this.shown(holderState(resource, o, mode), viewer), leases.timeToLive(o.leaseId)]);
         return { ...holder, ttlSeconds: Math.max(0, ttl) };
       }),
     );
     const description: Description = {
-      held: holders.length > 0,
+      held: all.length > 0,
       holders,
       holdersWithoutTtl: Math.max(0, holders.length - MAX_HOLDER_TTLS),
       maxHolders: exclusive ? 0 : maxHoldersOf(decodeShared(shared.kvs)),
@@ -235,6 +257,7 @@ export class LeaseCoordinator {
       fence: decodeGeneration(fence.kvs[0]?.value),
       lastIssued: lastIssuedOf(issued.kvs[0]),
       ...(await lockDelayState(leases, lockDelay.kvs[0], owner.kvs.length > 0)),
+      ...(more ? { nextHoldersPageToken: holdersPageToken(owners[owners.length - 1].o.generation) } : {}),
     };
     if (exclusive) {
       const h = holders[0];
@@ -247,29 +270,76 @@ export class LeaseCoordinator {
     return description;
   }
 
-  /** The resources in use, a page at a time (listing.ts), each as describe() describes it. */
-  async listResources(p: ListParams): Promise<{ resources: { resource: string; description: Description }[]; nextPageToken: string }> {
+  /**
+   * The resources in use, a page at a time (listing.ts), each as describe() describes it, until the
+   * page would pass maxBytes: it then ends before that resource, and its token starts there. The first
+   * resource is always listed; when its holders alone pass the budget, with its first holders only.
+   */
+  async listResources(p: ListParams, viewer: string | undefined, maxBytes: number): Promise<{ resources: { resource: string; description: Description }[]; nextPageToken: string }> {
     const page = await listInUse(this.d, p);
     const resources: { resource: string; description: Description }[] = [];
-    // A bounded number of describes at a time: a page may name a thousand resources.
-    for (let i = 0; i < page.resources.length; i += 32) {
-      const part = page.resources.slice(i, i + 32);
-      resources.push(...(await Promise.all(part.map(async (resource) => ({ resource, description: await this.describe(resource) })))));
+    let left = maxBytes;
+    // A few describes at a time: a page may name a thousand resources, and each may carry a 1 MiB
+    // value. One first, then twice as many each round up to LIST_DESCRIBES, so that a page of large
+    // values reads from etcd little more than it sends.
+    for (let i = 0, n = 1; i < page.resources.length; i += n, n = Math.min(2 * n, LIST_DESCRIBES)) {
+      const part = page.resources.slice(i, i + n);
+      const described = await Promise.all(part.map(async (resource) => ({ resource, description: await this.describe(resource, viewer, { maxBytes: Math.max(left, 1) }) })));
+      for (const r of described) {
+        const bytes = describedBytes(r.resource, r.description);
+        const first = resources.length === 0;
+        if (!first && (bytes > left || r.description.nextHoldersPageToken)) {
+          return { resources, nextPageToken: listingTokenAt(this.d.keys, r.resource) };
+        }
+        resources.push(r);
+        left -= bytes;
+      }
     }
     return { resources, nextPageToken: page.nextPageToken };
   }
 
-  /** A holder with its token signed, for its principal. */
-  private async signed(h: HolderState): Promise<HolderState> {
-    return { ...h, token: await this.d.signer.sign({ ...h.token, principal: h.holderPrincipal ?? "" }) };
+  /** A holder as viewer may see it: its token signed only when viewer is its principal (disclosure.ts). */
+  private async shown(h: HolderState, viewer: string | undefined): Promise<HolderState> {
+    return { ...h, token: await this.shownToken({ ...h.token, principal: h.holderPrincipal ?? "" }, viewer) };
   }
 
-  /** Ownership changes, each holder's token signed as Describe signs it. */
-  async *observe(resource: string, signal: AbortSignal): AsyncGenerator<Ownership> {
-    const sign = (hs: HolderState[]) => Promise.all(hs.map((h) => this.signed(h)));
-    for await (const o of observe(this.d, resource, signal)) {
-      const [holders, joined, left] = await Promise.all([sign(o.holders), sign(o.joined), sign(o.left)]);
-      yield { ...o, holders, joined, left, ...(o.token ? { token: holders[0].token } : {}) };
+  /** The token with its principal; signed for that principal alone, else without key id and signature. */
+  private async shownToken(t: Token, viewer: string | undefined): Promise<Token> {
+    if (signatureShownTo(t.principal, viewer)) return this.d.signer.sign(t);
+    const { keyId: _k, signature: _s, ...unsigned } = t;
+    return { ...unsigned, principal: t.principal ?? "" };
+  }
+
+  /**
+   * Ownership changes, each holder's token shown to viewer as Describe shows it, each message within
+   * maxBytes (observe-budget.ts). The watch is drained as fast as etcd sends (a pump into the queue);
+   * what waits for a slow reader is bounded by buffer, past which its reader is told it missed changes
+   * (streams/coalescing-queue.ts).
+   */
+  async *observe(resource: string, signal: AbortSignal, viewer: string | undefined, o: { maxBytes: number; buffer: { maxBytes: number; pool: BufferPool } }): AsyncGenerator<Ownership> {
+    const sign = (hs: HolderState[]) => Promise.all(hs.map((h) => this.shown(h, viewer)));
+    const queue = new CoalescingQueue<Ownership>(o.buffer.maxBytes, o.buffer.pool, (x) => ownershipBytes(resource, x));
+    const stop = new AbortController();
+    let failure: { err: unknown } | undefined;
+    const pump = (async () => {
+      try {
+        for await (const x of observe(this.d, resource, AbortSignal.any([signal, stop.signal]))) queue.push(withinBudget(resource, x, o.maxBytes));
+      } catch (err) {
+        failure = { err };
+      } finally {
+        queue.close();
+      }
+    })();
+    try {
+      for await (const { item, missed } of queue) {
+        const [holders, joined, left] = await Promise.all([sign(item.holders), sign(missed ? [] : item.joined), sign(missed ? [] : item.left)]);
+        yield { ...item, holders, joined, left, ...(item.token ? { token: holders[0].token } : {}), ...(missed ? { missedChanges: true } : {}) };
+      }
+      if (failure) throw failure.err;
+    } finally {
+      stop.abort();
+      queue.close();
+      await pump;
     }
   }
 

@@ -79,3 +79,8 @@ export async function listInUse(d: { keys: KeyLayout; reader: Reader }, p: ListP
   }
   return { resources, nextPageToken: Buffer.compare(start, end) < 0 ? start.toString("base64url") : "" };
 }
+
+/** The page token of a listing that goes on at resource (a page that ended before it: the answer budget). */
+export function listingTokenAt(keys: KeyLayout, resource: string): string {
+  return keys.resourceStart(resource).toString("base64url");
+}

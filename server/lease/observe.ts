@@ -27,6 +27,8 @@ export interface HolderState {
   ttlSeconds?: number;
   /** The value it published (AcquireRequest.value, Proclaim); unset without one. */
   value?: Uint8Array;
+  /** Observe only: it has a value, left out of the message to keep it within the answer budget. */
+  valueLeftOut?: boolean;
 }
 
 export interface Ownership extends LockDelayState {
@@ -46,6 +48,8 @@ export interface Ownership extends LockDelayState {
   revision: bigint;
   /** The shared holders' semaphore size (semaphore.ts); 0 when they are not a semaphore's. */
   maxHolders: number;
+  /** Changes before this report were dropped: its reader fell behind (streams/coalescing-queue.ts). */
+  missedChanges?: boolean;
 }
 
 export async function* observe(d: AcquireDeps, resource: string, signal: AbortSignal): AsyncGenerator<Ownership> {

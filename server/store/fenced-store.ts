@@ -43,7 +43,7 @@ import { Reads, reads } from "../etcd/reads.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import { fingerprintOf, hashKey, type IdempotencyLeases } from "./idempotency.js";
 import type { Mutation } from "./mutation.js";
-import { decodePageToken, encodePageToken, fitting } from "./paging.js";
+import { decodePageToken, ENTRY_OVERHEAD, encodePageToken, fitting } from "./paging.js";
 
 export type { Mutation, StoreOp } from "./mutation.js";
 
@@ -68,6 +68,8 @@ export interface Page {
 export interface StoreDeps {
   keys: KeyLayout;
   tokens: TokenChecks;
+  /** Bytes one Range page may take (answers/budget.ts). */
+  maxPageBytes: number;
   committer: Committer;
   reader: Reader;
   idempotency: IdempotencyLeases;
@@ -146,7 +148,7 @@ export class FencedStore {
       try {
         const res = await read(size);
         const revision = cursor?.revision ?? BigInt(res.header.revision);
-        const kept = fitting(res.kvs.map((kv) => kv.key.length + kv.value.length));
+        const kept = fitting(res.kvs.map((kv) => kv.key.length + (p.keysOnly ? 0 : kv.value.length) + ENTRY_OVERHEAD), this.d.maxPageBytes);
         const entries = res.kvs.slice(0, kept).map((kv) => ({
           key: keys.storeKey(p.resource, kv.key),
           value: p.keysOnly ? new Uint8Array() : kv.value,

@@ -1,8 +1,9 @@
-// Pages of a Range: a cursor that continues a listing at its snapshot, and the bound on a page's bytes.
+// Pages of a Range: a cursor that continues a listing at its snapshot, and the bound on a page's bytes
+// (the answer budget, answers/budget.ts).
 import { invalid } from "../errors/errors.js";
 
-/** A page ends before its keys and values pass this, so that it fits the 4 MiB message limit of common gRPC clients. */
-export const MAX_PAGE_BYTES = 3 * 1024 * 1024;
+/** An entry's bytes in an answer besides its key and value: its mod revision and the framing. */
+export const ENTRY_OVERHEAD = 24;
 
 export interface Cursor {
   resource: string;
@@ -39,12 +40,12 @@ export function decodePageToken(token: string, resource: string, prefix: string)
   return { resource: c.r, prefix: c.p, revision, after: c.a };
 }
 
-/** How many of the entries fit one page: at least one, and no more than MAX_PAGE_BYTES of keys and values. */
-export function fitting(sizes: number[]): number {
+/** How many of the entries fit one page: at least one, and no more than maxBytes of them. */
+export function fitting(sizes: number[], maxBytes: number): number {
   let bytes = 0;
   for (let i = 0; i < sizes.length; i++) {
     bytes += sizes[i];
-    if (bytes > MAX_PAGE_BYTES) return Math.max(1, i);
+    if (bytes > maxBytes) return Math.max(1, i);
   }
   return sizes.length;
 }

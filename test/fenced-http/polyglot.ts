@@ -1,7 +1,8 @@
 // The same checks for the fenced endpoint of every SDK: a service in that language (its HTTP middleware,
 // and its gRPC interceptor where it has one) run as a process of its own, driven over the wire by real
 // clients: a stale token is answered 409 / FAILED_PRECONDITION STALE_TOKEN with the fence and changes
-// nothing; a forged one is refused before the store is asked; a missing header is 400.
+// nothing; a forged one, or one copied from Describe (unsigned), is refused before the store is asked; a
+// missing header is 400.
 import { expect } from "chai";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -118,6 +119,21 @@ export function fencedServiceTests(language: string, start: (server: string) => 
       expect((await missing.json()).message).to.match(/fencing.token/i);
       if (o.admits) expect(await admits(), "the store was asked").to.equal(before);
       expect(await item(resource)).to.deep.equal({ value: "genuine", generation: String(lease.token.generation) });
+      await lease.release();
+    });
+
+    it("HTTP: the holder's token as a bystander's Describe shows it (no key id, no signature) is 403 TOKEN_SIGNATURE_INVALID, before the store is asked", async () => {
+      const resource = uniqueResource("orders");
+      const lease = await client.acquire(resource, { ttl: 5000 });
+      const copied = (await client.describe(resource)).token!;
+      expect(copied.generation).to.equal(lease.token.generation);
+      expect(copied.signature?.length ?? 0, "Describe shows no signature to a caller that is not the principal").to.equal(0);
+      const before = o.admits ? await admits() : 0;
+      const refused = await put(resource, copied, "copied");
+      expect(refused.status).to.equal(403);
+      expect(await refused.json()).to.include({ code: "PermissionDenied", reason: "TOKEN_SIGNATURE_INVALID" });
+      if (o.admits) expect(await admits(), "the store was asked").to.equal(before);
+      expect((await put(resource, lease.token, "genuine")).status).to.equal(200);
       await lease.release();
     });
 

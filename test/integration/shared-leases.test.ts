@@ -45,8 +45,10 @@ describe("shared leases", () => {
       ["reader-b", b.token!.generation, SHARED],
     ]);
     expect(Number(d.holders[0].ttl!.seconds)).to.be.within(1, 10);
-    // Describe's tokens are the holders' own, signature included.
-    expect(d.holders[0].token!.signature).to.deep.equal(a.token!.signature);
+    // Without authentication nobody is known to be a token's principal: Describe shows no signature
+    // (docs/verifying-tokens.md), only Acquire's answer carries it.
+    expect(a.token!.signature).to.have.length(64);
+    expect(d.holders[0].token!.signature).to.have.length(0);
   });
 
   it("an exclusive Acquire without wait is refused with RESOURCE_HELD naming the shared holders", async () => {

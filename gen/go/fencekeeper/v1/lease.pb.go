@@ -658,9 +658,14 @@ func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 type DescribeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The resource to describe.
-	Resource      string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+	// resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+	// fields of the answer describe the resource as it is now, not as it was for the previous page.
+	// INVALID_ARGUMENT for a token that no answer gave.
+	HoldersPageToken string `protobuf:"bytes,2,opt,name=holders_page_token,json=holdersPageToken,proto3" json:"holders_page_token,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DescribeRequest) Reset() {
@@ -700,6 +705,13 @@ func (x *DescribeRequest) GetResource() string {
 	return ""
 }
 
+func (x *DescribeRequest) GetHoldersPageToken() string {
+	if x != nil {
+		return x.HoldersPageToken
+	}
+	return ""
+}
+
 // The response of LeaseService.Describe.
 type DescribeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -733,21 +745,30 @@ type DescribeResponse struct {
 	// is the delay being served. Waiters are granted in order once it ends.
 	LockDelayUntil *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=lock_delay_until,json=lockDelayUntil,proto3" json:"lock_delay_until,omitempty"`
 	// Every current holder: the exclusive one alone (the same as holder, token, ttl and
-	// holder_principal), or every shared holder, oldest generation first. Empty when not held.
+	// holder_principal), or the shared holders, oldest generation first. Empty when not held.
 	// Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-	// oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+	// oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+	// (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+	// budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+	// next_holders_page_token says where to go on.
 	Holders []*Holder `protobuf:"bytes,11,rep,name=holders,proto3" json:"holders,omitempty"`
-	// How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
-	// or fewer.
+	// How many holders of this answer, the newest ones past its first 100, are listed without ttl. 0
+	// with 100 holders or fewer.
 	HoldersWithoutTtl int32 `protobuf:"varint,12,opt,name=holders_without_ttl,json=holdersWithoutTtl,proto3" json:"holders_without_ttl,omitempty"`
 	// The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
 	// resource is not held, is held without one, or its holders are shared (holders lists their values).
+	// A value is sent once per answer: the exclusive holder's is here only, and its entry in holders has
+	// value empty.
 	Value []byte `protobuf:"bytes,13,opt,name=value,proto3" json:"value,omitempty"`
 	// When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
 	// holders it allows, as its oldest holder set it. 0 otherwise.
-	MaxHolders    int32 `protobuf:"varint,14,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxHolders int32 `protobuf:"varint,14,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
+	// Set when holders stops before the last shared holder, to keep the answer within the server's
+	// answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+	// holders. Empty when holders lists every holder.
+	NextHoldersPageToken string `protobuf:"bytes,15,opt,name=next_holders_page_token,json=nextHoldersPageToken,proto3" json:"next_holders_page_token,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -878,6 +899,13 @@ func (x *DescribeResponse) GetMaxHolders() int32 {
 	return 0
 }
 
+func (x *DescribeResponse) GetNextHoldersPageToken() string {
+	if x != nil {
+		return x.NextHoldersPageToken
+	}
+	return ""
+}
+
 // The request of LeaseService.ListResources.
 type ListResourcesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -949,7 +977,11 @@ type ListResourcesResponse struct {
 	// The resources of this page, in name order.
 	Resources []*ListResourcesResponse_Resource `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
 	// Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-	// than page_size resources and still have a next one.
+	// than page_size resources and still have a next one: it also ends before the resource that would
+	// take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+	// a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+	// resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+	// state's next_holders_page_token says where Describe goes on.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1011,8 +1043,15 @@ type Holder struct {
 	Ttl *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	// The authenticated identity that acquired it, as DescribeResponse.holder_principal.
 	HolderPrincipal string `protobuf:"bytes,4,opt,name=holder_principal,json=holderPrincipal,proto3" json:"holder_principal,omitempty"`
-	// The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
-	Value         []byte `protobuf:"bytes,5,opt,name=value,proto3" json:"value,omitempty"`
+	// The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one. A value is sent
+	// once per answer: empty for an exclusive holder (DescribeResponse.value and ObserveResponse.value
+	// carry it), in ObserveResponse.joined (the same holder is in holders, with its value) and in
+	// ObserveResponse.left (it holds nothing now), and when value_left_out is set.
+	Value []byte `protobuf:"bytes,5,opt,name=value,proto3" json:"value,omitempty"`
+	// Observe only: the holder has a value, left out of this message because the message would pass
+	// the server's answer budget (--max-answer-bytes) with it. Describe (a page of holders at a time)
+	// gives it.
+	ValueLeftOut  bool `protobuf:"varint,6,opt,name=value_left_out,json=valueLeftOut,proto3" json:"value_left_out,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1080,6 +1119,13 @@ func (x *Holder) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *Holder) GetValueLeftOut() bool {
+	if x != nil {
+		return x.ValueLeftOut
+	}
+	return false
 }
 
 // The request of LeaseService.Observe.
@@ -1166,7 +1212,12 @@ type ObserveResponse struct {
 	Value []byte `protobuf:"bytes,11,opt,name=value,proto3" json:"value,omitempty"`
 	// When the shared holders are a counting semaphore's permits (AcquireRequest.max_holders): the most
 	// holders it allows, as DescribeResponse.max_holders. 0 otherwise.
-	MaxHolders    int32 `protobuf:"varint,12,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
+	MaxHolders int32 `protobuf:"varint,12,opt,name=max_holders,json=maxHolders,proto3" json:"max_holders,omitempty"`
+	// Set when changes were left out before this message: the reader fell more than the server's
+	// --max-stream-buffer-bytes behind, so the changes waiting for it were dropped, and this message is
+	// the state when it was sent: holders is the whole state, and joined and left are empty. Read faster,
+	// or Describe for what you need.
+	MissedChanges bool `protobuf:"varint,13,opt,name=missed_changes,json=missedChanges,proto3" json:"missed_changes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1283,6 +1334,13 @@ func (x *ObserveResponse) GetMaxHolders() int32 {
 		return x.MaxHolders
 	}
 	return 0
+}
+
+func (x *ObserveResponse) GetMissedChanges() bool {
+	if x != nil {
+		return x.MissedChanges
+	}
+	return false
 }
 
 // The request of LeaseService.OpenSession.
@@ -1926,9 +1984,10 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"D\n" +
 	"\x0eReleaseRequest\x122\n" +
 	"\x05token\x18\x01 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\"\x11\n" +
-	"\x0fReleaseResponse\"-\n" +
+	"\x0fReleaseResponse\"[\n" +
 	"\x0fDescribeRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xb4\x04\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12,\n" +
+	"\x12holders_page_token\x18\x02 \x01(\tR\x10holdersPageToken\"\xeb\x04\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1947,7 +2006,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x13holders_without_ttl\x18\f \x01(\x05R\x11holdersWithoutTtl\x12\x14\n" +
 	"\x05value\x18\r \x01(\fR\x05value\x12\x1f\n" +
 	"\vmax_holders\x18\x0e \x01(\x05R\n" +
-	"maxHolders\"j\n" +
+	"maxHolders\x125\n" +
+	"\x17next_holders_page_token\x18\x0f \x01(\tR\x14nextHoldersPageToken\"j\n" +
 	"\x14ListResourcesRequest\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -1958,15 +2018,16 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x1a^\n" +
 	"\bResource\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x126\n" +
-	"\x05state\x18\x02 \x01(\v2 .fencekeeper.v1.DescribeResponseR\x05state\"\xc2\x01\n" +
+	"\x05state\x18\x02 \x01(\v2 .fencekeeper.v1.DescribeResponseR\x05state\"\xe8\x01\n" +
 	"\x06Holder\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x122\n" +
 	"\x05token\x18\x02 \x01(\v2\x1c.fencekeeper.v1.FencingTokenR\x05token\x12+\n" +
 	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12)\n" +
 	"\x10holder_principal\x18\x04 \x01(\tR\x0fholderPrincipal\x12\x14\n" +
-	"\x05value\x18\x05 \x01(\fR\x05value\",\n" +
+	"\x05value\x18\x05 \x01(\fR\x05value\x12$\n" +
+	"\x0evalue_left_out\x18\x06 \x01(\bR\fvalueLeftOut\",\n" +
 	"\x0eObserveRequest\x12\x1a\n" +
-	"\bresource\x18\x01 \x01(\tR\bresource\"\xfd\x03\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\"\xa4\x04\n" +
 	"\x0fObserveResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x122\n" +
@@ -1982,7 +2043,8 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	" \x03(\v2\x16.fencekeeper.v1.HolderR\x04left\x12\x14\n" +
 	"\x05value\x18\v \x01(\fR\x05value\x12\x1f\n" +
 	"\vmax_holders\x18\f \x01(\x05R\n" +
-	"maxHolders\"Y\n" +
+	"maxHolders\x12%\n" +
+	"\x0emissed_changes\x18\r \x01(\bR\rmissedChanges\"Y\n" +
 	"\x12OpenSessionRequest\x12+\n" +
 	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\"a\n" +

@@ -59,15 +59,24 @@ type LeaseServiceClient interface {
 	// Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
 	// A holding that was preempted is given up too (OK): its lease ends at once.
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
-	// Describe who holds a resource, with which token, for how much longer, and how many wait.
+	// Describe who holds a resource, with which token, for how much longer, and how many wait. An answer
+	// stays within the server's answer budget (--max-answer-bytes, 1 MiB by default): a resource whose
+	// shared holders' values pass it is described a page of holders at a time (holders_page_token).
+	// Holders' tokens carry their signature only for the caller that is their principal (FencingToken.signature).
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
 	// List the resources in use, whose names start with a prefix, in name order, a page at a time, each
 	// as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
 	// a policy, only the resources the caller may observe are listed (the others are left out, not
-	// refused). For consoles and operators: "who holds what, and who waits".
+	// refused). For consoles and operators: "who holds what, and who waits". A page ends at page_size
+	// resources or at the server's answer budget (--max-answer-bytes, 1 MiB by default), whichever comes
+	// first, and holds at least one resource.
 	ListResources(ctx context.Context, in *ListResourcesRequest, opts ...grpc.CallOption) (*ListResourcesResponse, error)
 	// Stream the ownership changes of one resource, starting with its current state: each new holder, and
-	// each new value a holder proclaims (Proclaim), in the order etcd committed them.
+	// each new value a holder proclaims (Proclaim), in the order etcd committed them. The server keeps
+	// at most --max-stream-buffer-bytes (2 MiB by default) of changes its reader has not taken yet; a
+	// reader that falls further behind is not cut off: the changes waiting for it are dropped, and the
+	// next message it reads is the state at that moment, with missed_changes set (as etcd's watch tells
+	// a watcher that fell behind compaction, but the stream goes on).
 	Observe(ctx context.Context, in *ObserveRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ObserveResponse], error)
 	// Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
 	// Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of
@@ -265,15 +274,24 @@ type LeaseServiceServer interface {
 	// Give up a lease now, so that the next waiter is granted at once. NOT_FOUND if it is already gone.
 	// A holding that was preempted is given up too (OK): its lease ends at once.
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
-	// Describe who holds a resource, with which token, for how much longer, and how many wait.
+	// Describe who holds a resource, with which token, for how much longer, and how many wait. An answer
+	// stays within the server's answer budget (--max-answer-bytes, 1 MiB by default): a resource whose
+	// shared holders' values pass it is described a page of holders at a time (holders_page_token).
+	// Holders' tokens carry their signature only for the caller that is their principal (FencingToken.signature).
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
 	// List the resources in use, whose names start with a prefix, in name order, a page at a time, each
 	// as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
 	// a policy, only the resources the caller may observe are listed (the others are left out, not
-	// refused). For consoles and operators: "who holds what, and who waits".
+	// refused). For consoles and operators: "who holds what, and who waits". A page ends at page_size
+	// resources or at the server's answer budget (--max-answer-bytes, 1 MiB by default), whichever comes
+	// first, and holds at least one resource.
 	ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error)
 	// Stream the ownership changes of one resource, starting with its current state: each new holder, and
-	// each new value a holder proclaims (Proclaim), in the order etcd committed them.
+	// each new value a holder proclaims (Proclaim), in the order etcd committed them. The server keeps
+	// at most --max-stream-buffer-bytes (2 MiB by default) of changes its reader has not taken yet; a
+	// reader that falls further behind is not cut off: the changes waiting for it are dropped, and the
+	// next message it reads is the state at that moment, with missed_changes set (as etcd's watch tells
+	// a watcher that fell behind compaction, but the stream goes on).
 	Observe(*ObserveRequest, grpc.ServerStreamingServer[ObserveResponse]) error
 	// Open a session: one lease that many acquisitions share, as etcd's concurrency.Session and
 	// Chubby's sessions do. Acquire with session_id set puts an acquisition on the session instead of

@@ -823,8 +823,10 @@ type RangeRequest struct {
 	// Only keys that start with this prefix; empty lists all keys.
 	Prefix string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	// At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
-	// also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
-	// message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
+	// also ends before its keys and values pass the server's answer budget (--max-answer-bytes, 1 MiB by
+	// default; it holds at least one entry, whatever its size), so that it fits the 4 MiB message limit
+	// of common gRPC clients in protobuf and in JSON; follow next_page_token for the rest. Must not be
+	// negative.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of the previous page, to continue a listing; empty starts one. Use it with
 	// the same resource and prefix, unchanged. FAILED_PRECONDITION (reason REVISION_COMPACTED) once etcd

@@ -160,7 +160,8 @@ type FencingToken struct {
 	// a JWT's subject); empty when the server runs without authentication. With authentication on, only
 	// this principal (or an admin of the resource) may release the lease or write under the token.
 	Principal string `protobuf:"bytes,4,opt,name=principal,proto3" json:"principal,omitempty"`
-	// The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+	// The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+	// when signature is (see signature).
 	KeyId string `protobuf:"bytes,5,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
 	// An Ed25519 signature (RFC 8032), by the key key_id, over the token's canonical encoding: the
 	// concatenation, for each of the strings "fencekeeper-token-v1", resource, generation and lease_id in
@@ -173,6 +174,11 @@ type FencingToken struct {
 	// this generation of this resource to this principal, in this mode: a resource outside fencekeeper
 	// can check it offline, and the fenced store refuses a token whose signature does not verify
 	// (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+	// A signature is a credential wherever tokens are verified offline, so it is given to the token's
+	// principal only: Acquire's answer carries it, and Describe, ListResources, Observe and the token in
+	// RESOURCE_HELD's details carry it (and key_id) only for the caller whose authenticated identity is
+	// principal; for every other caller, and for every caller of a server without authentication, both
+	// are empty, and every verifier refuses the token ("not signed"). docs/verifying-tokens.md.
 	Signature []byte `protobuf:"bytes,6,opt,name=signature,proto3" json:"signature,omitempty"`
 	// How this generation was acquired. Unset (ACQUIRE_MODE_UNSPECIFIED) on an exclusive token, as on
 	// every token issued before shared acquisitions existed; ACQUIRE_MODE_SHARED on a shared one, which

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/lease.proto.
  */
 export const file_fencekeeper_v1_lease: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEivAIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDBITCgttYXhfaG9sZGVycxgKIAEoBRIPCgdwcmVlbXB0GAsgASgIIpUBCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi0KCmxvY2tfZGVsYXkYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNwoQS2VlcEFsaXZlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoAxIRCglsZWFzZV9pZHMYAiADKAMioAEKEUtlZXBBbGl2ZVJlc3BvbnNlEhAKCGxlYXNlX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCHJlbmV3YWxzGAQgAygLMhwuZmVuY2VrZWVwZXIudjEuTGVhc2VSZW5ld2FsImsKDExlYXNlUmVuZXdhbBIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cyIgCgxSZW5ld1JlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMiNwoNUmVuZXdSZXNwb25zZRImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPQoOUmVsZWFzZVJlcXVlc3QSKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4iEQoPUmVsZWFzZVJlc3BvbnNlIiMKD0Rlc2NyaWJlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKjAwoQRGVzY3JpYmVSZXNwb25zZRIMCgRoZWxkGAEgASgIEg4KBmhvbGRlchgCIAEoCRIrCgV0b2tlbhgDIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDwoHd2FpdGVycxgFIAEoBRINCgVmZW5jZRgGIAEoAxITCgtsYXN0X2lzc3VlZBgHIAEoAxIYChBob2xkZXJfcHJpbmNpcGFsGAggASgJEi0KCmxvY2tfZGVsYXkYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoQbG9ja19kZWxheV91bnRpbBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoHaG9sZGVycxgLIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIbChNob2xkZXJzX3dpdGhvdXRfdHRsGAwgASgFEg0KBXZhbHVlGA0gASgMEhMKC21heF9ob2xkZXJzGA4gASgFIk0KFExpc3RSZXNvdXJjZXNSZXF1ZXN0Eg4KBnByZWZpeBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSLCAQoVTGlzdFJlc291cmNlc1Jlc3BvbnNlEkEKCXJlc291cmNlcxgBIAMoCzIuLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXNwb25zZS5SZXNvdXJjZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkaTQoIUmVzb3VyY2USEAoIcmVzb3VyY2UYASABKAkSLwoFc3RhdGUYAiABKAsyIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlIpYBCgZIb2xkZXISDgoGaG9sZGVyGAEgASgJEisKBXRva2VuGAIgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIYChBob2xkZXJfcHJpbmNpcGFsGAQgASgJEg0KBXZhbHVlGAUgASgMIiIKDk9ic2VydmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIogDCg9PYnNlcnZlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SEAoIcmV2aXNpb24YBCABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgFIAEoCRItCgpsb2NrX2RlbGF5GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCCADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISJgoGam9pbmVkGAkgAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiQKBGxlZnQYCiADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISDQoFdmFsdWUYCyABKAwSEwoLbWF4X2hvbGRlcnMYDCABKAUiTAoST3BlblNlc3Npb25SZXF1ZXN0EiYKA3R0bBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAiABKAkiUQoTT3BlblNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAMiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiFgoUTGlzdFRva2VuS2V5c1JlcXVlc3QiPwoVTGlzdFRva2VuS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC5mZW5jZWtlZXBlci52MS5Ub2tlbktleSJBCghUb2tlbktleRIOCgZrZXlfaWQYASABKAkSEQoJYWxnb3JpdGhtGAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwiTQoPUHJvY2xhaW1SZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEg0KBXZhbHVlGAIgASgMIiQKEFByb2NsYWltUmVzcG9uc2USEAoIcmV2aXNpb24YASABKAMiKAoUTGlmdExvY2tEZWxheVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiOwoVTGlmdExvY2tEZWxheVJlc3BvbnNlEg4KBmxpZnRlZBgBIAEoCBISCgpnZW5lcmF0aW9uGAIgASgDMvsHCgxMZWFzZVNlcnZpY2USSgoHQWNxdWlyZRIeLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlc3BvbnNlElQKCUtlZXBBbGl2ZRIgLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlcXVlc3QaIS5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXNwb25zZSgBMAESRAoFUmVuZXcSHC5mZW5jZWtlZXBlci52MS5SZW5ld1JlcXVlc3QaHS5mZW5jZWtlZXBlci52MS5SZW5ld1Jlc3BvbnNlEkoKB1JlbGVhc2USHi5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXNwb25zZRJNCghEZXNjcmliZRIfLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVzcG9uc2USXAoNTGlzdFJlc291cmNlcxIkLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFJlc291cmNlc1Jlc3BvbnNlEkwKB09ic2VydmUSHi5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXNwb25zZTABElYKC09wZW5TZXNzaW9uEiIuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXF1ZXN0GiMuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXNwb25zZRJZCgxDbG9zZVNlc3Npb24SIy5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiQuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USXAoNTGlzdFRva2VuS2V5cxIkLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFRva2VuS2V5c1Jlc3BvbnNlElwKDUxpZnRMb2NrRGVsYXkSJC5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpZnRMb2NrRGVsYXlSZXNwb25zZRJNCghQcm9jbGFpbRIfLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVzcG9uc2VCaQoRaW8uZmVuY2VrZWVwZXIudjFCCkxlYXNlUHJvdG9QAVpGZ2l0aHViLmNvbS9mZW5jZWtlZXBlci9mZW5jZWtlZXBlci9nZW4vZ28vZmVuY2VrZWVwZXIvdjE7ZmVuY2VrZWVwZXJ2MWIGcHJvdG8z", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEivAIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDBITCgttYXhfaG9sZGVycxgKIAEoBRIPCgdwcmVlbXB0GAsgASgIIpUBCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi0KCmxvY2tfZGVsYXkYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNwoQS2VlcEFsaXZlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoAxIRCglsZWFzZV9pZHMYAiADKAMioAEKEUtlZXBBbGl2ZVJlc3BvbnNlEhAKCGxlYXNlX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCHJlbmV3YWxzGAQgAygLMhwuZmVuY2VrZWVwZXIudjEuTGVhc2VSZW5ld2FsImsKDExlYXNlUmVuZXdhbBIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cyIgCgxSZW5ld1JlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMiNwoNUmVuZXdSZXNwb25zZRImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPQoOUmVsZWFzZVJlcXVlc3QSKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4iEQoPUmVsZWFzZVJlc3BvbnNlIj8KD0Rlc2NyaWJlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCRIaChJob2xkZXJzX3BhZ2VfdG9rZW4YAiABKAkixAMKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCRItCgpsb2NrX2RlbGF5GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCyADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISGwoTaG9sZGVyc193aXRob3V0X3R0bBgMIAEoBRINCgV2YWx1ZRgNIAEoDBITCgttYXhfaG9sZGVycxgOIAEoBRIfChduZXh0X2hvbGRlcnNfcGFnZV90b2tlbhgPIAEoCSJNChRMaXN0UmVzb3VyY2VzUmVxdWVzdBIOCgZwcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiwgEKFUxpc3RSZXNvdXJjZXNSZXNwb25zZRJBCglyZXNvdXJjZXMYASADKAsyLi5mZW5jZWtlZXBlci52MS5MaXN0UmVzb3VyY2VzUmVzcG9uc2UuUmVzb3VyY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJGk0KCFJlc291cmNlEhAKCHJlc291cmNlGAEgASgJEi8KBXN0YXRlGAIgASgLMiAuZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXNwb25zZSKuAQoGSG9sZGVyEg4KBmhvbGRlchgBIAEoCRIrCgV0b2tlbhgCIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGAoQaG9sZGVyX3ByaW5jaXBhbBgEIAEoCRINCgV2YWx1ZRgFIAEoDBIWCg52YWx1ZV9sZWZ0X291dBgGIAEoCCIiCg5PYnNlcnZlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKgAwoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDEhgKEGhvbGRlcl9wcmluY2lwYWwYBSABKAkSLQoKbG9ja19kZWxheRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChBsb2NrX2RlbGF5X3VudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdob2xkZXJzGAggAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiYKBmpvaW5lZBgJIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIkCgRsZWZ0GAogAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEg0KBXZhbHVlGAsgASgMEhMKC21heF9ob2xkZXJzGAwgASgFEhYKDm1pc3NlZF9jaGFuZ2VzGA0gASgIIkwKEk9wZW5TZXNzaW9uUmVxdWVzdBImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGaG9sZGVyGAIgASgJIlEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgDIhYKFENsb3NlU2Vzc2lvblJlc3BvbnNlIhYKFExpc3RUb2tlbktleXNSZXF1ZXN0Ij8KFUxpc3RUb2tlbktleXNSZXNwb25zZRImCgRrZXlzGAEgAygLMhguZmVuY2VrZWVwZXIudjEuVG9rZW5LZXkiQQoIVG9rZW5LZXkSDgoGa2V5X2lkGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgMIk0KD1Byb2NsYWltUmVxdWVzdBIrCgV0b2tlbhgBIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhINCgV2YWx1ZRgCIAEoDCIkChBQcm9jbGFpbVJlc3BvbnNlEhAKCHJldmlzaW9uGAEgASgDIigKFExpZnRMb2NrRGVsYXlSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIjsKFUxpZnRMb2NrRGVsYXlSZXNwb25zZRIOCgZsaWZ0ZWQYASABKAgSEgoKZ2VuZXJhdGlvbhgCIAEoAzL7BwoMTGVhc2VTZXJ2aWNlEkoKB0FjcXVpcmUSHi5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXNwb25zZRJUCglLZWVwQWxpdmUSIC5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXF1ZXN0GiEuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVzcG9uc2UoATABEkQKBVJlbmV3EhwuZmVuY2VrZWVwZXIudjEuUmVuZXdSZXF1ZXN0Gh0uZmVuY2VrZWVwZXIudjEuUmVuZXdSZXNwb25zZRJKCgdSZWxlYXNlEh4uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVzcG9uc2USTQoIRGVzY3JpYmUSHy5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlElwKDUxpc3RSZXNvdXJjZXMSJC5mZW5jZWtlZXBlci52MS5MaXN0UmVzb3VyY2VzUmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXNwb25zZRJMCgdPYnNlcnZlEh4uZmVuY2VrZWVwZXIudjEuT2JzZXJ2ZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVzcG9uc2UwARJWCgtPcGVuU2Vzc2lvbhIiLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVxdWVzdBojLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVzcG9uc2USWQoMQ2xvc2VTZXNzaW9uEiMuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBokLmZlbmNla2VlcGVyLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlElwKDUxpc3RUb2tlbktleXMSJC5mZW5jZWtlZXBlci52MS5MaXN0VG9rZW5LZXlzUmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXNwb25zZRJcCg1MaWZ0TG9ja0RlbGF5EiQuZmVuY2VrZWVwZXIudjEuTGlmdExvY2tEZWxheVJlcXVlc3QaJS5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVzcG9uc2USTQoIUHJvY2xhaW0SHy5mZW5jZWtlZXBlci52MS5Qcm9jbGFpbVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5Qcm9jbGFpbVJlc3BvbnNlQmkKEWlvLmZlbmNla2VlcGVyLnYxQgpMZWFzZVByb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * The request of LeaseService.Acquire.
@@ -402,6 +402,16 @@ export type DescribeRequest = Message<"fencekeeper.v1.DescribeRequest"> & {
    * @generated from field: string resource = 1;
    */
   resource: string;
+
+  /**
+   * Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+   * resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+   * fields of the answer describe the resource as it is now, not as it was for the previous page.
+   * INVALID_ARGUMENT for a token that no answer gave.
+   *
+   * @generated from field: string holders_page_token = 2;
+   */
+  holdersPageToken: string;
 };
 
 /**
@@ -498,17 +508,20 @@ export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
 
   /**
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    *
    * @generated from field: repeated fencekeeper.v1.Holder holders = 11;
    */
   holders: Holder[];
 
   /**
-   * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
-   * or fewer.
+   * How many holders of this answer, the newest ones past its first 100, are listed without ttl. 0
+   * with 100 holders or fewer.
    *
    * @generated from field: int32 holders_without_ttl = 12;
    */
@@ -517,6 +530,8 @@ export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
   /**
    * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
    * resource is not held, is held without one, or its holders are shared (holders lists their values).
+   * A value is sent once per answer: the exclusive holder's is here only, and its entry in holders has
+   * value empty.
    *
    * @generated from field: bytes value = 13;
    */
@@ -529,6 +544,15 @@ export type DescribeResponse = Message<"fencekeeper.v1.DescribeResponse"> & {
    * @generated from field: int32 max_holders = 14;
    */
   maxHolders: number;
+
+  /**
+   * Set when holders stops before the last shared holder, to keep the answer within the server's
+   * answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+   * holders. Empty when holders lists every holder.
+   *
+   * @generated from field: string next_holders_page_token = 15;
+   */
+  nextHoldersPageToken: string;
 };
 
 /**
@@ -589,7 +613,11 @@ export type ListResourcesResponse = Message<"fencekeeper.v1.ListResourcesRespons
 
   /**
    * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-   * than page_size resources and still have a next one.
+   * than page_size resources and still have a next one: it also ends before the resource that would
+   * take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+   * a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+   * resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+   * state's next_holders_page_token says where Describe goes on.
    *
    * @generated from field: string next_page_token = 2;
    */
@@ -667,11 +695,23 @@ export type Holder = Message<"fencekeeper.v1.Holder"> & {
   holderPrincipal: string;
 
   /**
-   * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+   * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one. A value is sent
+   * once per answer: empty for an exclusive holder (DescribeResponse.value and ObserveResponse.value
+   * carry it), in ObserveResponse.joined (the same holder is in holders, with its value) and in
+   * ObserveResponse.left (it holds nothing now), and when value_left_out is set.
    *
    * @generated from field: bytes value = 5;
    */
   value: Uint8Array;
+
+  /**
+   * Observe only: the holder has a value, left out of this message because the message would pass
+   * the server's answer budget (--max-answer-bytes) with it. Describe (a page of holders at a time)
+   * gives it.
+   *
+   * @generated from field: bool value_left_out = 6;
+   */
+  valueLeftOut: boolean;
 };
 
 /**
@@ -803,6 +843,16 @@ export type ObserveResponse = Message<"fencekeeper.v1.ObserveResponse"> & {
    * @generated from field: int32 max_holders = 12;
    */
   maxHolders: number;
+
+  /**
+   * Set when changes were left out before this message: the reader fell more than the server's
+   * --max-stream-buffer-bytes behind, so the changes waiting for it were dropped, and this message is
+   * the state when it was sent: holders is the whole state, and joined and left are empty. Read faster,
+   * or Describe for what you need.
+   *
+   * @generated from field: bool missed_changes = 13;
+   */
+  missedChanges: boolean;
 };
 
 /**
@@ -1132,7 +1182,10 @@ export const LeaseService: GenService<{
     output: typeof ReleaseResponseSchema;
   },
   /**
-   * Describe who holds a resource, with which token, for how much longer, and how many wait.
+   * Describe who holds a resource, with which token, for how much longer, and how many wait. An answer
+   * stays within the server's answer budget (--max-answer-bytes, 1 MiB by default): a resource whose
+   * shared holders' values pass it is described a page of holders at a time (holders_page_token).
+   * Holders' tokens carry their signature only for the caller that is their principal (FencingToken.signature).
    *
    * @generated from rpc fencekeeper.v1.LeaseService.Describe
    */
@@ -1145,7 +1198,9 @@ export const LeaseService: GenService<{
    * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
    * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
    * a policy, only the resources the caller may observe are listed (the others are left out, not
-   * refused). For consoles and operators: "who holds what, and who waits".
+   * refused). For consoles and operators: "who holds what, and who waits". A page ends at page_size
+   * resources or at the server's answer budget (--max-answer-bytes, 1 MiB by default), whichever comes
+   * first, and holds at least one resource.
    *
    * @generated from rpc fencekeeper.v1.LeaseService.ListResources
    */
@@ -1156,7 +1211,11 @@ export const LeaseService: GenService<{
   },
   /**
    * Stream the ownership changes of one resource, starting with its current state: each new holder, and
-   * each new value a holder proclaims (Proclaim), in the order etcd committed them.
+   * each new value a holder proclaims (Proclaim), in the order etcd committed them. The server keeps
+   * at most --max-stream-buffer-bytes (2 MiB by default) of changes its reader has not taken yet; a
+   * reader that falls further behind is not cut off: the changes waiting for it are dropped, and the
+   * next message it reads is the state at that moment, with missed_changes set (as etcd's watch tells
+   * a watcher that fell behind compaction, but the stream goes on).
    *
    * @generated from rpc fencekeeper.v1.LeaseService.Observe
    */

@@ -449,8 +449,10 @@ export type RangeRequest = Message<"fencekeeper.v1.RangeRequest"> & {
 
   /**
    * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
-   * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
-   * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
+   * also ends before its keys and values pass the server's answer budget (--max-answer-bytes, 1 MiB by
+   * default; it holds at least one entry, whatever its size), so that it fits the 4 MiB message limit
+   * of common gRPC clients in protobuf and in JSON; follow next_page_token for the rest. Must not be
+   * negative.
    *
    * @generated from field: int32 page_size = 3;
    */

@@ -59,7 +59,8 @@ export type FencingToken = Message<"fencekeeper.v1.FencingToken"> & {
   principal: string;
 
   /**
-   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+   * when signature is (see signature).
    *
    * @generated from field: string key_id = 5;
    */
@@ -77,6 +78,11 @@ export type FencingToken = Message<"fencekeeper.v1.FencingToken"> & {
    * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
    * can check it offline, and the fenced store refuses a token whose signature does not verify
    * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+   * A signature is a credential wherever tokens are verified offline, so it is given to the token's
+   * principal only: Acquire's answer carries it, and Describe, ListResources, Observe and the token in
+   * RESOURCE_HELD's details carry it (and key_id) only for the caller whose authenticated identity is
+   * principal; for every other caller, and for every caller of a server without authentication, both
+   * are empty, and every verifier refuses the token ("not signed"). docs/verifying-tokens.md.
    *
    * @generated from field: bytes signature = 6;
    */

@@ -101,13 +101,15 @@ class ReleaseResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class DescribeRequest(_message.Message):
-    __slots__ = ("resource",)
+    __slots__ = ("resource", "holders_page_token")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    HOLDERS_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     resource: str
-    def __init__(self, resource: _Optional[str] = ...) -> None: ...
+    holders_page_token: str
+    def __init__(self, resource: _Optional[str] = ..., holders_page_token: _Optional[str] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal", "lock_delay", "lock_delay_until", "holders", "holders_without_ttl", "value", "max_holders")
+    __slots__ = ("held", "holder", "token", "ttl", "waiters", "fence", "last_issued", "holder_principal", "lock_delay", "lock_delay_until", "holders", "holders_without_ttl", "value", "max_holders", "next_holders_page_token")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -122,6 +124,7 @@ class DescribeResponse(_message.Message):
     HOLDERS_WITHOUT_TTL_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
     MAX_HOLDERS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_HOLDERS_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
@@ -136,7 +139,8 @@ class DescribeResponse(_message.Message):
     holders_without_ttl: int
     value: bytes
     max_holders: int
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., holders_without_ttl: _Optional[int] = ..., value: _Optional[bytes] = ..., max_holders: _Optional[int] = ...) -> None: ...
+    next_holders_page_token: str
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., waiters: _Optional[int] = ..., fence: _Optional[int] = ..., last_issued: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., holders_without_ttl: _Optional[int] = ..., value: _Optional[bytes] = ..., max_holders: _Optional[int] = ..., next_holders_page_token: _Optional[str] = ...) -> None: ...
 
 class ListResourcesRequest(_message.Message):
     __slots__ = ("prefix", "page_size", "page_token")
@@ -164,18 +168,20 @@ class ListResourcesResponse(_message.Message):
     def __init__(self, resources: _Optional[_Iterable[_Union[ListResourcesResponse.Resource, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Holder(_message.Message):
-    __slots__ = ("holder", "token", "ttl", "holder_principal", "value")
+    __slots__ = ("holder", "token", "ttl", "holder_principal", "value", "value_left_out")
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
     HOLDER_PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_LEFT_OUT_FIELD_NUMBER: _ClassVar[int]
     holder: str
     token: _token_pb2.FencingToken
     ttl: _duration_pb2.Duration
     holder_principal: str
     value: bytes
-    def __init__(self, holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder_principal: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+    value_left_out: bool
+    def __init__(self, holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder_principal: _Optional[str] = ..., value: _Optional[bytes] = ..., value_left_out: _Optional[bool] = ...) -> None: ...
 
 class ObserveRequest(_message.Message):
     __slots__ = ("resource",)
@@ -184,7 +190,7 @@ class ObserveRequest(_message.Message):
     def __init__(self, resource: _Optional[str] = ...) -> None: ...
 
 class ObserveResponse(_message.Message):
-    __slots__ = ("held", "holder", "token", "revision", "holder_principal", "lock_delay", "lock_delay_until", "holders", "joined", "left", "value", "max_holders")
+    __slots__ = ("held", "holder", "token", "revision", "holder_principal", "lock_delay", "lock_delay_until", "holders", "joined", "left", "value", "max_holders", "missed_changes")
     HELD_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -197,6 +203,7 @@ class ObserveResponse(_message.Message):
     LEFT_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
     MAX_HOLDERS_FIELD_NUMBER: _ClassVar[int]
+    MISSED_CHANGES_FIELD_NUMBER: _ClassVar[int]
     held: bool
     holder: str
     token: _token_pb2.FencingToken
@@ -209,7 +216,8 @@ class ObserveResponse(_message.Message):
     left: _containers.RepeatedCompositeFieldContainer[Holder]
     value: bytes
     max_holders: int
-    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., joined: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., left: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., value: _Optional[bytes] = ..., max_holders: _Optional[int] = ...) -> None: ...
+    missed_changes: bool
+    def __init__(self, held: _Optional[bool] = ..., holder: _Optional[str] = ..., token: _Optional[_Union[_token_pb2.FencingToken, _Mapping]] = ..., revision: _Optional[int] = ..., holder_principal: _Optional[str] = ..., lock_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lock_delay_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., joined: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., left: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., value: _Optional[bytes] = ..., max_holders: _Optional[int] = ..., missed_changes: _Optional[bool] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ("ttl", "holder")

@@ -148,7 +148,10 @@ class LeaseServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Describe(self, request, context):
-        """Describe who holds a resource, with which token, for how much longer, and how many wait.
+        """Describe who holds a resource, with which token, for how much longer, and how many wait. An answer
+        stays within the server's answer budget (--max-answer-bytes, 1 MiB by default): a resource whose
+        shared holders' values pass it is described a page of holders at a time (holders_page_token).
+        Holders' tokens carry their signature only for the caller that is their principal (FencingToken.signature).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -158,7 +161,9 @@ class LeaseServiceServicer:
         """List the resources in use, whose names start with a prefix, in name order, a page at a time, each
         as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
         a policy, only the resources the caller may observe are listed (the others are left out, not
-        refused). For consoles and operators: "who holds what, and who waits".
+        refused). For consoles and operators: "who holds what, and who waits". A page ends at page_size
+        resources or at the server's answer budget (--max-answer-bytes, 1 MiB by default), whichever comes
+        first, and holds at least one resource.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -166,7 +171,11 @@ class LeaseServiceServicer:
 
     def Observe(self, request, context):
         """Stream the ownership changes of one resource, starting with its current state: each new holder, and
-        each new value a holder proclaims (Proclaim), in the order etcd committed them.
+        each new value a holder proclaims (Proclaim), in the order etcd committed them. The server keeps
+        at most --max-stream-buffer-bytes (2 MiB by default) of changes its reader has not taken yet; a
+        reader that falls further behind is not cut off: the changes waiting for it are dropped, and the
+        next message it reads is the state at that moment, with missed_changes set (as etcd's watch tells
+        a watcher that fell behind compaction, but the stream goes on).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

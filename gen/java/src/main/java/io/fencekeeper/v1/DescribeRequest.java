@@ -33,6 +33,7 @@ private static final long serialVersionUID = 0L;
   }
   private DescribeRequest() {
     resource_ = "";
+    holdersPageToken_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -100,6 +101,59 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int HOLDERS_PAGE_TOKEN_FIELD_NUMBER = 2;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object holdersPageToken_ = "";
+  /**
+   * <pre>
+   * Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+   * resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+   * fields of the answer describe the resource as it is now, not as it was for the previous page.
+   * INVALID_ARGUMENT for a token that no answer gave.
+   * </pre>
+   *
+   * <code>string holders_page_token = 2 [json_name = "holdersPageToken"];</code>
+   * @return The holdersPageToken.
+   */
+  @java.lang.Override
+  public java.lang.String getHoldersPageToken() {
+    java.lang.Object ref = holdersPageToken_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      holdersPageToken_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+   * resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+   * fields of the answer describe the resource as it is now, not as it was for the previous page.
+   * INVALID_ARGUMENT for a token that no answer gave.
+   * </pre>
+   *
+   * <code>string holders_page_token = 2 [json_name = "holdersPageToken"];</code>
+   * @return The bytes for holdersPageToken.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getHoldersPageTokenBytes() {
+    java.lang.Object ref = holdersPageToken_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      holdersPageToken_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -117,12 +171,18 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(resource_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 1, resource_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(holdersPageToken_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 2, holdersPageToken_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
     int size = 0;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(resource_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(1, resource_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(holdersPageToken_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(2, holdersPageToken_);
     }
     return size;
   }
@@ -150,6 +210,8 @@ private static final long serialVersionUID = 0L;
 
     if (!getResource()
         .equals(other.getResource())) return false;
+    if (!getHoldersPageToken()
+        .equals(other.getHoldersPageToken())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -163,6 +225,8 @@ private static final long serialVersionUID = 0L;
     hash = (19 * hash) + getDescriptor().hashCode();
     hash = (37 * hash) + RESOURCE_FIELD_NUMBER;
     hash = (53 * hash) + getResource().hashCode();
+    hash = (37 * hash) + HOLDERS_PAGE_TOKEN_FIELD_NUMBER;
+    hash = (53 * hash) + getHoldersPageToken().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -299,6 +363,7 @@ private static final long serialVersionUID = 0L;
       super.clear();
       bitField0_ = 0;
       resource_ = "";
+      holdersPageToken_ = "";
       return this;
     }
 
@@ -335,6 +400,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000001) != 0)) {
         result.resource_ = resource_;
       }
+      if (((from_bitField0_ & 0x00000002) != 0)) {
+        result.holdersPageToken_ = holdersPageToken_;
+      }
     }
 
     @java.lang.Override
@@ -352,6 +420,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getResource().isEmpty()) {
         resource_ = other.resource_;
         bitField0_ |= 0x00000001;
+        onChanged();
+      }
+      if (!other.getHoldersPageToken().isEmpty()) {
+        holdersPageToken_ = other.holdersPageToken_;
+        bitField0_ |= 0x00000002;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -383,6 +456,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000001;
               break;
             } // case 10
+            case 18: {
+              holdersPageToken_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000002;
+              break;
+            } // case 18
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -488,6 +566,113 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       resource_ = value;
       bitField0_ |= 0x00000001;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object holdersPageToken_ = "";
+    /**
+     * <pre>
+     * Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+     * resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+     * fields of the answer describe the resource as it is now, not as it was for the previous page.
+     * INVALID_ARGUMENT for a token that no answer gave.
+     * </pre>
+     *
+     * <code>string holders_page_token = 2 [json_name = "holdersPageToken"];</code>
+     * @return The holdersPageToken.
+     */
+    public java.lang.String getHoldersPageToken() {
+      java.lang.Object ref = holdersPageToken_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        holdersPageToken_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+     * resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+     * fields of the answer describe the resource as it is now, not as it was for the previous page.
+     * INVALID_ARGUMENT for a token that no answer gave.
+     * </pre>
+     *
+     * <code>string holders_page_token = 2 [json_name = "holdersPageToken"];</code>
+     * @return The bytes for holdersPageToken.
+     */
+    public com.google.protobuf.ByteString
+        getHoldersPageTokenBytes() {
+      java.lang.Object ref = holdersPageToken_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        holdersPageToken_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+     * resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+     * fields of the answer describe the resource as it is now, not as it was for the previous page.
+     * INVALID_ARGUMENT for a token that no answer gave.
+     * </pre>
+     *
+     * <code>string holders_page_token = 2 [json_name = "holdersPageToken"];</code>
+     * @param value The holdersPageToken to set.
+     * @return This builder for chaining.
+     */
+    public Builder setHoldersPageToken(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      holdersPageToken_ = value;
+      bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+     * resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+     * fields of the answer describe the resource as it is now, not as it was for the previous page.
+     * INVALID_ARGUMENT for a token that no answer gave.
+     * </pre>
+     *
+     * <code>string holders_page_token = 2 [json_name = "holdersPageToken"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearHoldersPageToken() {
+      holdersPageToken_ = getDefaultInstance().getHoldersPageToken();
+      bitField0_ = (bitField0_ & ~0x00000002);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+     * resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+     * fields of the answer describe the resource as it is now, not as it was for the previous page.
+     * INVALID_ARGUMENT for a token that no answer gave.
+     * </pre>
+     *
+     * <code>string holders_page_token = 2 [json_name = "holdersPageToken"];</code>
+     * @param value The bytes for holdersPageToken to set.
+     * @return This builder for chaining.
+     */
+    public Builder setHoldersPageTokenBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      holdersPageToken_ = value;
+      bitField0_ |= 0x00000002;
       onChanged();
       return this;
     }

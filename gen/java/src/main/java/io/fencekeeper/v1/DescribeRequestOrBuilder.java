@@ -29,4 +29,30 @@ public interface DescribeRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getResourceBytes();
+
+  /**
+   * <pre>
+   * Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+   * resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+   * fields of the answer describe the resource as it is now, not as it was for the previous page.
+   * INVALID_ARGUMENT for a token that no answer gave.
+   * </pre>
+   *
+   * <code>string holders_page_token = 2 [json_name = "holdersPageToken"];</code>
+   * @return The holdersPageToken.
+   */
+  java.lang.String getHoldersPageToken();
+  /**
+   * <pre>
+   * Where to go on listing the holders: the next_holders_page_token of a previous answer for the same
+   * resource (or of ListResourcesResponse.Resource.state). Empty: from the oldest holder. The other
+   * fields of the answer describe the resource as it is now, not as it was for the previous page.
+   * INVALID_ARGUMENT for a token that no answer gave.
+   * </pre>
+   *
+   * <code>string holders_page_token = 2 [json_name = "holdersPageToken"];</code>
+   * @return The bytes for holdersPageToken.
+   */
+  com.google.protobuf.ByteString
+      getHoldersPageTokenBytes();
 }

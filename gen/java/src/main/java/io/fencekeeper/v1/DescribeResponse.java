@@ -36,6 +36,7 @@ private static final long serialVersionUID = 0L;
     holderPrincipal_ = "";
     holders_ = java.util.Collections.emptyList();
     value_ = com.google.protobuf.ByteString.EMPTY;
+    nextHoldersPageToken_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -389,9 +390,12 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -403,9 +407,12 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -418,9 +425,12 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -432,9 +442,12 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -446,9 +459,12 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -463,8 +479,8 @@ private static final long serialVersionUID = 0L;
   private int holdersWithoutTtl_ = 0;
   /**
    * <pre>
-   * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
-   * or fewer.
+   * How many holders of this answer, the newest ones past its first 100, are listed without ttl. 0
+   * with 100 holders or fewer.
    * </pre>
    *
    * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
@@ -481,6 +497,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
    * resource is not held, is held without one, or its holders are shared (holders lists their values).
+   * A value is sent once per answer: the exclusive holder's is here only, and its entry in holders has
+   * value empty.
    * </pre>
    *
    * <code>bytes value = 13 [json_name = "value"];</code>
@@ -505,6 +523,57 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public int getMaxHolders() {
     return maxHolders_;
+  }
+
+  public static final int NEXT_HOLDERS_PAGE_TOKEN_FIELD_NUMBER = 15;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object nextHoldersPageToken_ = "";
+  /**
+   * <pre>
+   * Set when holders stops before the last shared holder, to keep the answer within the server's
+   * answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+   * holders. Empty when holders lists every holder.
+   * </pre>
+   *
+   * <code>string next_holders_page_token = 15 [json_name = "nextHoldersPageToken"];</code>
+   * @return The nextHoldersPageToken.
+   */
+  @java.lang.Override
+  public java.lang.String getNextHoldersPageToken() {
+    java.lang.Object ref = nextHoldersPageToken_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      nextHoldersPageToken_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Set when holders stops before the last shared holder, to keep the answer within the server's
+   * answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+   * holders. Empty when holders lists every holder.
+   * </pre>
+   *
+   * <code>string next_holders_page_token = 15 [json_name = "nextHoldersPageToken"];</code>
+   * @return The bytes for nextHoldersPageToken.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getNextHoldersPageTokenBytes() {
+    java.lang.Object ref = nextHoldersPageToken_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      nextHoldersPageToken_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
   }
 
   private byte memoizedIsInitialized = -1;
@@ -562,6 +631,9 @@ private static final long serialVersionUID = 0L;
     }
     if (maxHolders_ != 0) {
       output.writeInt32(14, maxHolders_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(nextHoldersPageToken_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 15, nextHoldersPageToken_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -625,6 +697,9 @@ private static final long serialVersionUID = 0L;
     if (maxHolders_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(14, maxHolders_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(nextHoldersPageToken_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(15, nextHoldersPageToken_);
     }
     return size;
   }
@@ -690,6 +765,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getValue())) return false;
     if (getMaxHolders()
         != other.getMaxHolders()) return false;
+    if (!getNextHoldersPageToken()
+        .equals(other.getNextHoldersPageToken())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -742,6 +819,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getValue().hashCode();
     hash = (37 * hash) + MAX_HOLDERS_FIELD_NUMBER;
     hash = (53 * hash) + getMaxHolders();
+    hash = (37 * hash) + NEXT_HOLDERS_PAGE_TOKEN_FIELD_NUMBER;
+    hash = (53 * hash) + getNextHoldersPageToken().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -923,6 +1002,7 @@ private static final long serialVersionUID = 0L;
       holdersWithoutTtl_ = 0;
       value_ = com.google.protobuf.ByteString.EMPTY;
       maxHolders_ = 0;
+      nextHoldersPageToken_ = "";
       return this;
     }
 
@@ -1021,6 +1101,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00002000) != 0)) {
         result.maxHolders_ = maxHolders_;
       }
+      if (((from_bitField0_ & 0x00004000) != 0)) {
+        result.nextHoldersPageToken_ = nextHoldersPageToken_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1104,6 +1187,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getMaxHolders() != 0) {
         setMaxHolders(other.getMaxHolders());
+      }
+      if (!other.getNextHoldersPageToken().isEmpty()) {
+        nextHoldersPageToken_ = other.nextHoldersPageToken_;
+        bitField0_ |= 0x00004000;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1215,6 +1303,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00002000;
               break;
             } // case 112
+            case 122: {
+              nextHoldersPageToken_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00004000;
+              break;
+            } // case 122
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2284,9 +2377,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2301,9 +2397,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2318,9 +2417,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2335,9 +2437,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2357,9 +2462,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2378,9 +2486,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2399,9 +2510,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2421,9 +2535,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2442,9 +2559,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2463,9 +2583,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2485,9 +2608,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2505,9 +2631,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2525,9 +2654,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2539,9 +2671,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2556,9 +2691,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2574,9 +2712,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2588,9 +2729,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2603,9 +2747,12 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-     * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+     * holder_principal), or the shared holders, oldest generation first. Empty when not held.
      * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-     * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+     * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+     * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+     * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+     * next_holders_page_token says where to go on.
      * </pre>
      *
      * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -2632,8 +2779,8 @@ private static final long serialVersionUID = 0L;
     private int holdersWithoutTtl_ ;
     /**
      * <pre>
-     * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
-     * or fewer.
+     * How many holders of this answer, the newest ones past its first 100, are listed without ttl. 0
+     * with 100 holders or fewer.
      * </pre>
      *
      * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
@@ -2645,8 +2792,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
-     * or fewer.
+     * How many holders of this answer, the newest ones past its first 100, are listed without ttl. 0
+     * with 100 holders or fewer.
      * </pre>
      *
      * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
@@ -2662,8 +2809,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
-     * or fewer.
+     * How many holders of this answer, the newest ones past its first 100, are listed without ttl. 0
+     * with 100 holders or fewer.
      * </pre>
      *
      * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
@@ -2681,6 +2828,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
      * resource is not held, is held without one, or its holders are shared (holders lists their values).
+     * A value is sent once per answer: the exclusive holder's is here only, and its entry in holders has
+     * value empty.
      * </pre>
      *
      * <code>bytes value = 13 [json_name = "value"];</code>
@@ -2694,6 +2843,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
      * resource is not held, is held without one, or its holders are shared (holders lists their values).
+     * A value is sent once per answer: the exclusive holder's is here only, and its entry in holders has
+     * value empty.
      * </pre>
      *
      * <code>bytes value = 13 [json_name = "value"];</code>
@@ -2711,6 +2862,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
      * resource is not held, is held without one, or its holders are shared (holders lists their values).
+     * A value is sent once per answer: the exclusive holder's is here only, and its entry in holders has
+     * value empty.
      * </pre>
      *
      * <code>bytes value = 13 [json_name = "value"];</code>
@@ -2766,6 +2919,108 @@ private static final long serialVersionUID = 0L;
     public Builder clearMaxHolders() {
       bitField0_ = (bitField0_ & ~0x00002000);
       maxHolders_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object nextHoldersPageToken_ = "";
+    /**
+     * <pre>
+     * Set when holders stops before the last shared holder, to keep the answer within the server's
+     * answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+     * holders. Empty when holders lists every holder.
+     * </pre>
+     *
+     * <code>string next_holders_page_token = 15 [json_name = "nextHoldersPageToken"];</code>
+     * @return The nextHoldersPageToken.
+     */
+    public java.lang.String getNextHoldersPageToken() {
+      java.lang.Object ref = nextHoldersPageToken_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        nextHoldersPageToken_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Set when holders stops before the last shared holder, to keep the answer within the server's
+     * answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+     * holders. Empty when holders lists every holder.
+     * </pre>
+     *
+     * <code>string next_holders_page_token = 15 [json_name = "nextHoldersPageToken"];</code>
+     * @return The bytes for nextHoldersPageToken.
+     */
+    public com.google.protobuf.ByteString
+        getNextHoldersPageTokenBytes() {
+      java.lang.Object ref = nextHoldersPageToken_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        nextHoldersPageToken_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Set when holders stops before the last shared holder, to keep the answer within the server's
+     * answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+     * holders. Empty when holders lists every holder.
+     * </pre>
+     *
+     * <code>string next_holders_page_token = 15 [json_name = "nextHoldersPageToken"];</code>
+     * @param value The nextHoldersPageToken to set.
+     * @return This builder for chaining.
+     */
+    public Builder setNextHoldersPageToken(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      nextHoldersPageToken_ = value;
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Set when holders stops before the last shared holder, to keep the answer within the server's
+     * answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+     * holders. Empty when holders lists every holder.
+     * </pre>
+     *
+     * <code>string next_holders_page_token = 15 [json_name = "nextHoldersPageToken"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearNextHoldersPageToken() {
+      nextHoldersPageToken_ = getDefaultInstance().getNextHoldersPageToken();
+      bitField0_ = (bitField0_ & ~0x00004000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Set when holders stops before the last shared holder, to keep the answer within the server's
+     * answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+     * holders. Empty when holders lists every holder.
+     * </pre>
+     *
+     * <code>string next_holders_page_token = 15 [json_name = "nextHoldersPageToken"];</code>
+     * @param value The bytes for nextHoldersPageToken to set.
+     * @return This builder for chaining.
+     */
+    public Builder setNextHoldersPageTokenBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      nextHoldersPageToken_ = value;
+      bitField0_ |= 0x00004000;
       onChanged();
       return this;
     }

@@ -221,9 +221,12 @@ public interface DescribeResponseOrBuilder extends
   /**
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -233,9 +236,12 @@ public interface DescribeResponseOrBuilder extends
   /**
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -244,9 +250,12 @@ public interface DescribeResponseOrBuilder extends
   /**
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -255,9 +264,12 @@ public interface DescribeResponseOrBuilder extends
   /**
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -267,9 +279,12 @@ public interface DescribeResponseOrBuilder extends
   /**
    * <pre>
    * Every current holder: the exclusive one alone (the same as holder, token, ttl and
-   * holder_principal), or every shared holder, oldest generation first. Empty when not held.
+   * holder_principal), or the shared holders, oldest generation first. Empty when not held.
    * Reading a holder's TTL is an etcd call of its own, so Describe reads at most 100 of them: the
-   * oldest 100 holders have ttl set, any newer ones are listed without it (holders_without_ttl).
+   * oldest 100 holders of the answer have ttl set, any newer ones are listed without it
+   * (holders_without_ttl). The shared holders end where the answer would pass the server's answer
+   * budget (--max-answer-bytes; at least one holder is listed, whatever its value's size): then
+   * next_holders_page_token says where to go on.
    * </pre>
    *
    * <code>repeated .fencekeeper.v1.Holder holders = 11 [json_name = "holders"];</code>
@@ -279,8 +294,8 @@ public interface DescribeResponseOrBuilder extends
 
   /**
    * <pre>
-   * How many holders, the newest ones past the first 100, are listed without ttl. 0 with 100 holders
-   * or fewer.
+   * How many holders of this answer, the newest ones past its first 100, are listed without ttl. 0
+   * with 100 holders or fewer.
    * </pre>
    *
    * <code>int32 holders_without_ttl = 12 [json_name = "holdersWithoutTtl"];</code>
@@ -292,6 +307,8 @@ public interface DescribeResponseOrBuilder extends
    * <pre>
    * The current exclusive holder's value (AcquireRequest.value, or its latest Proclaim); empty when the
    * resource is not held, is held without one, or its holders are shared (holders lists their values).
+   * A value is sent once per answer: the exclusive holder's is here only, and its entry in holders has
+   * value empty.
    * </pre>
    *
    * <code>bytes value = 13 [json_name = "value"];</code>
@@ -309,4 +326,28 @@ public interface DescribeResponseOrBuilder extends
    * @return The maxHolders.
    */
   int getMaxHolders();
+
+  /**
+   * <pre>
+   * Set when holders stops before the last shared holder, to keep the answer within the server's
+   * answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+   * holders. Empty when holders lists every holder.
+   * </pre>
+   *
+   * <code>string next_holders_page_token = 15 [json_name = "nextHoldersPageToken"];</code>
+   * @return The nextHoldersPageToken.
+   */
+  java.lang.String getNextHoldersPageToken();
+  /**
+   * <pre>
+   * Set when holders stops before the last shared holder, to keep the answer within the server's
+   * answer budget: pass it as DescribeRequest.holders_page_token, with the same resource, for the next
+   * holders. Empty when holders lists every holder.
+   * </pre>
+   *
+   * <code>string next_holders_page_token = 15 [json_name = "nextHoldersPageToken"];</code>
+   * @return The bytes for nextHoldersPageToken.
+   */
+  com.google.protobuf.ByteString
+      getNextHoldersPageTokenBytes();
 }

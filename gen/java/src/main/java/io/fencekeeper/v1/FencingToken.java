@@ -200,7 +200,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object keyId_ = "";
   /**
    * <pre>
-   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+   * when signature is (see signature).
    * </pre>
    *
    * <code>string key_id = 5 [json_name = "keyId"];</code>
@@ -221,7 +222,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+   * when signature is (see signature).
    * </pre>
    *
    * <code>string key_id = 5 [json_name = "keyId"];</code>
@@ -257,6 +259,11 @@ private static final long serialVersionUID = 0L;
    * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
    * can check it offline, and the fenced store refuses a token whose signature does not verify
    * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+   * A signature is a credential wherever tokens are verified offline, so it is given to the token's
+   * principal only: Acquire's answer carries it, and Describe, ListResources, Observe and the token in
+   * RESOURCE_HELD's details carry it (and key_id) only for the caller whose authenticated identity is
+   * principal; for every other caller, and for every caller of a server without authentication, both
+   * are empty, and every verifier refuses the token ("not signed"). docs/verifying-tokens.md.
    * </pre>
    *
    * <code>bytes signature = 6 [json_name = "signature"];</code>
@@ -1039,7 +1046,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object keyId_ = "";
     /**
      * <pre>
-     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+     * when signature is (see signature).
      * </pre>
      *
      * <code>string key_id = 5 [json_name = "keyId"];</code>
@@ -1059,7 +1067,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+     * when signature is (see signature).
      * </pre>
      *
      * <code>string key_id = 5 [json_name = "keyId"];</code>
@@ -1080,7 +1089,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+     * when signature is (see signature).
      * </pre>
      *
      * <code>string key_id = 5 [json_name = "keyId"];</code>
@@ -1097,7 +1107,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+     * when signature is (see signature).
      * </pre>
      *
      * <code>string key_id = 5 [json_name = "keyId"];</code>
@@ -1111,7 +1122,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+     * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+     * when signature is (see signature).
      * </pre>
      *
      * <code>string key_id = 5 [json_name = "keyId"];</code>
@@ -1142,6 +1154,11 @@ private static final long serialVersionUID = 0L;
      * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
      * can check it offline, and the fenced store refuses a token whose signature does not verify
      * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+     * A signature is a credential wherever tokens are verified offline, so it is given to the token's
+     * principal only: Acquire's answer carries it, and Describe, ListResources, Observe and the token in
+     * RESOURCE_HELD's details carry it (and key_id) only for the caller whose authenticated identity is
+     * principal; for every other caller, and for every caller of a server without authentication, both
+     * are empty, and every verifier refuses the token ("not signed"). docs/verifying-tokens.md.
      * </pre>
      *
      * <code>bytes signature = 6 [json_name = "signature"];</code>
@@ -1164,6 +1181,11 @@ private static final long serialVersionUID = 0L;
      * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
      * can check it offline, and the fenced store refuses a token whose signature does not verify
      * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+     * A signature is a credential wherever tokens are verified offline, so it is given to the token's
+     * principal only: Acquire's answer carries it, and Describe, ListResources, Observe and the token in
+     * RESOURCE_HELD's details carry it (and key_id) only for the caller whose authenticated identity is
+     * principal; for every other caller, and for every caller of a server without authentication, both
+     * are empty, and every verifier refuses the token ("not signed"). docs/verifying-tokens.md.
      * </pre>
      *
      * <code>bytes signature = 6 [json_name = "signature"];</code>
@@ -1190,6 +1212,11 @@ private static final long serialVersionUID = 0L;
      * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
      * can check it offline, and the fenced store refuses a token whose signature does not verify
      * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+     * A signature is a credential wherever tokens are verified offline, so it is given to the token's
+     * principal only: Acquire's answer carries it, and Describe, ListResources, Observe and the token in
+     * RESOURCE_HELD's details carry it (and key_id) only for the caller whose authenticated identity is
+     * principal; for every other caller, and for every caller of a server without authentication, both
+     * are empty, and every verifier refuses the token ("not signed"). docs/verifying-tokens.md.
      * </pre>
      *
      * <code>bytes signature = 6 [json_name = "signature"];</code>

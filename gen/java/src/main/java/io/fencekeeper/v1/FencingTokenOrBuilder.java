@@ -78,7 +78,8 @@ public interface FencingTokenOrBuilder extends
 
   /**
    * <pre>
-   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+   * when signature is (see signature).
    * </pre>
    *
    * <code>string key_id = 5 [json_name = "keyId"];</code>
@@ -87,7 +88,8 @@ public interface FencingTokenOrBuilder extends
   java.lang.String getKeyId();
   /**
    * <pre>
-   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys.
+   * The id of the key that signed this token; LeaseService.ListTokenKeys lists the public keys. Empty
+   * when signature is (see signature).
    * </pre>
    *
    * <code>string key_id = 5 [json_name = "keyId"];</code>
@@ -109,6 +111,11 @@ public interface FencingTokenOrBuilder extends
    * this generation of this resource to this principal, in this mode: a resource outside fencekeeper
    * can check it offline, and the fenced store refuses a token whose signature does not verify
    * (INVALID_ARGUMENT, reason TOKEN_SIGNATURE_INVALID). Send it back unchanged.
+   * A signature is a credential wherever tokens are verified offline, so it is given to the token's
+   * principal only: Acquire's answer carries it, and Describe, ListResources, Observe and the token in
+   * RESOURCE_HELD's details carry it (and key_id) only for the caller whose authenticated identity is
+   * principal; for every other caller, and for every caller of a server without authentication, both
+   * are empty, and every verifier refuses the token ("not signed"). docs/verifying-tokens.md.
    * </pre>
    *
    * <code>bytes signature = 6 [json_name = "signature"];</code>

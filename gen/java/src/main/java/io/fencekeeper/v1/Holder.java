@@ -233,7 +233,10 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
   /**
    * <pre>
-   * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+   * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one. A value is sent
+   * once per answer: empty for an exclusive holder (DescribeResponse.value and ObserveResponse.value
+   * carry it), in ObserveResponse.joined (the same holder is in holders, with its value) and in
+   * ObserveResponse.left (it holds nothing now), and when value_left_out is set.
    * </pre>
    *
    * <code>bytes value = 5 [json_name = "value"];</code>
@@ -242,6 +245,23 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public com.google.protobuf.ByteString getValue() {
     return value_;
+  }
+
+  public static final int VALUE_LEFT_OUT_FIELD_NUMBER = 6;
+  private boolean valueLeftOut_ = false;
+  /**
+   * <pre>
+   * Observe only: the holder has a value, left out of this message because the message would pass
+   * the server's answer budget (--max-answer-bytes) with it. Describe (a page of holders at a time)
+   * gives it.
+   * </pre>
+   *
+   * <code>bool value_left_out = 6 [json_name = "valueLeftOut"];</code>
+   * @return The valueLeftOut.
+   */
+  @java.lang.Override
+  public boolean getValueLeftOut() {
+    return valueLeftOut_;
   }
 
   private byte memoizedIsInitialized = -1;
@@ -273,6 +293,9 @@ private static final long serialVersionUID = 0L;
     if (!value_.isEmpty()) {
       output.writeBytes(5, value_);
     }
+    if (valueLeftOut_ != false) {
+      output.writeBool(6, valueLeftOut_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -294,6 +317,10 @@ private static final long serialVersionUID = 0L;
     if (!value_.isEmpty()) {
       size += com.google.protobuf.CodedOutputStream
         .computeBytesSize(5, value_);
+    }
+    if (valueLeftOut_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(6, valueLeftOut_);
     }
     return size;
   }
@@ -335,6 +362,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getHolderPrincipal())) return false;
     if (!getValue()
         .equals(other.getValue())) return false;
+    if (getValueLeftOut()
+        != other.getValueLeftOut()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -360,6 +389,9 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getHolderPrincipal().hashCode();
     hash = (37 * hash) + VALUE_FIELD_NUMBER;
     hash = (53 * hash) + getValue().hashCode();
+    hash = (37 * hash) + VALUE_LEFT_OUT_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getValueLeftOut());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -515,6 +547,7 @@ private static final long serialVersionUID = 0L;
       }
       holderPrincipal_ = "";
       value_ = com.google.protobuf.ByteString.EMPTY;
+      valueLeftOut_ = false;
       return this;
     }
 
@@ -570,6 +603,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.value_ = value_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.valueLeftOut_ = valueLeftOut_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -603,6 +639,9 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getValue().isEmpty()) {
         setValue(other.getValue());
+      }
+      if (other.getValueLeftOut() != false) {
+        setValueLeftOut(other.getValueLeftOut());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -657,6 +696,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 42
+            case 48: {
+              valueLeftOut_ = input.readBool();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1180,7 +1224,10 @@ private static final long serialVersionUID = 0L;
     private com.google.protobuf.ByteString value_ = com.google.protobuf.ByteString.EMPTY;
     /**
      * <pre>
-     * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+     * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one. A value is sent
+     * once per answer: empty for an exclusive holder (DescribeResponse.value and ObserveResponse.value
+     * carry it), in ObserveResponse.joined (the same holder is in holders, with its value) and in
+     * ObserveResponse.left (it holds nothing now), and when value_left_out is set.
      * </pre>
      *
      * <code>bytes value = 5 [json_name = "value"];</code>
@@ -1192,7 +1239,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+     * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one. A value is sent
+     * once per answer: empty for an exclusive holder (DescribeResponse.value and ObserveResponse.value
+     * carry it), in ObserveResponse.joined (the same holder is in holders, with its value) and in
+     * ObserveResponse.left (it holds nothing now), and when value_left_out is set.
      * </pre>
      *
      * <code>bytes value = 5 [json_name = "value"];</code>
@@ -1208,7 +1258,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+     * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one. A value is sent
+     * once per answer: empty for an exclusive holder (DescribeResponse.value and ObserveResponse.value
+     * carry it), in ObserveResponse.joined (the same holder is in holders, with its value) and in
+     * ObserveResponse.left (it holds nothing now), and when value_left_out is set.
      * </pre>
      *
      * <code>bytes value = 5 [json_name = "value"];</code>
@@ -1217,6 +1270,56 @@ private static final long serialVersionUID = 0L;
     public Builder clearValue() {
       bitField0_ = (bitField0_ & ~0x00000010);
       value_ = getDefaultInstance().getValue();
+      onChanged();
+      return this;
+    }
+
+    private boolean valueLeftOut_ ;
+    /**
+     * <pre>
+     * Observe only: the holder has a value, left out of this message because the message would pass
+     * the server's answer budget (--max-answer-bytes) with it. Describe (a page of holders at a time)
+     * gives it.
+     * </pre>
+     *
+     * <code>bool value_left_out = 6 [json_name = "valueLeftOut"];</code>
+     * @return The valueLeftOut.
+     */
+    @java.lang.Override
+    public boolean getValueLeftOut() {
+      return valueLeftOut_;
+    }
+    /**
+     * <pre>
+     * Observe only: the holder has a value, left out of this message because the message would pass
+     * the server's answer budget (--max-answer-bytes) with it. Describe (a page of holders at a time)
+     * gives it.
+     * </pre>
+     *
+     * <code>bool value_left_out = 6 [json_name = "valueLeftOut"];</code>
+     * @param value The valueLeftOut to set.
+     * @return This builder for chaining.
+     */
+    public Builder setValueLeftOut(boolean value) {
+
+      valueLeftOut_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Observe only: the holder has a value, left out of this message because the message would pass
+     * the server's answer budget (--max-answer-bytes) with it. Describe (a page of holders at a time)
+     * gives it.
+     * </pre>
+     *
+     * <code>bool value_left_out = 6 [json_name = "valueLeftOut"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearValueLeftOut() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      valueLeftOut_ = false;
       onChanged();
       return this;
     }

@@ -109,11 +109,26 @@ public interface HolderOrBuilder extends
 
   /**
    * <pre>
-   * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one.
+   * The holder's value: AcquireRequest.value, or its latest Proclaim. Empty without one. A value is sent
+   * once per answer: empty for an exclusive holder (DescribeResponse.value and ObserveResponse.value
+   * carry it), in ObserveResponse.joined (the same holder is in holders, with its value) and in
+   * ObserveResponse.left (it holds nothing now), and when value_left_out is set.
    * </pre>
    *
    * <code>bytes value = 5 [json_name = "value"];</code>
    * @return The value.
    */
   com.google.protobuf.ByteString getValue();
+
+  /**
+   * <pre>
+   * Observe only: the holder has a value, left out of this message because the message would pass
+   * the server's answer budget (--max-answer-bytes) with it. Describe (a page of holders at a time)
+   * gives it.
+   * </pre>
+   *
+   * <code>bool value_left_out = 6 [json_name = "valueLeftOut"];</code>
+   * @return The valueLeftOut.
+   */
+  boolean getValueLeftOut();
 }

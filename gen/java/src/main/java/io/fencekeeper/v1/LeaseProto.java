@@ -208,97 +208,101 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "\n\rRenewResponse\022+\n\003ttl\030\001 \001(\0132\031.google.pr" +
       "otobuf.DurationR\003ttl\"D\n\016ReleaseRequest\0222" +
       "\n\005token\030\001 \001(\0132\034.fencekeeper.v1.FencingTo" +
-      "kenR\005token\"\021\n\017ReleaseResponse\"-\n\017Describ" +
-      "eRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"\264\004\n" +
-      "\020DescribeResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n" +
-      "\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.f" +
-      "encekeeper.v1.FencingTokenR\005token\022+\n\003ttl" +
-      "\030\004 \001(\0132\031.google.protobuf.DurationR\003ttl\022\030" +
-      "\n\007waiters\030\005 \001(\005R\007waiters\022\024\n\005fence\030\006 \001(\003R" +
-      "\005fence\022\037\n\013last_issued\030\007 \001(\003R\nlastIssued\022" +
-      ")\n\020holder_principal\030\010 \001(\tR\017holderPrincip" +
-      "al\0228\n\nlock_delay\030\t \001(\0132\031.google.protobuf" +
-      ".DurationR\tlockDelay\022D\n\020lock_delay_until" +
-      "\030\n \001(\0132\032.google.protobuf.TimestampR\016lock" +
-      "DelayUntil\0220\n\007holders\030\013 \003(\0132\026.fencekeepe" +
-      "r.v1.HolderR\007holders\022.\n\023holders_without_" +
-      "ttl\030\014 \001(\005R\021holdersWithoutTtl\022\024\n\005value\030\r " +
-      "\001(\014R\005value\022\037\n\013max_holders\030\016 \001(\005R\nmaxHold" +
-      "ers\"j\n\024ListResourcesRequest\022\026\n\006prefix\030\001 " +
-      "\001(\tR\006prefix\022\033\n\tpage_size\030\002 \001(\005R\010pageSize" +
-      "\022\035\n\npage_token\030\003 \001(\tR\tpageToken\"\355\001\n\025List" +
-      "ResourcesResponse\022L\n\tresources\030\001 \003(\0132..f" +
-      "encekeeper.v1.ListResourcesResponse.Reso" +
-      "urceR\tresources\022&\n\017next_page_token\030\002 \001(\t" +
-      "R\rnextPageToken\032^\n\010Resource\022\032\n\010resource\030" +
-      "\001 \001(\tR\010resource\0226\n\005state\030\002 \001(\0132 .fenceke" +
-      "eper.v1.DescribeResponseR\005state\"\302\001\n\006Hold" +
-      "er\022\026\n\006holder\030\001 \001(\tR\006holder\0222\n\005token\030\002 \001(" +
-      "\0132\034.fencekeeper.v1.FencingTokenR\005token\022+" +
-      "\n\003ttl\030\003 \001(\0132\031.google.protobuf.DurationR\003" +
-      "ttl\022)\n\020holder_principal\030\004 \001(\tR\017holderPri" +
-      "ncipal\022\024\n\005value\030\005 \001(\014R\005value\",\n\016ObserveR" +
-      "equest\022\032\n\010resource\030\001 \001(\tR\010resource\"\375\003\n\017O" +
-      "bserveResponse\022\022\n\004held\030\001 \001(\010R\004held\022\026\n\006ho" +
-      "lder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001(\0132\034.fenc" +
-      "ekeeper.v1.FencingTokenR\005token\022\032\n\010revisi" +
-      "on\030\004 \001(\003R\010revision\022)\n\020holder_principal\030\005" +
-      " \001(\tR\017holderPrincipal\0228\n\nlock_delay\030\006 \001(" +
-      "\0132\031.google.protobuf.DurationR\tlockDelay\022" +
-      "D\n\020lock_delay_until\030\007 \001(\0132\032.google.proto" +
-      "buf.TimestampR\016lockDelayUntil\0220\n\007holders" +
-      "\030\010 \003(\0132\026.fencekeeper.v1.HolderR\007holders\022" +
-      ".\n\006joined\030\t \003(\0132\026.fencekeeper.v1.HolderR" +
-      "\006joined\022*\n\004left\030\n \003(\0132\026.fencekeeper.v1.H" +
-      "olderR\004left\022\024\n\005value\030\013 \001(\014R\005value\022\037\n\013max" +
-      "_holders\030\014 \001(\005R\nmaxHolders\"Y\n\022OpenSessio" +
-      "nRequest\022+\n\003ttl\030\001 \001(\0132\031.google.protobuf." +
-      "DurationR\003ttl\022\026\n\006holder\030\002 \001(\tR\006holder\"a\n" +
-      "\023OpenSessionResponse\022\035\n\nsession_id\030\001 \001(\003" +
-      "R\tsessionId\022+\n\003ttl\030\002 \001(\0132\031.google.protob" +
-      "uf.DurationR\003ttl\"4\n\023CloseSessionRequest\022" +
-      "\035\n\nsession_id\030\001 \001(\003R\tsessionId\"\026\n\024CloseS" +
-      "essionResponse\"\026\n\024ListTokenKeysRequest\"E" +
-      "\n\025ListTokenKeysResponse\022,\n\004keys\030\001 \003(\0132\030." +
-      "fencekeeper.v1.TokenKeyR\004keys\"^\n\010TokenKe" +
-      "y\022\025\n\006key_id\030\001 \001(\tR\005keyId\022\034\n\talgorithm\030\002 " +
-      "\001(\tR\talgorithm\022\035\n\npublic_key\030\003 \001(\014R\tpubl" +
-      "icKey\"[\n\017ProclaimRequest\0222\n\005token\030\001 \001(\0132" +
-      "\034.fencekeeper.v1.FencingTokenR\005token\022\024\n\005" +
-      "value\030\002 \001(\014R\005value\".\n\020ProclaimResponse\022\032" +
-      "\n\010revision\030\001 \001(\003R\010revision\"2\n\024LiftLockDe" +
-      "layRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"O" +
-      "\n\025LiftLockDelayResponse\022\026\n\006lifted\030\001 \001(\010R" +
-      "\006lifted\022\036\n\ngeneration\030\002 \001(\003R\ngeneration2" +
-      "\373\007\n\014LeaseService\022J\n\007Acquire\022\036.fencekeepe" +
-      "r.v1.AcquireRequest\032\037.fencekeeper.v1.Acq" +
-      "uireResponse\022T\n\tKeepAlive\022 .fencekeeper." +
-      "v1.KeepAliveRequest\032!.fencekeeper.v1.Kee" +
-      "pAliveResponse(\0010\001\022D\n\005Renew\022\034.fencekeepe" +
-      "r.v1.RenewRequest\032\035.fencekeeper.v1.Renew" +
-      "Response\022J\n\007Release\022\036.fencekeeper.v1.Rel" +
-      "easeRequest\032\037.fencekeeper.v1.ReleaseResp" +
-      "onse\022M\n\010Describe\022\037.fencekeeper.v1.Descri" +
-      "beRequest\032 .fencekeeper.v1.DescribeRespo" +
-      "nse\022\\\n\rListResources\022$.fencekeeper.v1.Li" +
-      "stResourcesRequest\032%.fencekeeper.v1.List" +
-      "ResourcesResponse\022L\n\007Observe\022\036.fencekeep" +
-      "er.v1.ObserveRequest\032\037.fencekeeper.v1.Ob" +
-      "serveResponse0\001\022V\n\013OpenSession\022\".fenceke" +
-      "eper.v1.OpenSessionRequest\032#.fencekeeper" +
-      ".v1.OpenSessionResponse\022Y\n\014CloseSession\022" +
-      "#.fencekeeper.v1.CloseSessionRequest\032$.f" +
-      "encekeeper.v1.CloseSessionResponse\022\\\n\rLi" +
-      "stTokenKeys\022$.fencekeeper.v1.ListTokenKe" +
-      "ysRequest\032%.fencekeeper.v1.ListTokenKeys" +
-      "Response\022\\\n\rLiftLockDelay\022$.fencekeeper." +
-      "v1.LiftLockDelayRequest\032%.fencekeeper.v1" +
-      ".LiftLockDelayResponse\022M\n\010Proclaim\022\037.fen" +
-      "cekeeper.v1.ProclaimRequest\032 .fencekeepe" +
-      "r.v1.ProclaimResponseBi\n\021io.fencekeeper." +
-      "v1B\nLeaseProtoP\001ZFgithub.com/fencekeeper" +
-      "/fencekeeper/gen/go/fencekeeper/v1;fence" +
-      "keeperv1b\006proto3"
+      "kenR\005token\"\021\n\017ReleaseResponse\"[\n\017Describ" +
+      "eRequest\022\032\n\010resource\030\001 \001(\tR\010resource\022,\n\022" +
+      "holders_page_token\030\002 \001(\tR\020holdersPageTok" +
+      "en\"\353\004\n\020DescribeResponse\022\022\n\004held\030\001 \001(\010R\004h" +
+      "eld\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n\005token\030\003 \001" +
+      "(\0132\034.fencekeeper.v1.FencingTokenR\005token\022" +
+      "+\n\003ttl\030\004 \001(\0132\031.google.protobuf.DurationR" +
+      "\003ttl\022\030\n\007waiters\030\005 \001(\005R\007waiters\022\024\n\005fence\030" +
+      "\006 \001(\003R\005fence\022\037\n\013last_issued\030\007 \001(\003R\nlastI" +
+      "ssued\022)\n\020holder_principal\030\010 \001(\tR\017holderP" +
+      "rincipal\0228\n\nlock_delay\030\t \001(\0132\031.google.pr" +
+      "otobuf.DurationR\tlockDelay\022D\n\020lock_delay" +
+      "_until\030\n \001(\0132\032.google.protobuf.Timestamp" +
+      "R\016lockDelayUntil\0220\n\007holders\030\013 \003(\0132\026.fenc" +
+      "ekeeper.v1.HolderR\007holders\022.\n\023holders_wi" +
+      "thout_ttl\030\014 \001(\005R\021holdersWithoutTtl\022\024\n\005va" +
+      "lue\030\r \001(\014R\005value\022\037\n\013max_holders\030\016 \001(\005R\nm" +
+      "axHolders\0225\n\027next_holders_page_token\030\017 \001" +
+      "(\tR\024nextHoldersPageToken\"j\n\024ListResource" +
+      "sRequest\022\026\n\006prefix\030\001 \001(\tR\006prefix\022\033\n\tpage" +
+      "_size\030\002 \001(\005R\010pageSize\022\035\n\npage_token\030\003 \001(" +
+      "\tR\tpageToken\"\355\001\n\025ListResourcesResponse\022L" +
+      "\n\tresources\030\001 \003(\0132..fencekeeper.v1.ListR" +
+      "esourcesResponse.ResourceR\tresources\022&\n\017" +
+      "next_page_token\030\002 \001(\tR\rnextPageToken\032^\n\010" +
+      "Resource\022\032\n\010resource\030\001 \001(\tR\010resource\0226\n\005" +
+      "state\030\002 \001(\0132 .fencekeeper.v1.DescribeRes" +
+      "ponseR\005state\"\350\001\n\006Holder\022\026\n\006holder\030\001 \001(\tR" +
+      "\006holder\0222\n\005token\030\002 \001(\0132\034.fencekeeper.v1." +
+      "FencingTokenR\005token\022+\n\003ttl\030\003 \001(\0132\031.googl" +
+      "e.protobuf.DurationR\003ttl\022)\n\020holder_princ" +
+      "ipal\030\004 \001(\tR\017holderPrincipal\022\024\n\005value\030\005 \001" +
+      "(\014R\005value\022$\n\016value_left_out\030\006 \001(\010R\014value" +
+      "LeftOut\",\n\016ObserveRequest\022\032\n\010resource\030\001 " +
+      "\001(\tR\010resource\"\244\004\n\017ObserveResponse\022\022\n\004hel" +
+      "d\030\001 \001(\010R\004held\022\026\n\006holder\030\002 \001(\tR\006holder\0222\n" +
+      "\005token\030\003 \001(\0132\034.fencekeeper.v1.FencingTok" +
+      "enR\005token\022\032\n\010revision\030\004 \001(\003R\010revision\022)\n" +
+      "\020holder_principal\030\005 \001(\tR\017holderPrincipal" +
+      "\0228\n\nlock_delay\030\006 \001(\0132\031.google.protobuf.D" +
+      "urationR\tlockDelay\022D\n\020lock_delay_until\030\007" +
+      " \001(\0132\032.google.protobuf.TimestampR\016lockDe" +
+      "layUntil\0220\n\007holders\030\010 \003(\0132\026.fencekeeper." +
+      "v1.HolderR\007holders\022.\n\006joined\030\t \003(\0132\026.fen" +
+      "cekeeper.v1.HolderR\006joined\022*\n\004left\030\n \003(\013" +
+      "2\026.fencekeeper.v1.HolderR\004left\022\024\n\005value\030" +
+      "\013 \001(\014R\005value\022\037\n\013max_holders\030\014 \001(\005R\nmaxHo" +
+      "lders\022%\n\016missed_changes\030\r \001(\010R\rmissedCha" +
+      "nges\"Y\n\022OpenSessionRequest\022+\n\003ttl\030\001 \001(\0132" +
+      "\031.google.protobuf.DurationR\003ttl\022\026\n\006holde" +
+      "r\030\002 \001(\tR\006holder\"a\n\023OpenSessionResponse\022\035" +
+      "\n\nsession_id\030\001 \001(\003R\tsessionId\022+\n\003ttl\030\002 \001" +
+      "(\0132\031.google.protobuf.DurationR\003ttl\"4\n\023Cl" +
+      "oseSessionRequest\022\035\n\nsession_id\030\001 \001(\003R\ts" +
+      "essionId\"\026\n\024CloseSessionResponse\"\026\n\024List" +
+      "TokenKeysRequest\"E\n\025ListTokenKeysRespons" +
+      "e\022,\n\004keys\030\001 \003(\0132\030.fencekeeper.v1.TokenKe" +
+      "yR\004keys\"^\n\010TokenKey\022\025\n\006key_id\030\001 \001(\tR\005key" +
+      "Id\022\034\n\talgorithm\030\002 \001(\tR\talgorithm\022\035\n\npubl" +
+      "ic_key\030\003 \001(\014R\tpublicKey\"[\n\017ProclaimReque" +
+      "st\0222\n\005token\030\001 \001(\0132\034.fencekeeper.v1.Fenci" +
+      "ngTokenR\005token\022\024\n\005value\030\002 \001(\014R\005value\".\n\020" +
+      "ProclaimResponse\022\032\n\010revision\030\001 \001(\003R\010revi" +
+      "sion\"2\n\024LiftLockDelayRequest\022\032\n\010resource" +
+      "\030\001 \001(\tR\010resource\"O\n\025LiftLockDelayRespons" +
+      "e\022\026\n\006lifted\030\001 \001(\010R\006lifted\022\036\n\ngeneration\030" +
+      "\002 \001(\003R\ngeneration2\373\007\n\014LeaseService\022J\n\007Ac" +
+      "quire\022\036.fencekeeper.v1.AcquireRequest\032\037." +
+      "fencekeeper.v1.AcquireResponse\022T\n\tKeepAl" +
+      "ive\022 .fencekeeper.v1.KeepAliveRequest\032!." +
+      "fencekeeper.v1.KeepAliveResponse(\0010\001\022D\n\005" +
+      "Renew\022\034.fencekeeper.v1.RenewRequest\032\035.fe" +
+      "ncekeeper.v1.RenewResponse\022J\n\007Release\022\036." +
+      "fencekeeper.v1.ReleaseRequest\032\037.fencekee" +
+      "per.v1.ReleaseResponse\022M\n\010Describe\022\037.fen" +
+      "cekeeper.v1.DescribeRequest\032 .fencekeepe" +
+      "r.v1.DescribeResponse\022\\\n\rListResources\022$" +
+      ".fencekeeper.v1.ListResourcesRequest\032%.f" +
+      "encekeeper.v1.ListResourcesResponse\022L\n\007O" +
+      "bserve\022\036.fencekeeper.v1.ObserveRequest\032\037" +
+      ".fencekeeper.v1.ObserveResponse0\001\022V\n\013Ope" +
+      "nSession\022\".fencekeeper.v1.OpenSessionReq" +
+      "uest\032#.fencekeeper.v1.OpenSessionRespons" +
+      "e\022Y\n\014CloseSession\022#.fencekeeper.v1.Close" +
+      "SessionRequest\032$.fencekeeper.v1.CloseSes" +
+      "sionResponse\022\\\n\rListTokenKeys\022$.fencekee" +
+      "per.v1.ListTokenKeysRequest\032%.fencekeepe" +
+      "r.v1.ListTokenKeysResponse\022\\\n\rLiftLockDe" +
+      "lay\022$.fencekeeper.v1.LiftLockDelayReques" +
+      "t\032%.fencekeeper.v1.LiftLockDelayResponse" +
+      "\022M\n\010Proclaim\022\037.fencekeeper.v1.ProclaimRe" +
+      "quest\032 .fencekeeper.v1.ProclaimResponseB" +
+      "i\n\021io.fencekeeper.v1B\nLeaseProtoP\001ZFgith" +
+      "ub.com/fencekeeper/fencekeeper/gen/go/fe" +
+      "ncekeeper/v1;fencekeeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -367,13 +371,13 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_DescribeRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeRequest_descriptor,
-        new java.lang.String[] { "Resource", });
+        new java.lang.String[] { "Resource", "HoldersPageToken", });
     internal_static_fencekeeper_v1_DescribeResponse_descriptor =
       getDescriptor().getMessageType(10);
     internal_static_fencekeeper_v1_DescribeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_DescribeResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "HoldersWithoutTtl", "Value", "MaxHolders", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Ttl", "Waiters", "Fence", "LastIssued", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "HoldersWithoutTtl", "Value", "MaxHolders", "NextHoldersPageToken", });
     internal_static_fencekeeper_v1_ListResourcesRequest_descriptor =
       getDescriptor().getMessageType(11);
     internal_static_fencekeeper_v1_ListResourcesRequest_fieldAccessorTable = new
@@ -397,7 +401,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_Holder_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_Holder_descriptor,
-        new java.lang.String[] { "Holder", "Token", "Ttl", "HolderPrincipal", "Value", });
+        new java.lang.String[] { "Holder", "Token", "Ttl", "HolderPrincipal", "Value", "ValueLeftOut", });
     internal_static_fencekeeper_v1_ObserveRequest_descriptor =
       getDescriptor().getMessageType(14);
     internal_static_fencekeeper_v1_ObserveRequest_fieldAccessorTable = new
@@ -409,7 +413,7 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
     internal_static_fencekeeper_v1_ObserveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_ObserveResponse_descriptor,
-        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "Joined", "Left", "Value", "MaxHolders", });
+        new java.lang.String[] { "Held", "Holder", "Token", "Revision", "HolderPrincipal", "LockDelay", "LockDelayUntil", "Holders", "Joined", "Left", "Value", "MaxHolders", "MissedChanges", });
     internal_static_fencekeeper_v1_OpenSessionRequest_descriptor =
       getDescriptor().getMessageType(16);
     internal_static_fencekeeper_v1_OpenSessionRequest_fieldAccessorTable = new

@@ -511,7 +511,10 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Describe who holds a resource, with which token, for how much longer, and how many wait.
+     * Describe who holds a resource, with which token, for how much longer, and how many wait. An answer
+     * stays within the server's answer budget (--max-answer-bytes, 1 MiB by default): a resource whose
+     * shared holders' values pass it is described a page of holders at a time (holders_page_token).
+     * Holders' tokens carry their signature only for the caller that is their principal (FencingToken.signature).
      * </pre>
      */
     default void describe(io.fencekeeper.v1.DescribeRequest request,
@@ -524,7 +527,9 @@ public final class LeaseServiceGrpc {
      * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
      * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
      * a policy, only the resources the caller may observe are listed (the others are left out, not
-     * refused). For consoles and operators: "who holds what, and who waits".
+     * refused). For consoles and operators: "who holds what, and who waits". A page ends at page_size
+     * resources or at the server's answer budget (--max-answer-bytes, 1 MiB by default), whichever comes
+     * first, and holds at least one resource.
      * </pre>
      */
     default void listResources(io.fencekeeper.v1.ListResourcesRequest request,
@@ -535,7 +540,11 @@ public final class LeaseServiceGrpc {
     /**
      * <pre>
      * Stream the ownership changes of one resource, starting with its current state: each new holder, and
-     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them. The server keeps
+     * at most --max-stream-buffer-bytes (2 MiB by default) of changes its reader has not taken yet; a
+     * reader that falls further behind is not cut off: the changes waiting for it are dropped, and the
+     * next message it reads is the state at that moment, with missed_changes set (as etcd's watch tells
+     * a watcher that fell behind compaction, but the stream goes on).
      * </pre>
      */
     default void observe(io.fencekeeper.v1.ObserveRequest request,
@@ -707,7 +716,10 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Describe who holds a resource, with which token, for how much longer, and how many wait.
+     * Describe who holds a resource, with which token, for how much longer, and how many wait. An answer
+     * stays within the server's answer budget (--max-answer-bytes, 1 MiB by default): a resource whose
+     * shared holders' values pass it is described a page of holders at a time (holders_page_token).
+     * Holders' tokens carry their signature only for the caller that is their principal (FencingToken.signature).
      * </pre>
      */
     public void describe(io.fencekeeper.v1.DescribeRequest request,
@@ -721,7 +733,9 @@ public final class LeaseServiceGrpc {
      * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
      * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
      * a policy, only the resources the caller may observe are listed (the others are left out, not
-     * refused). For consoles and operators: "who holds what, and who waits".
+     * refused). For consoles and operators: "who holds what, and who waits". A page ends at page_size
+     * resources or at the server's answer budget (--max-answer-bytes, 1 MiB by default), whichever comes
+     * first, and holds at least one resource.
      * </pre>
      */
     public void listResources(io.fencekeeper.v1.ListResourcesRequest request,
@@ -733,7 +747,11 @@ public final class LeaseServiceGrpc {
     /**
      * <pre>
      * Stream the ownership changes of one resource, starting with its current state: each new holder, and
-     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them. The server keeps
+     * at most --max-stream-buffer-bytes (2 MiB by default) of changes its reader has not taken yet; a
+     * reader that falls further behind is not cut off: the changes waiting for it are dropped, and the
+     * next message it reads is the state at that moment, with missed_changes set (as etcd's watch tells
+     * a watcher that fell behind compaction, but the stream goes on).
      * </pre>
      */
     public void observe(io.fencekeeper.v1.ObserveRequest request,
@@ -890,7 +908,10 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Describe who holds a resource, with which token, for how much longer, and how many wait.
+     * Describe who holds a resource, with which token, for how much longer, and how many wait. An answer
+     * stays within the server's answer budget (--max-answer-bytes, 1 MiB by default): a resource whose
+     * shared holders' values pass it is described a page of holders at a time (holders_page_token).
+     * Holders' tokens carry their signature only for the caller that is their principal (FencingToken.signature).
      * </pre>
      */
     public io.fencekeeper.v1.DescribeResponse describe(io.fencekeeper.v1.DescribeRequest request) throws io.grpc.StatusException {
@@ -903,7 +924,9 @@ public final class LeaseServiceGrpc {
      * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
      * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
      * a policy, only the resources the caller may observe are listed (the others are left out, not
-     * refused). For consoles and operators: "who holds what, and who waits".
+     * refused). For consoles and operators: "who holds what, and who waits". A page ends at page_size
+     * resources or at the server's answer budget (--max-answer-bytes, 1 MiB by default), whichever comes
+     * first, and holds at least one resource.
      * </pre>
      */
     public io.fencekeeper.v1.ListResourcesResponse listResources(io.fencekeeper.v1.ListResourcesRequest request) throws io.grpc.StatusException {
@@ -914,7 +937,11 @@ public final class LeaseServiceGrpc {
     /**
      * <pre>
      * Stream the ownership changes of one resource, starting with its current state: each new holder, and
-     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them. The server keeps
+     * at most --max-stream-buffer-bytes (2 MiB by default) of changes its reader has not taken yet; a
+     * reader that falls further behind is not cut off: the changes waiting for it are dropped, and the
+     * next message it reads is the state at that moment, with missed_changes set (as etcd's watch tells
+     * a watcher that fell behind compaction, but the stream goes on).
      * </pre>
      */
     @io.grpc.ExperimentalApi("https://github.com/grpc/grpc-java/issues/10918")
@@ -1054,7 +1081,10 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Describe who holds a resource, with which token, for how much longer, and how many wait.
+     * Describe who holds a resource, with which token, for how much longer, and how many wait. An answer
+     * stays within the server's answer budget (--max-answer-bytes, 1 MiB by default): a resource whose
+     * shared holders' values pass it is described a page of holders at a time (holders_page_token).
+     * Holders' tokens carry their signature only for the caller that is their principal (FencingToken.signature).
      * </pre>
      */
     public io.fencekeeper.v1.DescribeResponse describe(io.fencekeeper.v1.DescribeRequest request) {
@@ -1067,7 +1097,9 @@ public final class LeaseServiceGrpc {
      * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
      * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
      * a policy, only the resources the caller may observe are listed (the others are left out, not
-     * refused). For consoles and operators: "who holds what, and who waits".
+     * refused). For consoles and operators: "who holds what, and who waits". A page ends at page_size
+     * resources or at the server's answer budget (--max-answer-bytes, 1 MiB by default), whichever comes
+     * first, and holds at least one resource.
      * </pre>
      */
     public io.fencekeeper.v1.ListResourcesResponse listResources(io.fencekeeper.v1.ListResourcesRequest request) {
@@ -1078,7 +1110,11 @@ public final class LeaseServiceGrpc {
     /**
      * <pre>
      * Stream the ownership changes of one resource, starting with its current state: each new holder, and
-     * each new value a holder proclaims (Proclaim), in the order etcd committed them.
+     * each new value a holder proclaims (Proclaim), in the order etcd committed them. The server keeps
+     * at most --max-stream-buffer-bytes (2 MiB by default) of changes its reader has not taken yet; a
+     * reader that falls further behind is not cut off: the changes waiting for it are dropped, and the
+     * next message it reads is the state at that moment, with missed_changes set (as etcd's watch tells
+     * a watcher that fell behind compaction, but the stream goes on).
      * </pre>
      */
     public java.util.Iterator<io.fencekeeper.v1.ObserveResponse> observe(
@@ -1220,7 +1256,10 @@ public final class LeaseServiceGrpc {
 
     /**
      * <pre>
-     * Describe who holds a resource, with which token, for how much longer, and how many wait.
+     * Describe who holds a resource, with which token, for how much longer, and how many wait. An answer
+     * stays within the server's answer budget (--max-answer-bytes, 1 MiB by default): a resource whose
+     * shared holders' values pass it is described a page of holders at a time (holders_page_token).
+     * Holders' tokens carry their signature only for the caller that is their principal (FencingToken.signature).
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.DescribeResponse> describe(
@@ -1234,7 +1273,9 @@ public final class LeaseServiceGrpc {
      * List the resources in use, whose names start with a prefix, in name order, a page at a time, each
      * as Describe describes it: held (exclusively or shared), waited for, or serving a lock-delay. With
      * a policy, only the resources the caller may observe are listed (the others are left out, not
-     * refused). For consoles and operators: "who holds what, and who waits".
+     * refused). For consoles and operators: "who holds what, and who waits". A page ends at page_size
+     * resources or at the server's answer budget (--max-answer-bytes, 1 MiB by default), whichever comes
+     * first, and holds at least one resource.
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.ListResourcesResponse> listResources(

@@ -948,7 +948,11 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-   * than page_size resources and still have a next one.
+   * than page_size resources and still have a next one: it also ends before the resource that would
+   * take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+   * a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+   * resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+   * state's next_holders_page_token says where Describe goes on.
    * </pre>
    *
    * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>
@@ -970,7 +974,11 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-   * than page_size resources and still have a next one.
+   * than page_size resources and still have a next one: it also ends before the resource that would
+   * take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+   * a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+   * resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+   * state's next_holders_page_token says where Describe goes on.
    * </pre>
    *
    * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>
@@ -1678,7 +1686,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-     * than page_size resources and still have a next one.
+     * than page_size resources and still have a next one: it also ends before the resource that would
+     * take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+     * a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+     * resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+     * state's next_holders_page_token says where Describe goes on.
      * </pre>
      *
      * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>
@@ -1699,7 +1711,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-     * than page_size resources and still have a next one.
+     * than page_size resources and still have a next one: it also ends before the resource that would
+     * take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+     * a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+     * resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+     * state's next_holders_page_token says where Describe goes on.
      * </pre>
      *
      * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>
@@ -1721,7 +1737,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-     * than page_size resources and still have a next one.
+     * than page_size resources and still have a next one: it also ends before the resource that would
+     * take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+     * a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+     * resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+     * state's next_holders_page_token says where Describe goes on.
      * </pre>
      *
      * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>
@@ -1739,7 +1759,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-     * than page_size resources and still have a next one.
+     * than page_size resources and still have a next one: it also ends before the resource that would
+     * take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+     * a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+     * resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+     * state's next_holders_page_token says where Describe goes on.
      * </pre>
      *
      * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>
@@ -1754,7 +1778,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-     * than page_size resources and still have a next one.
+     * than page_size resources and still have a next one: it also ends before the resource that would
+     * take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+     * a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+     * resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+     * state's next_holders_page_token says where Describe goes on.
      * </pre>
      *
      * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>

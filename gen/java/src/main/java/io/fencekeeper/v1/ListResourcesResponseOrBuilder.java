@@ -57,7 +57,11 @@ public interface ListResourcesResponseOrBuilder extends
   /**
    * <pre>
    * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-   * than page_size resources and still have a next one.
+   * than page_size resources and still have a next one: it also ends before the resource that would
+   * take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+   * a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+   * resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+   * state's next_holders_page_token says where Describe goes on.
    * </pre>
    *
    * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>
@@ -67,7 +71,11 @@ public interface ListResourcesResponseOrBuilder extends
   /**
    * <pre>
    * Pass it as page_token for the next page; empty when this page is the last. A page may hold fewer
-   * than page_size resources and still have a next one.
+   * than page_size resources and still have a next one: it also ends before the resource that would
+   * take it past the server's answer budget (--max-answer-bytes, 1 MiB by default; protobuf bytes, so
+   * a JSON answer, with values in base64, is up to about a third larger). A page holds at least one
+   * resource; a resource whose holders alone pass the budget is listed with its first holders, and its
+   * state's next_holders_page_token says where Describe goes on.
    * </pre>
    *
    * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>

@@ -530,6 +530,24 @@ private static final long serialVersionUID = 0L;
     return maxHolders_;
   }
 
+  public static final int MISSED_CHANGES_FIELD_NUMBER = 13;
+  private boolean missedChanges_ = false;
+  /**
+   * <pre>
+   * Set when changes were left out before this message: the reader fell more than the server's
+   * --max-stream-buffer-bytes behind, so the changes waiting for it were dropped, and this message is
+   * the state when it was sent: holders is the whole state, and joined and left are empty. Read faster,
+   * or Describe for what you need.
+   * </pre>
+   *
+   * <code>bool missed_changes = 13 [json_name = "missedChanges"];</code>
+   * @return The missedChanges.
+   */
+  @java.lang.Override
+  public boolean getMissedChanges() {
+    return missedChanges_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -579,6 +597,9 @@ private static final long serialVersionUID = 0L;
     }
     if (maxHolders_ != 0) {
       output.writeInt32(12, maxHolders_);
+    }
+    if (missedChanges_ != false) {
+      output.writeBool(13, missedChanges_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -645,6 +666,10 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(12, maxHolders_);
     }
+    if (missedChanges_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(13, missedChanges_);
+    }
     return size;
   }
   @java.lang.Override
@@ -702,6 +727,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getValue())) return false;
     if (getMaxHolders()
         != other.getMaxHolders()) return false;
+    if (getMissedChanges()
+        != other.getMissedChanges()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -751,6 +778,9 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getValue().hashCode();
     hash = (37 * hash) + MAX_HOLDERS_FIELD_NUMBER;
     hash = (53 * hash) + getMaxHolders();
+    hash = (37 * hash) + MISSED_CHANGES_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getMissedChanges());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -944,6 +974,7 @@ private static final long serialVersionUID = 0L;
       bitField0_ = (bitField0_ & ~0x00000200);
       value_ = com.google.protobuf.ByteString.EMPTY;
       maxHolders_ = 0;
+      missedChanges_ = false;
       return this;
     }
 
@@ -1044,6 +1075,9 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00000800) != 0)) {
         result.maxHolders_ = maxHolders_;
+      }
+      if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.missedChanges_ = missedChanges_;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -1169,6 +1203,9 @@ private static final long serialVersionUID = 0L;
       if (other.getMaxHolders() != 0) {
         setMaxHolders(other.getMaxHolders());
       }
+      if (other.getMissedChanges() != false) {
+        setMissedChanges(other.getMissedChanges());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -1283,6 +1320,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000800;
               break;
             } // case 96
+            case 104: {
+              missedChanges_ = input.readBool();
+              bitField0_ |= 0x00001000;
+              break;
+            } // case 104
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3084,6 +3126,59 @@ private static final long serialVersionUID = 0L;
     public Builder clearMaxHolders() {
       bitField0_ = (bitField0_ & ~0x00000800);
       maxHolders_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private boolean missedChanges_ ;
+    /**
+     * <pre>
+     * Set when changes were left out before this message: the reader fell more than the server's
+     * --max-stream-buffer-bytes behind, so the changes waiting for it were dropped, and this message is
+     * the state when it was sent: holders is the whole state, and joined and left are empty. Read faster,
+     * or Describe for what you need.
+     * </pre>
+     *
+     * <code>bool missed_changes = 13 [json_name = "missedChanges"];</code>
+     * @return The missedChanges.
+     */
+    @java.lang.Override
+    public boolean getMissedChanges() {
+      return missedChanges_;
+    }
+    /**
+     * <pre>
+     * Set when changes were left out before this message: the reader fell more than the server's
+     * --max-stream-buffer-bytes behind, so the changes waiting for it were dropped, and this message is
+     * the state when it was sent: holders is the whole state, and joined and left are empty. Read faster,
+     * or Describe for what you need.
+     * </pre>
+     *
+     * <code>bool missed_changes = 13 [json_name = "missedChanges"];</code>
+     * @param value The missedChanges to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMissedChanges(boolean value) {
+
+      missedChanges_ = value;
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Set when changes were left out before this message: the reader fell more than the server's
+     * --max-stream-buffer-bytes behind, so the changes waiting for it were dropped, and this message is
+     * the state when it was sent: holders is the whole state, and joined and left are empty. Read faster,
+     * or Describe for what you need.
+     * </pre>
+     *
+     * <code>bool missed_changes = 13 [json_name = "missedChanges"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMissedChanges() {
+      bitField0_ = (bitField0_ & ~0x00001000);
+      missedChanges_ = false;
       onChanged();
       return this;
     }

@@ -317,4 +317,17 @@ public interface ObserveResponseOrBuilder extends
    * @return The maxHolders.
    */
   int getMaxHolders();
+
+  /**
+   * <pre>
+   * Set when changes were left out before this message: the reader fell more than the server's
+   * --max-stream-buffer-bytes behind, so the changes waiting for it were dropped, and this message is
+   * the state when it was sent: holders is the whole state, and joined and left are empty. Read faster,
+   * or Describe for what you need.
+   * </pre>
+   *
+   * <code>bool missed_changes = 13 [json_name = "missedChanges"];</code>
+   * @return The missedChanges.
+   */
+  boolean getMissedChanges();
 }

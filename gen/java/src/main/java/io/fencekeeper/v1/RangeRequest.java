@@ -154,8 +154,10 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
-   * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
-   * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
+   * also ends before its keys and values pass the server's answer budget (--max-answer-bytes, 1 MiB by
+   * default; it holds at least one entry, whatever its size), so that it fits the 4 MiB message limit
+   * of common gRPC clients in protobuf and in JSON; follow next_page_token for the rest. Must not be
+   * negative.
    * </pre>
    *
    * <code>int32 page_size = 3 [json_name = "pageSize"];</code>
@@ -815,8 +817,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
-     * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
-     * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
+     * also ends before its keys and values pass the server's answer budget (--max-answer-bytes, 1 MiB by
+     * default; it holds at least one entry, whatever its size), so that it fits the 4 MiB message limit
+     * of common gRPC clients in protobuf and in JSON; follow next_page_token for the rest. Must not be
+     * negative.
      * </pre>
      *
      * <code>int32 page_size = 3 [json_name = "pageSize"];</code>
@@ -829,8 +833,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
-     * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
-     * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
+     * also ends before its keys and values pass the server's answer budget (--max-answer-bytes, 1 MiB by
+     * default; it holds at least one entry, whatever its size), so that it fits the 4 MiB message limit
+     * of common gRPC clients in protobuf and in JSON; follow next_page_token for the rest. Must not be
+     * negative.
      * </pre>
      *
      * <code>int32 page_size = 3 [json_name = "pageSize"];</code>
@@ -847,8 +853,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * At most this many entries per page; 0 means 100; values above 1000 are treated as 1000. A page
-     * also ends before its values pass 3 MiB (it holds at least one entry), so that it fits the 4 MiB
-     * message limit of common gRPC clients; follow next_page_token for the rest. Must not be negative.
+     * also ends before its keys and values pass the server's answer budget (--max-answer-bytes, 1 MiB by
+     * default; it holds at least one entry, whatever its size), so that it fits the 4 MiB message limit
+     * of common gRPC clients in protobuf and in JSON; follow next_page_token for the rest. Must not be
+     * negative.
      * </pre>
      *
      * <code>int32 page_size = 3 [json_name = "pageSize"];</code>
