@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/lease.proto.
  */
 export const file_fencekeeper_v1_lease: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEivAIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDBITCgttYXhfaG9sZGVycxgKIAEoBRIPCgdwcmVlbXB0GAsgASgIIpUBCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi0KCmxvY2tfZGVsYXkYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNwoQS2VlcEFsaXZlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoAxIRCglsZWFzZV9pZHMYAiADKAMioAEKEUtlZXBBbGl2ZVJlc3BvbnNlEhAKCGxlYXNlX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCHJlbmV3YWxzGAQgAygLMhwuZmVuY2VrZWVwZXIudjEuTGVhc2VSZW5ld2FsImsKDExlYXNlUmVuZXdhbBIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cyIgCgxSZW5ld1JlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMiNwoNUmVuZXdSZXNwb25zZRImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPQoOUmVsZWFzZVJlcXVlc3QSKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4iEQoPUmVsZWFzZVJlc3BvbnNlIiMKD0Rlc2NyaWJlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKjAwoQRGVzY3JpYmVSZXNwb25zZRIMCgRoZWxkGAEgASgIEg4KBmhvbGRlchgCIAEoCRIrCgV0b2tlbhgDIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDwoHd2FpdGVycxgFIAEoBRINCgVmZW5jZRgGIAEoAxITCgtsYXN0X2lzc3VlZBgHIAEoAxIYChBob2xkZXJfcHJpbmNpcGFsGAggASgJEi0KCmxvY2tfZGVsYXkYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoQbG9ja19kZWxheV91bnRpbBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoHaG9sZGVycxgLIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIbChNob2xkZXJzX3dpdGhvdXRfdHRsGAwgASgFEg0KBXZhbHVlGA0gASgMEhMKC21heF9ob2xkZXJzGA4gASgFIk0KFExpc3RSZXNvdXJjZXNSZXF1ZXN0Eg4KBnByZWZpeBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSLCAQoVTGlzdFJlc291cmNlc1Jlc3BvbnNlEkEKCXJlc291cmNlcxgBIAMoCzIuLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXNwb25zZS5SZXNvdXJjZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkaTQoIUmVzb3VyY2USEAoIcmVzb3VyY2UYASABKAkSLwoFc3RhdGUYAiABKAsyIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlIpYBCgZIb2xkZXISDgoGaG9sZGVyGAEgASgJEisKBXRva2VuGAIgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIYChBob2xkZXJfcHJpbmNpcGFsGAQgASgJEg0KBXZhbHVlGAUgASgMIiIKDk9ic2VydmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIogDCg9PYnNlcnZlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SEAoIcmV2aXNpb24YBCABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgFIAEoCRItCgpsb2NrX2RlbGF5GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCCADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISJgoGam9pbmVkGAkgAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiQKBGxlZnQYCiADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISDQoFdmFsdWUYCyABKAwSEwoLbWF4X2hvbGRlcnMYDCABKAUiTAoST3BlblNlc3Npb25SZXF1ZXN0EiYKA3R0bBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAiABKAkiUQoTT3BlblNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAMiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiFgoUTGlzdFRva2VuS2V5c1JlcXVlc3QiPwoVTGlzdFRva2VuS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC5mZW5jZWtlZXBlci52MS5Ub2tlbktleSJBCghUb2tlbktleRIOCgZrZXlfaWQYASABKAkSEQoJYWxnb3JpdGhtGAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwiTQoPUHJvY2xhaW1SZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEg0KBXZhbHVlGAIgASgMIiQKEFByb2NsYWltUmVzcG9uc2USEAoIcmV2aXNpb24YASABKAMiKAoUTGlmdExvY2tEZWxheVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiOwoVTGlmdExvY2tEZWxheVJlc3BvbnNlEg4KBmxpZnRlZBgBIAEoCBISCgpnZW5lcmF0aW9uGAIgASgDMvsHCgxMZWFzZVNlcnZpY2USSgoHQWNxdWlyZRIeLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlc3BvbnNlElQKCUtlZXBBbGl2ZRIgLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlcXVlc3QaIS5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXNwb25zZSgBMAESRAoFUmVuZXcSHC5mZW5jZWtlZXBlci52MS5SZW5ld1JlcXVlc3QaHS5mZW5jZWtlZXBlci52MS5SZW5ld1Jlc3BvbnNlEkoKB1JlbGVhc2USHi5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXNwb25zZRJNCghEZXNjcmliZRIfLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVzcG9uc2USXAoNTGlzdFJlc291cmNlcxIkLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFJlc291cmNlc1Jlc3BvbnNlEkwKB09ic2VydmUSHi5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXNwb25zZTABElYKC09wZW5TZXNzaW9uEiIuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXF1ZXN0GiMuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXNwb25zZRJZCgxDbG9zZVNlc3Npb24SIy5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiQuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USXAoNTGlzdFRva2VuS2V5cxIkLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFRva2VuS2V5c1Jlc3BvbnNlElwKDUxpZnRMb2NrRGVsYXkSJC5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpZnRMb2NrRGVsYXlSZXNwb25zZRJNCghQcm9jbGFpbRIfLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVzcG9uc2VCaQoRaW8uZmVuY2VrZWVwZXIudjFCCkxlYXNlUHJvdG9QAVpGZ2l0aHViLmNvbS9mZW5jZWtlZXBlci9mZW5jZWtlZXBlci9nZW4vZ28vZmVuY2VrZWVwZXIvdjE7ZmVuY2VrZWVwZXJ2MWIGcHJvdG8z", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEivAIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDBITCgttYXhfaG9sZGVycxgKIAEoBRIPCgdwcmVlbXB0GAsgASgIIpUBCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi0KCmxvY2tfZGVsYXkYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNwoQS2VlcEFsaXZlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoAxIRCglsZWFzZV9pZHMYAiADKAMioAEKEUtlZXBBbGl2ZVJlc3BvbnNlEhAKCGxlYXNlX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCHJlbmV3YWxzGAQgAygLMhwuZmVuY2VrZWVwZXIudjEuTGVhc2VSZW5ld2FsImsKDExlYXNlUmVuZXdhbBIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cyIgCgxSZW5ld1JlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMiNwoNUmVuZXdSZXNwb25zZRImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPQoOUmVsZWFzZVJlcXVlc3QSKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4iEQoPUmVsZWFzZVJlc3BvbnNlIiMKD0Rlc2NyaWJlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKjAwoQRGVzY3JpYmVSZXNwb25zZRIMCgRoZWxkGAEgASgIEg4KBmhvbGRlchgCIAEoCRIrCgV0b2tlbhgDIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDwoHd2FpdGVycxgFIAEoBRINCgVmZW5jZRgGIAEoAxITCgtsYXN0X2lzc3VlZBgHIAEoAxIYChBob2xkZXJfcHJpbmNpcGFsGAggASgJEi0KCmxvY2tfZGVsYXkYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoQbG9ja19kZWxheV91bnRpbBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoHaG9sZGVycxgLIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIbChNob2xkZXJzX3dpdGhvdXRfdHRsGAwgASgFEg0KBXZhbHVlGA0gASgMEhMKC21heF9ob2xkZXJzGA4gASgFIk0KFExpc3RSZXNvdXJjZXNSZXF1ZXN0Eg4KBnByZWZpeBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSLCAQoVTGlzdFJlc291cmNlc1Jlc3BvbnNlEkEKCXJlc291cmNlcxgBIAMoCzIuLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXNwb25zZS5SZXNvdXJjZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkaTQoIUmVzb3VyY2USEAoIcmVzb3VyY2UYASABKAkSLwoFc3RhdGUYAiABKAsyIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlIpYBCgZIb2xkZXISDgoGaG9sZGVyGAEgASgJEisKBXRva2VuGAIgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEiYKA3R0bBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIYChBob2xkZXJfcHJpbmNpcGFsGAQgASgJEg0KBXZhbHVlGAUgASgMIiIKDk9ic2VydmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIogDCg9PYnNlcnZlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SEAoIcmV2aXNpb24YBCABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgFIAEoCRItCgpsb2NrX2RlbGF5GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCCADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISJgoGam9pbmVkGAkgAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiQKBGxlZnQYCiADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISDQoFdmFsdWUYCyABKAwSEwoLbWF4X2hvbGRlcnMYDCABKAUiTAoST3BlblNlc3Npb25SZXF1ZXN0EiYKA3R0bBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAiABKAkiUQoTT3BlblNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAMiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiFgoUTGlzdFRva2VuS2V5c1JlcXVlc3QiPwoVTGlzdFRva2VuS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC5mZW5jZWtlZXBlci52MS5Ub2tlbktleSJBCghUb2tlbktleRIOCgZrZXlfaWQYASABKAkSEQoJYWxnb3JpdGhtGAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwiTQoPUHJvY2xhaW1SZXF1ZXN0EisKBXRva2VuGAEgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEg0KBXZhbHVlGAIgASgMIiQKEFByb2NsYWltUmVzcG9uc2USEAoIcmV2aXNpb24YASABKAMiKAoUTGlmdExvY2tEZWxheVJlcXVlc3QSEAoIcmVzb3VyY2UYASABKAkiOwoVTGlmdExvY2tEZWxheVJlc3BvbnNlEg4KBmxpZnRlZBgBIAEoCBISCgpnZW5lcmF0aW9uGAIgASgDInoKDExlYXNlQmF0Y2hPcBIxCgdhY3F1aXJlGAEgASgLMh4uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlcXVlc3RIABIxCgdyZWxlYXNlGAIgASgLMh4uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlcXVlc3RIAEIECgJvcCI+ChFMZWFzZUJhdGNoUmVxdWVzdBIpCgNvcHMYASADKAsyHC5mZW5jZWtlZXBlci52MS5MZWFzZUJhdGNoT3AiqwEKEExlYXNlQmF0Y2hSZXN1bHQSMwoIYWNxdWlyZWQYASABKAsyHy5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVzcG9uc2VIABIzCghyZWxlYXNlZBgCIAEoCzIfLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXNwb25zZUgAEiMKBWVycm9yGAMgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXNIAEIICgZyZXN1bHQiRwoSTGVhc2VCYXRjaFJlc3BvbnNlEjEKB3Jlc3VsdHMYASADKAsyIC5mZW5jZWtlZXBlci52MS5MZWFzZUJhdGNoUmVzdWx0IrEBChFBY3F1aXJlQWxsUmVxdWVzdBIRCglyZXNvdXJjZXMYASADKAkSJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg4KBmhvbGRlchgDIAEoCRIMCgR3YWl0GAQgASgIEi8KDHdhaXRfdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgpzZXNzaW9uX2lkGAYgASgDIksKEkFjcXVpcmVBbGxSZXNwb25zZRI1CgxhY3F1aXNpdGlvbnMYASADKAsyHy5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVzcG9uc2UypQkKDExlYXNlU2VydmljZRJKCgdBY3F1aXJlEh4uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVzcG9uc2USVAoJS2VlcEFsaXZlEiAuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVxdWVzdBohLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlc3BvbnNlKAEwARJECgVSZW5ldxIcLmZlbmNla2VlcGVyLnYxLlJlbmV3UmVxdWVzdBodLmZlbmNla2VlcGVyLnYxLlJlbmV3UmVzcG9uc2USSgoHUmVsZWFzZRIeLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlc3BvbnNlEk0KCERlc2NyaWJlEh8uZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXF1ZXN0GiAuZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXNwb25zZRJcCg1MaXN0UmVzb3VyY2VzEiQuZmVuY2VrZWVwZXIudjEuTGlzdFJlc291cmNlc1JlcXVlc3QaJS5mZW5jZWtlZXBlci52MS5MaXN0UmVzb3VyY2VzUmVzcG9uc2USTAoHT2JzZXJ2ZRIeLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuT2JzZXJ2ZVJlc3BvbnNlMAESVgoLT3BlblNlc3Npb24SIi5mZW5jZWtlZXBlci52MS5PcGVuU2Vzc2lvblJlcXVlc3QaIy5mZW5jZWtlZXBlci52MS5PcGVuU2Vzc2lvblJlc3BvbnNlElkKDENsb3NlU2Vzc2lvbhIjLmZlbmNla2VlcGVyLnYxLkNsb3NlU2Vzc2lvblJlcXVlc3QaJC5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXNwb25zZRJcCg1MaXN0VG9rZW5LZXlzEiQuZmVuY2VrZWVwZXIudjEuTGlzdFRva2VuS2V5c1JlcXVlc3QaJS5mZW5jZWtlZXBlci52MS5MaXN0VG9rZW5LZXlzUmVzcG9uc2USXAoNTGlmdExvY2tEZWxheRIkLmZlbmNla2VlcGVyLnYxLkxpZnRMb2NrRGVsYXlSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlmdExvY2tEZWxheVJlc3BvbnNlEk0KCFByb2NsYWltEh8uZmVuY2VrZWVwZXIudjEuUHJvY2xhaW1SZXF1ZXN0GiAuZmVuY2VrZWVwZXIudjEuUHJvY2xhaW1SZXNwb25zZRJTCgpMZWFzZUJhdGNoEiEuZmVuY2VrZWVwZXIudjEuTGVhc2VCYXRjaFJlcXVlc3QaIi5mZW5jZWtlZXBlci52MS5MZWFzZUJhdGNoUmVzcG9uc2USUwoKQWNxdWlyZUFsbBIhLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVBbGxSZXF1ZXN0GiIuZmVuY2VrZWVwZXIudjEuQWNxdWlyZUFsbFJlc3BvbnNlQmkKEWlvLmZlbmNla2VlcGVyLnYxQgpMZWFzZVByb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * The request of LeaseService.Acquire.
@@ -1070,6 +1070,217 @@ export const LiftLockDelayResponseSchema: GenMessage<LiftLockDelayResponse> = /*
   messageDesc(file_fencekeeper_v1_lease, 26);
 
 /**
+ * One op of a LeaseBatch: an Acquire or a Release, with the same fields and rules as the call alone.
+ *
+ * @generated from message fencekeeper.v1.LeaseBatchOp
+ */
+export type LeaseBatchOp = Message<"fencekeeper.v1.LeaseBatchOp"> & {
+  /**
+   * The op.
+   *
+   * @generated from oneof fencekeeper.v1.LeaseBatchOp.op
+   */
+  op: {
+    /**
+     * Acquire a resource, as LeaseService.Acquire (preempt is refused here: send it alone).
+     *
+     * @generated from field: fencekeeper.v1.AcquireRequest acquire = 1;
+     */
+    value: AcquireRequest;
+    case: "acquire";
+  } | {
+    /**
+     * Release an acquisition, as LeaseService.Release.
+     *
+     * @generated from field: fencekeeper.v1.ReleaseRequest release = 2;
+     */
+    value: ReleaseRequest;
+    case: "release";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message fencekeeper.v1.LeaseBatchOp.
+ * Use `create(LeaseBatchOpSchema)` to create a new message.
+ */
+export const LeaseBatchOpSchema: GenMessage<LeaseBatchOp> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 27);
+
+/**
+ * The request of LeaseService.LeaseBatch.
+ *
+ * @generated from message fencekeeper.v1.LeaseBatchRequest
+ */
+export type LeaseBatchRequest = Message<"fencekeeper.v1.LeaseBatchRequest"> & {
+  /**
+   * The ops, 1 to 1000, with at most 2 MiB of AcquireRequest.value in all. Independent of one
+   * another: each is judged and applied on its own, concurrently.
+   *
+   * @generated from field: repeated fencekeeper.v1.LeaseBatchOp ops = 1;
+   */
+  ops: LeaseBatchOp[];
+};
+
+/**
+ * Describes the message fencekeeper.v1.LeaseBatchRequest.
+ * Use `create(LeaseBatchRequestSchema)` to create a new message.
+ */
+export const LeaseBatchRequestSchema: GenMessage<LeaseBatchRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 28);
+
+/**
+ * The answer to one op of a LeaseBatch: exactly what the same Acquire or Release alone would have got.
+ *
+ * @generated from message fencekeeper.v1.LeaseBatchResult
+ */
+export type LeaseBatchResult = Message<"fencekeeper.v1.LeaseBatchResult"> & {
+  /**
+   * Its outcome: acquired for a granted acquisition, released for a done release, error otherwise.
+   *
+   * @generated from oneof fencekeeper.v1.LeaseBatchResult.result
+   */
+  result: {
+    /**
+     * The grant of an acquisition: its token, TTL and lock-delay, as AcquireResponse.
+     *
+     * @generated from field: fencekeeper.v1.AcquireResponse acquired = 1;
+     */
+    value: AcquireResponse;
+    case: "acquired";
+  } | {
+    /**
+     * A release that ended its acquisition, as ReleaseResponse (empty).
+     *
+     * @generated from field: fencekeeper.v1.ReleaseResponse released = 2;
+     */
+    value: ReleaseResponse;
+    case: "released";
+  } | {
+    /**
+     * Why the op was refused or failed: the code, message and details (google.rpc.ErrorInfo) that the
+     * call alone would have failed with. A refused acquisition holds nothing; a refused release
+     * changed nothing.
+     *
+     * @generated from field: google.rpc.Status error = 3;
+     */
+    value: Status;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message fencekeeper.v1.LeaseBatchResult.
+ * Use `create(LeaseBatchResultSchema)` to create a new message.
+ */
+export const LeaseBatchResultSchema: GenMessage<LeaseBatchResult> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 29);
+
+/**
+ * The response of LeaseService.LeaseBatch.
+ *
+ * @generated from message fencekeeper.v1.LeaseBatchResponse
+ */
+export type LeaseBatchResponse = Message<"fencekeeper.v1.LeaseBatchResponse"> & {
+  /**
+   * One result per op, in the order of LeaseBatchRequest.ops.
+   *
+   * @generated from field: repeated fencekeeper.v1.LeaseBatchResult results = 1;
+   */
+  results: LeaseBatchResult[];
+};
+
+/**
+ * Describes the message fencekeeper.v1.LeaseBatchResponse.
+ * Use `create(LeaseBatchResponseSchema)` to create a new message.
+ */
+export const LeaseBatchResponseSchema: GenMessage<LeaseBatchResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 30);
+
+/**
+ * The request of LeaseService.AcquireAll.
+ *
+ * @generated from message fencekeeper.v1.AcquireAllRequest
+ */
+export type AcquireAllRequest = Message<"fencekeeper.v1.AcquireAllRequest"> & {
+  /**
+   * The resources to acquire, all or nothing: 1 to 100 distinct names, each as AcquireRequest.resource.
+   * Their order here does not matter: they are acquired in the order of their names' UTF-8 bytes.
+   *
+   * @generated from field: repeated string resources = 1;
+   */
+  resources: string[];
+
+  /**
+   * The TTL of each acquisition's own lease, as AcquireRequest.ttl. Must be unset with session_id.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 2;
+   */
+  ttl?: Duration;
+
+  /**
+   * Who is acquiring, as AcquireRequest.holder: the same label on every acquisition.
+   *
+   * @generated from field: string holder = 3;
+   */
+  holder: string;
+
+  /**
+   * false: fail fast (ABORTED, reason RESOURCE_HELD or LOCK_DELAY) on the first resource held, having
+   * released the ones acquired before it. true: wait for each in turn until all are held, as
+   * AcquireRequest.wait does for one.
+   *
+   * @generated from field: bool wait = 4;
+   */
+  wait: boolean;
+
+  /**
+   * With wait set: the longest time to wait for the whole set, on top of the call's own deadline, as
+   * AcquireRequest.wait_timeout. Must not be negative.
+   *
+   * @generated from field: google.protobuf.Duration wait_timeout = 5;
+   */
+  waitTimeout?: Duration;
+
+  /**
+   * Acquire every resource on this session (OpenSessionResponse.session_id) rather than on leases of
+   * their own, as AcquireRequest.session_id: the session's TTL applies and ttl must be unset. The
+   * session must hold and wait for none of them already (ALREADY_EXISTS, reason ALREADY_ACQUIRED).
+   *
+   * @generated from field: int64 session_id = 6;
+   */
+  sessionId: bigint;
+};
+
+/**
+ * Describes the message fencekeeper.v1.AcquireAllRequest.
+ * Use `create(AcquireAllRequestSchema)` to create a new message.
+ */
+export const AcquireAllRequestSchema: GenMessage<AcquireAllRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 31);
+
+/**
+ * The response of LeaseService.AcquireAll.
+ *
+ * @generated from message fencekeeper.v1.AcquireAllResponse
+ */
+export type AcquireAllResponse = Message<"fencekeeper.v1.AcquireAllResponse"> & {
+  /**
+   * One grant per resource, in the order of AcquireAllRequest.resources: each with its own token (and,
+   * without a session, its own lease and TTL), renewed and released as an Acquire's grant is.
+   *
+   * @generated from field: repeated fencekeeper.v1.AcquireResponse acquisitions = 1;
+   */
+  acquisitions: AcquireResponse[];
+};
+
+/**
+ * Describes the message fencekeeper.v1.AcquireAllResponse.
+ * Use `create(AcquireAllResponseSchema)` to create a new message.
+ */
+export const AcquireAllResponseSchema: GenMessage<AcquireAllResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 32);
+
+/**
  * LeaseService hands out leases on named resources, each with a fencing token.
  *
  * A lease lasts for its TTL unless its holder renews it (Renew, or a message on a KeepAlive stream).
@@ -1227,6 +1438,59 @@ export const LeaseService: GenService<{
     methodKind: "unary";
     input: typeof ProclaimRequestSchema;
     output: typeof ProclaimResponseSchema;
+  },
+  /**
+   * Many independent acquisitions and releases in one call, each answered on its own (as
+   * FencedStoreService.Batch does for writes): an op gets exactly the answer, or the error (code,
+   * message and ErrorInfo), that the same Acquire or Release alone would have got, and one op's
+   * refusal does not touch the others. This is not AcquireAll: nothing here is all or nothing. The ops
+   * are concurrent, like as many calls sent at once; the server commits the grants and releases that
+   * arrive together in as few etcd transactions as it can. The call answers when every op has its
+   * answer, so an acquisition with wait holds up the answers of the others: clients send ops that do
+   * not wait (and send an Acquire with wait alone).
+   *
+   * Each op is authorized on its own resource (the verb acquire; a release by an admin of the
+   * resource as Release alone): a denied op is answered PERMISSION_DENIED on its own. An acquisition
+   * with preempt is refused on its own (INVALID_ARGUMENT): preempt with Acquire alone. Each
+   * acquisition with wait takes one of the caller's waiting-Acquire slots while it waits.
+   *
+   * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+   * BATCH_TOO_LARGE) over 1000 ops or 2 MiB of values (AcquireRequest.value), or with no ops; or with
+   * the codes any call may get. When the call fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED,
+   * each op may or may not have taken effect: an acquisition granted then ends with its lease's TTL
+   * (or its session), since its token never reached the caller. A server that predates LeaseBatch
+   * answers UNIMPLEMENTED: send the ops one by one.
+   *
+   * @generated from rpc fencekeeper.v1.LeaseService.LeaseBatch
+   */
+  leaseBatch: {
+    methodKind: "unary";
+    input: typeof LeaseBatchRequestSchema;
+    output: typeof LeaseBatchResponseSchema;
+  },
+  /**
+   * Acquire several resources, all or nothing, as Curator's InterProcessMultiLock does: each resource
+   * is acquired exclusively, one after the other in a fixed order (their names' UTF-8 bytes, ascending),
+   * so that two callers asking for overlapping sets never wait for each other in a cycle. With wait,
+   * the call waits (each resource in FIFO order, as Acquire does) until it holds them all, or until the
+   * call's deadline or wait_timeout passes for the whole set. Without wait, it fails fast on the first
+   * resource that is held. On any failure, the resources it had acquired are released before it
+   * answers (the next waiters are granted), and the answer is the failure of the resource that failed,
+   * as Acquire alone would give it (ABORTED RESOURCE_HELD, DEADLINE_EXCEEDED, ...). If the server
+   * cannot release them (etcd unavailable), they end with their leases' TTL or with the session.
+   *
+   * Each resource gets an acquisition of its own: its own generation and token, on a lease of its own
+   * (each renewed and released on its own) or on the session given. Authorized as Acquire on every
+   * resource: one denied resource refuses the call (PERMISSION_DENIED), before anything is acquired.
+   * INVALID_ARGUMENT for no resources, more than 100, a resource named twice, or a name that cannot
+   * be a resource; then nothing is acquired. With wait, the call takes one waiting-Acquire slot.
+   *
+   * @generated from rpc fencekeeper.v1.LeaseService.AcquireAll
+   */
+  acquireAll: {
+    methodKind: "unary";
+    input: typeof AcquireAllRequestSchema;
+    output: typeof AcquireAllResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fencekeeper_v1_lease, 0);

@@ -166,6 +166,36 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fencekeeper_v1_LiftLockDelayResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LeaseBatchOp_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LeaseBatchOp_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LeaseBatchRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LeaseBatchRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LeaseBatchResult_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LeaseBatchResult_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LeaseBatchResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LeaseBatchResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_AcquireAllRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_AcquireAllRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_AcquireAllResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_AcquireAllResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -269,36 +299,61 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "\n\010revision\030\001 \001(\003R\010revision\"2\n\024LiftLockDe" +
       "layRequest\022\032\n\010resource\030\001 \001(\tR\010resource\"O" +
       "\n\025LiftLockDelayResponse\022\026\n\006lifted\030\001 \001(\010R" +
-      "\006lifted\022\036\n\ngeneration\030\002 \001(\003R\ngeneration2" +
-      "\373\007\n\014LeaseService\022J\n\007Acquire\022\036.fencekeepe" +
-      "r.v1.AcquireRequest\032\037.fencekeeper.v1.Acq" +
-      "uireResponse\022T\n\tKeepAlive\022 .fencekeeper." +
-      "v1.KeepAliveRequest\032!.fencekeeper.v1.Kee" +
-      "pAliveResponse(\0010\001\022D\n\005Renew\022\034.fencekeepe" +
-      "r.v1.RenewRequest\032\035.fencekeeper.v1.Renew" +
-      "Response\022J\n\007Release\022\036.fencekeeper.v1.Rel" +
-      "easeRequest\032\037.fencekeeper.v1.ReleaseResp" +
-      "onse\022M\n\010Describe\022\037.fencekeeper.v1.Descri" +
-      "beRequest\032 .fencekeeper.v1.DescribeRespo" +
-      "nse\022\\\n\rListResources\022$.fencekeeper.v1.Li" +
-      "stResourcesRequest\032%.fencekeeper.v1.List" +
-      "ResourcesResponse\022L\n\007Observe\022\036.fencekeep" +
-      "er.v1.ObserveRequest\032\037.fencekeeper.v1.Ob" +
-      "serveResponse0\001\022V\n\013OpenSession\022\".fenceke" +
-      "eper.v1.OpenSessionRequest\032#.fencekeeper" +
-      ".v1.OpenSessionResponse\022Y\n\014CloseSession\022" +
-      "#.fencekeeper.v1.CloseSessionRequest\032$.f" +
-      "encekeeper.v1.CloseSessionResponse\022\\\n\rLi" +
-      "stTokenKeys\022$.fencekeeper.v1.ListTokenKe" +
-      "ysRequest\032%.fencekeeper.v1.ListTokenKeys" +
-      "Response\022\\\n\rLiftLockDelay\022$.fencekeeper." +
-      "v1.LiftLockDelayRequest\032%.fencekeeper.v1" +
-      ".LiftLockDelayResponse\022M\n\010Proclaim\022\037.fen" +
-      "cekeeper.v1.ProclaimRequest\032 .fencekeepe" +
-      "r.v1.ProclaimResponseBi\n\021io.fencekeeper." +
-      "v1B\nLeaseProtoP\001ZFgithub.com/fencekeeper" +
-      "/fencekeeper/gen/go/fencekeeper/v1;fence" +
-      "keeperv1b\006proto3"
+      "\006lifted\022\036\n\ngeneration\030\002 \001(\003R\ngeneration\"" +
+      "\214\001\n\014LeaseBatchOp\022:\n\007acquire\030\001 \001(\0132\036.fenc" +
+      "ekeeper.v1.AcquireRequestH\000R\007acquire\022:\n\007" +
+      "release\030\002 \001(\0132\036.fencekeeper.v1.ReleaseRe" +
+      "questH\000R\007releaseB\004\n\002op\"C\n\021LeaseBatchRequ" +
+      "est\022.\n\003ops\030\001 \003(\0132\034.fencekeeper.v1.LeaseB" +
+      "atchOpR\003ops\"\306\001\n\020LeaseBatchResult\022=\n\010acqu" +
+      "ired\030\001 \001(\0132\037.fencekeeper.v1.AcquireRespo" +
+      "nseH\000R\010acquired\022=\n\010released\030\002 \001(\0132\037.fenc" +
+      "ekeeper.v1.ReleaseResponseH\000R\010released\022*" +
+      "\n\005error\030\003 \001(\0132\022.google.rpc.StatusH\000R\005err" +
+      "orB\010\n\006result\"P\n\022LeaseBatchResponse\022:\n\007re" +
+      "sults\030\001 \003(\0132 .fencekeeper.v1.LeaseBatchR" +
+      "esultR\007results\"\347\001\n\021AcquireAllRequest\022\034\n\t" +
+      "resources\030\001 \003(\tR\tresources\022+\n\003ttl\030\002 \001(\0132" +
+      "\031.google.protobuf.DurationR\003ttl\022\026\n\006holde" +
+      "r\030\003 \001(\tR\006holder\022\022\n\004wait\030\004 \001(\010R\004wait\022<\n\014w" +
+      "ait_timeout\030\005 \001(\0132\031.google.protobuf.Dura" +
+      "tionR\013waitTimeout\022\035\n\nsession_id\030\006 \001(\003R\ts" +
+      "essionId\"Y\n\022AcquireAllResponse\022C\n\014acquis" +
+      "itions\030\001 \003(\0132\037.fencekeeper.v1.AcquireRes" +
+      "ponseR\014acquisitions2\245\t\n\014LeaseService\022J\n\007" +
+      "Acquire\022\036.fencekeeper.v1.AcquireRequest\032" +
+      "\037.fencekeeper.v1.AcquireResponse\022T\n\tKeep" +
+      "Alive\022 .fencekeeper.v1.KeepAliveRequest\032" +
+      "!.fencekeeper.v1.KeepAliveResponse(\0010\001\022D" +
+      "\n\005Renew\022\034.fencekeeper.v1.RenewRequest\032\035." +
+      "fencekeeper.v1.RenewResponse\022J\n\007Release\022" +
+      "\036.fencekeeper.v1.ReleaseRequest\032\037.fencek" +
+      "eeper.v1.ReleaseResponse\022M\n\010Describe\022\037.f" +
+      "encekeeper.v1.DescribeRequest\032 .fencekee" +
+      "per.v1.DescribeResponse\022\\\n\rListResources" +
+      "\022$.fencekeeper.v1.ListResourcesRequest\032%" +
+      ".fencekeeper.v1.ListResourcesResponse\022L\n" +
+      "\007Observe\022\036.fencekeeper.v1.ObserveRequest" +
+      "\032\037.fencekeeper.v1.ObserveResponse0\001\022V\n\013O" +
+      "penSession\022\".fencekeeper.v1.OpenSessionR" +
+      "equest\032#.fencekeeper.v1.OpenSessionRespo" +
+      "nse\022Y\n\014CloseSession\022#.fencekeeper.v1.Clo" +
+      "seSessionRequest\032$.fencekeeper.v1.CloseS" +
+      "essionResponse\022\\\n\rListTokenKeys\022$.fencek" +
+      "eeper.v1.ListTokenKeysRequest\032%.fencekee" +
+      "per.v1.ListTokenKeysResponse\022\\\n\rLiftLock" +
+      "Delay\022$.fencekeeper.v1.LiftLockDelayRequ" +
+      "est\032%.fencekeeper.v1.LiftLockDelayRespon" +
+      "se\022M\n\010Proclaim\022\037.fencekeeper.v1.Proclaim" +
+      "Request\032 .fencekeeper.v1.ProclaimRespons" +
+      "e\022S\n\nLeaseBatch\022!.fencekeeper.v1.LeaseBa" +
+      "tchRequest\032\".fencekeeper.v1.LeaseBatchRe" +
+      "sponse\022S\n\nAcquireAll\022!.fencekeeper.v1.Ac" +
+      "quireAllRequest\032\".fencekeeper.v1.Acquire" +
+      "AllResponseBi\n\021io.fencekeeper.v1B\nLeaseP" +
+      "rotoP\001ZFgithub.com/fencekeeper/fencekeep" +
+      "er/gen/go/fencekeeper/v1;fencekeeperv1b\006" +
+      "proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -476,6 +531,42 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_LiftLockDelayResponse_descriptor,
         new java.lang.String[] { "Lifted", "Generation", });
+    internal_static_fencekeeper_v1_LeaseBatchOp_descriptor =
+      getDescriptor().getMessageType(27);
+    internal_static_fencekeeper_v1_LeaseBatchOp_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LeaseBatchOp_descriptor,
+        new java.lang.String[] { "Acquire", "Release", "Op", });
+    internal_static_fencekeeper_v1_LeaseBatchRequest_descriptor =
+      getDescriptor().getMessageType(28);
+    internal_static_fencekeeper_v1_LeaseBatchRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LeaseBatchRequest_descriptor,
+        new java.lang.String[] { "Ops", });
+    internal_static_fencekeeper_v1_LeaseBatchResult_descriptor =
+      getDescriptor().getMessageType(29);
+    internal_static_fencekeeper_v1_LeaseBatchResult_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LeaseBatchResult_descriptor,
+        new java.lang.String[] { "Acquired", "Released", "Error", "Result", });
+    internal_static_fencekeeper_v1_LeaseBatchResponse_descriptor =
+      getDescriptor().getMessageType(30);
+    internal_static_fencekeeper_v1_LeaseBatchResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LeaseBatchResponse_descriptor,
+        new java.lang.String[] { "Results", });
+    internal_static_fencekeeper_v1_AcquireAllRequest_descriptor =
+      getDescriptor().getMessageType(31);
+    internal_static_fencekeeper_v1_AcquireAllRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_AcquireAllRequest_descriptor,
+        new java.lang.String[] { "Resources", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", });
+    internal_static_fencekeeper_v1_AcquireAllResponse_descriptor =
+      getDescriptor().getMessageType(32);
+    internal_static_fencekeeper_v1_AcquireAllResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_AcquireAllResponse_descriptor,
+        new java.lang.String[] { "Acquisitions", });
     descriptor.resolveAllFeaturesImmutable();
     io.fencekeeper.v1.TokenProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();
