@@ -33,7 +33,8 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 		return invoker(ctx, method, req, reply, cc, opts...)
 	})
 	newClient := func(holder string) (*fencekeeper.Client, error) {
-		return fencekeeper.New(fencekeeper.Options{Servers: urls, Credentials: creds, Holder: holder, DialOptions: []grpc.DialOption{countWrites}})
+		// Leases of their own: the scenario follows a lease released behind its back, which a session hides.
+		return fencekeeper.New(fencekeeper.Options{Servers: urls, Credentials: creds, Holder: holder, OwnLeases: true, DialOptions: []grpc.DialOption{countWrites}})
 	}
 	a, err := newClient("go-sdk-a")
 	if err != nil {
