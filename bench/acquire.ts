@@ -1,6 +1,6 @@
 // Acquire + release cycles, each on a resource of its own (no contention), 1 and 16 at a time:
 // fencekeeper through the SDK beside etcd3's own lock() helper (issue 9, target 3). The SDK is measured
-// both ways: with a lease per acquisition (its default), and on sessions, as etcd's own Mutex runs on a
+// both ways: with a lease per acquisition (sessions: false), and on sessions (its default), as etcd's own Mutex runs on a
 // concurrency.Session; the target is judged on sessions, the way etcd's own lock is meant to be used.
 // Then the handover (issue 21, target 5): from a holder's release to its waiter's grant, the SDK's waiting
 // acquire beside a waiting lock written by hand on etcd3 (watch the key, lock() again).
@@ -23,7 +23,7 @@ export const acquire: Scenario = {
   estimate: (f: Flags) => CONCURRENCY.length * 3 * (f.seconds + 0.5) + 2 * f.seconds + 4,
   async run(ctx) {
     const seconds = ctx.flags.seconds;
-    const client = new FencekeeperClient({ servers: [ctx.server().url] });
+    const client = new FencekeeperClient({ servers: [ctx.server().url], sessions: false });
     const onSessions = new FencekeeperClient({ servers: [ctx.server().url], sessions: true });
     const etcd = new Etcd3({ hosts: ctx.etcd.endpoint });
     try {

@@ -108,7 +108,7 @@ async function holdThroughFencekeeper(ctx: Context, url: string, pid: number, se
     },
   };
   // The SDK's session option, once it has one; the name is the SDK's to choose.
-  const client = new FencekeeperClient(sessions ? ({ ...options, sessions: true } as ClientOptions) : options);
+  const client = new FencekeeperClient({ ...options, sessions });
   const server = new Sampler(pid);
   const self = new Sampler(process.pid);
   const held: Lease[] = [];

@@ -18,7 +18,9 @@ export function action<A extends unknown[]>(fn: (ctx: Context, ...args: A) => Pr
     const globals = cmd.optsWithGlobals() as { server: string; json?: boolean };
     const out = new Output(Boolean(globals.json));
     let client: FencekeeperClient | undefined;
-    const ctx: Context = { out, client: (o) => (client ??= new FencekeeperClient({ ...o, servers: globals.server || DEFAULT_URL })) };
+    // A lease of its own: a command holds one lease at most, and a session would be a second lease to
+    // keep for nothing (and Ctrl-C must release exactly that one).
+    const ctx: Context = { out, client: (o) => (client ??= new FencekeeperClient({ sessions: false, ...o, servers: globals.server || DEFAULT_URL })) };
     let code: number;
     try {
       code = (await fn(ctx, ...(args.slice(0, -1) as A))) ?? EXIT.ok;

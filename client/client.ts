@@ -1,7 +1,8 @@
 // The fencekeeper client: acquires leases and keeps them on one KeepAlive stream, runs work under a lease,
 // and gives the store's calls with an explicit token. Any of several server URLs may serve any call.
-// With ClientOptions.sessions, acquisitions go on sessions (one per TTL, opened on first use and shared)
-// instead of on leases of their own.
+// Acquisitions go on sessions (one per TTL, opened on first use and shared) unless the client or the
+// acquisition asks for a lease of its own (ClientOptions.sessions false, AcquireOptions.ownLease).
+// Concurrent acquisitions and releases go to the server together (lock-batcher.ts).
 import { hostname } from "node:os";
 import { Code, type Interceptor } from "@connectrpc/connect";
 import { timestampDate, type Duration, type Timestamp } from "@bufbuild/protobuf/wkt";
@@ -21,6 +22,7 @@ import { Servers, type Credentials, type Connection } from "./servers.js";
 import { Store, type FenceModeName, type Value } from "./store.js";
 import { campaign, lead, leader, observeLeaders, type CampaignOptions, type Leader, type LeaderChange, type LeadCallbacks, type LeadOptions, type Leadership } from "./election.js";
 import { WriteBatcher } from "./write-batcher.js";
+import { LockBatcher, type AcquireInit } from "./lock-batcher.js";
 import { tokenFromProto, tokenToProto, type Token } from "./token.js";
 import { AcquireMode } from "../gen/ts/fencekeeper/v1/token_pb.js";
 import type { Holder as ProtoHolder } from "../gen/ts/fencekeeper/v1/lease_pb.js";
@@ -49,10 +51,18 @@ export interface ClientOptions {
   backoff?: Partial<BackoffOptions>;
   /**
    * Put acquisitions on sessions: one per TTL, opened on first use, shared by every acquisition of that
-   * TTL, renewed with one renewal for all of them, closed by close(). Default false: each acquisition
-   * has an etcd lease of its own. See docs/client.md, "Sessions", for what changes.
+   * TTL, renewed with one renewal for all of them, closed by close(). Default true, as etcd's Mutex,
+   * Curator and Chubby lock on a session. false: each acquisition has an etcd lease of its own (as
+   * AcquireOptions.ownLease asks for one). See docs/client.md, "Sessions", for when to choose which.
    */
   sessions?: boolean;
+  /**
+   * Coalesce concurrent acquisitions and releases into LeaseService.LeaseBatch calls: one that finds no
+   * call in flight goes out at once as a plain Acquire or Release; those that arrive meanwhile go
+   * together in the next call, each with its own answer. An acquisition that waits in line is never held
+   * up by the others. Falls back to one call each against a server without LeaseBatch. Default true.
+   */
+  coalesceLocks?: boolean;
   /** Credentials for a server with authentication on (docs/authentication.md). */
   credentials?: Credentials;
   /**
@@ -81,6 +91,13 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Overrides ClientOptions.holder. */
   holder?: string;
+  /**
+   * An etcd lease of its own for this acquisition, not the client's session: for a TTL of its own that
+   * other acquisitions must not share the fate of, a holder that must be able to lose this lock without
+   * losing the others, or a lock-delay (lockDelay and preempt always take a lease of their own). Default
+   * false (on the session, unless ClientOptions.sessions is false).
+   */
+  ownLease?: boolean;
   /**
    * Lock-delay, in ms (etcd keeps whole seconds, rounded up): if this lease expires (it is not released),
    * nobody is granted the resource for this long afterwards. Default 0: none. Always on a lease of its
@@ -114,6 +131,9 @@ export interface AcquireOptions {
    */
   preempt?: boolean;
 }
+
+/** The options of acquireAll(): the subset of AcquireOptions that applies to every resource of the set. */
+export type AcquireAllOptions = Pick<AcquireOptions, "ttl" | "wait" | "signal" | "holder" | "ownLease">;
 
 /** One holder of a resource: its token's shared says whether it is exclusive or shared. */
 export interface Holder {
@@ -193,6 +213,7 @@ export class FencekeeperClient {
   readonly #ctx: LeaseContext;
   readonly #keepers: KeeperContext;
   readonly #sessions?: Map<number, Promise<Session>>;
+  readonly #locks?: LockBatcher;
   #closed = false;
   #cleanups = 0;
   /** Cleanups waiting for a turn, from #turnsHead on. */
@@ -237,18 +258,33 @@ export class FencekeeperClient {
       release: (token) => this.#release(token),
       closeSession: (id) => this.#closeSession(id),
     };
-    if (o.sessions) this.#sessions = new Map();
+    if (o.sessions !== false) this.#sessions = new Map();
+    if (o.coalesceLocks !== false) this.#locks = new LockBatcher(this.#calls);
   }
 
-  /** Whether this client puts its acquisitions on sessions (ClientOptions.sessions). */
+  /** Whether this client puts its acquisitions on sessions (ClientOptions.sessions, true by default). */
   get sessions(): boolean {
     return this.#sessions !== undefined;
   }
 
   /** Acquires a resource and keeps its lease alive until it is released or lost. */
   async acquire(resource: string, o: AcquireOptions = {}): Promise<Lease> {
-    // A lock-delay is for an acquisition of its own: on a session, acquisitions end with the session.
-    return (this.#sessions && !o.lockDelay && !o.preempt && (await this.#acquireOnSession(resource, o))) || this.#acquireOwn(resource, o);
+    return (this.#onSession(o) && (await this.#acquireOnSession(resource, o))) || this.#acquireOwn(resource, o);
+  }
+
+  /**
+   * Whether an acquisition goes on the session. A lock-delay and a preemption need a lease of their own
+   * (the server refuses them on a session): on a session, acquisitions end with the session.
+   */
+  #onSession(o: { ownLease?: boolean; lockDelay?: number; preempt?: boolean }): boolean {
+    return this.#sessions !== undefined && !o.ownLease && !o.lockDelay && !o.preempt;
+  }
+
+  /** One Acquire call, coalesced with the client's others unless ClientOptions.coalesceLocks is false. */
+  #acquireCall(req: AcquireInit, o: { signal?: AbortSignal; timeoutMs: number }) {
+    const locks = this.#locks;
+    if (locks) return locks.acquire(req, o);
+    return this.#calls.run((c) => c.lease.acquire(req, o), false);
   }
 
   /** An acquisition on an etcd lease of its own. */
@@ -259,24 +295,20 @@ export class FencekeeperClient {
     const waitMs = typeof o.wait === "number" ? Math.ceil(o.wait) : undefined;
     const timeoutMs = o.wait === true ? 0 : this.#calls.timeoutMs + (waitMs ?? 0);
     const sentAt = now();
-    const res = await this.#calls.run(
-      (c) =>
-        c.lease.acquire(
-          {
-            resource,
-            ttl: toDuration(ttlMs),
-            holder: o.holder ?? this.#holder,
-            wait,
-            waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
-            lockDelay: o.lockDelay ? toDuration(o.lockDelay) : undefined,
-            mode: modeOf(o),
-            value: valueOf(o),
-            maxHolders: o.maxHolders ?? 0,
-            preempt: o.preempt ?? false,
-          },
-          { signal: o.signal, timeoutMs },
-        ),
-      false,
+    const res = await this.#acquireCall(
+      {
+        resource,
+        ttl: toDuration(ttlMs),
+        holder: o.holder ?? this.#holder,
+        wait,
+        waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
+        lockDelay: o.lockDelay ? toDuration(o.lockDelay) : undefined,
+        mode: modeOf(o),
+        value: valueOf(o),
+        maxHolders: o.maxHolders ?? 0,
+        preempt: o.preempt ?? false,
+      },
+      { signal: o.signal, timeoutMs },
     );
     if (!res.token || !res.ttl) throw new FencekeeperError("the server granted a lease without a token or a TTL", Code.Internal);
     let grant: Grant = { token: tokenFromProto(res.token), ttlMs: toMs(res.ttl), sentAt, answeredAt: now() };
@@ -307,22 +339,18 @@ export class FencekeeperClient {
       const timeoutMs = o.wait === true ? 0 : this.#calls.timeoutMs + (waitMs ?? 0);
       let res;
       try {
-        res = await this.#calls.run(
-          (c) =>
-            c.lease.acquire(
-              {
-                resource,
-                holder: o.holder ?? this.#holder,
-                wait,
-                waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
-                sessionId: session.leaseId,
-                mode: modeOf(o),
-                value: valueOf(o),
-                maxHolders: o.maxHolders ?? 0,
-              },
-              { signal: o.signal, timeoutMs },
-            ),
-          false,
+        res = await this.#acquireCall(
+          {
+            resource,
+            holder: o.holder ?? this.#holder,
+            wait,
+            waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
+            sessionId: session.leaseId,
+            mode: modeOf(o),
+            value: valueOf(o),
+            maxHolders: o.maxHolders ?? 0,
+          },
+          { signal: o.signal, timeoutMs },
         );
       } catch (err) {
         if (err instanceof FencekeeperError && err.reason === "ALREADY_ACQUIRED") return undefined;
@@ -417,6 +445,114 @@ export class FencekeeperClient {
   async semaphore(resource: string, n: number, o: Omit<AcquireOptions, "maxHolders" | "shared"> = {}): Promise<Lease> {
     if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`a semaphore needs at least 1 permit, got ${n}`, Code.InvalidArgument);
     return this.acquire(resource, { wait: true, ...o, maxHolders: n });
+  }
+
+  /**
+   * Acquires every resource or none (Curator's InterProcessMultiLock), in one AcquireAll call: the
+   * server takes them exclusively in the order of their names' bytes, so that two callers asking for
+   * overlapping sets cannot deadlock, and gives back what it took when one fails. wait bounds the wait
+   * for the whole set, as for acquire(). Resolves with one Lease per resource, in the order given, each
+   * kept and released on its own; on the client's session unless o.ownLease (or the client's sessions
+   * are off).
+   */
+  async acquireAll(resources: readonly string[], o: AcquireAllOptions = {}): Promise<Lease[]> {
+    return (this.#onSession(o) && (await this.#acquireAllOnSession(resources, o))) || this.#acquireAllOwn(resources, o);
+  }
+
+  /** AcquireAll on leases of their own, one each. */
+  async #acquireAllOwn(resources: readonly string[], o: AcquireAllOptions): Promise<Lease[]> {
+    const { wait, waitMs, timeoutMs } = this.#waitOf(o.wait);
+    const sentAt = now();
+    const res = await this.#calls.run(
+      (c) =>
+        c.lease.acquireAll(
+          {
+            resources: [...resources],
+            ttl: toDuration(o.ttl ?? DEFAULT_TTL_MS),
+            holder: o.holder ?? this.#holder,
+            wait,
+            waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
+          },
+          { signal: o.signal, timeoutMs },
+        ),
+      false,
+    );
+    const answeredAt = now();
+    let grants: Grant[] = res.acquisitions.map((a) => {
+      if (!a.token || !a.ttl) throw new FencekeeperError("the server granted a lease without a token or a TTL", Code.Internal);
+      return { token: tokenFromProto(a.token), ttlMs: toMs(a.ttl), sentAt, answeredAt };
+    });
+    // As for one acquisition: after a long wait, the deadlines count from a renewal sent now.
+    if (grants.some((g) => answeredAt.mono - sentAt.mono > g.ttlMs / 3)) {
+      const confirmed = await Promise.allSettled(grants.map((g) => this.#confirm(g)));
+      const failed = confirmed.find((c) => c.status === "rejected");
+      if (failed) {
+        await Promise.all(confirmed.map((c) => (c.status === "fulfilled" ? this.#release(c.value.token) : undefined)));
+        throw failed.reason;
+      }
+      grants = confirmed.map((c) => (c as PromiseFulfilledResult<Grant>).value);
+    }
+    if (o.signal?.aborted) {
+      await Promise.all(grants.map((g) => this.#release(g.token)));
+      throw new CanceledError(`acquire of ${resources.length} resources was canceled`, Code.Canceled);
+    }
+    return grants.map((g) => {
+      const keeper = new OwnLease(g.token.leaseId, g.ttlMs, g.sentAt, g.answeredAt, this.#keepers, false);
+      return this.#held(new Lease(g.token, keeper, this.#ctx, o.signal), keeper);
+    });
+  }
+
+  /** AcquireAll on the client's session of that TTL; undefined when the session holds one of them already. */
+  async #acquireAllOnSession(resources: readonly string[], o: AcquireAllOptions): Promise<Lease[] | undefined> {
+    const startedAt = performance.now();
+    for (let attempt = 1; ; attempt++) {
+      const session = await this.#session(o.ttl ?? DEFAULT_TTL_MS);
+      const { wait, waitMs, timeoutMs } = this.#waitOf(typeof o.wait === "number" ? Math.max(0, o.wait - (performance.now() - startedAt)) : o.wait);
+      let res;
+      try {
+        res = await this.#calls.run(
+          (c) =>
+            c.lease.acquireAll(
+              {
+                resources: [...resources],
+                holder: o.holder ?? this.#holder,
+                wait,
+                waitTimeout: waitMs !== undefined ? toDuration(waitMs) : undefined,
+                sessionId: session.leaseId,
+              },
+              { signal: o.signal, timeoutMs },
+            ),
+          false,
+        );
+      } catch (err) {
+        if (err instanceof FencekeeperError && err.reason === "ALREADY_ACQUIRED") return undefined;
+        if (o.signal?.aborted) for (const r of resources) void this.#releaseUnanswered(r, session.leaseId);
+        if (err instanceof LeaseNotFoundError) {
+          session.lose("not-found", err);
+          if (attempt === 1) continue;
+        }
+        throw err;
+      }
+      const tokens = res.acquisitions.map((a) => {
+        if (!a.token) throw new FencekeeperError("the server granted an acquisition without a token", Code.Internal);
+        return tokenFromProto(a.token);
+      });
+      if (session.expireIfPassed()) {
+        if (attempt === 1) continue;
+        throw new UnavailableError(`acquire of ${resources.length} resources: their session was lost twice while acquiring; try again`, Code.Unavailable);
+      }
+      if (o.signal?.aborted) {
+        await Promise.all(tokens.map((t) => this.#release(t)));
+        throw new CanceledError(`acquire of ${resources.length} resources was canceled`, Code.Canceled);
+      }
+      return tokens.map((t) => this.#held(new Lease(t, session, this.#ctx, o.signal)));
+    }
+  }
+
+  /** An AcquireOptions.wait as the request's wait and wait_timeout, and the call's deadline. */
+  #waitOf(w: boolean | number | undefined): { wait: boolean; waitMs?: number; timeoutMs: number } {
+    const waitMs = typeof w === "number" ? Math.ceil(w) : undefined;
+    return { wait: w !== undefined && w !== false, waitMs, timeoutMs: w === true ? 0 : this.#calls.timeoutMs + (waitMs ?? 0) };
   }
 
   /** The server's public keys that verify tokens offline (verifyToken), the signing one first. */
@@ -544,6 +680,8 @@ export class FencekeeperClient {
 
   #release(token: Token): Promise<void> {
     // Gone already, or no server answers: with renewals stopped, the lease ends at its TTL either way.
+    const locks = this.#locks;
+    if (locks) return locks.release(tokenToProto(token), this.#calls.timeoutMs).catch(() => undefined);
     return this.#cleanup((c) => c.lease.release({ token: tokenToProto(token) }, { timeoutMs: this.#calls.timeoutMs }));
   }
 

@@ -65,10 +65,14 @@ export class Leadership {
   }
 }
 
-/** Waits in line for the resource, exclusively, publishing value: resolves once elected. */
+/**
+ * Waits in line for the resource, exclusively, publishing value: resolves once elected. On a lease of
+ * its own unless o.ownLease is false: a leadership must be lost alone, and its leader told at its next
+ * renewal when it is released behind its back, which a session's renewal would not tell.
+ */
 export async function campaign(client: FencekeeperClient, resource: string, value: Value, o: CampaignOptions = {}): Promise<Leadership> {
   const { waitMs, ...rest } = o;
-  return new Leadership(await client.acquire(resource, { ...rest, value, wait: waitMs ?? true }));
+  return new Leadership(await client.acquire(resource, { ownLease: true, ...rest, value, wait: waitMs ?? true }));
 }
 
 /** The current leader, or undefined when nobody holds the resource exclusively. */

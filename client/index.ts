@@ -1,6 +1,6 @@
 // The fencekeeper TypeScript SDK.
 export { FencekeeperClient, DEFAULT_URL, DEFAULT_TTL_MS } from "./client.js";
-export type { ClientOptions, AcquireOptions, Description, Holder, Ownership } from "./client.js";
+export type { ClientOptions, AcquireOptions, AcquireAllOptions, Description, Holder, Ownership } from "./client.js";
 export { Lease } from "./lease.js";
 export { Leadership, type Leader, type LeaderChange, type CampaignOptions, type LeadCallbacks, type LeadOptions } from "./election.js";
 export type { Store, Commit, Entry, GetResult, ListOptions, ReadOptions, TxnOp, Value, WriteOptions, FenceModeName } from "./store.js";

@@ -13,9 +13,11 @@ const [url, name, resource, ttl] = process.argv.slice(2);
 const say = (event: string, data: Record<string, unknown> = {}) =>
   process.stdout.write(JSON.stringify({ event, at: Date.now(), ...data }, (_, v) => (typeof v === "bigint" ? String(v) : v)) + "\n");
 
+// A lease of its own: the demo follows one lease's renewals ("renewed"), which a session reports as its own.
 const client = new FencekeeperClient({
   servers: url,
   holder: name,
+  sessions: false,
   onEvent: (e) => {
     if (e.type === "renewed") say("renewed", { sentAt: e.sentAt.getTime(), confirmedAt: e.confirmedAt.getTime(), validUntil: e.validUntil.getTime() });
   },

@@ -59,7 +59,7 @@ try {
   line("demo", server ? `fencekeeper on ${url} (etcd in ${server.dir})` : `fencekeeper on ${url}`);
   line("demo", "A holds a lease and is paused past its TTL; B takes over and writes; A comes back and writes");
   const resource = `demo-${process.pid}-${t0.toString(36)}`;
-  const client = new FencekeeperClient({ servers: url });
+  const client = new FencekeeperClient({ servers: url, sessions: false });
   const ttl = options.ttl;
 
   const a = new HolderProcess(url, "A", resource, ttl);

@@ -98,7 +98,7 @@ export function createApp(o: AppOptions): App {
   checkTable([LeaseService, FencedStoreService]);
   const authorization = new Authorization(o.access);
   const ledger = new Ledger({ historyBytesPerSecond: 0, ...o.callerCaps }, (values) => o.access.callerKey({ values }));
-  const lease = handlers(LeaseService, leaseService(coordinator, o.access, new KeepAlivePace(o.callerCaps), answers, o.log), authorization, ledger);
+  const lease = handlers(LeaseService, leaseService(coordinator, o.access, new KeepAlivePace(o.callerCaps), answers, ledger, o.log), authorization, ledger);
   const fenced = handlers(FencedStoreService, storeService(store, o.access, o.log), authorization, ledger);
   const compactor = o.compaction && startCompactor(o.etcd, calls, { ...o.compaction, probeKey: Buffer.from(o.prefix) }, o.log);
   return {

@@ -11,8 +11,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// Acquiring: on an etcd lease of its own, or with Options.Sessions on the client's session of that TTL;
-// failing fast or waiting in line; cancelled by the caller's context. And WithLease, the scoped form.
+// Acquiring: on the client's session of that TTL, or on an etcd lease of its own (Options.OwnLeases,
+// AcquireOptions.OwnLease, and always with LockDelay or Preempt); failing fast or waiting in line;
+// cancelled by the caller's context. And WithLease, the scoped form.
 
 // AcquireOptions are those of one acquisition. The zero value fails fast with a TTL of DefaultTTL.
 type AcquireOptions struct {
@@ -26,7 +27,7 @@ type AcquireOptions struct {
 	Holder string
 	// LockDelay: if the lease expires (it is not released), nobody is granted the resource for this long
 	// afterwards (docs/lock-delay.md); whole seconds, rounded up. Zero: none. Such a lease is always one
-	// of its own, also with Options.Sessions.
+	// of its own, never on the session.
 	LockDelay time.Duration
 	// Shared takes a shared acquisition (docs/shared-leases.md): held beside other shared ones while no
 	// exclusive acquisition holds or waits. Its token's Shared is true, and the fenced store refuses its
@@ -45,9 +46,14 @@ type AcquireOptions struct {
 	// Preempt takes the resource from whoever holds it, at once, ahead of the waiters (docs/preemption.md):
 	// for an orchestrator that knows the holder is gone. The old holder's writes are refused from then on,
 	// and its lease is lost (LostPreempted, a *PreemptedError cause) at its next renewal. Needs the policy
-	// verb preempt (or admin); exclusive, on a lease of its own (also with Options.Sessions), without
+	// verb preempt (or admin); exclusive, on a lease of its own (never on the session), without
 	// LockDelay; never waits.
 	Preempt bool
+	// OwnLease puts this acquisition on an etcd lease of its own rather than on the client's session:
+	// for a TTL that other acquisitions must not share the fate of, or a holder that must be able to
+	// lose this lock without losing the others (docs/client.md, "Sessions"). LockDelay and Preempt
+	// always take a lease of their own. Default false (unless Options.OwnLeases).
+	OwnLease bool
 }
 
 func (o AcquireOptions) mode() fencekeeperv1.AcquireMode {
@@ -82,7 +88,7 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 	if o.Holder == "" {
 		o.Holder = c.holder
 	}
-	if c.sessions != nil && o.LockDelay == 0 && !o.Preempt {
+	if c.onSession(o.OwnLease, o.LockDelay, o.Preempt) {
 		if l, err := c.acquireOnSession(ctx, resource, o); l != nil || err != nil {
 			return l, err
 		}
@@ -90,8 +96,29 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 	return c.acquireOwn(ctx, resource, o)
 }
 
-// acquire sends one Acquire, with a deadline that leaves room for the wait.
+// onSession says whether an acquisition goes on the session: a lock-delay and a preemption need a lease
+// of their own (the server refuses them on a session, where acquisitions end with the session).
+func (c *Client) onSession(ownLease bool, lockDelay time.Duration, preempt bool) bool {
+	return c.sessions != nil && !ownLease && lockDelay == 0 && !preempt
+}
+
+// acquire sends one Acquire, coalesced with the client's others unless Options.DisableLockCoalescing.
 func (c *Client) acquire(ctx context.Context, req *fencekeeperv1.AcquireRequest, waitTimeout time.Duration) (*fencekeeperv1.AcquireResponse, error) {
+	var res *fencekeeperv1.AcquireResponse
+	var err error
+	if c.locks != nil {
+		res, err = c.locks.acquire(ctx, req, waitTimeout)
+	} else {
+		res, err = c.acquireCall(ctx, req, waitTimeout)
+	}
+	if err == nil && res.GetToken() == nil {
+		err = &StatusError{Code: codes.Internal, Message: "the server granted a lease without a token", Metadata: map[string]string{}}
+	}
+	return res, err
+}
+
+// acquireCall sends one plain Acquire, with a deadline that leaves room for the wait.
+func (c *Client) acquireCall(ctx context.Context, req *fencekeeperv1.AcquireRequest, waitTimeout time.Duration) (*fencekeeperv1.AcquireResponse, error) {
 	callCtx, cancel := ctx, context.CancelFunc(func() {})
 	switch {
 	case !req.Wait:
@@ -106,9 +133,6 @@ func (c *Client) acquire(ctx context.Context, req *fencekeeperv1.AcquireRequest,
 		res, err = cn.lease.Acquire(callCtx, req)
 		return err
 	})
-	if err == nil && res.GetToken() == nil {
-		err = &StatusError{Code: codes.Internal, Message: "the server granted a lease without a token", Metadata: map[string]string{}}
-	}
 	return res, err
 }
 

@@ -44,11 +44,16 @@ type Options struct {
 	Backoff Backoff
 	// Credentials for a server with authentication on.
 	Credentials Credentials
-	// Sessions puts acquisitions on sessions: one per TTL (in whole seconds), opened on first use,
-	// shared by every acquisition of that TTL, renewed with one renewal for all of them, closed by Close.
-	// Default false: each acquisition has an etcd lease of its own. See docs/client.md, "Sessions", for
-	// what changes.
+	// Sessions is kept for callers written before sessions were the default; it changes nothing.
+	//
+	// Deprecated: acquisitions go on sessions unless OwnLeases is set.
 	Sessions bool
+	// OwnLeases gives every acquisition an etcd lease of its own. By default (false), acquisitions go on
+	// sessions, as etcd's concurrency.Mutex, Curator and Chubby lock: one per TTL (in whole seconds),
+	// opened on first use, shared by every acquisition of that TTL, renewed with one renewal for all of
+	// them, closed by Close. AcquireOptions.OwnLease asks for a lease of its own for one acquisition.
+	// See docs/client.md, "Sessions", for when to choose which.
+	OwnLeases bool
 	// OnEvent, if set, is told what the client does, for logs and metrics. It is called from the
 	// client's goroutines and must not block.
 	OnEvent func(Event)
@@ -58,6 +63,12 @@ type Options struct {
 	// FencedStoreService.Batch call. No timer, so a lone write waits for nothing; each write keeps its own
 	// answer and typed error, as if sent alone. A server without Batch gets one call per write.
 	DisableWriteCoalescing bool
+	// DisableLockCoalescing sends every Acquire and Release as a call of its own. By default, concurrent
+	// acquisitions and releases are coalesced as writes are: one that finds a call free goes out at once,
+	// and those made while two calls are in flight go together in the next LeaseService.LeaseBatch call,
+	// each with its own answer. An acquisition that waits in line is never held up by the others. A
+	// server without LeaseBatch gets one call each.
+	DisableLockCoalescing bool
 	// DialOptions are added to those of every connection the client opens (interceptors for metrics or
 	// logs, say), after its own.
 	DialOptions []grpc.DialOption
@@ -74,10 +85,11 @@ type Client struct {
 	onEvent     func(Event)
 	cleanups    chan struct{}
 	writes      *writeBatcher // nil with Options.DisableWriteCoalescing
+	locks       *lockBatcher  // nil with Options.DisableLockCoalescing
 
 	mu       sync.Mutex
 	leases   map[*Lease]struct{}
-	sessions map[int64]*opening // by TTL in whole seconds; nil without Options.Sessions
+	sessions map[int64]*opening // by TTL in whole seconds; nil with Options.OwnLeases
 	closed   bool
 }
 
@@ -108,8 +120,11 @@ func New(o Options) (*Client, error) {
 		cleanups:    make(chan struct{}, cleanupsInFlight),
 		leases:      map[*Lease]struct{}{},
 	}
-	if o.Sessions {
+	if !o.OwnLeases {
 		c.sessions = map[int64]*opening{}
+	}
+	if !o.DisableLockCoalescing {
+		c.locks = &lockBatcher{c: c}
 	}
 	if !o.DisableWriteCoalescing {
 		c.writes = &writeBatcher{c: c}
@@ -322,10 +337,11 @@ func (c *Client) call(ctx context.Context, repeatable bool, call func(ctx contex
 func (c *Client) release(token Token) {
 	c.cleanups <- struct{}{}
 	defer func() { <-c.cleanups }()
-	_ = c.call(context.Background(), true, func(ctx context.Context, cn *conn) error {
-		_, err := cn.lease.Release(ctx, &fencekeeperv1.ReleaseRequest{Token: token.proto()})
-		return err
-	})
+	if c.locks != nil {
+		_ = c.locks.release(context.Background(), token.proto())
+		return
+	}
+	_ = c.releaseCall(context.Background(), token.proto())
 }
 
 func (c *Client) forget(l *Lease) {

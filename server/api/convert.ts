@@ -62,3 +62,11 @@ export function fenceModeFromProto(mode: ProtoFenceMode): FenceMode {
       throw invalid(`mutation.mode ${mode} is not a FenceMode; use FENCE_MODE_ORDER (1) or FENCE_MODE_LIVE (2)`);
   }
 }
+
+/** When a wait ends: the call's deadline or wait_timeout, the earlier one; undefined when neither is set. */
+export function waitEnd(waitTimeout: Duration | undefined, ctx: { timeoutMs(): number | undefined }): number | undefined {
+  const waitTimeoutMs = durationMs(waitTimeout, "wait_timeout");
+  if (waitTimeoutMs !== undefined && waitTimeoutMs < 0) throw invalid(`wait_timeout must not be negative, got ${waitTimeoutMs / 1000}s`);
+  const limits = [ctx.timeoutMs(), waitTimeoutMs].filter((t): t is number => t !== undefined);
+  return limits.length ? Date.now() + Math.min(...limits) : undefined;
+}

@@ -8,27 +8,29 @@ import { checkResource } from "../validation/validate.js";
 import type { LeaseCoordinator } from "../lease/coordinator.js";
 import { ALGORITHM } from "../tokens/signer.js";
 import { LeaseService, type AcquireRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { acquireModeFromProto, durationMs, seconds, tokenFromProto, tokenToProto } from "./convert.js";
+import { acquireModeFromProto, durationMs, seconds, tokenFromProto, tokenToProto, waitEnd } from "./convert.js";
 import { describeToProto, ownershipToProto } from "./ownership-proto.js";
 import type { CallContext } from "../rpc/call-context.js";
 import { keepAlive } from "./keepalive.js";
 import type { AnswerBudget } from "../answers/budget.js";
+import type { Ledger } from "../budgets/ledger.js";
 import { CallerBuffers } from "../streams/coalescing-queue.js";
+import { leaseBatchHandlers } from "./lease-batch.js";
 
-export function leaseService(coordinator: LeaseCoordinator, access: Access, pace: KeepAlivePace, answers: AnswerBudget, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
-  /** An Acquire that passed its checks: waits if asked, then answers with the signed token. */
-  const acquire = async (req: AcquireRequest, ctx: CallContext) => {
-    const waitTimeoutMs = durationMs(req.waitTimeout, "wait_timeout");
-    if (waitTimeoutMs !== undefined && waitTimeoutMs < 0) throw invalid(`wait_timeout must not be negative, got ${waitTimeoutMs / 1000}s`);
-    // The call's deadline and wait_timeout both bound the wait; the earlier one ends it.
-    const limits = [ctx.timeoutMs(), waitTimeoutMs].filter((t): t is number => t !== undefined);
+export function leaseService(coordinator: LeaseCoordinator, access: Access, pace: KeepAlivePace, answers: AnswerBudget, ledger: Ledger, log: Logger): Partial<ServiceImpl<typeof LeaseService>> {
+  /**
+   * An Acquire that passed its checks: waits if asked, then answers with the signed token. waitUntil:
+   * the end of the wait, when the caller decided it (AcquireAll's, for the whole set); otherwise from
+   * the call's deadline and wait_timeout.
+   */
+  const acquire = async (req: AcquireRequest, ctx: CallContext, waitUntil = waitEnd(req.waitTimeout, ctx)) => {
     const grant = await coordinator.acquire(
       {
         resource: req.resource,
         ttlMs: durationMs(req.ttl, "ttl"),
         holder: req.holder,
         wait: req.wait,
-        waitUntil: limits.length ? Date.now() + Math.min(...limits) : undefined,
+        waitUntil,
         sessionId: req.sessionId,
         principal: access.owner(ctx),
         lockDelayMs: durationMs(req.lockDelay, "lock_delay"),
@@ -55,13 +57,32 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, pace
     return (leaseId: bigint) => renewals.check(caller, leaseId);
   };
 
+  /** A Release of the caller's (or, for the resource's admin, anyone's) token. */
+  const release = async (req: { token?: Parameters<typeof tokenFromProto>[0] }, ctx: CallContext) => {
+    const token = tokenFromProto(req.token);
+    if (token) checkResource(token.resource, "token.resource");
+    await coordinator.release(token, token ? access.ownerUnlessAdmin(ctx, token.resource) : undefined);
+  };
+
+  /** An Acquire checked as the single call is; its waiting slot, if it waits, is the pipeline's (server/budgets/ledger.ts). */
+  const checkedAcquire = async (req: AcquireRequest, ctx: CallContext) => {
+    checkResource(req.resource);
+    return acquire(req, ctx);
+  };
+
   return {
     // A waiting Acquire holds one of its caller's waiters, a stream one of its streams: the pipeline
-    // charges them (server/budgets/ledger.ts).
-    acquire: async (req, ctx) => {
-      checkResource(req.resource);
-      return acquire(req, ctx);
-    },
+    // charges them (server/budgets/ledger.ts). A batch's waiting operations take theirs one by one.
+    acquire: checkedAcquire,
+
+    ...leaseBatchHandlers({
+      acquire: checkedAcquire,
+      acquireUntil: acquire,
+      release,
+      waiterSlot: (ctx) => ledger.hold(ctx.values, "waiters"),
+      granted: (ctx, resource) => void access.granted(ctx, "acquire", resource),
+      log,
+    }),
 
     keepAlive: async function* (requests, ctx) {
       const owner = access.owner(ctx);
@@ -79,9 +100,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, pace
 
     release: async (req, ctx) => {
       // An admin of the resource may release anyone's lease of it.
-      const token = tokenFromProto(req.token);
-      if (token) checkResource(token.resource, "token.resource");
-      await coordinator.release(token, token ? access.ownerUnlessAdmin(ctx, token.resource) : undefined);
+      await release(req, ctx);
       return {};
     },
 

@@ -60,6 +60,14 @@ export class Ledger {
     return give;
   }
 
+  /**
+   * Takes one of the slots of the call's caller, for a call that holds several (a LeaseBatch's waiting
+   * operations, each as a waiting Acquire would); the function returned gives it back (once).
+   */
+  hold(values: ContextValues, kind: Held): () => void {
+    return this.take(this.callerOf(values), kind);
+  }
+
   /** Takes one of the caller's slots; the function returned gives it back (once). */
   private take(caller: string, kind: Held): () => void {
     const key = `${kind}\0${caller}`;

@@ -7,7 +7,7 @@
 // descriptors so that it is found before that.
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { FencedStoreService, type BatchRequest, type DeleteRequest, type PutRequest, type TxnRequest } from "../../gen/ts/fencekeeper/v1/store_pb.js";
-import { LeaseService, type AcquireRequest, type OpenSessionRequest, type ProclaimRequest, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { LeaseService, type AcquireAllRequest, type AcquireRequest, type LeaseBatchRequest, type OpenSessionRequest, type ProclaimRequest, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import type { BudgetName } from "./budget.js";
 
 /**
@@ -41,6 +41,19 @@ export const COSTS: Record<string, CostRow> = {
     history: (r: AcquireRequest) => 2 * put(r.resource, r.holder, r.value),
     holds: (r: AcquireRequest) => (r.wait ? "waiters" : undefined),
     decidedIn: { leases: LEASE_CAP, lease_bytes: LEASE_BYTES, preemptions: "server/lease/preemption.ts, with preempt set" },
+  },
+  // A batch costs what its operations would cost as single calls; each waiting operation takes a waiter of
+  // its caller as a waiting Acquire does, in the handler (server/api/lease-batch.ts), one by one.
+  [`${LeaseService.typeName}/LeaseBatch`]: {
+    history: (r: LeaseBatchRequest) =>
+      r.ops.reduce((n, o) => n + (o.op.case === "acquire" ? 2 * put(o.op.value.resource, o.op.value.holder, o.op.value.value) : o.op.case === "release" ? put(o.op.value.token?.resource) : 0), 0),
+    decidedIn: { leases: LEASE_CAP, lease_bytes: LEASE_BYTES },
+  },
+  // All or nothing: one waiter for the whole set, and each resource granted as an Acquire would be.
+  [`${LeaseService.typeName}/AcquireAll`]: {
+    history: (r: AcquireAllRequest) => r.resources.reduce((n, resource) => n + 2 * put(resource, r.holder), 0),
+    holds: (r: AcquireAllRequest) => (r.wait ? "waiters" : undefined),
+    decidedIn: { leases: LEASE_CAP },
   },
   [`${LeaseService.typeName}/Proclaim`]: { history: (r: ProclaimRequest) => put(r.token?.resource, r.value), decidedIn: { lease_bytes: LEASE_BYTES } },
   [`${LeaseService.typeName}/Release`]: { history: (r: ReleaseRequest) => put(r.token?.resource) },
@@ -88,6 +101,8 @@ export const FIELDS: Record<string, FieldRow> = {
   "fencekeeper.v1.AcquireRequest.resource": { counts: HELD, bound: NAME },
   "fencekeeper.v1.AcquireRequest.holder": { counts: HELD, bound: "at most 256 bytes (MAX_HOLDER_BYTES)" },
   "fencekeeper.v1.AcquireRequest.value": { counts: HELD, bound: "at most 1 MiB (MAX_VALUE_BYTES)" },
+  "fencekeeper.v1.AcquireAllRequest.resources": { counts: HELD, bound: "at most 100 names (MAX_ACQUIRE_ALL_RESOURCES), each a resource name: at most 256 bytes" },
+  "fencekeeper.v1.AcquireAllRequest.holder": { counts: HELD, bound: "at most 256 bytes (MAX_HOLDER_BYTES)" },
   "fencekeeper.v1.ProclaimRequest.value": { counts: HELD, bound: "at most 1 MiB (MAX_VALUE_BYTES)" },
   "fencekeeper.v1.OpenSessionRequest.holder": { counts: WRITTEN, bound: "at most 256 bytes (MAX_HOLDER_BYTES); one session takes one of --max-leases-per-caller" },
   // A token is checked, never stored: its fields are bounded by the token's checks (tokens/checks.ts).
@@ -96,6 +111,7 @@ export const FIELDS: Record<string, FieldRow> = {
   "fencekeeper.v1.FencingToken.key_id": { counts: READ, bound: "names a published key; never stored" },
   "fencekeeper.v1.FencingToken.signature": { counts: READ, bound: "an Ed25519 signature, 64 bytes; never stored" },
   "fencekeeper.v1.DescribeRequest.resource": { counts: READ, bound: NAME },
+  "fencekeeper.v1.DescribeRequest.holders_page_token": { counts: READ, bound: "a token the server issued; checked, never stored" },
   "fencekeeper.v1.ObserveRequest.resource": { counts: ["streams"], bound: NAME },
   "fencekeeper.v1.LiftLockDelayRequest.resource": { counts: WRITTEN, bound: NAME },
   "fencekeeper.v1.ListResourcesRequest.prefix": { counts: READ, bound: NAME },

@@ -7,7 +7,7 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import { FencedStoreService, type BatchRequest } from "../../gen/ts/fencekeeper/v1/store_pb.js";
-import { LeaseService, type AcquireRequest, type ProclaimRequest, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { LeaseService, type AcquireAllRequest, type AcquireRequest, type LeaseBatchRequest, type ProclaimRequest, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { tokenFromProto } from "../api/convert.js";
 import { CALLER, GRANTS, VISIBLE, type Access, type Decision } from "../auth/access.js";
 import type { Verb } from "../auth/policy.js";
@@ -67,6 +67,26 @@ const RULES: Record<string, Rule | typeof NONE> = {
       checkResource(token.resource, "token.resource");
       return [token.resource];
     },
+  },
+  // Each op on its own resource, as Acquire and Release alone (admin decided first, for the releases);
+  // a denied op is refused on its own. An op naming no resource, or an invalid one, is refused on its
+  // own by the handler; so is a preempting Acquire, whose verb this table does not ask.
+  [`${LeaseService.typeName}/LeaseBatch`]: {
+    verb: "acquire",
+    each: true,
+    asAdmin: true,
+    resources: (req: LeaseBatchRequest) =>
+      req.ops.flatMap((o) => {
+        if (o.op.case === "acquire") return [o.op.value.resource];
+        if (o.op.case !== "release") return [];
+        const resource = o.op.value.token?.resource;
+        return resource !== undefined ? [resource] : [];
+      }),
+  },
+  // All or nothing: every resource must be granted, or the call is refused before anything is acquired.
+  [`${LeaseService.typeName}/AcquireAll`]: {
+    verb: "acquire",
+    resources: (req: AcquireAllRequest) => (req.resources.forEach((r, i) => checkResource(r, `resources[${i}]`)), req.resources),
   },
   [`${LeaseService.typeName}/Describe`]: resource("observe"),
   [`${LeaseService.typeName}/Observe`]: resource("observe"),

@@ -56,3 +56,8 @@ export const DEFAULT_LIMITS: Limits = {
   maxBytesPerLease: DEFAULT_MAX_BYTES_PER_LEASE,
   preemptionIntervalMs: DEFAULT_PREEMPTION_INTERVAL_MS,
 };
+/** Ops in one LeaseBatch call, and their values in all: the same bounds as a store Batch. */
+export const MAX_LEASE_BATCH_OPS = 1000;
+export const MAX_LEASE_BATCH_VALUE_BYTES = 2 * 1024 * 1024;
+/** Resources in one AcquireAll call: each is acquired after the one before it, so a set is small. */
+export const MAX_ACQUIRE_ALL_RESOURCES = 100;

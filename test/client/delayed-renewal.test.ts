@@ -15,7 +15,8 @@ describe("client: renewal answers that come too late", () => {
   beforeEach(async () => {
     proxy = await startDelayProxy(s.server.url);
     events = [];
-    fk = new FencekeeperClient({ servers: proxy.url, onEvent: (e) => events.push({ at: Date.now(), e }) });
+    // Leases of their own: the per-lease renewals these tests follow (sessions.test.ts: sessions).
+    fk = new FencekeeperClient({ servers: proxy.url, sessions: false, onEvent: (e) => events.push({ at: Date.now(), e }) });
   });
   afterEach(async () => {
     await fk.close();

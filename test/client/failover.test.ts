@@ -21,7 +21,8 @@ describe("client: a server replica fails mid-stream", () => {
     const args = ["--metrics-listen", "off", "--shutdown-grace", "500"];
     [first, second] = await Promise.all([startServer({ etcd: etcd.endpoint, prefix, args }), startServer({ etcd: etcd.endpoint, prefix, args })]);
     events = [];
-    fk = new FencekeeperClient({ servers: [first.url, second.url], onEvent: (e) => events.push(e) });
+    // A lease of its own: the per-lease renewals these tests follow (sessions.test.ts: sessions).
+    fk = new FencekeeperClient({ servers: [first.url, second.url], sessions: false, onEvent: (e) => events.push(e) });
   });
   afterEach(async () => {
     await fk.close();

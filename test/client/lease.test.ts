@@ -19,7 +19,8 @@ describe("client: leases", () => {
   let events: ClientEvent[];
   beforeEach(() => {
     events = [];
-    fk = new FencekeeperClient({ servers: s.server.url, holder: "tester", onEvent: (e) => events.push(e) });
+    // Leases of their own: the per-lease renewals and losses these tests follow (sessions.test.ts: sessions).
+    fk = new FencekeeperClient({ servers: s.server.url, holder: "tester", sessions: false, onEvent: (e) => events.push(e) });
   });
   afterEach(() => fk.close());
 

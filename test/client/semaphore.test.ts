@@ -7,8 +7,9 @@ import { eventually, uniqueResource, useServer, within } from "../harness/suite.
 describe("client: semaphores", () => {
   const s = useServer(["--metrics-listen", "off"]);
   const clients: FencekeeperClient[] = [];
+  // Leases of their own unless a test asks for sessions: the tests run each way.
   const client = (o: { sessions?: boolean } = {}) => {
-    const fk = new FencekeeperClient({ servers: s.server.url, holder: `worker-${clients.length}`, ...o });
+    const fk = new FencekeeperClient({ servers: s.server.url, holder: `worker-${clients.length}`, sessions: false, ...o });
     clients.push(fk);
     return fk;
   };

@@ -181,6 +181,31 @@ describe("authentication, authorization and holder binding (bearer JWTs)", funct
       expect((await alice.store.getFence({ resource: own })).fence, "bob's write changed nothing").to.equal(0n);
     });
 
+    it("a LeaseBatch authorizes each op on its own: bob's ops on alice/* are PERMISSION_DENIED, his op on shared/* is granted", async () => {
+      const own = uniqueResource("alice/lb");
+      const shared = uniqueResource("shared/lb");
+      const { token: aliceToken } = await alice.lease.acquire({ resource: own, ttl: ttl(5), holder: "alice" });
+      const res = await bob.lease.leaseBatch({
+        ops: [
+          { op: { case: "acquire", value: { resource: uniqueResource("alice/lb-new"), ttl: ttl(5), holder: "bob" } } },
+          { op: { case: "release", value: { token: aliceToken } } },
+          { op: { case: "acquire", value: { resource: shared, ttl: ttl(5), holder: "bob" } } },
+        ],
+      });
+      const [acquire, release, granted] = res.results.map((r) => r.result);
+      expect(acquire.case === "error" && acquire.value.code).to.equal(Code.PermissionDenied);
+      expect(release.case === "error" && release.value.code).to.equal(Code.PermissionDenied);
+      expect(granted.case).to.equal("acquired");
+      expect((await alice.lease.describe({ resource: own })).token?.generation, "alice still holds").to.equal(aliceToken!.generation);
+    });
+
+    it("an AcquireAll is refused whole when one resource is denied, acquiring none of the others", async () => {
+      const shared = uniqueResource("shared/all");
+      const err = await failure(bob.lease.acquireAll({ resources: [shared, uniqueResource("alice/all")], ttl: ttl(5), holder: "bob" }));
+      expect(err.code).to.equal(Code.PermissionDenied);
+      expect((await alice.lease.describe({ resource: shared })).lastIssued).to.equal(0n);
+    });
+
     it("a policy edit is taken up without a restart (the file is watched; SIGHUP too), and a bad edit keeps the policy in force", async () => {
       const resource = uniqueResource("alice/shared-later");
       expect((await failure(bob.lease.acquire({ resource, ttl: ttl(5), holder: "bob" }))).code).to.equal(Code.PermissionDenied);

@@ -46,10 +46,11 @@ sdkSuite({
     title: "runs the conformance scenario through the library: without credentials, with a client certificate (mutual TLS), with a bearer JWT",
     run: runScenario,
     onSessions: false,
+    everyRun: [/^ok multi-lock: all or nothing over 3 resources, refused whole while one is held, granted once it is free$/m],
     refused: /Unauthenticated UNAUTHENTICATED/,
   },
   lockDelay: {
-    title: "AcquireOptions.LockDelay reaches the server, on a lease of its own also with Options.Sessions; Release leaves no delay",
+    title: "AcquireOptions.LockDelay reaches the server, on a lease of its own also on sessions (the default); Release leaves no delay",
     holders: [{ sessions: true }],
     expired: {
       title: "a lock-delayed lease lost at its deadline is left to expire, not released: the delay applies, Describe shows it, and an Acquire fails LockDelayError",

@@ -42,7 +42,11 @@ sdkSuite({
     title: "runs the conformance scenario of SCENARIO.md through the library: own leases, on sessions, with a client certificate (mutual TLS), with a bearer JWT",
     run: (server, resource, o) => runChecks("scenario", server, resource, o),
     onSessions: true,
-    everyRun: [/^ok acquire: the token verifies offline \(key \w+\)$/m, /^ok list: 2 entries, in key order$/m],
+    everyRun: [
+      /^ok acquire: the token verifies offline \(key \w+\)$/m,
+      /^ok list: 2 entries, in key order$/m,
+      /^ok multi-lock: all or nothing over 3 resources, refused whole while one is held, granted once it is free$/m,
+    ],
     refused: /^FAIL UnauthenticatedException UNAUTHENTICATED /m,
     check({ sessions }) {
       const out = sessions!.output;

@@ -26,7 +26,11 @@ sdkSuite({
     title: "runs the conformance scenario through the SDK: leases of their own, on sessions, with a client certificate (mutual TLS), with a bearer JWT",
     run: runScenario,
     onSessions: true,
-    everyRun: [/^ok acquire: the token verifies offline \(key \w+\)$/m, /^ok list: 2 entries, in key order$/m],
+    everyRun: [
+      /^ok acquire: the token verifies offline \(key \w+\)$/m,
+      /^ok list: 2 entries, in key order$/m,
+      /^ok multi-lock: all or nothing over 3 resources, refused whole while one is held, granted once it is free$/m,
+    ],
     refused: /^FAIL UnauthenticatedError UNAUTHENTICATED /m,
     check({ own, sessions }) {
       expect(sessions!.output).to.match(/^ok acquire: generation \d+, lease \d+ \(a session\)$/m);

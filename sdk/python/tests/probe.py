@@ -140,7 +140,7 @@ def acquired(call: Callable[[], Any]) -> dict[str, Any]:
 
 
 def hold(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) -> int:
-    client = fencekeeper.Client(args.server, credentials=credentials, holder="python-sdk-probe", on_event=client_event)
+    client = fencekeeper.Client(args.server, credentials=credentials, holder="python-sdk-probe", sessions=args.sessions, on_event=client_event)
     if args.scoped:
         with contextlib.ExitStack() as scope:
             lease = scope.enter_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
@@ -176,7 +176,7 @@ def serve(args: argparse.Namespace, client: fencekeeper.Client, lease: fencekeep
 
 
 async def hold_async(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) -> int:
-    client = fencekeeper.aio.Client(args.server, credentials=credentials, holder="python-sdk-probe-aio", on_event=client_event)
+    client = fencekeeper.aio.Client(args.server, credentials=credentials, holder="python-sdk-probe-aio", sessions=args.sessions, on_event=client_event)
     if args.scoped:
         async with contextlib.AsyncExitStack() as scope:
             lease = await scope.enter_async_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))

@@ -207,6 +207,20 @@ def scenario(a: fencekeeper.Client, b: fencekeeper.Client, observer: fencekeeper
     step(f"coalesce: 64 concurrent writes, each answered on its own, in {coalesced_in} calls")
     step("coalesce: 4 stale writes among them refused alone: STALE_TOKEN")
 
+    # Several resources, all or nothing (acquire_all), taken in the order of their names.
+    names = [f"{resource}-m3", f"{resource}-m2", f"{resource}-m1"]
+    held = a.acquire(names[1], ttl=2, own_lease=True)
+    expect(lambda: a.acquire_all(names, ttl=2), fencekeeper.ResourceHeldError, grpc.StatusCode.ABORTED, "RESOURCE_HELD")
+    m3, m1 = a.describe(names[0]), a.describe(names[2])
+    check(not m3.held and not m1.held, "multi-lock: a refused acquire_all left a resource held")
+    check(m3.last_issued == 0, f"multi-lock: {names[0]}, after the held one in name order, was acquired")
+    held.release()
+    leases = a.acquire_all(names, ttl=2, wait=10)
+    check([l.token.resource for l in leases] == names, f"multi-lock: leases of {[l.token.resource for l in leases]}, expected {names}")
+    for l in leases:
+        l.release()
+    step("multi-lock: all or nothing over 3 resources, refused whole while one is held, granted once it is free")
+
     # 9. Bad input.
     def renew_unknown() -> None:
         try:

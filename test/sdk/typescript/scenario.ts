@@ -176,6 +176,21 @@ export async function runScenario(servers: string[], credentials: Credentials, r
     step(`coalesce: 64 concurrent writes, each answered on its own, in ${coalescedIn} calls`);
     step("coalesce: 4 stale writes among them refused alone: STALE_TOKEN");
 
+    // Several resources, all or nothing (acquireAll), taken in the order of their names.
+    {
+      const names = [`${resource}-m3`, `${resource}-m2`, `${resource}-m1`];
+      const held = await a.acquire(names[1], { ttl: TTL, ownLease: true });
+      await expectError(ResourceHeldError, () => a.acquireAll(names, { ttl: TTL }), "multi-lock: refused while one is held");
+      const [m3, m1] = [await a.describe(names[0]), await a.describe(names[2])];
+      check(!m3.held && !m1.held, "multi-lock: a refused acquireAll left a resource held");
+      check(m3.lastIssued === 0n, `multi-lock: ${names[0]}, after the held one in name order, was acquired`);
+      await held.release();
+      const leases = await a.acquireAll(names, { ttl: TTL, wait: 10_000 });
+      check(leases.map((l) => l.token.resource).join() === names.join(), `multi-lock: leases of ${leases.map((l) => l.token.resource).join()}, expected ${names.join()}`);
+      await Promise.all(leases.map((l) => l.release()));
+      step("multi-lock: all or nothing over 3 resources, refused whole while one is held, granted once it is free");
+    }
+
     // 9. Bad input.
     await expectError(InvalidArgumentError, () => a.acquire("", { ttl: TTL }), "bad input: acquire with an empty resource");
     step("bad input: acquire with an empty resource");

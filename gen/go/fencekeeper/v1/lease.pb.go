@@ -1885,6 +1885,436 @@ func (x *LiftLockDelayResponse) GetGeneration() int64 {
 	return 0
 }
 
+// One op of a LeaseBatch: an Acquire or a Release, with the same fields and rules as the call alone.
+type LeaseBatchOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The op.
+	//
+	// Types that are valid to be assigned to Op:
+	//
+	//	*LeaseBatchOp_Acquire
+	//	*LeaseBatchOp_Release
+	Op            isLeaseBatchOp_Op `protobuf_oneof:"op"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseBatchOp) Reset() {
+	*x = LeaseBatchOp{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseBatchOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseBatchOp) ProtoMessage() {}
+
+func (x *LeaseBatchOp) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseBatchOp.ProtoReflect.Descriptor instead.
+func (*LeaseBatchOp) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *LeaseBatchOp) GetOp() isLeaseBatchOp_Op {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *LeaseBatchOp) GetAcquire() *AcquireRequest {
+	if x != nil {
+		if x, ok := x.Op.(*LeaseBatchOp_Acquire); ok {
+			return x.Acquire
+		}
+	}
+	return nil
+}
+
+func (x *LeaseBatchOp) GetRelease() *ReleaseRequest {
+	if x != nil {
+		if x, ok := x.Op.(*LeaseBatchOp_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+type isLeaseBatchOp_Op interface {
+	isLeaseBatchOp_Op()
+}
+
+type LeaseBatchOp_Acquire struct {
+	// Acquire a resource, as LeaseService.Acquire (preempt is refused here: send it alone).
+	Acquire *AcquireRequest `protobuf:"bytes,1,opt,name=acquire,proto3,oneof"`
+}
+
+type LeaseBatchOp_Release struct {
+	// Release an acquisition, as LeaseService.Release.
+	Release *ReleaseRequest `protobuf:"bytes,2,opt,name=release,proto3,oneof"`
+}
+
+func (*LeaseBatchOp_Acquire) isLeaseBatchOp_Op() {}
+
+func (*LeaseBatchOp_Release) isLeaseBatchOp_Op() {}
+
+// The request of LeaseService.LeaseBatch.
+type LeaseBatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ops, 1 to 1000, with at most 2 MiB of AcquireRequest.value in all. Independent of one
+	// another: each is judged and applied on its own, concurrently.
+	Ops           []*LeaseBatchOp `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseBatchRequest) Reset() {
+	*x = LeaseBatchRequest{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseBatchRequest) ProtoMessage() {}
+
+func (x *LeaseBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseBatchRequest.ProtoReflect.Descriptor instead.
+func (*LeaseBatchRequest) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *LeaseBatchRequest) GetOps() []*LeaseBatchOp {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+// The answer to one op of a LeaseBatch: exactly what the same Acquire or Release alone would have got.
+type LeaseBatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its outcome: acquired for a granted acquisition, released for a done release, error otherwise.
+	//
+	// Types that are valid to be assigned to Result:
+	//
+	//	*LeaseBatchResult_Acquired
+	//	*LeaseBatchResult_Released
+	//	*LeaseBatchResult_Error
+	Result        isLeaseBatchResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseBatchResult) Reset() {
+	*x = LeaseBatchResult{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseBatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseBatchResult) ProtoMessage() {}
+
+func (x *LeaseBatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseBatchResult.ProtoReflect.Descriptor instead.
+func (*LeaseBatchResult) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *LeaseBatchResult) GetResult() isLeaseBatchResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *LeaseBatchResult) GetAcquired() *AcquireResponse {
+	if x != nil {
+		if x, ok := x.Result.(*LeaseBatchResult_Acquired); ok {
+			return x.Acquired
+		}
+	}
+	return nil
+}
+
+func (x *LeaseBatchResult) GetReleased() *ReleaseResponse {
+	if x != nil {
+		if x, ok := x.Result.(*LeaseBatchResult_Released); ok {
+			return x.Released
+		}
+	}
+	return nil
+}
+
+func (x *LeaseBatchResult) GetError() *status.Status {
+	if x != nil {
+		if x, ok := x.Result.(*LeaseBatchResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isLeaseBatchResult_Result interface {
+	isLeaseBatchResult_Result()
+}
+
+type LeaseBatchResult_Acquired struct {
+	// The grant of an acquisition: its token, TTL and lock-delay, as AcquireResponse.
+	Acquired *AcquireResponse `protobuf:"bytes,1,opt,name=acquired,proto3,oneof"`
+}
+
+type LeaseBatchResult_Released struct {
+	// A release that ended its acquisition, as ReleaseResponse (empty).
+	Released *ReleaseResponse `protobuf:"bytes,2,opt,name=released,proto3,oneof"`
+}
+
+type LeaseBatchResult_Error struct {
+	// Why the op was refused or failed: the code, message and details (google.rpc.ErrorInfo) that the
+	// call alone would have failed with. A refused acquisition holds nothing; a refused release
+	// changed nothing.
+	Error *status.Status `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
+}
+
+func (*LeaseBatchResult_Acquired) isLeaseBatchResult_Result() {}
+
+func (*LeaseBatchResult_Released) isLeaseBatchResult_Result() {}
+
+func (*LeaseBatchResult_Error) isLeaseBatchResult_Result() {}
+
+// The response of LeaseService.LeaseBatch.
+type LeaseBatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One result per op, in the order of LeaseBatchRequest.ops.
+	Results       []*LeaseBatchResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseBatchResponse) Reset() {
+	*x = LeaseBatchResponse{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseBatchResponse) ProtoMessage() {}
+
+func (x *LeaseBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseBatchResponse.ProtoReflect.Descriptor instead.
+func (*LeaseBatchResponse) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *LeaseBatchResponse) GetResults() []*LeaseBatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// The request of LeaseService.AcquireAll.
+type AcquireAllRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resources to acquire, all or nothing: 1 to 100 distinct names, each as AcquireRequest.resource.
+	// Their order here does not matter: they are acquired in the order of their names' UTF-8 bytes.
+	Resources []string `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	// The TTL of each acquisition's own lease, as AcquireRequest.ttl. Must be unset with session_id.
+	Ttl *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Who is acquiring, as AcquireRequest.holder: the same label on every acquisition.
+	Holder string `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
+	// false: fail fast (ABORTED, reason RESOURCE_HELD or LOCK_DELAY) on the first resource held, having
+	// released the ones acquired before it. true: wait for each in turn until all are held, as
+	// AcquireRequest.wait does for one.
+	Wait bool `protobuf:"varint,4,opt,name=wait,proto3" json:"wait,omitempty"`
+	// With wait set: the longest time to wait for the whole set, on top of the call's own deadline, as
+	// AcquireRequest.wait_timeout. Must not be negative.
+	WaitTimeout *durationpb.Duration `protobuf:"bytes,5,opt,name=wait_timeout,json=waitTimeout,proto3" json:"wait_timeout,omitempty"`
+	// Acquire every resource on this session (OpenSessionResponse.session_id) rather than on leases of
+	// their own, as AcquireRequest.session_id: the session's TTL applies and ttl must be unset. The
+	// session must hold and wait for none of them already (ALREADY_EXISTS, reason ALREADY_ACQUIRED).
+	SessionId     int64 `protobuf:"varint,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireAllRequest) Reset() {
+	*x = AcquireAllRequest{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireAllRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireAllRequest) ProtoMessage() {}
+
+func (x *AcquireAllRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireAllRequest.ProtoReflect.Descriptor instead.
+func (*AcquireAllRequest) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *AcquireAllRequest) GetResources() []string {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *AcquireAllRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *AcquireAllRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *AcquireAllRequest) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
+}
+
+func (x *AcquireAllRequest) GetWaitTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.WaitTimeout
+	}
+	return nil
+}
+
+func (x *AcquireAllRequest) GetSessionId() int64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+// The response of LeaseService.AcquireAll.
+type AcquireAllResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One grant per resource, in the order of AcquireAllRequest.resources: each with its own token (and,
+	// without a session, its own lease and TTL), renewed and released as an Acquire's grant is.
+	Acquisitions  []*AcquireResponse `protobuf:"bytes,1,rep,name=acquisitions,proto3" json:"acquisitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireAllResponse) Reset() {
+	*x = AcquireAllResponse{}
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireAllResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireAllResponse) ProtoMessage() {}
+
+func (x *AcquireAllResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireAllResponse.ProtoReflect.Descriptor instead.
+func (*AcquireAllResponse) Descriptor() ([]byte, []int) {
+	return file_fencekeeper_v1_lease_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *AcquireAllResponse) GetAcquisitions() []*AcquireResponse {
+	if x != nil {
+		return x.Acquisitions
+	}
+	return nil
+}
+
 // One resource in use, as Describe describes it.
 type ListResourcesResponse_Resource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1898,7 +2328,7 @@ type ListResourcesResponse_Resource struct {
 
 func (x *ListResourcesResponse_Resource) Reset() {
 	*x = ListResourcesResponse_Resource{}
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[27]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2340,7 @@ func (x *ListResourcesResponse_Resource) String() string {
 func (*ListResourcesResponse_Resource) ProtoMessage() {}
 
 func (x *ListResourcesResponse_Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_fencekeeper_v1_lease_proto_msgTypes[27]
+	mi := &file_fencekeeper_v1_lease_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2505,30 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\x06lifted\x18\x01 \x01(\bR\x06lifted\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
-	"generation2\xfb\a\n" +
+	"generation\"\x8c\x01\n" +
+	"\fLeaseBatchOp\x12:\n" +
+	"\aacquire\x18\x01 \x01(\v2\x1e.fencekeeper.v1.AcquireRequestH\x00R\aacquire\x12:\n" +
+	"\arelease\x18\x02 \x01(\v2\x1e.fencekeeper.v1.ReleaseRequestH\x00R\areleaseB\x04\n" +
+	"\x02op\"C\n" +
+	"\x11LeaseBatchRequest\x12.\n" +
+	"\x03ops\x18\x01 \x03(\v2\x1c.fencekeeper.v1.LeaseBatchOpR\x03ops\"\xc6\x01\n" +
+	"\x10LeaseBatchResult\x12=\n" +
+	"\bacquired\x18\x01 \x01(\v2\x1f.fencekeeper.v1.AcquireResponseH\x00R\bacquired\x12=\n" +
+	"\breleased\x18\x02 \x01(\v2\x1f.fencekeeper.v1.ReleaseResponseH\x00R\breleased\x12*\n" +
+	"\x05error\x18\x03 \x01(\v2\x12.google.rpc.StatusH\x00R\x05errorB\b\n" +
+	"\x06result\"P\n" +
+	"\x12LeaseBatchResponse\x12:\n" +
+	"\aresults\x18\x01 \x03(\v2 .fencekeeper.v1.LeaseBatchResultR\aresults\"\xe7\x01\n" +
+	"\x11AcquireAllRequest\x12\x1c\n" +
+	"\tresources\x18\x01 \x03(\tR\tresources\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x16\n" +
+	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x12\n" +
+	"\x04wait\x18\x04 \x01(\bR\x04wait\x12<\n" +
+	"\fwait_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vwaitTimeout\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x06 \x01(\x03R\tsessionId\"Y\n" +
+	"\x12AcquireAllResponse\x12C\n" +
+	"\facquisitions\x18\x01 \x03(\v2\x1f.fencekeeper.v1.AcquireResponseR\facquisitions2\xa5\t\n" +
 	"\fLeaseService\x12J\n" +
 	"\aAcquire\x12\x1e.fencekeeper.v1.AcquireRequest\x1a\x1f.fencekeeper.v1.AcquireResponse\x12T\n" +
 	"\tKeepAlive\x12 .fencekeeper.v1.KeepAliveRequest\x1a!.fencekeeper.v1.KeepAliveResponse(\x010\x01\x12D\n" +
@@ -2088,7 +2541,11 @@ const file_fencekeeper_v1_lease_proto_rawDesc = "" +
 	"\fCloseSession\x12#.fencekeeper.v1.CloseSessionRequest\x1a$.fencekeeper.v1.CloseSessionResponse\x12\\\n" +
 	"\rListTokenKeys\x12$.fencekeeper.v1.ListTokenKeysRequest\x1a%.fencekeeper.v1.ListTokenKeysResponse\x12\\\n" +
 	"\rLiftLockDelay\x12$.fencekeeper.v1.LiftLockDelayRequest\x1a%.fencekeeper.v1.LiftLockDelayResponse\x12M\n" +
-	"\bProclaim\x12\x1f.fencekeeper.v1.ProclaimRequest\x1a .fencekeeper.v1.ProclaimResponseBi\n" +
+	"\bProclaim\x12\x1f.fencekeeper.v1.ProclaimRequest\x1a .fencekeeper.v1.ProclaimResponse\x12S\n" +
+	"\n" +
+	"LeaseBatch\x12!.fencekeeper.v1.LeaseBatchRequest\x1a\".fencekeeper.v1.LeaseBatchResponse\x12S\n" +
+	"\n" +
+	"AcquireAll\x12!.fencekeeper.v1.AcquireAllRequest\x1a\".fencekeeper.v1.AcquireAllResponseBi\n" +
 	"\x11io.fencekeeper.v1B\n" +
 	"LeaseProtoP\x01ZFgithub.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1;fencekeeperv1b\x06proto3"
 
@@ -2104,7 +2561,7 @@ func file_fencekeeper_v1_lease_proto_rawDescGZIP() []byte {
 	return file_fencekeeper_v1_lease_proto_rawDescData
 }
 
-var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_fencekeeper_v1_lease_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*AcquireRequest)(nil),                 // 0: fencekeeper.v1.AcquireRequest
 	(*AcquireResponse)(nil),                // 1: fencekeeper.v1.AcquireResponse
@@ -2133,76 +2590,96 @@ var file_fencekeeper_v1_lease_proto_goTypes = []any{
 	(*ProclaimResponse)(nil),               // 24: fencekeeper.v1.ProclaimResponse
 	(*LiftLockDelayRequest)(nil),           // 25: fencekeeper.v1.LiftLockDelayRequest
 	(*LiftLockDelayResponse)(nil),          // 26: fencekeeper.v1.LiftLockDelayResponse
-	(*ListResourcesResponse_Resource)(nil), // 27: fencekeeper.v1.ListResourcesResponse.Resource
-	(*durationpb.Duration)(nil),            // 28: google.protobuf.Duration
-	(AcquireMode)(0),                       // 29: fencekeeper.v1.AcquireMode
-	(*FencingToken)(nil),                   // 30: fencekeeper.v1.FencingToken
-	(*status.Status)(nil),                  // 31: google.rpc.Status
-	(*timestamppb.Timestamp)(nil),          // 32: google.protobuf.Timestamp
+	(*LeaseBatchOp)(nil),                   // 27: fencekeeper.v1.LeaseBatchOp
+	(*LeaseBatchRequest)(nil),              // 28: fencekeeper.v1.LeaseBatchRequest
+	(*LeaseBatchResult)(nil),               // 29: fencekeeper.v1.LeaseBatchResult
+	(*LeaseBatchResponse)(nil),             // 30: fencekeeper.v1.LeaseBatchResponse
+	(*AcquireAllRequest)(nil),              // 31: fencekeeper.v1.AcquireAllRequest
+	(*AcquireAllResponse)(nil),             // 32: fencekeeper.v1.AcquireAllResponse
+	(*ListResourcesResponse_Resource)(nil), // 33: fencekeeper.v1.ListResourcesResponse.Resource
+	(*durationpb.Duration)(nil),            // 34: google.protobuf.Duration
+	(AcquireMode)(0),                       // 35: fencekeeper.v1.AcquireMode
+	(*FencingToken)(nil),                   // 36: fencekeeper.v1.FencingToken
+	(*status.Status)(nil),                  // 37: google.rpc.Status
+	(*timestamppb.Timestamp)(nil),          // 38: google.protobuf.Timestamp
 }
 var file_fencekeeper_v1_lease_proto_depIdxs = []int32{
-	28, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
-	28, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
-	28, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
-	29, // 3: fencekeeper.v1.AcquireRequest.mode:type_name -> fencekeeper.v1.AcquireMode
-	30, // 4: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
-	28, // 5: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
-	28, // 6: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
-	28, // 7: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
-	31, // 8: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
+	34, // 0: fencekeeper.v1.AcquireRequest.ttl:type_name -> google.protobuf.Duration
+	34, // 1: fencekeeper.v1.AcquireRequest.wait_timeout:type_name -> google.protobuf.Duration
+	34, // 2: fencekeeper.v1.AcquireRequest.lock_delay:type_name -> google.protobuf.Duration
+	35, // 3: fencekeeper.v1.AcquireRequest.mode:type_name -> fencekeeper.v1.AcquireMode
+	36, // 4: fencekeeper.v1.AcquireResponse.token:type_name -> fencekeeper.v1.FencingToken
+	34, // 5: fencekeeper.v1.AcquireResponse.ttl:type_name -> google.protobuf.Duration
+	34, // 6: fencekeeper.v1.AcquireResponse.lock_delay:type_name -> google.protobuf.Duration
+	34, // 7: fencekeeper.v1.KeepAliveResponse.ttl:type_name -> google.protobuf.Duration
+	37, // 8: fencekeeper.v1.KeepAliveResponse.error:type_name -> google.rpc.Status
 	4,  // 9: fencekeeper.v1.KeepAliveResponse.renewals:type_name -> fencekeeper.v1.LeaseRenewal
-	28, // 10: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
-	31, // 11: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
-	28, // 12: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
-	30, // 13: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
-	30, // 14: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
-	28, // 15: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
-	28, // 16: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
-	32, // 17: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	34, // 10: fencekeeper.v1.LeaseRenewal.ttl:type_name -> google.protobuf.Duration
+	37, // 11: fencekeeper.v1.LeaseRenewal.error:type_name -> google.rpc.Status
+	34, // 12: fencekeeper.v1.RenewResponse.ttl:type_name -> google.protobuf.Duration
+	36, // 13: fencekeeper.v1.ReleaseRequest.token:type_name -> fencekeeper.v1.FencingToken
+	36, // 14: fencekeeper.v1.DescribeResponse.token:type_name -> fencekeeper.v1.FencingToken
+	34, // 15: fencekeeper.v1.DescribeResponse.ttl:type_name -> google.protobuf.Duration
+	34, // 16: fencekeeper.v1.DescribeResponse.lock_delay:type_name -> google.protobuf.Duration
+	38, // 17: fencekeeper.v1.DescribeResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
 	13, // 18: fencekeeper.v1.DescribeResponse.holders:type_name -> fencekeeper.v1.Holder
-	27, // 19: fencekeeper.v1.ListResourcesResponse.resources:type_name -> fencekeeper.v1.ListResourcesResponse.Resource
-	30, // 20: fencekeeper.v1.Holder.token:type_name -> fencekeeper.v1.FencingToken
-	28, // 21: fencekeeper.v1.Holder.ttl:type_name -> google.protobuf.Duration
-	30, // 22: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
-	28, // 23: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
-	32, // 24: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
+	33, // 19: fencekeeper.v1.ListResourcesResponse.resources:type_name -> fencekeeper.v1.ListResourcesResponse.Resource
+	36, // 20: fencekeeper.v1.Holder.token:type_name -> fencekeeper.v1.FencingToken
+	34, // 21: fencekeeper.v1.Holder.ttl:type_name -> google.protobuf.Duration
+	36, // 22: fencekeeper.v1.ObserveResponse.token:type_name -> fencekeeper.v1.FencingToken
+	34, // 23: fencekeeper.v1.ObserveResponse.lock_delay:type_name -> google.protobuf.Duration
+	38, // 24: fencekeeper.v1.ObserveResponse.lock_delay_until:type_name -> google.protobuf.Timestamp
 	13, // 25: fencekeeper.v1.ObserveResponse.holders:type_name -> fencekeeper.v1.Holder
 	13, // 26: fencekeeper.v1.ObserveResponse.joined:type_name -> fencekeeper.v1.Holder
 	13, // 27: fencekeeper.v1.ObserveResponse.left:type_name -> fencekeeper.v1.Holder
-	28, // 28: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
-	28, // 29: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
+	34, // 28: fencekeeper.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	34, // 29: fencekeeper.v1.OpenSessionResponse.ttl:type_name -> google.protobuf.Duration
 	22, // 30: fencekeeper.v1.ListTokenKeysResponse.keys:type_name -> fencekeeper.v1.TokenKey
-	30, // 31: fencekeeper.v1.ProclaimRequest.token:type_name -> fencekeeper.v1.FencingToken
-	10, // 32: fencekeeper.v1.ListResourcesResponse.Resource.state:type_name -> fencekeeper.v1.DescribeResponse
-	0,  // 33: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
-	2,  // 34: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
-	5,  // 35: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
-	7,  // 36: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
-	9,  // 37: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
-	11, // 38: fencekeeper.v1.LeaseService.ListResources:input_type -> fencekeeper.v1.ListResourcesRequest
-	14, // 39: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
-	16, // 40: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
-	18, // 41: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
-	20, // 42: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
-	25, // 43: fencekeeper.v1.LeaseService.LiftLockDelay:input_type -> fencekeeper.v1.LiftLockDelayRequest
-	23, // 44: fencekeeper.v1.LeaseService.Proclaim:input_type -> fencekeeper.v1.ProclaimRequest
-	1,  // 45: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
-	3,  // 46: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
-	6,  // 47: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
-	8,  // 48: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
-	10, // 49: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
-	12, // 50: fencekeeper.v1.LeaseService.ListResources:output_type -> fencekeeper.v1.ListResourcesResponse
-	15, // 51: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
-	17, // 52: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
-	19, // 53: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
-	21, // 54: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
-	26, // 55: fencekeeper.v1.LeaseService.LiftLockDelay:output_type -> fencekeeper.v1.LiftLockDelayResponse
-	24, // 56: fencekeeper.v1.LeaseService.Proclaim:output_type -> fencekeeper.v1.ProclaimResponse
-	45, // [45:57] is the sub-list for method output_type
-	33, // [33:45] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	36, // 31: fencekeeper.v1.ProclaimRequest.token:type_name -> fencekeeper.v1.FencingToken
+	0,  // 32: fencekeeper.v1.LeaseBatchOp.acquire:type_name -> fencekeeper.v1.AcquireRequest
+	7,  // 33: fencekeeper.v1.LeaseBatchOp.release:type_name -> fencekeeper.v1.ReleaseRequest
+	27, // 34: fencekeeper.v1.LeaseBatchRequest.ops:type_name -> fencekeeper.v1.LeaseBatchOp
+	1,  // 35: fencekeeper.v1.LeaseBatchResult.acquired:type_name -> fencekeeper.v1.AcquireResponse
+	8,  // 36: fencekeeper.v1.LeaseBatchResult.released:type_name -> fencekeeper.v1.ReleaseResponse
+	37, // 37: fencekeeper.v1.LeaseBatchResult.error:type_name -> google.rpc.Status
+	29, // 38: fencekeeper.v1.LeaseBatchResponse.results:type_name -> fencekeeper.v1.LeaseBatchResult
+	34, // 39: fencekeeper.v1.AcquireAllRequest.ttl:type_name -> google.protobuf.Duration
+	34, // 40: fencekeeper.v1.AcquireAllRequest.wait_timeout:type_name -> google.protobuf.Duration
+	1,  // 41: fencekeeper.v1.AcquireAllResponse.acquisitions:type_name -> fencekeeper.v1.AcquireResponse
+	10, // 42: fencekeeper.v1.ListResourcesResponse.Resource.state:type_name -> fencekeeper.v1.DescribeResponse
+	0,  // 43: fencekeeper.v1.LeaseService.Acquire:input_type -> fencekeeper.v1.AcquireRequest
+	2,  // 44: fencekeeper.v1.LeaseService.KeepAlive:input_type -> fencekeeper.v1.KeepAliveRequest
+	5,  // 45: fencekeeper.v1.LeaseService.Renew:input_type -> fencekeeper.v1.RenewRequest
+	7,  // 46: fencekeeper.v1.LeaseService.Release:input_type -> fencekeeper.v1.ReleaseRequest
+	9,  // 47: fencekeeper.v1.LeaseService.Describe:input_type -> fencekeeper.v1.DescribeRequest
+	11, // 48: fencekeeper.v1.LeaseService.ListResources:input_type -> fencekeeper.v1.ListResourcesRequest
+	14, // 49: fencekeeper.v1.LeaseService.Observe:input_type -> fencekeeper.v1.ObserveRequest
+	16, // 50: fencekeeper.v1.LeaseService.OpenSession:input_type -> fencekeeper.v1.OpenSessionRequest
+	18, // 51: fencekeeper.v1.LeaseService.CloseSession:input_type -> fencekeeper.v1.CloseSessionRequest
+	20, // 52: fencekeeper.v1.LeaseService.ListTokenKeys:input_type -> fencekeeper.v1.ListTokenKeysRequest
+	25, // 53: fencekeeper.v1.LeaseService.LiftLockDelay:input_type -> fencekeeper.v1.LiftLockDelayRequest
+	23, // 54: fencekeeper.v1.LeaseService.Proclaim:input_type -> fencekeeper.v1.ProclaimRequest
+	28, // 55: fencekeeper.v1.LeaseService.LeaseBatch:input_type -> fencekeeper.v1.LeaseBatchRequest
+	31, // 56: fencekeeper.v1.LeaseService.AcquireAll:input_type -> fencekeeper.v1.AcquireAllRequest
+	1,  // 57: fencekeeper.v1.LeaseService.Acquire:output_type -> fencekeeper.v1.AcquireResponse
+	3,  // 58: fencekeeper.v1.LeaseService.KeepAlive:output_type -> fencekeeper.v1.KeepAliveResponse
+	6,  // 59: fencekeeper.v1.LeaseService.Renew:output_type -> fencekeeper.v1.RenewResponse
+	8,  // 60: fencekeeper.v1.LeaseService.Release:output_type -> fencekeeper.v1.ReleaseResponse
+	10, // 61: fencekeeper.v1.LeaseService.Describe:output_type -> fencekeeper.v1.DescribeResponse
+	12, // 62: fencekeeper.v1.LeaseService.ListResources:output_type -> fencekeeper.v1.ListResourcesResponse
+	15, // 63: fencekeeper.v1.LeaseService.Observe:output_type -> fencekeeper.v1.ObserveResponse
+	17, // 64: fencekeeper.v1.LeaseService.OpenSession:output_type -> fencekeeper.v1.OpenSessionResponse
+	19, // 65: fencekeeper.v1.LeaseService.CloseSession:output_type -> fencekeeper.v1.CloseSessionResponse
+	21, // 66: fencekeeper.v1.LeaseService.ListTokenKeys:output_type -> fencekeeper.v1.ListTokenKeysResponse
+	26, // 67: fencekeeper.v1.LeaseService.LiftLockDelay:output_type -> fencekeeper.v1.LiftLockDelayResponse
+	24, // 68: fencekeeper.v1.LeaseService.Proclaim:output_type -> fencekeeper.v1.ProclaimResponse
+	30, // 69: fencekeeper.v1.LeaseService.LeaseBatch:output_type -> fencekeeper.v1.LeaseBatchResponse
+	32, // 70: fencekeeper.v1.LeaseService.AcquireAll:output_type -> fencekeeper.v1.AcquireAllResponse
+	57, // [57:71] is the sub-list for method output_type
+	43, // [43:57] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_fencekeeper_v1_lease_proto_init() }
@@ -2211,13 +2688,22 @@ func file_fencekeeper_v1_lease_proto_init() {
 		return
 	}
 	file_fencekeeper_v1_token_proto_init()
+	file_fencekeeper_v1_lease_proto_msgTypes[27].OneofWrappers = []any{
+		(*LeaseBatchOp_Acquire)(nil),
+		(*LeaseBatchOp_Release)(nil),
+	}
+	file_fencekeeper_v1_lease_proto_msgTypes[29].OneofWrappers = []any{
+		(*LeaseBatchResult_Acquired)(nil),
+		(*LeaseBatchResult_Released)(nil),
+		(*LeaseBatchResult_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fencekeeper_v1_lease_proto_rawDesc), len(file_fencekeeper_v1_lease_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,8 @@ const (
 	LeaseService_ListTokenKeys_FullMethodName = "/fencekeeper.v1.LeaseService/ListTokenKeys"
 	LeaseService_LiftLockDelay_FullMethodName = "/fencekeeper.v1.LeaseService/LiftLockDelay"
 	LeaseService_Proclaim_FullMethodName      = "/fencekeeper.v1.LeaseService/Proclaim"
+	LeaseService_LeaseBatch_FullMethodName    = "/fencekeeper.v1.LeaseService/LeaseBatch"
+	LeaseService_AcquireAll_FullMethodName    = "/fencekeeper.v1.LeaseService/AcquireAll"
 )
 
 // LeaseServiceClient is the client API for LeaseService service.
@@ -106,6 +108,43 @@ type LeaseServiceClient interface {
 	// lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
 	// never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
 	Proclaim(ctx context.Context, in *ProclaimRequest, opts ...grpc.CallOption) (*ProclaimResponse, error)
+	// Many independent acquisitions and releases in one call, each answered on its own (as
+	// FencedStoreService.Batch does for writes): an op gets exactly the answer, or the error (code,
+	// message and ErrorInfo), that the same Acquire or Release alone would have got, and one op's
+	// refusal does not touch the others. This is not AcquireAll: nothing here is all or nothing. The ops
+	// are concurrent, like as many calls sent at once; the server commits the grants and releases that
+	// arrive together in as few etcd transactions as it can. The call answers when every op has its
+	// answer, so an acquisition with wait holds up the answers of the others: clients send ops that do
+	// not wait (and send an Acquire with wait alone).
+	//
+	// Each op is authorized on its own resource (the verb acquire; a release by an admin of the
+	// resource as Release alone): a denied op is answered PERMISSION_DENIED on its own. An acquisition
+	// with preempt is refused on its own (INVALID_ARGUMENT): preempt with Acquire alone. Each
+	// acquisition with wait takes one of the caller's waiting-Acquire slots while it waits.
+	//
+	// The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+	// BATCH_TOO_LARGE) over 1000 ops or 2 MiB of values (AcquireRequest.value), or with no ops; or with
+	// the codes any call may get. When the call fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED,
+	// each op may or may not have taken effect: an acquisition granted then ends with its lease's TTL
+	// (or its session), since its token never reached the caller. A server that predates LeaseBatch
+	// answers UNIMPLEMENTED: send the ops one by one.
+	LeaseBatch(ctx context.Context, in *LeaseBatchRequest, opts ...grpc.CallOption) (*LeaseBatchResponse, error)
+	// Acquire several resources, all or nothing, as Curator's InterProcessMultiLock does: each resource
+	// is acquired exclusively, one after the other in a fixed order (their names' UTF-8 bytes, ascending),
+	// so that two callers asking for overlapping sets never wait for each other in a cycle. With wait,
+	// the call waits (each resource in FIFO order, as Acquire does) until it holds them all, or until the
+	// call's deadline or wait_timeout passes for the whole set. Without wait, it fails fast on the first
+	// resource that is held. On any failure, the resources it had acquired are released before it
+	// answers (the next waiters are granted), and the answer is the failure of the resource that failed,
+	// as Acquire alone would give it (ABORTED RESOURCE_HELD, DEADLINE_EXCEEDED, ...). If the server
+	// cannot release them (etcd unavailable), they end with their leases' TTL or with the session.
+	//
+	// Each resource gets an acquisition of its own: its own generation and token, on a lease of its own
+	// (each renewed and released on its own) or on the session given. Authorized as Acquire on every
+	// resource: one denied resource refuses the call (PERMISSION_DENIED), before anything is acquired.
+	// INVALID_ARGUMENT for no resources, more than 100, a resource named twice, or a name that cannot
+	// be a resource; then nothing is acquired. With wait, the call takes one waiting-Acquire slot.
+	AcquireAll(ctx context.Context, in *AcquireAllRequest, opts ...grpc.CallOption) (*AcquireAllResponse, error)
 }
 
 type leaseServiceClient struct {
@@ -248,6 +287,26 @@ func (c *leaseServiceClient) Proclaim(ctx context.Context, in *ProclaimRequest, 
 	return out, nil
 }
 
+func (c *leaseServiceClient) LeaseBatch(ctx context.Context, in *LeaseBatchRequest, opts ...grpc.CallOption) (*LeaseBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LeaseBatchResponse)
+	err := c.cc.Invoke(ctx, LeaseService_LeaseBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *leaseServiceClient) AcquireAll(ctx context.Context, in *AcquireAllRequest, opts ...grpc.CallOption) (*AcquireAllResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcquireAllResponse)
+	err := c.cc.Invoke(ctx, LeaseService_AcquireAll_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LeaseServiceServer is the server API for LeaseService service.
 // All implementations must embed UnimplementedLeaseServiceServer
 // for forward compatibility.
@@ -321,6 +380,43 @@ type LeaseServiceServer interface {
 	// lease expired or was released and nobody newer was granted, GENERATION_NOT_ISSUED for a generation
 	// never issued. Observe reports the new value. Needs the policy verb acquire on the resource.
 	Proclaim(context.Context, *ProclaimRequest) (*ProclaimResponse, error)
+	// Many independent acquisitions and releases in one call, each answered on its own (as
+	// FencedStoreService.Batch does for writes): an op gets exactly the answer, or the error (code,
+	// message and ErrorInfo), that the same Acquire or Release alone would have got, and one op's
+	// refusal does not touch the others. This is not AcquireAll: nothing here is all or nothing. The ops
+	// are concurrent, like as many calls sent at once; the server commits the grants and releases that
+	// arrive together in as few etcd transactions as it can. The call answers when every op has its
+	// answer, so an acquisition with wait holds up the answers of the others: clients send ops that do
+	// not wait (and send an Acquire with wait alone).
+	//
+	// Each op is authorized on its own resource (the verb acquire; a release by an admin of the
+	// resource as Release alone): a denied op is answered PERMISSION_DENIED on its own. An acquisition
+	// with preempt is refused on its own (INVALID_ARGUMENT): preempt with Acquire alone. Each
+	// acquisition with wait takes one of the caller's waiting-Acquire slots while it waits.
+	//
+	// The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+	// BATCH_TOO_LARGE) over 1000 ops or 2 MiB of values (AcquireRequest.value), or with no ops; or with
+	// the codes any call may get. When the call fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED,
+	// each op may or may not have taken effect: an acquisition granted then ends with its lease's TTL
+	// (or its session), since its token never reached the caller. A server that predates LeaseBatch
+	// answers UNIMPLEMENTED: send the ops one by one.
+	LeaseBatch(context.Context, *LeaseBatchRequest) (*LeaseBatchResponse, error)
+	// Acquire several resources, all or nothing, as Curator's InterProcessMultiLock does: each resource
+	// is acquired exclusively, one after the other in a fixed order (their names' UTF-8 bytes, ascending),
+	// so that two callers asking for overlapping sets never wait for each other in a cycle. With wait,
+	// the call waits (each resource in FIFO order, as Acquire does) until it holds them all, or until the
+	// call's deadline or wait_timeout passes for the whole set. Without wait, it fails fast on the first
+	// resource that is held. On any failure, the resources it had acquired are released before it
+	// answers (the next waiters are granted), and the answer is the failure of the resource that failed,
+	// as Acquire alone would give it (ABORTED RESOURCE_HELD, DEADLINE_EXCEEDED, ...). If the server
+	// cannot release them (etcd unavailable), they end with their leases' TTL or with the session.
+	//
+	// Each resource gets an acquisition of its own: its own generation and token, on a lease of its own
+	// (each renewed and released on its own) or on the session given. Authorized as Acquire on every
+	// resource: one denied resource refuses the call (PERMISSION_DENIED), before anything is acquired.
+	// INVALID_ARGUMENT for no resources, more than 100, a resource named twice, or a name that cannot
+	// be a resource; then nothing is acquired. With wait, the call takes one waiting-Acquire slot.
+	AcquireAll(context.Context, *AcquireAllRequest) (*AcquireAllResponse, error)
 	mustEmbedUnimplementedLeaseServiceServer()
 }
 
@@ -366,6 +462,12 @@ func (UnimplementedLeaseServiceServer) LiftLockDelay(context.Context, *LiftLockD
 }
 func (UnimplementedLeaseServiceServer) Proclaim(context.Context, *ProclaimRequest) (*ProclaimResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Proclaim not implemented")
+}
+func (UnimplementedLeaseServiceServer) LeaseBatch(context.Context, *LeaseBatchRequest) (*LeaseBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LeaseBatch not implemented")
+}
+func (UnimplementedLeaseServiceServer) AcquireAll(context.Context, *AcquireAllRequest) (*AcquireAllResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcquireAll not implemented")
 }
 func (UnimplementedLeaseServiceServer) mustEmbedUnimplementedLeaseServiceServer() {}
 func (UnimplementedLeaseServiceServer) testEmbeddedByValue()                      {}
@@ -586,6 +688,42 @@ func _LeaseService_Proclaim_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LeaseService_LeaseBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LeaseBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LeaseServiceServer).LeaseBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LeaseService_LeaseBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LeaseServiceServer).LeaseBatch(ctx, req.(*LeaseBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LeaseService_AcquireAll_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcquireAllRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LeaseServiceServer).AcquireAll(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LeaseService_AcquireAll_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LeaseServiceServer).AcquireAll(ctx, req.(*AcquireAllRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LeaseService_ServiceDesc is the grpc.ServiceDesc for LeaseService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -632,6 +770,14 @@ var LeaseService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Proclaim",
 			Handler:    _LeaseService_Proclaim_Handler,
+		},
+		{
+			MethodName: "LeaseBatch",
+			Handler:    _LeaseService_LeaseBatch_Handler,
+		},
+		{
+			MethodName: "AcquireAll",
+			Handler:    _LeaseService_AcquireAll_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fencekeeper/v1/lease.proto.
  */
 export const file_fencekeeper_v1_lease: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEivAIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDBITCgttYXhfaG9sZGVycxgKIAEoBRIPCgdwcmVlbXB0GAsgASgIIpUBCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi0KCmxvY2tfZGVsYXkYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNwoQS2VlcEFsaXZlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoAxIRCglsZWFzZV9pZHMYAiADKAMioAEKEUtlZXBBbGl2ZVJlc3BvbnNlEhAKCGxlYXNlX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCHJlbmV3YWxzGAQgAygLMhwuZmVuY2VrZWVwZXIudjEuTGVhc2VSZW5ld2FsImsKDExlYXNlUmVuZXdhbBIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cyIgCgxSZW5ld1JlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMiNwoNUmVuZXdSZXNwb25zZRImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPQoOUmVsZWFzZVJlcXVlc3QSKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4iEQoPUmVsZWFzZVJlc3BvbnNlIj8KD0Rlc2NyaWJlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCRIaChJob2xkZXJzX3BhZ2VfdG9rZW4YAiABKAkixAMKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCRItCgpsb2NrX2RlbGF5GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCyADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISGwoTaG9sZGVyc193aXRob3V0X3R0bBgMIAEoBRINCgV2YWx1ZRgNIAEoDBITCgttYXhfaG9sZGVycxgOIAEoBRIfChduZXh0X2hvbGRlcnNfcGFnZV90b2tlbhgPIAEoCSJNChRMaXN0UmVzb3VyY2VzUmVxdWVzdBIOCgZwcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiwgEKFUxpc3RSZXNvdXJjZXNSZXNwb25zZRJBCglyZXNvdXJjZXMYASADKAsyLi5mZW5jZWtlZXBlci52MS5MaXN0UmVzb3VyY2VzUmVzcG9uc2UuUmVzb3VyY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJGk0KCFJlc291cmNlEhAKCHJlc291cmNlGAEgASgJEi8KBXN0YXRlGAIgASgLMiAuZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXNwb25zZSKuAQoGSG9sZGVyEg4KBmhvbGRlchgBIAEoCRIrCgV0b2tlbhgCIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGAoQaG9sZGVyX3ByaW5jaXBhbBgEIAEoCRINCgV2YWx1ZRgFIAEoDBIWCg52YWx1ZV9sZWZ0X291dBgGIAEoCCIiCg5PYnNlcnZlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKgAwoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDEhgKEGhvbGRlcl9wcmluY2lwYWwYBSABKAkSLQoKbG9ja19kZWxheRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChBsb2NrX2RlbGF5X3VudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdob2xkZXJzGAggAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiYKBmpvaW5lZBgJIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIkCgRsZWZ0GAogAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEg0KBXZhbHVlGAsgASgMEhMKC21heF9ob2xkZXJzGAwgASgFEhYKDm1pc3NlZF9jaGFuZ2VzGA0gASgIIkwKEk9wZW5TZXNzaW9uUmVxdWVzdBImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGaG9sZGVyGAIgASgJIlEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgDIhYKFENsb3NlU2Vzc2lvblJlc3BvbnNlIhYKFExpc3RUb2tlbktleXNSZXF1ZXN0Ij8KFUxpc3RUb2tlbktleXNSZXNwb25zZRImCgRrZXlzGAEgAygLMhguZmVuY2VrZWVwZXIudjEuVG9rZW5LZXkiQQoIVG9rZW5LZXkSDgoGa2V5X2lkGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgMIk0KD1Byb2NsYWltUmVxdWVzdBIrCgV0b2tlbhgBIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhINCgV2YWx1ZRgCIAEoDCIkChBQcm9jbGFpbVJlc3BvbnNlEhAKCHJldmlzaW9uGAEgASgDIigKFExpZnRMb2NrRGVsYXlSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIjsKFUxpZnRMb2NrRGVsYXlSZXNwb25zZRIOCgZsaWZ0ZWQYASABKAgSEgoKZ2VuZXJhdGlvbhgCIAEoAzL7BwoMTGVhc2VTZXJ2aWNlEkoKB0FjcXVpcmUSHi5mZW5jZWtlZXBlci52MS5BY3F1aXJlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXNwb25zZRJUCglLZWVwQWxpdmUSIC5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXF1ZXN0GiEuZmVuY2VrZWVwZXIudjEuS2VlcEFsaXZlUmVzcG9uc2UoATABEkQKBVJlbmV3EhwuZmVuY2VrZWVwZXIudjEuUmVuZXdSZXF1ZXN0Gh0uZmVuY2VrZWVwZXIudjEuUmVuZXdSZXNwb25zZRJKCgdSZWxlYXNlEh4uZmVuY2VrZWVwZXIudjEuUmVsZWFzZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVzcG9uc2USTQoIRGVzY3JpYmUSHy5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5EZXNjcmliZVJlc3BvbnNlElwKDUxpc3RSZXNvdXJjZXMSJC5mZW5jZWtlZXBlci52MS5MaXN0UmVzb3VyY2VzUmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXNwb25zZRJMCgdPYnNlcnZlEh4uZmVuY2VrZWVwZXIudjEuT2JzZXJ2ZVJlcXVlc3QaHy5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVzcG9uc2UwARJWCgtPcGVuU2Vzc2lvbhIiLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVxdWVzdBojLmZlbmNla2VlcGVyLnYxLk9wZW5TZXNzaW9uUmVzcG9uc2USWQoMQ2xvc2VTZXNzaW9uEiMuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBokLmZlbmNla2VlcGVyLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlElwKDUxpc3RUb2tlbktleXMSJC5mZW5jZWtlZXBlci52MS5MaXN0VG9rZW5LZXlzUmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXNwb25zZRJcCg1MaWZ0TG9ja0RlbGF5EiQuZmVuY2VrZWVwZXIudjEuTGlmdExvY2tEZWxheVJlcXVlc3QaJS5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVzcG9uc2USTQoIUHJvY2xhaW0SHy5mZW5jZWtlZXBlci52MS5Qcm9jbGFpbVJlcXVlc3QaIC5mZW5jZWtlZXBlci52MS5Qcm9jbGFpbVJlc3BvbnNlQmkKEWlvLmZlbmNla2VlcGVyLnYxQgpMZWFzZVByb3RvUAFaRmdpdGh1Yi5jb20vZmVuY2VrZWVwZXIvZmVuY2VrZWVwZXIvZ2VuL2dvL2ZlbmNla2VlcGVyL3YxO2ZlbmNla2VlcGVydjFiBnByb3RvMw", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("ChpmZW5jZWtlZXBlci92MS9sZWFzZS5wcm90bxIOZmVuY2VrZWVwZXIudjEivAIKDkFjcXVpcmVSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAxItCgpsb2NrX2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBG1vZGUYCCABKA4yGy5mZW5jZWtlZXBlci52MS5BY3F1aXJlTW9kZRINCgV2YWx1ZRgJIAEoDBITCgttYXhfaG9sZGVycxgKIAEoBRIPCgdwcmVlbXB0GAsgASgIIpUBCg9BY3F1aXJlUmVzcG9uc2USKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi0KCmxvY2tfZGVsYXkYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNwoQS2VlcEFsaXZlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoAxIRCglsZWFzZV9pZHMYAiADKAMioAEKEUtlZXBBbGl2ZVJlc3BvbnNlEhAKCGxlYXNlX2lkGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCHJlbmV3YWxzGAQgAygLMhwuZmVuY2VrZWVwZXIudjEuTGVhc2VSZW5ld2FsImsKDExlYXNlUmVuZXdhbBIQCghsZWFzZV9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIQoFZXJyb3IYAyABKAsyEi5nb29nbGUucnBjLlN0YXR1cyIgCgxSZW5ld1JlcXVlc3QSEAoIbGVhc2VfaWQYASABKAMiNwoNUmVuZXdSZXNwb25zZRImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPQoOUmVsZWFzZVJlcXVlc3QSKwoFdG9rZW4YASABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4iEQoPUmVsZWFzZVJlc3BvbnNlIj8KD0Rlc2NyaWJlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCRIaChJob2xkZXJzX3BhZ2VfdG9rZW4YAiABKAkixAMKEERlc2NyaWJlUmVzcG9uc2USDAoEaGVsZBgBIAEoCBIOCgZob2xkZXIYAiABKAkSKwoFdG9rZW4YAyABKAsyHC5mZW5jZWtlZXBlci52MS5GZW5jaW5nVG9rZW4SJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3dhaXRlcnMYBSABKAUSDQoFZmVuY2UYBiABKAMSEwoLbGFzdF9pc3N1ZWQYByABKAMSGAoQaG9sZGVyX3ByaW5jaXBhbBgIIAEoCRItCgpsb2NrX2RlbGF5GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEGxvY2tfZGVsYXlfdW50aWwYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKB2hvbGRlcnMYCyADKAsyFi5mZW5jZWtlZXBlci52MS5Ib2xkZXISGwoTaG9sZGVyc193aXRob3V0X3R0bBgMIAEoBRINCgV2YWx1ZRgNIAEoDBITCgttYXhfaG9sZGVycxgOIAEoBRIfChduZXh0X2hvbGRlcnNfcGFnZV90b2tlbhgPIAEoCSJNChRMaXN0UmVzb3VyY2VzUmVxdWVzdBIOCgZwcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiwgEKFUxpc3RSZXNvdXJjZXNSZXNwb25zZRJBCglyZXNvdXJjZXMYASADKAsyLi5mZW5jZWtlZXBlci52MS5MaXN0UmVzb3VyY2VzUmVzcG9uc2UuUmVzb3VyY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJGk0KCFJlc291cmNlEhAKCHJlc291cmNlGAEgASgJEi8KBXN0YXRlGAIgASgLMiAuZmVuY2VrZWVwZXIudjEuRGVzY3JpYmVSZXNwb25zZSKuAQoGSG9sZGVyEg4KBmhvbGRlchgBIAEoCRIrCgV0b2tlbhgCIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGAoQaG9sZGVyX3ByaW5jaXBhbBgEIAEoCRINCgV2YWx1ZRgFIAEoDBIWCg52YWx1ZV9sZWZ0X291dBgGIAEoCCIiCg5PYnNlcnZlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCSKgAwoPT2JzZXJ2ZVJlc3BvbnNlEgwKBGhlbGQYASABKAgSDgoGaG9sZGVyGAIgASgJEisKBXRva2VuGAMgASgLMhwuZmVuY2VrZWVwZXIudjEuRmVuY2luZ1Rva2VuEhAKCHJldmlzaW9uGAQgASgDEhgKEGhvbGRlcl9wcmluY2lwYWwYBSABKAkSLQoKbG9ja19kZWxheRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChBsb2NrX2RlbGF5X3VudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgdob2xkZXJzGAggAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEiYKBmpvaW5lZBgJIAMoCzIWLmZlbmNla2VlcGVyLnYxLkhvbGRlchIkCgRsZWZ0GAogAygLMhYuZmVuY2VrZWVwZXIudjEuSG9sZGVyEg0KBXZhbHVlGAsgASgMEhMKC21heF9ob2xkZXJzGAwgASgFEhYKDm1pc3NlZF9jaGFuZ2VzGA0gASgIIkwKEk9wZW5TZXNzaW9uUmVxdWVzdBImCgN0dGwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGaG9sZGVyGAIgASgJIlEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoAxImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgDIhYKFENsb3NlU2Vzc2lvblJlc3BvbnNlIhYKFExpc3RUb2tlbktleXNSZXF1ZXN0Ij8KFUxpc3RUb2tlbktleXNSZXNwb25zZRImCgRrZXlzGAEgAygLMhguZmVuY2VrZWVwZXIudjEuVG9rZW5LZXkiQQoIVG9rZW5LZXkSDgoGa2V5X2lkGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgMIk0KD1Byb2NsYWltUmVxdWVzdBIrCgV0b2tlbhgBIAEoCzIcLmZlbmNla2VlcGVyLnYxLkZlbmNpbmdUb2tlbhINCgV2YWx1ZRgCIAEoDCIkChBQcm9jbGFpbVJlc3BvbnNlEhAKCHJldmlzaW9uGAEgASgDIigKFExpZnRMb2NrRGVsYXlSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJIjsKFUxpZnRMb2NrRGVsYXlSZXNwb25zZRIOCgZsaWZ0ZWQYASABKAgSEgoKZ2VuZXJhdGlvbhgCIAEoAyJ6CgxMZWFzZUJhdGNoT3ASMQoHYWNxdWlyZRgBIAEoCzIeLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXF1ZXN0SAASMQoHcmVsZWFzZRgCIAEoCzIeLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXF1ZXN0SABCBAoCb3AiPgoRTGVhc2VCYXRjaFJlcXVlc3QSKQoDb3BzGAEgAygLMhwuZmVuY2VrZWVwZXIudjEuTGVhc2VCYXRjaE9wIqsBChBMZWFzZUJhdGNoUmVzdWx0EjMKCGFjcXVpcmVkGAEgASgLMh8uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlc3BvbnNlSAASMwoIcmVsZWFzZWQYAiABKAsyHy5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVzcG9uc2VIABIjCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzSABCCAoGcmVzdWx0IkcKEkxlYXNlQmF0Y2hSZXNwb25zZRIxCgdyZXN1bHRzGAEgAygLMiAuZmVuY2VrZWVwZXIudjEuTGVhc2VCYXRjaFJlc3VsdCKxAQoRQWNxdWlyZUFsbFJlcXVlc3QSEQoJcmVzb3VyY2VzGAEgAygJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZob2xkZXIYAyABKAkSDAoEd2FpdBgEIAEoCBIvCgx3YWl0X3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgGIAEoAyJLChJBY3F1aXJlQWxsUmVzcG9uc2USNQoMYWNxdWlzaXRpb25zGAEgAygLMh8uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlc3BvbnNlMqUJCgxMZWFzZVNlcnZpY2USSgoHQWNxdWlyZRIeLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVSZXF1ZXN0Gh8uZmVuY2VrZWVwZXIudjEuQWNxdWlyZVJlc3BvbnNlElQKCUtlZXBBbGl2ZRIgLmZlbmNla2VlcGVyLnYxLktlZXBBbGl2ZVJlcXVlc3QaIS5mZW5jZWtlZXBlci52MS5LZWVwQWxpdmVSZXNwb25zZSgBMAESRAoFUmVuZXcSHC5mZW5jZWtlZXBlci52MS5SZW5ld1JlcXVlc3QaHS5mZW5jZWtlZXBlci52MS5SZW5ld1Jlc3BvbnNlEkoKB1JlbGVhc2USHi5mZW5jZWtlZXBlci52MS5SZWxlYXNlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLlJlbGVhc2VSZXNwb25zZRJNCghEZXNjcmliZRIfLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLkRlc2NyaWJlUmVzcG9uc2USXAoNTGlzdFJlc291cmNlcxIkLmZlbmNla2VlcGVyLnYxLkxpc3RSZXNvdXJjZXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFJlc291cmNlc1Jlc3BvbnNlEkwKB09ic2VydmUSHi5mZW5jZWtlZXBlci52MS5PYnNlcnZlUmVxdWVzdBofLmZlbmNla2VlcGVyLnYxLk9ic2VydmVSZXNwb25zZTABElYKC09wZW5TZXNzaW9uEiIuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXF1ZXN0GiMuZmVuY2VrZWVwZXIudjEuT3BlblNlc3Npb25SZXNwb25zZRJZCgxDbG9zZVNlc3Npb24SIy5mZW5jZWtlZXBlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiQuZmVuY2VrZWVwZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USXAoNTGlzdFRva2VuS2V5cxIkLmZlbmNla2VlcGVyLnYxLkxpc3RUb2tlbktleXNSZXF1ZXN0GiUuZmVuY2VrZWVwZXIudjEuTGlzdFRva2VuS2V5c1Jlc3BvbnNlElwKDUxpZnRMb2NrRGVsYXkSJC5mZW5jZWtlZXBlci52MS5MaWZ0TG9ja0RlbGF5UmVxdWVzdBolLmZlbmNla2VlcGVyLnYxLkxpZnRMb2NrRGVsYXlSZXNwb25zZRJNCghQcm9jbGFpbRIfLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVxdWVzdBogLmZlbmNla2VlcGVyLnYxLlByb2NsYWltUmVzcG9uc2USUwoKTGVhc2VCYXRjaBIhLmZlbmNla2VlcGVyLnYxLkxlYXNlQmF0Y2hSZXF1ZXN0GiIuZmVuY2VrZWVwZXIudjEuTGVhc2VCYXRjaFJlc3BvbnNlElMKCkFjcXVpcmVBbGwSIS5mZW5jZWtlZXBlci52MS5BY3F1aXJlQWxsUmVxdWVzdBoiLmZlbmNla2VlcGVyLnYxLkFjcXVpcmVBbGxSZXNwb25zZUJpChFpby5mZW5jZWtlZXBlci52MUIKTGVhc2VQcm90b1ABWkZnaXRodWIuY29tL2ZlbmNla2VlcGVyL2ZlbmNla2VlcGVyL2dlbi9nby9mZW5jZWtlZXBlci92MTtmZW5jZWtlZXBlcnYxYgZwcm90bzM", [file_fencekeeper_v1_token, file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * The request of LeaseService.Acquire.
@@ -1124,6 +1124,217 @@ export const LiftLockDelayResponseSchema: GenMessage<LiftLockDelayResponse> = /*
   messageDesc(file_fencekeeper_v1_lease, 26);
 
 /**
+ * One op of a LeaseBatch: an Acquire or a Release, with the same fields and rules as the call alone.
+ *
+ * @generated from message fencekeeper.v1.LeaseBatchOp
+ */
+export type LeaseBatchOp = Message<"fencekeeper.v1.LeaseBatchOp"> & {
+  /**
+   * The op.
+   *
+   * @generated from oneof fencekeeper.v1.LeaseBatchOp.op
+   */
+  op: {
+    /**
+     * Acquire a resource, as LeaseService.Acquire (preempt is refused here: send it alone).
+     *
+     * @generated from field: fencekeeper.v1.AcquireRequest acquire = 1;
+     */
+    value: AcquireRequest;
+    case: "acquire";
+  } | {
+    /**
+     * Release an acquisition, as LeaseService.Release.
+     *
+     * @generated from field: fencekeeper.v1.ReleaseRequest release = 2;
+     */
+    value: ReleaseRequest;
+    case: "release";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message fencekeeper.v1.LeaseBatchOp.
+ * Use `create(LeaseBatchOpSchema)` to create a new message.
+ */
+export const LeaseBatchOpSchema: GenMessage<LeaseBatchOp> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 27);
+
+/**
+ * The request of LeaseService.LeaseBatch.
+ *
+ * @generated from message fencekeeper.v1.LeaseBatchRequest
+ */
+export type LeaseBatchRequest = Message<"fencekeeper.v1.LeaseBatchRequest"> & {
+  /**
+   * The ops, 1 to 1000, with at most 2 MiB of AcquireRequest.value in all. Independent of one
+   * another: each is judged and applied on its own, concurrently.
+   *
+   * @generated from field: repeated fencekeeper.v1.LeaseBatchOp ops = 1;
+   */
+  ops: LeaseBatchOp[];
+};
+
+/**
+ * Describes the message fencekeeper.v1.LeaseBatchRequest.
+ * Use `create(LeaseBatchRequestSchema)` to create a new message.
+ */
+export const LeaseBatchRequestSchema: GenMessage<LeaseBatchRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 28);
+
+/**
+ * The answer to one op of a LeaseBatch: exactly what the same Acquire or Release alone would have got.
+ *
+ * @generated from message fencekeeper.v1.LeaseBatchResult
+ */
+export type LeaseBatchResult = Message<"fencekeeper.v1.LeaseBatchResult"> & {
+  /**
+   * Its outcome: acquired for a granted acquisition, released for a done release, error otherwise.
+   *
+   * @generated from oneof fencekeeper.v1.LeaseBatchResult.result
+   */
+  result: {
+    /**
+     * The grant of an acquisition: its token, TTL and lock-delay, as AcquireResponse.
+     *
+     * @generated from field: fencekeeper.v1.AcquireResponse acquired = 1;
+     */
+    value: AcquireResponse;
+    case: "acquired";
+  } | {
+    /**
+     * A release that ended its acquisition, as ReleaseResponse (empty).
+     *
+     * @generated from field: fencekeeper.v1.ReleaseResponse released = 2;
+     */
+    value: ReleaseResponse;
+    case: "released";
+  } | {
+    /**
+     * Why the op was refused or failed: the code, message and details (google.rpc.ErrorInfo) that the
+     * call alone would have failed with. A refused acquisition holds nothing; a refused release
+     * changed nothing.
+     *
+     * @generated from field: google.rpc.Status error = 3;
+     */
+    value: Status;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message fencekeeper.v1.LeaseBatchResult.
+ * Use `create(LeaseBatchResultSchema)` to create a new message.
+ */
+export const LeaseBatchResultSchema: GenMessage<LeaseBatchResult> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 29);
+
+/**
+ * The response of LeaseService.LeaseBatch.
+ *
+ * @generated from message fencekeeper.v1.LeaseBatchResponse
+ */
+export type LeaseBatchResponse = Message<"fencekeeper.v1.LeaseBatchResponse"> & {
+  /**
+   * One result per op, in the order of LeaseBatchRequest.ops.
+   *
+   * @generated from field: repeated fencekeeper.v1.LeaseBatchResult results = 1;
+   */
+  results: LeaseBatchResult[];
+};
+
+/**
+ * Describes the message fencekeeper.v1.LeaseBatchResponse.
+ * Use `create(LeaseBatchResponseSchema)` to create a new message.
+ */
+export const LeaseBatchResponseSchema: GenMessage<LeaseBatchResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 30);
+
+/**
+ * The request of LeaseService.AcquireAll.
+ *
+ * @generated from message fencekeeper.v1.AcquireAllRequest
+ */
+export type AcquireAllRequest = Message<"fencekeeper.v1.AcquireAllRequest"> & {
+  /**
+   * The resources to acquire, all or nothing: 1 to 100 distinct names, each as AcquireRequest.resource.
+   * Their order here does not matter: they are acquired in the order of their names' UTF-8 bytes.
+   *
+   * @generated from field: repeated string resources = 1;
+   */
+  resources: string[];
+
+  /**
+   * The TTL of each acquisition's own lease, as AcquireRequest.ttl. Must be unset with session_id.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 2;
+   */
+  ttl?: Duration;
+
+  /**
+   * Who is acquiring, as AcquireRequest.holder: the same label on every acquisition.
+   *
+   * @generated from field: string holder = 3;
+   */
+  holder: string;
+
+  /**
+   * false: fail fast (ABORTED, reason RESOURCE_HELD or LOCK_DELAY) on the first resource held, having
+   * released the ones acquired before it. true: wait for each in turn until all are held, as
+   * AcquireRequest.wait does for one.
+   *
+   * @generated from field: bool wait = 4;
+   */
+  wait: boolean;
+
+  /**
+   * With wait set: the longest time to wait for the whole set, on top of the call's own deadline, as
+   * AcquireRequest.wait_timeout. Must not be negative.
+   *
+   * @generated from field: google.protobuf.Duration wait_timeout = 5;
+   */
+  waitTimeout?: Duration;
+
+  /**
+   * Acquire every resource on this session (OpenSessionResponse.session_id) rather than on leases of
+   * their own, as AcquireRequest.session_id: the session's TTL applies and ttl must be unset. The
+   * session must hold and wait for none of them already (ALREADY_EXISTS, reason ALREADY_ACQUIRED).
+   *
+   * @generated from field: int64 session_id = 6;
+   */
+  sessionId: bigint;
+};
+
+/**
+ * Describes the message fencekeeper.v1.AcquireAllRequest.
+ * Use `create(AcquireAllRequestSchema)` to create a new message.
+ */
+export const AcquireAllRequestSchema: GenMessage<AcquireAllRequest> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 31);
+
+/**
+ * The response of LeaseService.AcquireAll.
+ *
+ * @generated from message fencekeeper.v1.AcquireAllResponse
+ */
+export type AcquireAllResponse = Message<"fencekeeper.v1.AcquireAllResponse"> & {
+  /**
+   * One grant per resource, in the order of AcquireAllRequest.resources: each with its own token (and,
+   * without a session, its own lease and TTL), renewed and released as an Acquire's grant is.
+   *
+   * @generated from field: repeated fencekeeper.v1.AcquireResponse acquisitions = 1;
+   */
+  acquisitions: AcquireResponse[];
+};
+
+/**
+ * Describes the message fencekeeper.v1.AcquireAllResponse.
+ * Use `create(AcquireAllResponseSchema)` to create a new message.
+ */
+export const AcquireAllResponseSchema: GenMessage<AcquireAllResponse> = /*@__PURE__*/
+  messageDesc(file_fencekeeper_v1_lease, 32);
+
+/**
  * LeaseService hands out leases on named resources, each with a fencing token.
  *
  * A lease lasts for its TTL unless its holder renews it (Renew, or a message on a KeepAlive stream).
@@ -1291,6 +1502,59 @@ export const LeaseService: GenService<{
     methodKind: "unary";
     input: typeof ProclaimRequestSchema;
     output: typeof ProclaimResponseSchema;
+  },
+  /**
+   * Many independent acquisitions and releases in one call, each answered on its own (as
+   * FencedStoreService.Batch does for writes): an op gets exactly the answer, or the error (code,
+   * message and ErrorInfo), that the same Acquire or Release alone would have got, and one op's
+   * refusal does not touch the others. This is not AcquireAll: nothing here is all or nothing. The ops
+   * are concurrent, like as many calls sent at once; the server commits the grants and releases that
+   * arrive together in as few etcd transactions as it can. The call answers when every op has its
+   * answer, so an acquisition with wait holds up the answers of the others: clients send ops that do
+   * not wait (and send an Acquire with wait alone).
+   *
+   * Each op is authorized on its own resource (the verb acquire; a release by an admin of the
+   * resource as Release alone): a denied op is answered PERMISSION_DENIED on its own. An acquisition
+   * with preempt is refused on its own (INVALID_ARGUMENT): preempt with Acquire alone. Each
+   * acquisition with wait takes one of the caller's waiting-Acquire slots while it waits.
+   *
+   * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+   * BATCH_TOO_LARGE) over 1000 ops or 2 MiB of values (AcquireRequest.value), or with no ops; or with
+   * the codes any call may get. When the call fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED,
+   * each op may or may not have taken effect: an acquisition granted then ends with its lease's TTL
+   * (or its session), since its token never reached the caller. A server that predates LeaseBatch
+   * answers UNIMPLEMENTED: send the ops one by one.
+   *
+   * @generated from rpc fencekeeper.v1.LeaseService.LeaseBatch
+   */
+  leaseBatch: {
+    methodKind: "unary";
+    input: typeof LeaseBatchRequestSchema;
+    output: typeof LeaseBatchResponseSchema;
+  },
+  /**
+   * Acquire several resources, all or nothing, as Curator's InterProcessMultiLock does: each resource
+   * is acquired exclusively, one after the other in a fixed order (their names' UTF-8 bytes, ascending),
+   * so that two callers asking for overlapping sets never wait for each other in a cycle. With wait,
+   * the call waits (each resource in FIFO order, as Acquire does) until it holds them all, or until the
+   * call's deadline or wait_timeout passes for the whole set. Without wait, it fails fast on the first
+   * resource that is held. On any failure, the resources it had acquired are released before it
+   * answers (the next waiters are granted), and the answer is the failure of the resource that failed,
+   * as Acquire alone would give it (ABORTED RESOURCE_HELD, DEADLINE_EXCEEDED, ...). If the server
+   * cannot release them (etcd unavailable), they end with their leases' TTL or with the session.
+   *
+   * Each resource gets an acquisition of its own: its own generation and token, on a lease of its own
+   * (each renewed and released on its own) or on the session given. Authorized as Acquire on every
+   * resource: one denied resource refuses the call (PERMISSION_DENIED), before anything is acquired.
+   * INVALID_ARGUMENT for no resources, more than 100, a resource named twice, or a name that cannot
+   * be a resource; then nothing is acquired. With wait, the call takes one waiting-Acquire slot.
+   *
+   * @generated from rpc fencekeeper.v1.LeaseService.AcquireAll
+   */
+  acquireAll: {
+    methodKind: "unary";
+    input: typeof AcquireAllRequestSchema;
+    output: typeof AcquireAllResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fencekeeper_v1_lease, 0);

@@ -65,7 +65,7 @@ func main() {
 	resource := flags.String("resource", "", "the resource")
 	ttl := flags.Duration("ttl", 2*time.Second, "the lease TTL")
 	holder := flags.String("holder", "go-probe", "the holder label")
-	sessions := flags.Bool("sessions", false, "hold: acquire on a session (Options.Sessions)")
+	sessions := flags.Bool("sessions", false, "hold: acquire on a session (the default); without it, on a lease of its own (Options.OwnLeases)")
 	lockDelay := flags.Duration("lock-delay", 0, "hold: the lock-delay (AcquireOptions.LockDelay)")
 	shared := flags.Bool("shared", false, "hold: a shared acquisition (AcquireOptions.Shared)")
 	value := flags.String("value", "", "elect: the value to campaign with")
@@ -94,12 +94,12 @@ func main() {
 			os.Exit(1)
 		}
 	case "hold":
-		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay, Preempt: *preempt}, *acquireTimeout); err != nil {
+		if err := hold(fencekeeper.Options{Servers: urls, Credentials: creds, OwnLeases: !*sessions}, *resource, fencekeeper.AcquireOptions{TTL: *ttl, Holder: *holder, Shared: *shared, LockDelay: *lockDelay, Preempt: *preempt}, *acquireTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	case "cancel-race":
-		if err := cancelRace(fencekeeper.Options{Servers: urls, Credentials: creds, Sessions: *sessions}, *resource, *rounds, *waiters); err != nil {
+		if err := cancelRace(fencekeeper.Options{Servers: urls, Credentials: creds, OwnLeases: !*sessions}, *resource, *rounds, *waiters); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

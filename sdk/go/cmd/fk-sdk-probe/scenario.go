@@ -33,7 +33,8 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 		return invoker(ctx, method, req, reply, cc, opts...)
 	})
 	newClient := func(holder string) (*fencekeeper.Client, error) {
-		return fencekeeper.New(fencekeeper.Options{Servers: urls, Credentials: creds, Holder: holder, DialOptions: []grpc.DialOption{countWrites}})
+		// Leases of their own: the scenario follows a lease released behind its back, which a session hides.
+		return fencekeeper.New(fencekeeper.Options{Servers: urls, Credentials: creds, Holder: holder, OwnLeases: true, DialOptions: []grpc.DialOption{countWrites}})
 	}
 	a, err := newClient("go-sdk-a")
 	if err != nil {
@@ -267,6 +268,12 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	step("coalesce: 64 concurrent writes, each answered on its own, in %d calls", coalescedIn)
 	step("coalesce: 4 stale writes among them refused alone: STALE_TOKEN")
 
+	// Several resources, all or nothing (AcquireAll), taken in the order of their names.
+	if err := multiLock(ctx, a, resource); err != nil {
+		return fmt.Errorf("multi-lock: %w", err)
+	}
+	step("multi-lock: all or nothing over 3 resources, refused whole while one is held, granted once it is free")
+
 	// 9. Bad input.
 	badInputs := []struct {
 		name  string
@@ -435,4 +442,43 @@ func awaitHandover(observed <-chan fencekeeper.Ownership, a, b int64) error {
 			return fmt.Errorf("generation %d (after %d) not seen within 5s", b, a)
 		}
 	}
+}
+
+// multiLock takes three resources at once while one of them is held (refused, nothing left held, the
+// one after the held one in name order never tried), then once it is free (three leases, in the order
+// asked).
+func multiLock(ctx context.Context, c *fencekeeper.Client, resource string) error {
+	names := []string{resource + "-m3", resource + "-m2", resource + "-m1"}
+	held, err := c.Acquire(ctx, names[1], fencekeeper.AcquireOptions{TTL: ttl, OwnLease: true})
+	if err != nil {
+		return err
+	}
+	var refused *fencekeeper.ResourceHeldError
+	if _, err := c.AcquireAll(ctx, names, fencekeeper.AcquireOptions{TTL: ttl}); !errors.As(err, &refused) {
+		return fmt.Errorf("expected *ResourceHeldError while %s is held, got %v (%T)", names[1], err, err)
+	}
+	for _, n := range []string{names[0], names[2]} {
+		d, err := c.Describe(ctx, n)
+		if err != nil {
+			return err
+		}
+		if d.Held {
+			return fmt.Errorf("%s is held after a refused AcquireAll", n)
+		}
+		if n == names[0] && d.LastIssued != 0 {
+			return fmt.Errorf("%s, after the held one in name order, was acquired (generation %d)", n, d.LastIssued)
+		}
+	}
+	held.Release(ctx)
+	leases, err := c.AcquireAll(ctx, names, fencekeeper.AcquireOptions{TTL: ttl, Wait: true, WaitTimeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	for i, l := range leases {
+		if l.Token().Resource != names[i] {
+			return fmt.Errorf("lease %d is of %s, expected %s", i, l.Token().Resource, names[i])
+		}
+		l.Release(ctx)
+	}
+	return nil
 }

@@ -180,13 +180,14 @@ class Client:
         value: Value = b"",
         max_holders: int = 0,
         preempt: bool = False,
+        own_lease: bool = False,
     ) -> Lease:
         """As fencekeeper.Client.acquire(); cancelling the awaiting task cancels it."""
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
         acquire = functools.partial(
             self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared,
-            value=value, max_holders=max_holders, preempt=preempt,
+            value=value, max_holders=max_holders, preempt=preempt, own_lease=own_lease,
         )
         acquiring = loop.run_in_executor(self._threads, acquire)
         try:
@@ -202,6 +203,27 @@ class Client:
             await self._run(granted.release)  # granted just before the cancel was seen
             raise
         return Lease(core, self._run, loop)
+
+    async def acquire_all(
+        self, resources: Sequence[str], *, ttl: float = DEFAULT_TTL, wait: bool | float = False, holder: str | None = None, own_lease: bool = False
+    ) -> list[Lease]:
+        """As fencekeeper.Client.acquire_all(); cancelling the awaiting task cancels it, and nothing is held."""
+        cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        acquire = functools.partial(self._core.acquire_all, list(resources), ttl=ttl, wait=wait, cancel=cancel, holder=holder, own_lease=own_lease)
+        acquiring = loop.run_in_executor(self._threads, acquire)
+        try:
+            cores = await asyncio.shield(acquiring)
+        except asyncio.CancelledError:
+            cancel.set()
+            try:
+                granted = await acquiring
+            except Exception:  # noqa: BLE001 (CanceledError, or any failure: nothing is held either way)
+                raise asyncio.CancelledError() from None
+            for g in granted:
+                await self._run(g.release)
+            raise
+        return [Lease(core, self._run, loop) for core in cores]
 
     @asynccontextmanager
     async def lease(

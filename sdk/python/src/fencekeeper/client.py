@@ -1,6 +1,6 @@
 """The fencekeeper client for threads: acquires leases and keeps them alive on one KeepAlive stream, runs
 work under a lease, and gives the store's calls with an explicit token. Any of several server URLs
-(replicas of one service) may serve any call. With sessions=True, acquisitions go on sessions (one per
+(replicas of one service) may serve any call. By default (sessions=True), acquisitions go on sessions (one per
 TTL, opened on first use and shared) instead of on leases of their own. Thread-safe; fencekeeper.aio
 wraps it for asyncio."""
 
@@ -180,7 +180,7 @@ class Client:
         fence_mode: FenceModeName = "live",
         backoff: Backoff = Backoff(),
         credentials: Credentials | None = None,
-        sessions: bool = False,
+        sessions: bool = True,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         coalesce_writes: bool = True,
         interceptors: Sequence[Any] = (),
@@ -229,8 +229,15 @@ class Client:
         value: Value = b"",
         max_holders: int = 0,
         preempt: bool = False,
+        own_lease: bool = False,
     ) -> Lease:
         """Acquires resource and keeps its lease alive until it is released or lost.
+
+        On the client's session of that TTL (sessions are the default) unless own_lease is True, or the
+        client was made with sessions=False: a lease of its own is for a TTL whose fate is its own, or a
+        holder that must lose this lock without losing the others, or learn at its next renewal that it
+        was released behind its back (docs/client.md, "Sessions"). lock_delay and preempt always take a
+        lease of their own.
 
         ttl: seconds (etcd grants whole seconds, at least 2). wait: False fails with ResourceHeldError when
         the resource is held; True waits in line; a number waits at most that many seconds (TimeoutError).
@@ -250,7 +257,7 @@ class Client:
         if preempt:
             extra["preempt"] = True
             return self._acquire_own(resource, ttl, wait, cancel, holder, mode, lock_delay, extra)
-        if self._sessions is not None and not lock_delay:
+        if self._sessions is not None and not lock_delay and not own_lease:
             lease = self._acquire_on_session(resource, ttl, wait, cancel, holder, mode, extra)
             if lease is not None:
                 return lease
@@ -341,6 +348,116 @@ class Client:
                 raise UnavailableError(f'acquire of "{resource}": its session was lost twice while acquiring; try again', grpc.StatusCode.UNAVAILABLE)
             self._canceled(resource, token, cancel)
             return self._held(Lease(token, session, self._ctx, cancel))
+        raise AssertionError("unreachable")
+
+    def acquire_all(
+        self,
+        resources: Sequence[str],
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: bool | float = False,
+        cancel: threading.Event | None = None,
+        holder: str | None = None,
+        own_lease: bool = False,
+    ) -> list[Lease]:
+        """Acquires every resource or none (Curator's InterProcessMultiLock), in one AcquireAll call: the
+        server takes them exclusively in the order of their names' bytes, so that two callers asking for
+        overlapping sets cannot deadlock, and gives back what it took when one fails (the error is that
+        resource's: ResourceHeldError, TimeoutError, ...). wait bounds the wait for the whole set, as for
+        acquire(). Returns one Lease per resource, in the order given, each released on its own; on the
+        client's session unless own_lease (or sessions=False)."""
+        if self._closed:
+            raise CanceledError("the client is closed", grpc.StatusCode.CANCELLED)
+        if self._sessions is not None and not own_lease:
+            leases = self._acquire_all_on_session(list(resources), ttl, wait, cancel, holder)
+            if leases is not None:
+                return leases
+        return self._acquire_all_own(list(resources), ttl, wait, cancel, holder)
+
+    def _acquire_all_call(self, req: Any, wait: bool | float, wait_for: float | None, cancel: threading.Event | None) -> Any:
+        timeout = None if wait is True else self._calls.timeout + (wait_for or 0.0)
+        res = self._calls.run(lambda c: _cancellable(c.lease.AcquireAll.future(req, timeout=timeout), cancel, ", ".join(req.resources)), False)
+        if len(res.acquisitions) != len(req.resources) or not all(a.HasField("token") for a in res.acquisitions):
+            raise FencekeeperError("the server answered AcquireAll without a token for every resource", grpc.StatusCode.INTERNAL)
+        return res
+
+    def _acquire_all_own(self, resources: list[str], ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None) -> list[Lease]:
+        """AcquireAll on leases of their own, one each."""
+        wait_for = float(wait) if not isinstance(wait, bool) else None
+        req = lease_pb2.AcquireAllRequest(
+            resources=resources,
+            ttl=_duration(ttl),
+            holder=holder or self._holder,
+            wait=wait is not False,
+            wait_timeout=_duration(wait_for) if wait_for is not None else None,
+        )
+        sent_at = now()
+        res = self._acquire_all_call(req, wait, wait_for, cancel)
+        answered_at = now()
+        grants = [(Token.from_proto(a.token), _seconds(a.ttl), sent_at, answered_at) for a in res.acquisitions]
+        # As for one acquisition: after a long wait, each deadline counts from a renewal sent now.
+        if any(answered_at.mono - sent_at.mono > g[1] / 3 for g in grants):
+            confirmed = []
+            for token, _, _, _ in grants:
+                renew_sent = now()
+                try:
+                    renewed = self._calls.run(lambda c, t=token: c.lease.Renew(lease_pb2.RenewRequest(lease_id=t.lease_id), timeout=self._calls.timeout), True)
+                except FencekeeperError:
+                    for g in grants:
+                        self._release(g[0])
+                    raise
+                confirmed.append((token, _seconds(renewed.ttl), renew_sent, now()))
+            grants = confirmed
+        if (cancel is not None and cancel.is_set()) or self._closed:
+            for g in grants:
+                self._release(g[0])
+            raise CanceledError(f"acquire of {len(resources)} resources was canceled", grpc.StatusCode.CANCELLED)
+        leases = []
+        for token, granted, s_at, a_at in grants:
+            keeper = OwnLease(token.lease_id, granted, s_at, a_at, self._keepers)
+            leases.append(self._held(Lease(token, keeper, self._ctx, cancel)))
+            keeper.start()
+        return leases
+
+    def _acquire_all_on_session(self, resources: list[str], ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None) -> list[Lease] | None:
+        """AcquireAll on the client's session of that TTL; None when the session holds one of them already."""
+        started = time.monotonic()
+        for attempt in (1, 2):
+            session = self._session(ttl)
+            wait_for = max(0.0, float(wait) - (time.monotonic() - started)) if not isinstance(wait, bool) else None
+            req = lease_pb2.AcquireAllRequest(
+                resources=resources,
+                holder=holder or self._holder,
+                wait=wait is not False,
+                wait_timeout=_duration(wait_for) if wait_for is not None else None,
+                session_id=session.lease_id,
+            )
+            try:
+                res = self._acquire_all_call(req, wait, wait_for, cancel)
+            except CanceledError:
+                if cancel is not None and cancel.is_set():
+                    sid = session.lease_id
+                    for r in resources:
+                        self._in_background(lambda _, r=r: self._release_unanswered(r, sid), None)
+                raise
+            except FencekeeperError as e:
+                if e.reason == "ALREADY_ACQUIRED":
+                    return None
+                if isinstance(e, LeaseNotFoundError):
+                    session.lose("not-found", e)
+                    if attempt == 1:
+                        continue
+                raise
+            tokens = [Token.from_proto(a.token) for a in res.acquisitions]
+            if session.look():
+                if attempt == 1:
+                    continue
+                raise UnavailableError(f"acquire of {len(resources)} resources: their session was lost twice while acquiring; try again", grpc.StatusCode.UNAVAILABLE)
+            if (cancel is not None and cancel.is_set()) or self._closed:
+                for t in tokens:
+                    self._release(t)
+                raise CanceledError(f"acquire of {len(resources)} resources was canceled", grpc.StatusCode.CANCELLED)
+            return [self._held(Lease(t, session, self._ctx, cancel)) for t in tokens]
         raise AssertionError("unreachable")
 
     def _session(self, ttl: float) -> Session:

@@ -144,9 +144,11 @@ def campaign(
 ) -> Leadership:
     """Waits in line for resource, exclusively, publishing value; returns once elected. wait: True waits as
     long as it takes, a number of seconds at most that long (TimeoutError). Setting cancel ends the wait
-    (CanceledError) and, once elected, the leadership."""
+    (CanceledError) and, once elected, the leadership. On a lease of its own, also on a client with
+    sessions: a leadership must be lost alone, and its leader told at its next renewal when it is released
+    behind its back, which a session's renewal would not tell."""
     options: dict[str, Any] = {"ttl": ttl} if ttl is not None else {}
-    return Leadership(client.acquire(resource, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, value=value, **options))
+    return Leadership(client.acquire(resource, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, value=value, own_lease=True, **options))
 
 
 def leader(client: Client, resource: str) -> Leader | None:
@@ -400,7 +402,7 @@ class AsyncLeadership:
 
 async def campaign_async(client: Any, resource: str, value: Value, *, ttl: float | None = None, wait: bool | float = True, holder: str | None = None, lock_delay: float = 0) -> AsyncLeadership:
     options: dict[str, Any] = {"ttl": ttl} if ttl is not None else {}
-    return AsyncLeadership(await client.acquire(resource, wait=wait, holder=holder, lock_delay=lock_delay, value=value, **options))
+    return AsyncLeadership(await client.acquire(resource, wait=wait, holder=holder, lock_delay=lock_delay, value=value, own_lease=True, **options))
 
 
 async def observe_leaders_async(client: Any, resource: str) -> Any:

@@ -292,3 +292,55 @@ class LiftLockDelayResponse(_message.Message):
     lifted: bool
     generation: int
     def __init__(self, lifted: _Optional[bool] = ..., generation: _Optional[int] = ...) -> None: ...
+
+class LeaseBatchOp(_message.Message):
+    __slots__ = ("acquire", "release")
+    ACQUIRE_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    acquire: AcquireRequest
+    release: ReleaseRequest
+    def __init__(self, acquire: _Optional[_Union[AcquireRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ...) -> None: ...
+
+class LeaseBatchRequest(_message.Message):
+    __slots__ = ("ops",)
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    ops: _containers.RepeatedCompositeFieldContainer[LeaseBatchOp]
+    def __init__(self, ops: _Optional[_Iterable[_Union[LeaseBatchOp, _Mapping]]] = ...) -> None: ...
+
+class LeaseBatchResult(_message.Message):
+    __slots__ = ("acquired", "released", "error")
+    ACQUIRED_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    acquired: AcquireResponse
+    released: ReleaseResponse
+    error: _status_pb2.Status
+    def __init__(self, acquired: _Optional[_Union[AcquireResponse, _Mapping]] = ..., released: _Optional[_Union[ReleaseResponse, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class LeaseBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[LeaseBatchResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[LeaseBatchResult, _Mapping]]] = ...) -> None: ...
+
+class AcquireAllRequest(_message.Message):
+    __slots__ = ("resources", "ttl", "holder", "wait", "wait_timeout", "session_id")
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedScalarFieldContainer[str]
+    ttl: _duration_pb2.Duration
+    holder: str
+    wait: bool
+    wait_timeout: _duration_pb2.Duration
+    session_id: int
+    def __init__(self, resources: _Optional[_Iterable[str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., holder: _Optional[str] = ..., wait: _Optional[bool] = ..., wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[int] = ...) -> None: ...
+
+class AcquireAllResponse(_message.Message):
+    __slots__ = ("acquisitions",)
+    ACQUISITIONS_FIELD_NUMBER: _ClassVar[int]
+    acquisitions: _containers.RepeatedCompositeFieldContainer[AcquireResponse]
+    def __init__(self, acquisitions: _Optional[_Iterable[_Union[AcquireResponse, _Mapping]]] = ...) -> None: ...

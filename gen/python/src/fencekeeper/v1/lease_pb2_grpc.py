@@ -101,6 +101,16 @@ class LeaseServiceStub:
                 request_serializer=fencekeeper_dot_v1_dot_lease__pb2.ProclaimRequest.SerializeToString,
                 response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ProclaimResponse.FromString,
                 _registered_method=True)
+        self.LeaseBatch = channel.unary_unary(
+                '/fencekeeper.v1.LeaseService/LeaseBatch',
+                request_serializer=fencekeeper_dot_v1_dot_lease__pb2.LeaseBatchRequest.SerializeToString,
+                response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.LeaseBatchResponse.FromString,
+                _registered_method=True)
+        self.AcquireAll = channel.unary_unary(
+                '/fencekeeper.v1.LeaseService/AcquireAll',
+                request_serializer=fencekeeper_dot_v1_dot_lease__pb2.AcquireAllRequest.SerializeToString,
+                response_deserializer=fencekeeper_dot_v1_dot_lease__pb2.AcquireAllResponse.FromString,
+                _registered_method=True)
 
 
 class LeaseServiceServicer:
@@ -234,6 +244,53 @@ class LeaseServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LeaseBatch(self, request, context):
+        """Many independent acquisitions and releases in one call, each answered on its own (as
+        FencedStoreService.Batch does for writes): an op gets exactly the answer, or the error (code,
+        message and ErrorInfo), that the same Acquire or Release alone would have got, and one op's
+        refusal does not touch the others. This is not AcquireAll: nothing here is all or nothing. The ops
+        are concurrent, like as many calls sent at once; the server commits the grants and releases that
+        arrive together in as few etcd transactions as it can. The call answers when every op has its
+        answer, so an acquisition with wait holds up the answers of the others: clients send ops that do
+        not wait (and send an Acquire with wait alone).
+
+        Each op is authorized on its own resource (the verb acquire; a release by an admin of the
+        resource as Release alone): a denied op is answered PERMISSION_DENIED on its own. An acquisition
+        with preempt is refused on its own (INVALID_ARGUMENT): preempt with Acquire alone. Each
+        acquisition with wait takes one of the caller's waiting-Acquire slots while it waits.
+
+        The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+        BATCH_TOO_LARGE) over 1000 ops or 2 MiB of values (AcquireRequest.value), or with no ops; or with
+        the codes any call may get. When the call fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED,
+        each op may or may not have taken effect: an acquisition granted then ends with its lease's TTL
+        (or its session), since its token never reached the caller. A server that predates LeaseBatch
+        answers UNIMPLEMENTED: send the ops one by one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AcquireAll(self, request, context):
+        """Acquire several resources, all or nothing, as Curator's InterProcessMultiLock does: each resource
+        is acquired exclusively, one after the other in a fixed order (their names' UTF-8 bytes, ascending),
+        so that two callers asking for overlapping sets never wait for each other in a cycle. With wait,
+        the call waits (each resource in FIFO order, as Acquire does) until it holds them all, or until the
+        call's deadline or wait_timeout passes for the whole set. Without wait, it fails fast on the first
+        resource that is held. On any failure, the resources it had acquired are released before it
+        answers (the next waiters are granted), and the answer is the failure of the resource that failed,
+        as Acquire alone would give it (ABORTED RESOURCE_HELD, DEADLINE_EXCEEDED, ...). If the server
+        cannot release them (etcd unavailable), they end with their leases' TTL or with the session.
+
+        Each resource gets an acquisition of its own: its own generation and token, on a lease of its own
+        (each renewed and released on its own) or on the session given. Authorized as Acquire on every
+        resource: one denied resource refuses the call (PERMISSION_DENIED), before anything is acquired.
+        INVALID_ARGUMENT for no resources, more than 100, a resource named twice, or a name that cannot
+        be a resource; then nothing is acquired. With wait, the call takes one waiting-Acquire slot.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaseServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -296,6 +353,16 @@ def add_LeaseServiceServicer_to_server(servicer, server):
                     servicer.Proclaim,
                     request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.ProclaimRequest.FromString,
                     response_serializer=fencekeeper_dot_v1_dot_lease__pb2.ProclaimResponse.SerializeToString,
+            ),
+            'LeaseBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.LeaseBatch,
+                    request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.LeaseBatchRequest.FromString,
+                    response_serializer=fencekeeper_dot_v1_dot_lease__pb2.LeaseBatchResponse.SerializeToString,
+            ),
+            'AcquireAll': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcquireAll,
+                    request_deserializer=fencekeeper_dot_v1_dot_lease__pb2.AcquireAllRequest.FromString,
+                    response_serializer=fencekeeper_dot_v1_dot_lease__pb2.AcquireAllResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -629,6 +696,60 @@ class LeaseService:
             '/fencekeeper.v1.LeaseService/Proclaim',
             fencekeeper_dot_v1_dot_lease__pb2.ProclaimRequest.SerializeToString,
             fencekeeper_dot_v1_dot_lease__pb2.ProclaimResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LeaseBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fencekeeper.v1.LeaseService/LeaseBatch',
+            fencekeeper_dot_v1_dot_lease__pb2.LeaseBatchRequest.SerializeToString,
+            fencekeeper_dot_v1_dot_lease__pb2.LeaseBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcquireAll(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fencekeeper.v1.LeaseService/AcquireAll',
+            fencekeeper_dot_v1_dot_lease__pb2.AcquireAllRequest.SerializeToString,
+            fencekeeper_dot_v1_dot_lease__pb2.AcquireAllResponse.FromString,
             options,
             channel_credentials,
             insecure,

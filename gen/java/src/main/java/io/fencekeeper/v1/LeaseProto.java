@@ -166,6 +166,36 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fencekeeper_v1_LiftLockDelayResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LeaseBatchOp_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LeaseBatchOp_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LeaseBatchRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LeaseBatchRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LeaseBatchResult_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LeaseBatchResult_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_LeaseBatchResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_LeaseBatchResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_AcquireAllRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_AcquireAllRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_fencekeeper_v1_AcquireAllResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fencekeeper_v1_AcquireAllResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -274,35 +304,60 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       "sion\"2\n\024LiftLockDelayRequest\022\032\n\010resource" +
       "\030\001 \001(\tR\010resource\"O\n\025LiftLockDelayRespons" +
       "e\022\026\n\006lifted\030\001 \001(\010R\006lifted\022\036\n\ngeneration\030" +
-      "\002 \001(\003R\ngeneration2\373\007\n\014LeaseService\022J\n\007Ac" +
-      "quire\022\036.fencekeeper.v1.AcquireRequest\032\037." +
-      "fencekeeper.v1.AcquireResponse\022T\n\tKeepAl" +
-      "ive\022 .fencekeeper.v1.KeepAliveRequest\032!." +
-      "fencekeeper.v1.KeepAliveResponse(\0010\001\022D\n\005" +
-      "Renew\022\034.fencekeeper.v1.RenewRequest\032\035.fe" +
-      "ncekeeper.v1.RenewResponse\022J\n\007Release\022\036." +
-      "fencekeeper.v1.ReleaseRequest\032\037.fencekee" +
-      "per.v1.ReleaseResponse\022M\n\010Describe\022\037.fen" +
-      "cekeeper.v1.DescribeRequest\032 .fencekeepe" +
-      "r.v1.DescribeResponse\022\\\n\rListResources\022$" +
-      ".fencekeeper.v1.ListResourcesRequest\032%.f" +
-      "encekeeper.v1.ListResourcesResponse\022L\n\007O" +
-      "bserve\022\036.fencekeeper.v1.ObserveRequest\032\037" +
-      ".fencekeeper.v1.ObserveResponse0\001\022V\n\013Ope" +
-      "nSession\022\".fencekeeper.v1.OpenSessionReq" +
-      "uest\032#.fencekeeper.v1.OpenSessionRespons" +
-      "e\022Y\n\014CloseSession\022#.fencekeeper.v1.Close" +
-      "SessionRequest\032$.fencekeeper.v1.CloseSes" +
-      "sionResponse\022\\\n\rListTokenKeys\022$.fencekee" +
-      "per.v1.ListTokenKeysRequest\032%.fencekeepe" +
-      "r.v1.ListTokenKeysResponse\022\\\n\rLiftLockDe" +
-      "lay\022$.fencekeeper.v1.LiftLockDelayReques" +
-      "t\032%.fencekeeper.v1.LiftLockDelayResponse" +
-      "\022M\n\010Proclaim\022\037.fencekeeper.v1.ProclaimRe" +
-      "quest\032 .fencekeeper.v1.ProclaimResponseB" +
-      "i\n\021io.fencekeeper.v1B\nLeaseProtoP\001ZFgith" +
-      "ub.com/fencekeeper/fencekeeper/gen/go/fe" +
-      "ncekeeper/v1;fencekeeperv1b\006proto3"
+      "\002 \001(\003R\ngeneration\"\214\001\n\014LeaseBatchOp\022:\n\007ac" +
+      "quire\030\001 \001(\0132\036.fencekeeper.v1.AcquireRequ" +
+      "estH\000R\007acquire\022:\n\007release\030\002 \001(\0132\036.fencek" +
+      "eeper.v1.ReleaseRequestH\000R\007releaseB\004\n\002op" +
+      "\"C\n\021LeaseBatchRequest\022.\n\003ops\030\001 \003(\0132\034.fen" +
+      "cekeeper.v1.LeaseBatchOpR\003ops\"\306\001\n\020LeaseB" +
+      "atchResult\022=\n\010acquired\030\001 \001(\0132\037.fencekeep" +
+      "er.v1.AcquireResponseH\000R\010acquired\022=\n\010rel" +
+      "eased\030\002 \001(\0132\037.fencekeeper.v1.ReleaseResp" +
+      "onseH\000R\010released\022*\n\005error\030\003 \001(\0132\022.google" +
+      ".rpc.StatusH\000R\005errorB\010\n\006result\"P\n\022LeaseB" +
+      "atchResponse\022:\n\007results\030\001 \003(\0132 .fencekee" +
+      "per.v1.LeaseBatchResultR\007results\"\347\001\n\021Acq" +
+      "uireAllRequest\022\034\n\tresources\030\001 \003(\tR\tresou" +
+      "rces\022+\n\003ttl\030\002 \001(\0132\031.google.protobuf.Dura" +
+      "tionR\003ttl\022\026\n\006holder\030\003 \001(\tR\006holder\022\022\n\004wai" +
+      "t\030\004 \001(\010R\004wait\022<\n\014wait_timeout\030\005 \001(\0132\031.go" +
+      "ogle.protobuf.DurationR\013waitTimeout\022\035\n\ns" +
+      "ession_id\030\006 \001(\003R\tsessionId\"Y\n\022AcquireAll" +
+      "Response\022C\n\014acquisitions\030\001 \003(\0132\037.fenceke" +
+      "eper.v1.AcquireResponseR\014acquisitions2\245\t" +
+      "\n\014LeaseService\022J\n\007Acquire\022\036.fencekeeper." +
+      "v1.AcquireRequest\032\037.fencekeeper.v1.Acqui" +
+      "reResponse\022T\n\tKeepAlive\022 .fencekeeper.v1" +
+      ".KeepAliveRequest\032!.fencekeeper.v1.KeepA" +
+      "liveResponse(\0010\001\022D\n\005Renew\022\034.fencekeeper." +
+      "v1.RenewRequest\032\035.fencekeeper.v1.RenewRe" +
+      "sponse\022J\n\007Release\022\036.fencekeeper.v1.Relea" +
+      "seRequest\032\037.fencekeeper.v1.ReleaseRespon" +
+      "se\022M\n\010Describe\022\037.fencekeeper.v1.Describe" +
+      "Request\032 .fencekeeper.v1.DescribeRespons" +
+      "e\022\\\n\rListResources\022$.fencekeeper.v1.List" +
+      "ResourcesRequest\032%.fencekeeper.v1.ListRe" +
+      "sourcesResponse\022L\n\007Observe\022\036.fencekeeper" +
+      ".v1.ObserveRequest\032\037.fencekeeper.v1.Obse" +
+      "rveResponse0\001\022V\n\013OpenSession\022\".fencekeep" +
+      "er.v1.OpenSessionRequest\032#.fencekeeper.v" +
+      "1.OpenSessionResponse\022Y\n\014CloseSession\022#." +
+      "fencekeeper.v1.CloseSessionRequest\032$.fen" +
+      "cekeeper.v1.CloseSessionResponse\022\\\n\rList" +
+      "TokenKeys\022$.fencekeeper.v1.ListTokenKeys" +
+      "Request\032%.fencekeeper.v1.ListTokenKeysRe" +
+      "sponse\022\\\n\rLiftLockDelay\022$.fencekeeper.v1" +
+      ".LiftLockDelayRequest\032%.fencekeeper.v1.L" +
+      "iftLockDelayResponse\022M\n\010Proclaim\022\037.fence" +
+      "keeper.v1.ProclaimRequest\032 .fencekeeper." +
+      "v1.ProclaimResponse\022S\n\nLeaseBatch\022!.fenc" +
+      "ekeeper.v1.LeaseBatchRequest\032\".fencekeep" +
+      "er.v1.LeaseBatchResponse\022S\n\nAcquireAll\022!" +
+      ".fencekeeper.v1.AcquireAllRequest\032\".fenc" +
+      "ekeeper.v1.AcquireAllResponseBi\n\021io.fenc" +
+      "ekeeper.v1B\nLeaseProtoP\001ZFgithub.com/fen" +
+      "cekeeper/fencekeeper/gen/go/fencekeeper/" +
+      "v1;fencekeeperv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -480,6 +535,42 @@ public final class LeaseProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fencekeeper_v1_LiftLockDelayResponse_descriptor,
         new java.lang.String[] { "Lifted", "Generation", });
+    internal_static_fencekeeper_v1_LeaseBatchOp_descriptor =
+      getDescriptor().getMessageType(27);
+    internal_static_fencekeeper_v1_LeaseBatchOp_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LeaseBatchOp_descriptor,
+        new java.lang.String[] { "Acquire", "Release", "Op", });
+    internal_static_fencekeeper_v1_LeaseBatchRequest_descriptor =
+      getDescriptor().getMessageType(28);
+    internal_static_fencekeeper_v1_LeaseBatchRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LeaseBatchRequest_descriptor,
+        new java.lang.String[] { "Ops", });
+    internal_static_fencekeeper_v1_LeaseBatchResult_descriptor =
+      getDescriptor().getMessageType(29);
+    internal_static_fencekeeper_v1_LeaseBatchResult_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LeaseBatchResult_descriptor,
+        new java.lang.String[] { "Acquired", "Released", "Error", "Result", });
+    internal_static_fencekeeper_v1_LeaseBatchResponse_descriptor =
+      getDescriptor().getMessageType(30);
+    internal_static_fencekeeper_v1_LeaseBatchResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_LeaseBatchResponse_descriptor,
+        new java.lang.String[] { "Results", });
+    internal_static_fencekeeper_v1_AcquireAllRequest_descriptor =
+      getDescriptor().getMessageType(31);
+    internal_static_fencekeeper_v1_AcquireAllRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_AcquireAllRequest_descriptor,
+        new java.lang.String[] { "Resources", "Ttl", "Holder", "Wait", "WaitTimeout", "SessionId", });
+    internal_static_fencekeeper_v1_AcquireAllResponse_descriptor =
+      getDescriptor().getMessageType(32);
+    internal_static_fencekeeper_v1_AcquireAllResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fencekeeper_v1_AcquireAllResponse_descriptor,
+        new java.lang.String[] { "Acquisitions", });
     descriptor.resolveAllFeaturesImmutable();
     io.fencekeeper.v1.TokenProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();

@@ -392,6 +392,68 @@ public final class LeaseServiceGrpc {
     return getProclaimMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.LeaseBatchRequest,
+      io.fencekeeper.v1.LeaseBatchResponse> getLeaseBatchMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "LeaseBatch",
+      requestType = io.fencekeeper.v1.LeaseBatchRequest.class,
+      responseType = io.fencekeeper.v1.LeaseBatchResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.LeaseBatchRequest,
+      io.fencekeeper.v1.LeaseBatchResponse> getLeaseBatchMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.LeaseBatchRequest, io.fencekeeper.v1.LeaseBatchResponse> getLeaseBatchMethod;
+    if ((getLeaseBatchMethod = LeaseServiceGrpc.getLeaseBatchMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getLeaseBatchMethod = LeaseServiceGrpc.getLeaseBatchMethod) == null) {
+          LeaseServiceGrpc.getLeaseBatchMethod = getLeaseBatchMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.LeaseBatchRequest, io.fencekeeper.v1.LeaseBatchResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "LeaseBatch"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.LeaseBatchRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.LeaseBatchResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("LeaseBatch"))
+              .build();
+        }
+      }
+    }
+    return getLeaseBatchMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<io.fencekeeper.v1.AcquireAllRequest,
+      io.fencekeeper.v1.AcquireAllResponse> getAcquireAllMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "AcquireAll",
+      requestType = io.fencekeeper.v1.AcquireAllRequest.class,
+      responseType = io.fencekeeper.v1.AcquireAllResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.fencekeeper.v1.AcquireAllRequest,
+      io.fencekeeper.v1.AcquireAllResponse> getAcquireAllMethod() {
+    io.grpc.MethodDescriptor<io.fencekeeper.v1.AcquireAllRequest, io.fencekeeper.v1.AcquireAllResponse> getAcquireAllMethod;
+    if ((getAcquireAllMethod = LeaseServiceGrpc.getAcquireAllMethod) == null) {
+      synchronized (LeaseServiceGrpc.class) {
+        if ((getAcquireAllMethod = LeaseServiceGrpc.getAcquireAllMethod) == null) {
+          LeaseServiceGrpc.getAcquireAllMethod = getAcquireAllMethod =
+              io.grpc.MethodDescriptor.<io.fencekeeper.v1.AcquireAllRequest, io.fencekeeper.v1.AcquireAllResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "AcquireAll"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.AcquireAllRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.fencekeeper.v1.AcquireAllResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LeaseServiceMethodDescriptorSupplier("AcquireAll"))
+              .build();
+        }
+      }
+    }
+    return getAcquireAllMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -619,6 +681,56 @@ public final class LeaseServiceGrpc {
         io.grpc.stub.StreamObserver<io.fencekeeper.v1.ProclaimResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getProclaimMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Many independent acquisitions and releases in one call, each answered on its own (as
+     * FencedStoreService.Batch does for writes): an op gets exactly the answer, or the error (code,
+     * message and ErrorInfo), that the same Acquire or Release alone would have got, and one op's
+     * refusal does not touch the others. This is not AcquireAll: nothing here is all or nothing. The ops
+     * are concurrent, like as many calls sent at once; the server commits the grants and releases that
+     * arrive together in as few etcd transactions as it can. The call answers when every op has its
+     * answer, so an acquisition with wait holds up the answers of the others: clients send ops that do
+     * not wait (and send an Acquire with wait alone).
+     * Each op is authorized on its own resource (the verb acquire; a release by an admin of the
+     * resource as Release alone): a denied op is answered PERMISSION_DENIED on its own. An acquisition
+     * with preempt is refused on its own (INVALID_ARGUMENT): preempt with Acquire alone. Each
+     * acquisition with wait takes one of the caller's waiting-Acquire slots while it waits.
+     * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+     * BATCH_TOO_LARGE) over 1000 ops or 2 MiB of values (AcquireRequest.value), or with no ops; or with
+     * the codes any call may get. When the call fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED,
+     * each op may or may not have taken effect: an acquisition granted then ends with its lease's TTL
+     * (or its session), since its token never reached the caller. A server that predates LeaseBatch
+     * answers UNIMPLEMENTED: send the ops one by one.
+     * </pre>
+     */
+    default void leaseBatch(io.fencekeeper.v1.LeaseBatchRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.LeaseBatchResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getLeaseBatchMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Acquire several resources, all or nothing, as Curator's InterProcessMultiLock does: each resource
+     * is acquired exclusively, one after the other in a fixed order (their names' UTF-8 bytes, ascending),
+     * so that two callers asking for overlapping sets never wait for each other in a cycle. With wait,
+     * the call waits (each resource in FIFO order, as Acquire does) until it holds them all, or until the
+     * call's deadline or wait_timeout passes for the whole set. Without wait, it fails fast on the first
+     * resource that is held. On any failure, the resources it had acquired are released before it
+     * answers (the next waiters are granted), and the answer is the failure of the resource that failed,
+     * as Acquire alone would give it (ABORTED RESOURCE_HELD, DEADLINE_EXCEEDED, ...). If the server
+     * cannot release them (etcd unavailable), they end with their leases' TTL or with the session.
+     * Each resource gets an acquisition of its own: its own generation and token, on a lease of its own
+     * (each renewed and released on its own) or on the session given. Authorized as Acquire on every
+     * resource: one denied resource refuses the call (PERMISSION_DENIED), before anything is acquired.
+     * INVALID_ARGUMENT for no resources, more than 100, a resource named twice, or a name that cannot
+     * be a resource; then nothing is acquired. With wait, the call takes one waiting-Acquire slot.
+     * </pre>
+     */
+    default void acquireAll(io.fencekeeper.v1.AcquireAllRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.AcquireAllResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getAcquireAllMethod(), responseObserver);
+    }
   }
 
   /**
@@ -832,6 +944,58 @@ public final class LeaseServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getProclaimMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Many independent acquisitions and releases in one call, each answered on its own (as
+     * FencedStoreService.Batch does for writes): an op gets exactly the answer, or the error (code,
+     * message and ErrorInfo), that the same Acquire or Release alone would have got, and one op's
+     * refusal does not touch the others. This is not AcquireAll: nothing here is all or nothing. The ops
+     * are concurrent, like as many calls sent at once; the server commits the grants and releases that
+     * arrive together in as few etcd transactions as it can. The call answers when every op has its
+     * answer, so an acquisition with wait holds up the answers of the others: clients send ops that do
+     * not wait (and send an Acquire with wait alone).
+     * Each op is authorized on its own resource (the verb acquire; a release by an admin of the
+     * resource as Release alone): a denied op is answered PERMISSION_DENIED on its own. An acquisition
+     * with preempt is refused on its own (INVALID_ARGUMENT): preempt with Acquire alone. Each
+     * acquisition with wait takes one of the caller's waiting-Acquire slots while it waits.
+     * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+     * BATCH_TOO_LARGE) over 1000 ops or 2 MiB of values (AcquireRequest.value), or with no ops; or with
+     * the codes any call may get. When the call fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED,
+     * each op may or may not have taken effect: an acquisition granted then ends with its lease's TTL
+     * (or its session), since its token never reached the caller. A server that predates LeaseBatch
+     * answers UNIMPLEMENTED: send the ops one by one.
+     * </pre>
+     */
+    public void leaseBatch(io.fencekeeper.v1.LeaseBatchRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.LeaseBatchResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getLeaseBatchMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Acquire several resources, all or nothing, as Curator's InterProcessMultiLock does: each resource
+     * is acquired exclusively, one after the other in a fixed order (their names' UTF-8 bytes, ascending),
+     * so that two callers asking for overlapping sets never wait for each other in a cycle. With wait,
+     * the call waits (each resource in FIFO order, as Acquire does) until it holds them all, or until the
+     * call's deadline or wait_timeout passes for the whole set. Without wait, it fails fast on the first
+     * resource that is held. On any failure, the resources it had acquired are released before it
+     * answers (the next waiters are granted), and the answer is the failure of the resource that failed,
+     * as Acquire alone would give it (ABORTED RESOURCE_HELD, DEADLINE_EXCEEDED, ...). If the server
+     * cannot release them (etcd unavailable), they end with their leases' TTL or with the session.
+     * Each resource gets an acquisition of its own: its own generation and token, on a lease of its own
+     * (each renewed and released on its own) or on the session given. Authorized as Acquire on every
+     * resource: one denied resource refuses the call (PERMISSION_DENIED), before anything is acquired.
+     * INVALID_ARGUMENT for no resources, more than 100, a resource named twice, or a name that cannot
+     * be a resource; then nothing is acquired. With wait, the call takes one waiting-Acquire slot.
+     * </pre>
+     */
+    public void acquireAll(io.fencekeeper.v1.AcquireAllRequest request,
+        io.grpc.stub.StreamObserver<io.fencekeeper.v1.AcquireAllResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getAcquireAllMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -1018,6 +1182,56 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getProclaimMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Many independent acquisitions and releases in one call, each answered on its own (as
+     * FencedStoreService.Batch does for writes): an op gets exactly the answer, or the error (code,
+     * message and ErrorInfo), that the same Acquire or Release alone would have got, and one op's
+     * refusal does not touch the others. This is not AcquireAll: nothing here is all or nothing. The ops
+     * are concurrent, like as many calls sent at once; the server commits the grants and releases that
+     * arrive together in as few etcd transactions as it can. The call answers when every op has its
+     * answer, so an acquisition with wait holds up the answers of the others: clients send ops that do
+     * not wait (and send an Acquire with wait alone).
+     * Each op is authorized on its own resource (the verb acquire; a release by an admin of the
+     * resource as Release alone): a denied op is answered PERMISSION_DENIED on its own. An acquisition
+     * with preempt is refused on its own (INVALID_ARGUMENT): preempt with Acquire alone. Each
+     * acquisition with wait takes one of the caller's waiting-Acquire slots while it waits.
+     * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+     * BATCH_TOO_LARGE) over 1000 ops or 2 MiB of values (AcquireRequest.value), or with no ops; or with
+     * the codes any call may get. When the call fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED,
+     * each op may or may not have taken effect: an acquisition granted then ends with its lease's TTL
+     * (or its session), since its token never reached the caller. A server that predates LeaseBatch
+     * answers UNIMPLEMENTED: send the ops one by one.
+     * </pre>
+     */
+    public io.fencekeeper.v1.LeaseBatchResponse leaseBatch(io.fencekeeper.v1.LeaseBatchRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getLeaseBatchMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Acquire several resources, all or nothing, as Curator's InterProcessMultiLock does: each resource
+     * is acquired exclusively, one after the other in a fixed order (their names' UTF-8 bytes, ascending),
+     * so that two callers asking for overlapping sets never wait for each other in a cycle. With wait,
+     * the call waits (each resource in FIFO order, as Acquire does) until it holds them all, or until the
+     * call's deadline or wait_timeout passes for the whole set. Without wait, it fails fast on the first
+     * resource that is held. On any failure, the resources it had acquired are released before it
+     * answers (the next waiters are granted), and the answer is the failure of the resource that failed,
+     * as Acquire alone would give it (ABORTED RESOURCE_HELD, DEADLINE_EXCEEDED, ...). If the server
+     * cannot release them (etcd unavailable), they end with their leases' TTL or with the session.
+     * Each resource gets an acquisition of its own: its own generation and token, on a lease of its own
+     * (each renewed and released on its own) or on the session given. Authorized as Acquire on every
+     * resource: one denied resource refuses the call (PERMISSION_DENIED), before anything is acquired.
+     * INVALID_ARGUMENT for no resources, more than 100, a resource named twice, or a name that cannot
+     * be a resource; then nothing is acquired. With wait, the call takes one waiting-Acquire slot.
+     * </pre>
+     */
+    public io.fencekeeper.v1.AcquireAllResponse acquireAll(io.fencekeeper.v1.AcquireAllRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getAcquireAllMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -1190,6 +1404,56 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getProclaimMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Many independent acquisitions and releases in one call, each answered on its own (as
+     * FencedStoreService.Batch does for writes): an op gets exactly the answer, or the error (code,
+     * message and ErrorInfo), that the same Acquire or Release alone would have got, and one op's
+     * refusal does not touch the others. This is not AcquireAll: nothing here is all or nothing. The ops
+     * are concurrent, like as many calls sent at once; the server commits the grants and releases that
+     * arrive together in as few etcd transactions as it can. The call answers when every op has its
+     * answer, so an acquisition with wait holds up the answers of the others: clients send ops that do
+     * not wait (and send an Acquire with wait alone).
+     * Each op is authorized on its own resource (the verb acquire; a release by an admin of the
+     * resource as Release alone): a denied op is answered PERMISSION_DENIED on its own. An acquisition
+     * with preempt is refused on its own (INVALID_ARGUMENT): preempt with Acquire alone. Each
+     * acquisition with wait takes one of the caller's waiting-Acquire slots while it waits.
+     * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+     * BATCH_TOO_LARGE) over 1000 ops or 2 MiB of values (AcquireRequest.value), or with no ops; or with
+     * the codes any call may get. When the call fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED,
+     * each op may or may not have taken effect: an acquisition granted then ends with its lease's TTL
+     * (or its session), since its token never reached the caller. A server that predates LeaseBatch
+     * answers UNIMPLEMENTED: send the ops one by one.
+     * </pre>
+     */
+    public io.fencekeeper.v1.LeaseBatchResponse leaseBatch(io.fencekeeper.v1.LeaseBatchRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getLeaseBatchMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Acquire several resources, all or nothing, as Curator's InterProcessMultiLock does: each resource
+     * is acquired exclusively, one after the other in a fixed order (their names' UTF-8 bytes, ascending),
+     * so that two callers asking for overlapping sets never wait for each other in a cycle. With wait,
+     * the call waits (each resource in FIFO order, as Acquire does) until it holds them all, or until the
+     * call's deadline or wait_timeout passes for the whole set. Without wait, it fails fast on the first
+     * resource that is held. On any failure, the resources it had acquired are released before it
+     * answers (the next waiters are granted), and the answer is the failure of the resource that failed,
+     * as Acquire alone would give it (ABORTED RESOURCE_HELD, DEADLINE_EXCEEDED, ...). If the server
+     * cannot release them (etcd unavailable), they end with their leases' TTL or with the session.
+     * Each resource gets an acquisition of its own: its own generation and token, on a lease of its own
+     * (each renewed and released on its own) or on the session given. Authorized as Acquire on every
+     * resource: one denied resource refuses the call (PERMISSION_DENIED), before anything is acquired.
+     * INVALID_ARGUMENT for no resources, more than 100, a resource named twice, or a name that cannot
+     * be a resource; then nothing is acquired. With wait, the call takes one waiting-Acquire slot.
+     * </pre>
+     */
+    public io.fencekeeper.v1.AcquireAllResponse acquireAll(io.fencekeeper.v1.AcquireAllRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getAcquireAllMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -1356,6 +1620,58 @@ public final class LeaseServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getProclaimMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Many independent acquisitions and releases in one call, each answered on its own (as
+     * FencedStoreService.Batch does for writes): an op gets exactly the answer, or the error (code,
+     * message and ErrorInfo), that the same Acquire or Release alone would have got, and one op's
+     * refusal does not touch the others. This is not AcquireAll: nothing here is all or nothing. The ops
+     * are concurrent, like as many calls sent at once; the server commits the grants and releases that
+     * arrive together in as few etcd transactions as it can. The call answers when every op has its
+     * answer, so an acquisition with wait holds up the answers of the others: clients send ops that do
+     * not wait (and send an Acquire with wait alone).
+     * Each op is authorized on its own resource (the verb acquire; a release by an admin of the
+     * resource as Release alone): a denied op is answered PERMISSION_DENIED on its own. An acquisition
+     * with preempt is refused on its own (INVALID_ARGUMENT): preempt with Acquire alone. Each
+     * acquisition with wait takes one of the caller's waiting-Acquire slots while it waits.
+     * The call itself fails only when the batch as a whole cannot be taken: INVALID_ARGUMENT (reason
+     * BATCH_TOO_LARGE) over 1000 ops or 2 MiB of values (AcquireRequest.value), or with no ops; or with
+     * the codes any call may get. When the call fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED,
+     * each op may or may not have taken effect: an acquisition granted then ends with its lease's TTL
+     * (or its session), since its token never reached the caller. A server that predates LeaseBatch
+     * answers UNIMPLEMENTED: send the ops one by one.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.LeaseBatchResponse> leaseBatch(
+        io.fencekeeper.v1.LeaseBatchRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getLeaseBatchMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Acquire several resources, all or nothing, as Curator's InterProcessMultiLock does: each resource
+     * is acquired exclusively, one after the other in a fixed order (their names' UTF-8 bytes, ascending),
+     * so that two callers asking for overlapping sets never wait for each other in a cycle. With wait,
+     * the call waits (each resource in FIFO order, as Acquire does) until it holds them all, or until the
+     * call's deadline or wait_timeout passes for the whole set. Without wait, it fails fast on the first
+     * resource that is held. On any failure, the resources it had acquired are released before it
+     * answers (the next waiters are granted), and the answer is the failure of the resource that failed,
+     * as Acquire alone would give it (ABORTED RESOURCE_HELD, DEADLINE_EXCEEDED, ...). If the server
+     * cannot release them (etcd unavailable), they end with their leases' TTL or with the session.
+     * Each resource gets an acquisition of its own: its own generation and token, on a lease of its own
+     * (each renewed and released on its own) or on the session given. Authorized as Acquire on every
+     * resource: one denied resource refuses the call (PERMISSION_DENIED), before anything is acquired.
+     * INVALID_ARGUMENT for no resources, more than 100, a resource named twice, or a name that cannot
+     * be a resource; then nothing is acquired. With wait, the call takes one waiting-Acquire slot.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.fencekeeper.v1.AcquireAllResponse> acquireAll(
+        io.fencekeeper.v1.AcquireAllRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getAcquireAllMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_ACQUIRE = 0;
@@ -1369,7 +1685,9 @@ public final class LeaseServiceGrpc {
   private static final int METHODID_LIST_TOKEN_KEYS = 8;
   private static final int METHODID_LIFT_LOCK_DELAY = 9;
   private static final int METHODID_PROCLAIM = 10;
-  private static final int METHODID_KEEP_ALIVE = 11;
+  private static final int METHODID_LEASE_BATCH = 11;
+  private static final int METHODID_ACQUIRE_ALL = 12;
+  private static final int METHODID_KEEP_ALIVE = 13;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1431,6 +1749,14 @@ public final class LeaseServiceGrpc {
         case METHODID_PROCLAIM:
           serviceImpl.proclaim((io.fencekeeper.v1.ProclaimRequest) request,
               (io.grpc.stub.StreamObserver<io.fencekeeper.v1.ProclaimResponse>) responseObserver);
+          break;
+        case METHODID_LEASE_BATCH:
+          serviceImpl.leaseBatch((io.fencekeeper.v1.LeaseBatchRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.LeaseBatchResponse>) responseObserver);
+          break;
+        case METHODID_ACQUIRE_ALL:
+          serviceImpl.acquireAll((io.fencekeeper.v1.AcquireAllRequest) request,
+              (io.grpc.stub.StreamObserver<io.fencekeeper.v1.AcquireAllResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1537,6 +1863,20 @@ public final class LeaseServiceGrpc {
               io.fencekeeper.v1.ProclaimRequest,
               io.fencekeeper.v1.ProclaimResponse>(
                 service, METHODID_PROCLAIM)))
+        .addMethod(
+          getLeaseBatchMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.LeaseBatchRequest,
+              io.fencekeeper.v1.LeaseBatchResponse>(
+                service, METHODID_LEASE_BATCH)))
+        .addMethod(
+          getAcquireAllMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              io.fencekeeper.v1.AcquireAllRequest,
+              io.fencekeeper.v1.AcquireAllResponse>(
+                service, METHODID_ACQUIRE_ALL)))
         .build();
   }
 
@@ -1597,6 +1937,8 @@ public final class LeaseServiceGrpc {
               .addMethod(getListTokenKeysMethod())
               .addMethod(getLiftLockDelayMethod())
               .addMethod(getProclaimMethod())
+              .addMethod(getLeaseBatchMethod())
+              .addMethod(getAcquireAllMethod())
               .build();
         }
       }

@@ -1,5 +1,7 @@
 package io.fencekeeper.client;
 
+import io.fencekeeper.v1.AcquireAllRequest;
+import io.fencekeeper.v1.AcquireAllResponse;
 import io.fencekeeper.v1.AcquireMode;
 import io.fencekeeper.v1.AcquireRequest;
 import io.fencekeeper.v1.CloseSessionRequest;
@@ -73,7 +75,7 @@ public final class FencekeeperClient implements AutoCloseable {
     private Backoff backoff = Backoff.DEFAULT;
     private Credentials credentials = Credentials.NONE;
     private Consumer<ClientEvent> onEvent;
-    private boolean sessions;
+    private boolean sessions = true;
     private boolean coalesceWrites = true;
 
     private Builder() {}
@@ -129,8 +131,11 @@ public final class FencekeeperClient implements AutoCloseable {
 
     /**
      * Puts acquisitions on sessions: one per TTL (in whole seconds), opened on first use, renewed on the
-     * KeepAlive stream, closed by close(). Default false: each acquisition has an etcd lease of its own.
-     * docs/client.md ("Sessions") says what changes, and why it is off by default.
+     * KeepAlive stream, closed by close(). Default true, as etcd's Mutex, Curator and Chubby lock on a
+     * session; false gives each acquisition an etcd lease of its own, for a TTL whose fate is its own, or a
+     * holder that must lose one lock without losing the others, or learn at its next renewal that it was
+     * released behind its back (docs/client.md, "Sessions"). A lock-delay or a preemption always takes a
+     * lease of its own.
      */
     public Builder sessions(boolean on) {
       sessions = on;
@@ -253,6 +258,120 @@ public final class FencekeeperClient implements AutoCloseable {
     } finally {
       context.cancel(null);
     }
+  }
+
+  /**
+   * Acquires every resource or none, as Curator's InterProcessMultiLock does, in one AcquireAll call: the
+   * server takes them exclusively in the order of their names' bytes, so that two callers asking for
+   * overlapping sets cannot deadlock, and gives back what it took when one fails (the exception is that
+   * resource's: ResourceHeldException, DeadlineExceededException, ...). o.waitForever / waitAtMost wait
+   * for the whole set. Returns one Lease per resource, in the order given, each released on its own; on
+   * the client's session unless the client was built with sessions(false). Of the options, ttl, waits,
+   * waitLimit and holder apply; lockDelay, shared, value, maxHolders and preempt must be unset.
+   */
+  public List<Lease> acquireAll(List<String> resources, AcquireOptions o) throws InterruptedException {
+    if (!o.lockDelay().isZero() || o.shared() || !o.value().isEmpty() || o.maxHolders() != 0 || o.preempt()) {
+      throw new InvalidArgumentException("acquireAll takes exclusive acquisitions with ttl, waits, waitLimit and holder only", Status.Code.INVALID_ARGUMENT, null, Map.of(), null);
+    }
+    Context.CancellableContext context = Context.current().withCancellation();
+    try {
+      return context.call(() -> acquireAllIn(List.copyOf(resources), o, context));
+    } catch (CanceledException e) {
+      if (Thread.interrupted()) throw interrupted(e);
+      throw e;
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new IllegalStateException(e); // acquireAllIn throws no checked exception
+    } finally {
+      context.cancel(null);
+    }
+  }
+
+  private List<Lease> acquireAllIn(List<String> resources, AcquireOptions o, Context.CancellableContext context) {
+    if (closed) throw closedError();
+    Session session = null;
+    AcquireAllRequest.Builder req = AcquireAllRequest.newBuilder().addAllResources(resources).setHolder(o.holder() != null ? o.holder() : holder).setWait(o.waits());
+    if (sessions != null) {
+      session = session(o.ttl());
+      req.setSessionId(session.id());
+    } else {
+      req.setTtl(proto(o.ttl()));
+    }
+    Duration waitLimit = o.waitLimit();
+    if (waitLimit != null) req.setWaitTimeout(proto(Duration.ofMillis((waitLimit.toNanos() + 999_999) / 1_000_000)));
+    Duration deadline = !o.waits() ? calls.timeout : waitLimit == null ? null : calls.timeout.plus(waitLimit);
+    Stamp sentAt = Stamp.now();
+    AcquireAllResponse res;
+    try {
+      res = calls.run(s -> s.lease().acquireAll(req.build()), false, deadline);
+    } catch (FencekeeperException e) {
+      // The session holds one of them already: the set goes on leases of its own, as acquire() would.
+      if (session != null && "ALREADY_ACQUIRED".equals(e.reason())) return acquireAllIn(resources, o, context, true);
+      if (session != null && context.isCancelled()) for (String r : resources) releaseUnanswered(r, session.id());
+      throw e;
+    }
+    return granted(resources, res, session, sentAt, context);
+  }
+
+  /** acquireAllIn on leases of their own (a session that already held one of the resources). */
+  private List<Lease> acquireAllIn(List<String> resources, AcquireOptions o, Context.CancellableContext context, boolean ownLeases) {
+    AcquireAllRequest.Builder req = AcquireAllRequest.newBuilder().addAllResources(resources).setHolder(o.holder() != null ? o.holder() : holder).setWait(o.waits()).setTtl(proto(o.ttl()));
+    Duration waitLimit = o.waitLimit();
+    if (waitLimit != null) req.setWaitTimeout(proto(Duration.ofMillis((waitLimit.toNanos() + 999_999) / 1_000_000)));
+    Duration deadline = !o.waits() ? calls.timeout : waitLimit == null ? null : calls.timeout.plus(waitLimit);
+    Stamp sentAt = Stamp.now();
+    return granted(resources, calls.run(s -> s.lease().acquireAll(req.build()), false, deadline), null, sentAt, context);
+  }
+
+  /** The leases of an AcquireAll's grants, each kept as acquire()'s (its own lease, or the session's). */
+  private List<Lease> granted(List<String> resources, AcquireAllResponse res, Session session, Stamp sentAt, Context.CancellableContext context) {
+    if (res.getAcquisitionsCount() != resources.size()) {
+      throw new FencekeeperException("the server answered AcquireAll without a grant for every resource", Status.Code.INTERNAL, null, Map.of(), null);
+    }
+    Stamp answeredAt = Stamp.now();
+    List<Token> tokens = new ArrayList<>();
+    for (AcquireResponse a : res.getAcquisitionsList()) tokens.add(Protos.token(a.getToken()));
+    if (session != null && session.expireIfPassed()) {
+      // The session was lost while the call was on its way; the acquisitions went with it.
+      throw Errors.unavailable("acquire of " + resources.size() + " resources: their session was lost while acquiring; try again", null);
+    }
+    if (context.isCancelled() || closed) {
+      for (Token t : tokens) releaseInBackground(t).join();
+      throw new CanceledException("acquire of " + resources.size() + " resources was canceled", Status.Code.CANCELLED, null, Map.of(), null);
+    }
+    List<Lease> out = new ArrayList<>();
+    for (int i = 0; i < tokens.size(); i++) {
+      Token token = tokens.get(i);
+      Lease lease;
+      if (session != null) {
+        lease = new Lease(token, session, leaseContext);
+        leases.add(lease);
+        session.attach(lease);
+        if (onEvent != null) emit(new ClientEvent.Acquired(token, session.ttl(), lease.validUntil()));
+      } else {
+        Duration ttl = duration(res.getAcquisitions(i).getTtl());
+        Stamp from = sentAt;
+        Stamp to = answeredAt;
+        // As for one acquisition: after a long wait, the deadline counts from a renewal sent now.
+        if (to.monoNanos() - from.monoNanos() > ttl.dividedBy(3).toNanos()) {
+          from = Stamp.now();
+          try {
+            ttl = duration(calls.run(s -> s.lease().renew(RenewRequest.newBuilder().setLeaseId(token.getLeaseId()).build()), true).getTtl());
+          } catch (RuntimeException e) {
+            for (Token t : tokens) releaseInBackground(t);
+            throw e;
+          }
+          to = Stamp.now();
+        }
+        lease = new Lease(token, ttl, new Deadline(from, ttl, to, drift), leaseContext);
+        leases.add(lease);
+        if (onEvent != null) emit(new ClientEvent.Acquired(token, ttl, lease.validUntil()));
+        keepAlive.add(lease.keeper, from.monoNanos() + lease.interval().toNanos());
+      }
+      out.add(lease);
+    }
+    return out;
   }
 
   /**

@@ -154,6 +154,9 @@ final class Scenario {
       // client, each answered on its own; the client carries them in fewer calls than writes.
       coalesce(writer, writeCalls, resource, tokenB, tokenA);
 
+      // Several resources, all or nothing (acquireAll), taken in the order of their names.
+      multiLock(a, resource);
+
       // 9. Bad input.
       expect(() -> a.acquire("", AcquireOptions.ttl(TTL)), InvalidArgumentException.class, null);
       step("bad input: acquire with an empty resource: INVALID_ARGUMENT");
@@ -239,6 +242,27 @@ final class Scenario {
   }
 
   /** Runs call and checks that it fails with an exception of type and, unless null, with that ErrorInfo reason. */
+  /**
+   * Three resources at once while one of them is held (refused, nothing left held, the one after the held
+   * one in name order never tried), then once it is free (three leases, in the order asked).
+   */
+  static void multiLock(FencekeeperClient c, String resource) throws Exception {
+    java.util.List<String> names = java.util.List.of(resource + "-m3", resource + "-m2", resource + "-m1");
+    Lease held = c.acquire(names.get(1), AcquireOptions.ttl(TTL));
+    expect(() -> c.acquireAll(names, AcquireOptions.ttl(TTL)), ResourceHeldException.class, "RESOURCE_HELD");
+    Description m3 = c.describe(names.get(0));
+    Description m1 = c.describe(names.get(2));
+    check(!m3.held() && !m1.held(), "multi-lock: a refused acquireAll left a resource held");
+    check(m3.lastIssued() == 0, "multi-lock: " + names.get(0) + ", after the held one in name order, was acquired");
+    held.release();
+    java.util.List<Lease> leases = c.acquireAll(names, AcquireOptions.ttl(TTL).waitAtMost(Duration.ofSeconds(10)));
+    for (int i = 0; i < leases.size(); i++) {
+      check(leases.get(i).token().getResource().equals(names.get(i)), "multi-lock: lease " + i + " is of " + leases.get(i).token().getResource());
+      leases.get(i).release();
+    }
+    step("multi-lock: all or nothing over 3 resources, refused whole while one is held, granted once it is free");
+  }
+
   static <T extends FencekeeperException> T expect(Call call, Class<T> type, String reason) throws Exception {
     try {
       call.run();
