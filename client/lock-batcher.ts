@@ -17,13 +17,12 @@ import { AcquireRequestSchema, type AcquireResponse, type LeaseBatchOpSchema } f
 import type { FencingTokenSchema } from "../gen/ts/fencekeeper/v1/token_pb.js";
 import type { Calls } from "./calls.js";
 import { statusToError } from "./error-mapping.js";
+import { Coalescer } from "./coalescer.js";
 import { CanceledError, FencekeeperError } from "./errors.js";
 
 /** The server's bounds of one LeaseBatch (proto/fencekeeper/v1/lease.proto). */
 export const MAX_LEASE_BATCH_OPS = 1000;
 export const MAX_LEASE_BATCH_VALUE_BYTES = 2 * 1024 * 1024;
-/** Batches in flight at once: one on its way while the server commits the other, as for writes. */
-const CALLS_IN_FLIGHT = 2;
 
 export type AcquireInit = MessageInitShape<typeof AcquireRequestSchema>;
 type TokenInit = MessageInitShape<typeof FencingTokenSchema>;
@@ -40,9 +39,8 @@ interface Pending {
 }
 
 export class LockBatcher {
-  #queue: Pending[] = [];
-  #inFlight = 0;
-  #scheduled = false;
+  /** Two calls in flight: one on its way while the server commits the other, as for writes. */
+  readonly #queue = new Coalescer<Pending>({ items: MAX_LEASE_BATCH_OPS, bytes: MAX_LEASE_BATCH_VALUE_BYTES, inFlight: 2 }, (batch) => this.#send(batch));
   /** False once a server answered LeaseBatch with UNIMPLEMENTED. */
   #batches = true;
 
@@ -52,7 +50,7 @@ export class LockBatcher {
   acquire(req: AcquireInit, o: { signal?: AbortSignal; timeoutMs: number }): Promise<AcquireResponse> {
     // A preemption never rides with others; nor does a wait when nothing is in flight (the lone acquire
     // pays nothing for the batching).
-    if (req.preempt || (req.wait && this.#inFlight === 0 && this.#queue.length === 0)) return this.#acquireAlone(req, o);
+    if (req.preempt || (req.wait && this.#queue.idle)) return this.#acquireAlone(req, o);
     return this.#enqueue({ case: "acquire", value: req }, req.value?.byteLength ?? 0, o) as Promise<AcquireResponse>;
   }
 
@@ -91,49 +89,11 @@ export class LockBatcher {
       // An op that has not left is dropped. One in flight is answered when its batch is: a grant the
       // caller no longer wants is then released by the caller, as after an Acquire canceled too late.
       const abort = () => {
-        const i = this.#queue.indexOf(p);
-        if (i < 0) return;
-        this.#queue.splice(i, 1);
-        p.reject(canceled());
+        if (this.#queue.drop(p)) p.reject(canceled());
       };
       signal?.addEventListener("abort", abort, { once: true });
       this.#queue.push(p);
-      this.#schedule();
     });
-  }
-
-  /** Pumps at the end of this turn, so that a burst of ops made in one turn goes out together. */
-  #schedule(): void {
-    if (this.#scheduled || this.#inFlight >= CALLS_IN_FLIGHT) return;
-    this.#scheduled = true;
-    queueMicrotask(() => {
-      this.#scheduled = false;
-      this.#pump();
-    });
-  }
-
-  #pump(): void {
-    while (this.#inFlight < CALLS_IN_FLIGHT && this.#queue.length > 0) {
-      const batch = this.#take();
-      this.#inFlight++;
-      void this.#send(batch).finally(() => {
-        this.#inFlight--;
-        this.#pump();
-      });
-    }
-  }
-
-  /** What one LeaseBatch may carry, from the front of the queue: at least one op. */
-  #take(): Pending[] {
-    let n = 0;
-    let bytes = 0;
-    while (n < this.#queue.length && n < MAX_LEASE_BATCH_OPS) {
-      const b = this.#queue[n].bytes;
-      if (n > 0 && bytes + b > MAX_LEASE_BATCH_VALUE_BYTES) break;
-      bytes += b;
-      n++;
-    }
-    return this.#queue.splice(0, n);
   }
 
   async #send(batch: Pending[]): Promise<void> {

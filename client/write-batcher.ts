@@ -10,16 +10,12 @@ import { Code } from "@connectrpc/connect";
 import type { Commit as ProtoCommit, DeleteRequestSchema, PutRequestSchema } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import type { Calls } from "./calls.js";
 import { statusToError } from "./error-mapping.js";
+import { Coalescer } from "./coalescer.js";
 import { CanceledError, FencekeeperError, UnavailableError } from "./errors.js";
 
 /** The server's bounds of one Batch (proto/fencekeeper/v1/store.proto). */
 export const MAX_BATCH_WRITES = 1000;
 export const MAX_BATCH_VALUE_BYTES = 2 * 1024 * 1024;
-/**
- * Calls in flight at once. Two, so that one batch is on its way while the server commits the other;
- * the server's committer keeps two etcd requests in flight for the same reason.
- */
-const CALLS_IN_FLIGHT = 2;
 
 export type Write =
   | { case: "put"; value: MessageInitShape<typeof PutRequestSchema> }
@@ -35,9 +31,8 @@ interface Pending {
 }
 
 export class WriteBatcher {
-  #queue: Pending[] = [];
-  #inFlight = 0;
-  #scheduled = false;
+  /** Two calls in flight, as the server's committer keeps two etcd requests in flight. */
+  readonly #queue = new Coalescer<Pending>({ items: MAX_BATCH_WRITES, bytes: MAX_BATCH_VALUE_BYTES, inFlight: 2 }, (batch) => this.#send(batch));
   /** False once a server answered Batch with UNIMPLEMENTED. */
   #batches = true;
 
@@ -68,48 +63,12 @@ export class WriteBatcher {
       // An aborted write that has not left is dropped; one in flight is answered canceled at once, and
       // may or may not apply, as a Put canceled in flight.
       const abort = () => {
-        const i = this.#queue.indexOf(p);
-        if (i >= 0) this.#queue.splice(i, 1);
+        this.#queue.drop(p);
         p.reject(canceled());
       };
       signal?.addEventListener("abort", abort, { once: true });
       this.#queue.push(p);
-      this.#schedule();
     });
-  }
-
-  /** Pumps at the end of this turn, so that a burst of writes made in one turn goes out together. */
-  #schedule(): void {
-    if (this.#scheduled || this.#inFlight >= CALLS_IN_FLIGHT) return;
-    this.#scheduled = true;
-    queueMicrotask(() => {
-      this.#scheduled = false;
-      this.#pump();
-    });
-  }
-
-  #pump(): void {
-    while (this.#inFlight < CALLS_IN_FLIGHT && this.#queue.length > 0) {
-      const batch = this.#take();
-      this.#inFlight++;
-      void this.#send(batch).finally(() => {
-        this.#inFlight--;
-        this.#pump();
-      });
-    }
-  }
-
-  /** What one Batch may carry, from the front of the queue: at least one write. */
-  #take(): Pending[] {
-    let n = 0;
-    let bytes = 0;
-    while (n < this.#queue.length && n < MAX_BATCH_WRITES) {
-      const b = this.#queue[n].bytes;
-      if (n > 0 && bytes + b > MAX_BATCH_VALUE_BYTES) break;
-      bytes += b;
-      n++;
-    }
-    return this.#queue.splice(0, n);
   }
 
   async #send(batch: Pending[]): Promise<void> {
