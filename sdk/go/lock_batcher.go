@@ -149,27 +149,11 @@ func (b *lockBatcher) finished() {
 	defer b.mu.Unlock()
 	b.inFlight--
 	for b.inFlight < lockCallsInFlight && len(b.queue) > 0 {
-		batch := b.take()
+		var batch []*pendingLock
+		batch, b.queue = takeBatch(b.queue, MaxLeaseBatchOps, MaxLeaseBatchValueBytes)
 		b.inFlight++
 		go b.send(batch)
 	}
-}
-
-// take removes what one LeaseBatch may carry from the front of the queue: at least one op.
-func (b *lockBatcher) take() []*pendingLock {
-	n, bytes := 0, 0
-	for n < len(b.queue) && n < MaxLeaseBatchOps {
-		if n > 0 && bytes+b.queue[n].bytes > MaxLeaseBatchValueBytes {
-			break
-		}
-		bytes += b.queue[n].bytes
-		n++
-	}
-	batch := b.queue[:n:n]
-	if b.queue = b.queue[n:]; len(b.queue) == 0 {
-		b.queue = nil
-	}
-	return batch
 }
 
 func (b *lockBatcher) send(batch []*pendingLock) {

@@ -95,27 +95,11 @@ func (b *writeBatcher) finished() {
 	defer b.mu.Unlock()
 	b.inFlight--
 	for b.inFlight < writeCallsInFlight && len(b.queue) > 0 {
-		batch := b.take()
+		var batch []*pendingWrite
+		batch, b.queue = takeBatch(b.queue, MaxBatchWrites, MaxBatchValueBytes)
 		b.inFlight++
 		go b.send(batch)
 	}
-}
-
-// take removes what one Batch may carry from the front of the queue: at least one write.
-func (b *writeBatcher) take() []*pendingWrite {
-	n, bytes := 0, 0
-	for n < len(b.queue) && n < MaxBatchWrites {
-		if n > 0 && bytes+b.queue[n].bytes > MaxBatchValueBytes {
-			break
-		}
-		bytes += b.queue[n].bytes
-		n++
-	}
-	batch := b.queue[:n:n]
-	if b.queue = b.queue[n:]; len(b.queue) == 0 {
-		b.queue = nil
-	}
-	return batch
 }
 
 func (b *writeBatcher) send(batch []*pendingWrite) {

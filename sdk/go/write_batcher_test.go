@@ -192,7 +192,9 @@ func TestWritesGoAloneToAServerWithoutBatch(t *testing.T) {
 	out := make([]written, 6)
 	var wg sync.WaitGroup
 	for i := range out {
-		wg.Go(func() { out[i].commit, out[i].err = c.Store().Put(context.Background(), token, fmt.Sprintf("k-%d", i), nil) })
+		wg.Go(func() {
+			out[i].commit, out[i].err = c.Store().Put(context.Background(), token, fmt.Sprintf("k-%d", i), nil)
+		})
 		if i >= 2 {
 			queued(t, c, i-1)
 		}
