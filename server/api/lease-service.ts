@@ -76,7 +76,14 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, pace
     acquire: checkedAcquire,
 
     ...leaseBatchHandlers({
-      acquire: checkedAcquire,
+      acquire: async (req, ctx) => {
+        const done = req.wait ? ledger.hold(ctx.values, "waiters") : undefined;
+        try {
+          return await checkedAcquire(req, ctx);
+        } finally {
+          done?.();
+        }
+      },
       acquireUntil: acquire,
       release,
       waiterSlot: (ctx) => ledger.hold(ctx.values, "waiters"),

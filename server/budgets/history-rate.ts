@@ -68,6 +68,12 @@ export class HistoryRate {
     b.tokens -= cost;
   }
 
+  /** Gives back cost bytes of a call that wrote nothing (refused, or bad input), up to the full budget. */
+  refund(caller: string, cost: number): void {
+    const b = this.buckets.get(caller);
+    if (b && cost > 0) b.tokens = Math.min(this.rate, b.tokens + cost);
+  }
+
   /** Forgets the callers whose bucket has refilled: they are as new. */
   private sweep(now: number): void {
     for (const [caller, b] of this.buckets) {

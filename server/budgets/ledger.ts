@@ -7,7 +7,7 @@
 // can keep exact across replicas (leases, bytes per lease, bytes per resource) are decided by the domain
 // in etcd, in or beside the transaction that writes, and the table names where.
 import type { DescMethod } from "@bufbuild/protobuf";
-import type { ContextValues } from "@connectrpc/connect";
+import { Code, type ConnectError, type ContextValues } from "@connectrpc/connect";
 import { exhausted } from "./budget.js";
 import { HistoryRate } from "./history-rate.js";
 import { costOf } from "./table.js";
@@ -22,6 +22,22 @@ export interface LedgerSettings {
 }
 
 type Held = "streams" | "waiters";
+
+/**
+ * The codes of a call that changed nothing in etcd (docs/errors.md): its history bytes are given back.
+ * UNAVAILABLE, DEADLINE_EXCEEDED, CANCELED and INTERNAL may come after a write: they keep the charge.
+ */
+const NOTHING_WRITTEN = new Set([
+  Code.InvalidArgument,
+  Code.FailedPrecondition,
+  Code.NotFound,
+  Code.AlreadyExists,
+  Code.Aborted,
+  Code.ResourceExhausted,
+  Code.PermissionDenied,
+  Code.Unauthenticated,
+  Code.OutOfRange,
+]);
 
 const WHAT: Record<Held, string> = {
   streams: "KeepAlive and Observe streams open",
@@ -42,9 +58,11 @@ export class Ledger {
 
   /**
    * Charges the call to its caller from its row of the table, or throws the refusal of the budget it is
-   * over (nothing charged then). The function returned gives back what the call holds, once it ends.
+   * over (nothing charged then). The function returned is called once the call ends, with its failure if
+   * it failed: it gives back what the call holds, and the history bytes of a call that wrote nothing (a
+   * refusal or bad input: "bad input changes nothing", and costs nothing either).
    */
-  charge(method: DescMethod, req: unknown, values: ContextValues): (() => void) | undefined {
+  charge(method: DescMethod, req: unknown, values: ContextValues): ((failed?: ConnectError) => void) | undefined {
     const row = costOf(method);
     if (!row.history && !row.holds) return undefined;
     const caller = this.callerOf(values);
@@ -57,7 +75,10 @@ export class Ledger {
       give?.();
       throw err;
     }
-    return give;
+    return (failed) => {
+      give?.();
+      if (failed && NOTHING_WRITTEN.has(failed.code)) this.history.refund(caller, cost);
+    };
   }
 
   /**

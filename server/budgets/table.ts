@@ -49,10 +49,10 @@ export const COSTS: Record<string, CostRow> = {
       r.ops.reduce((n, o) => n + (o.op.case === "acquire" ? 2 * put(o.op.value.resource, o.op.value.holder, o.op.value.value) : o.op.case === "release" ? put(o.op.value.token?.resource) : 0), 0),
     decidedIn: { leases: LEASE_CAP, lease_bytes: LEASE_BYTES },
   },
-  // All or nothing: one waiter for the whole set, and each resource granted as an Acquire would be.
+  // All or nothing: one waiter for the whole set (taken by its handler), and each resource granted as an
+  // Acquire would be.
   [`${LeaseService.typeName}/AcquireAll`]: {
     history: (r: AcquireAllRequest) => r.resources.reduce((n, resource) => n + 2 * put(resource, r.holder), 0),
-    holds: (r: AcquireAllRequest) => (r.wait ? "waiters" : undefined),
     decidedIn: { leases: LEASE_CAP },
   },
   [`${LeaseService.typeName}/Proclaim`]: { history: (r: ProclaimRequest) => put(r.token?.resource, r.value), decidedIn: { lease_bytes: LEASE_BYTES } },

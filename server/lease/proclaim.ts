@@ -44,7 +44,16 @@ export async function proclaim(d: ProclaimDeps, t: Token, value: Uint8Array): Pr
     const o = decodeOwner(kv);
     // A larger value is charged to the lease before it is written (budgets/lease-bytes.ts); a smaller one gives back once written.
     const delta = acquisitionBytes(t.resource, o.holder, value, o.principal || undefined) - acquisitionBytes(t.resource, o.holder, o.value, o.principal || undefined);
-    if (delta > 0n) await chargeLeaseBytes(d, t.leaseId, delta, d.limits.maxBytesPerLease);
+    if (delta > 0n) {
+      try {
+        await chargeLeaseBytes(d, t.leaseId, delta, d.limits.maxBytesPerLease);
+      } catch (err) {
+        // The lease ended after the read: the answer is the one of a token that no longer holds.
+        if (!(err instanceof DomainError) || err.reason !== "LEASE_NOT_FOUND") throw err;
+        found = (await d.reader.snapshot("proclaim", look)).found;
+        throw isHeldBy(found.holder.kvs[0], t) ? err : refusal(d, t, found);
+      }
+    }
     let res;
     try {
       res = await d.committer.commit("proclaim", {

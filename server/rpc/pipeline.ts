@@ -54,27 +54,29 @@ export function handlers(service: DescService, impl: object, authorization?: Aut
     out[method.localName] =
       method.methodKind === "unary" || method.methodKind === "client_streaming"
         ? async (req: never, ctx: CallContext) => {
-            let spent: (() => void) | undefined;
+            let spent: ((failed?: ConnectError) => void) | undefined;
+            let failed: ConnectError | undefined;
             try {
               authorize?.authorize(method, req, ctx.values);
               spent = ledger?.charge(method, req, ctx.values);
               return await inCallScope(ctx.values, () => fn.call(impl, req, ctx));
             } catch (err) {
-              throw toConnectError(err);
+              throw (failed = toConnectError(err));
             } finally {
-              spent?.();
+              spent?.(failed);
             }
           }
         : async function* (req: never, ctx: CallContext) {
-            let spent: (() => void) | undefined;
+            let spent: ((failed?: ConnectError) => void) | undefined;
+            let failed: ConnectError | undefined;
             try {
               authorize?.authorize(method, req, ctx.values);
               spent = ledger?.charge(method, req, ctx.values);
               yield* fn.call(impl, req, ctx) as AsyncIterable<unknown>;
             } catch (err) {
-              throw toConnectError(err);
+              throw (failed = toConnectError(err));
             } finally {
-              spent?.();
+              spent?.(failed);
             }
           };
   }

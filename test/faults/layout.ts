@@ -17,6 +17,7 @@
 //   P r/R/usage                              bytes of R's entries, decimal
 //   P i/<64 hex>                             idempotency record (sha-256 of the key, without authentication)
 //   P x/<16 hex>                             a preempted lease's record (attached to it)
+//   P u/<16 hex>                             the bytes a lease's acquisitions store (attached to it)
 //   P s/<16 hex>  P k/signing  P k/public/<id>  P b/<16 hex>  P p/<16 hex>/<16 hex>  P c/<16 hex>/<8 hex>
 import { createHash } from "node:crypto";
 
@@ -25,7 +26,7 @@ export type ResourceKeyKind = "owner" | "owner-delay" | "line" | "shared-line" |
 export type ParsedKey =
   | { scope: "resource"; resource: string; kind: ResourceKeyKind; /** data: the store key; line and shared: the lease id, hex */ rest?: string }
   | { scope: "idempotency"; hash: string }
-  | { scope: "other"; kind: "session" | "signing" | "public" | "binding" | "principal" | "cap" | "sentinel" | "preempted" };
+  | { scope: "other"; kind: "session" | "signing" | "public" | "binding" | "principal" | "cap" | "sentinel" | "preempted" | "lease-bytes" };
 
 const HEX16 = "[0-9a-f]{16}";
 const RESOURCE_KEY = new RegExp(`^r/([^/]*)/(?:(owner)|(owner-delay)|(issued)|(fence)|(usage)|q/s/(${HEX16}).*|q/(${HEX16}).*|s/(${HEX16})|d/(.*))$`, "s");
@@ -37,6 +38,7 @@ const OTHER: [RegExp, Extract<ParsedKey, { scope: "other" }>["kind"]][] = [
   [new RegExp(`^p/${HEX16}/${HEX16}$`), "principal"],
   [new RegExp(`^c/${HEX16}/[0-9a-f]{8}$`), "cap"],
   [new RegExp(`^x/${HEX16}$`), "preempted"],
+  [new RegExp(`^u/${HEX16}$`), "lease-bytes"],
   [/^~end-of-history$/, "sentinel"],
 ];
 

@@ -111,7 +111,7 @@ for (const fastPath of ["on", "off"]) describe(`tracing: spans over OTLP, contin
     etcd = await startEtcd();
     receiver = await startReceiver();
     server = await startServer({ etcd: etcd.endpoint, args: ["--otlp-endpoint", receiver.url, "--otlp-batch-delay", "100", "--unary-fast-path", fastPath] });
-    client = new FencekeeperClient({ servers: server.url, coalesceWrites: false });
+    client = new FencekeeperClient({ servers: server.url, coalesceWrites: false, sessions: false }); // a lease each: one client plays the holder and the waiter
     // The caller's own tracing: spans made here only to be the parents of the SDK's calls (nothing exported).
     contextManager = new AsyncLocalStorageContextManager().enable();
     context.setGlobalContextManager(contextManager);
@@ -243,7 +243,7 @@ describe("tracing: --otlp-sample-ratio 0 records only the traces callers started
     etcd = await startEtcd();
     receiver = await startReceiver();
     server = await startServer({ etcd: etcd.endpoint, args: ["--otlp-endpoint", receiver.url, "--otlp-batch-delay", "100", "--otlp-sample-ratio", "0"] });
-    client = new FencekeeperClient({ servers: server.url, coalesceWrites: false });
+    client = new FencekeeperClient({ servers: server.url, coalesceWrites: false, sessions: false }); // a lease each: one client plays the holder and the waiter
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     provider = new TracerProvider();
   });
@@ -287,7 +287,7 @@ describe("tracing: a collector that cannot be reached", function () {
     const gone = await startReceiver();
     await gone.close();
     server = await startServer({ etcd: etcd.endpoint, args: ["--otlp-endpoint", gone.url, "--otlp-batch-delay", "100"] });
-    client = new FencekeeperClient({ servers: server.url, coalesceWrites: false });
+    client = new FencekeeperClient({ servers: server.url, coalesceWrites: false, sessions: false }); // a lease each: one client plays the holder and the waiter
   });
   after(async function () {
     await client?.close();

@@ -14,7 +14,7 @@ import { exportSPKI, generateKeyPair, SignJWT } from "jose";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FencekeeperClient } from "../../client/index.js";
-import { clientsFor } from "../harness/clients.js";
+import { clientsFor, preemptPaced } from "../harness/clients.js";
 import { startDelayProxy, type DelayProxy } from "../harness/delay-proxy.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
@@ -441,7 +441,8 @@ export function sdkSuite(sdk: Sdk): void {
       const granted = await h.next("granted", sdk.grantedWithinMs);
       expect(BigInt(granted.token.generation) > first.token!.generation, "granted over the holder").to.equal(true);
       // Taken from the library's holder in turn: it learns it at its next renewal (every 2 s).
-      const taker = await c.lease.acquire({ resource, ttl: { seconds: 30n, nanos: 0 }, holder: "taker", preempt: true });
+      // (A second preemption of one resource waits out --preemption-interval, as its refusal says.)
+      const taker = await preemptPaced(() => c.lease.acquire({ resource, ttl: { seconds: 30n, nanos: 0 }, holder: "taker", preempt: true }));
       const lost = await h.next("lost", 6000);
       expect(String(lost.why).toLowerCase()).to.equal("preempted");
       expect(lost).to.include({ reason: "PREEMPTED", by_generation: String(taker.token!.generation), by_principal: "" });

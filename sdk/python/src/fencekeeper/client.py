@@ -1,6 +1,6 @@
 """The fencekeeper client for threads: acquires leases and keeps them alive on one KeepAlive stream, runs
 work under a lease, and gives the store's calls with an explicit token. Any of several server URLs
-(replicas of one service) may serve any call. By default (sessions=True), acquisitions go on sessions (one per
+(replicas of one service) may serve any call. With sessions=True, acquisitions go on sessions (one per
 TTL, opened on first use and shared) instead of on leases of their own. Thread-safe; fencekeeper.aio
 wraps it for asyncio."""
 
@@ -180,7 +180,7 @@ class Client:
         fence_mode: FenceModeName = "live",
         backoff: Backoff = Backoff(),
         credentials: Credentials | None = None,
-        sessions: bool = True,
+        sessions: bool = False,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         coalesce_writes: bool = True,
         interceptors: Sequence[Any] = (),

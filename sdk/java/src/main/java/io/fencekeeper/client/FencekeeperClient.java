@@ -75,7 +75,7 @@ public final class FencekeeperClient implements AutoCloseable {
     private Backoff backoff = Backoff.DEFAULT;
     private Credentials credentials = Credentials.NONE;
     private Consumer<ClientEvent> onEvent;
-    private boolean sessions = true;
+    private boolean sessions;
     private boolean coalesceWrites = true;
 
     private Builder() {}
