@@ -15,7 +15,7 @@ type fkLocker struct {
 }
 
 func openFencekeeper(url string, sessions bool, ttl time.Duration) (locker, error) {
-	c, err := fencekeeper.New(fencekeeper.Options{Servers: []string{url}, Sessions: sessions, Holder: "bench-peers"})
+	c, err := fencekeeper.New(fencekeeper.Options{Servers: []string{url}, OwnLeases: !sessions, Holder: "bench-peers"})
 	if err != nil {
 		return nil, err
 	}
