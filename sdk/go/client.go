@@ -44,10 +44,6 @@ type Options struct {
 	Backoff Backoff
 	// Credentials for a server with authentication on.
 	Credentials Credentials
-	// Sessions is kept for callers written before sessions were the default; it changes nothing.
-	//
-	// Deprecated: acquisitions go on sessions unless OwnLeases is set.
-	Sessions bool
 	// OwnLeases gives every acquisition an etcd lease of its own. By default (false), acquisitions go on
 	// sessions, as etcd's concurrency.Mutex, Curator and Chubby lock: one per TTL (in whole seconds),
 	// opened on first use, shared by every acquisition of that TTL, renewed with one renewal for all of

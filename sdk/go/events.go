@@ -15,7 +15,7 @@ const (
 	EventStreamOpened  EventType = "stream-opened"  // URL
 	EventStreamFailed  EventType = "stream-failed"  // URL, Err, RetryIn
 
-	// With Options.Sessions:
+	// On sessions (the default; not with Options.OwnLeases):
 	EventSessionOpened        EventType = "session-opened"         // SessionID, TTL, ValidUntil
 	EventSessionRenewed       EventType = "session-renewed"        // SessionID, Leases, SentAt, ConfirmedAt, TTL, ValidUntil
 	EventSessionRenewalFailed EventType = "session-renewal-failed" // SessionID, Err
