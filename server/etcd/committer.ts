@@ -2,10 +2,7 @@
 // transaction that commits all or nothing. It commits by group: the transactions that arrive while
 // earlier requests are in flight are packed into the next etcd request as nested transactions, so that
 // one round trip commits many independent writes, each still checked and applied on its own. A
-// transaction that arrives when there is room goes out at once: one writer waits for nobody. "At once" is
-// at the end of the current turn's microtasks, no later: the transactions queued by the same turn (many
-// calls that one read of a connection brought, or the acquisitions of one batch call) go out together in
-// one request, and a lone transaction waits for no timer and no I/O.
+// transaction that arrives when there is room goes out at once: one writer waits for nobody.
 //
 // What etcd allows in one request bounds a batch, and so does what each transaction must see:
 //  - no key may be written twice in one request, over all its nested transactions and both branches:
@@ -158,8 +155,6 @@ export class Committer {
    * beside it on a usage that request is about to change.
    */
   private readonly busy = new Set<string>();
-  /** Set while a pump waits for the end of the current turn's microtasks (enqueue). */
-  private pumpQueued = false;
 
   constructor(
     private readonly etcd: Etcd3,
@@ -230,21 +225,11 @@ export class Committer {
         p.held.arrived();
         return;
       }
-      this.pumpSoon();
+      this.pump();
     });
   }
 
   private readonly pumpNow = () => this.pump();
-
-  /** Pumps once the microtasks queued so far have run: what they queue goes in the same request. */
-  private pumpSoon(): void {
-    if (this.pumpQueued) return;
-    this.pumpQueued = true;
-    queueMicrotask(() => {
-      this.pumpQueued = false;
-      this.pump();
-    });
-  }
 
   private pump(): void {
     while (this.inFlight < this.limits.maxInFlight && this.queue.length > 0) {
