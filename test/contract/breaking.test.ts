@@ -62,9 +62,10 @@ describe("the contract's breaking-change check against the last release", () => 
 
   it("fails a field renumbered, a field removed, a field retyped and a method removed", async () => {
     const [renumbered, removed, retyped, noRenew] = await Promise.all([
-      checkBreaking(scratch((p) => once(p, /^(\s+string holder = )3;/m, "$130;"))),
-      checkBreaking(scratch((p) => once(p, /^\s+bool wait = 4;\n/m, ""))),
-      checkBreaking(scratch((p) => once(p, /^(\s+)int64( session_id = 6;)/m, "$1string$2"))),
+      // AcquireRequest's fields (AcquireAllRequest has fields of the same names and numbers).
+      checkBreaking(scratch((p) => once(p, /(message AcquireRequest \{[\s\S]*?\n\s+string holder = )3;/, "$130;"))),
+      checkBreaking(scratch((p) => once(p, /(message AcquireRequest \{[\s\S]*?\n)\s+bool wait = 4;\n/, "$1"))),
+      checkBreaking(scratch((p) => once(p, /(message AcquireRequest \{[\s\S]*?\n\s+)int64( session_id = 6;)/, "$1string$2"))),
       checkBreaking(scratch((p) => once(p, /^\s+rpc Renew\(.*\n/m, ""))),
     ]);
     for (const run of [renumbered, removed, retyped, noRenew]) {
