@@ -655,6 +655,10 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
       // What it left written is judged with every refused write (property refused).
       policyRefusals++;
       if (!denies(op)) wrong("the run's policy grants this call");
+    } else if (op.reason === "PREEMPTION_RATE_EXCEEDED" || op.reason === "HISTORY_RATE_EXCEEDED") {
+      // Rates a replica keeps in its own memory (docs/budgets.md), not in etcd: no state of etcd's history
+      // decides them. What can be judged: only a preemption is refused for the preemption rate.
+      if (op.reason === "PREEMPTION_RATE_EXCEEDED" && !(op.kind === "acquire" && op.preempt)) wrong("only a preemption is refused for the preemption rate");
     } else if (op.kind === "proclaim") {
       // Refused as a stale write is (server/lease/proclaim.ts), but an exclusive generation is stale as
       // soon as a newer one is issued, written or not.
