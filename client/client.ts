@@ -365,7 +365,10 @@ export class FencekeeperClient {
       if (!res.token) throw new FencekeeperError("the server granted an acquisition without a token", Code.Internal);
       const token = tokenFromProto(res.token);
       if (session.expireIfPassed()) {
-        // The session was lost while the Acquire was on its way; the acquisition went with it.
+        // The session was lost while the Acquire was on its way; the acquisition went with it. The
+        // session may still be alive in etcd, holding the grant: its close (Session.lose) must be over
+        // before the next attempt, or that attempt finds the resource held by this one.
+        await session.close().catch(() => undefined);
         if (attempt === 1) continue;
         throw new UnavailableError(`acquire of "${resource}": its session was lost twice while acquiring; try again`, Code.Unavailable);
       }

@@ -147,15 +147,22 @@ describe("faults: the checker", () => {
     expect(violations([acquire("a.1", 2, A, "fail"), ...ops.slice(1)], events).owners).to.be.greaterThan(0);
   });
 
-  it("owners: a grant whose Acquire was answered LEASE_NOT_FOUND ends with its lease and takes no write", () => {
-    const orphan: Op = { ...acquire("a.1", 2, A, "fail"), code: "NotFound", reason: "LEASE_NOT_FOUND" };
-    const ended = [...events.slice(0, 2), del(keys.ownerKey(R), 5), ...events.slice(7)];
-    const o = [orphan, ...ops.slice(3)];
-    expect(violations(o, ended)).to.deep.equal(NONE);
-    // a write under the orphan's generation, or the orphan still owning the resource at the end
-    expect(violations([orphan, write("a.2", 2, A, [["k0", "a.2/0"]], "ambiguous")], events.slice(0, 4)).owners).to.be.greaterThan(0);
-    expect(violations([orphan], events.slice(0, 2)).owners).to.equal(1);
-  });
+  // Grants nobody got a token of: an Acquire whose lease ended before its answer, and one through the SDK
+  // that was granted on a session it then took for lost, closed, and acquired again (held by then).
+  const orphans: [string, Op][] = [
+    ["answered LEASE_NOT_FOUND", { ...acquire("a.1", 2, A, "fail"), code: "NotFound", reason: "LEASE_NOT_FOUND" }],
+    ["sent through the SDK and answered RESOURCE_HELD", { ...acquire("a.1", 2, A, "fail"), via: "sdk", code: "Aborted", reason: "RESOURCE_HELD" }],
+  ];
+  for (const [how, orphan] of orphans) {
+    it(`owners: a grant whose Acquire was ${how} ends and takes no write`, () => {
+      const ended = [...events.slice(0, 2), del(keys.ownerKey(R), 5), ...events.slice(7)];
+      const o = [orphan, ...ops.slice(3)];
+      expect(violations(o, ended)).to.deep.equal(NONE);
+      // a write under the orphan's generation, or the orphan still owning the resource at the end
+      expect(violations([orphan, write("a.2", 2, A, [["k0", "a.2/0"]], "ambiguous")], events.slice(0, 4)).owners).to.be.greaterThan(0);
+      expect(violations([orphan], events.slice(0, 2)).owners).to.equal(1);
+    });
+  }
 
   it("ambiguous: an ambiguous write is resolved by etcd's history, and one applied twice is caught", () => {
     const more = [...events, ...mutation(8, 6, [["k2", "b.3/0"]])];

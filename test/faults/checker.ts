@@ -102,7 +102,7 @@ interface ResourceState {
   fence: bigint;
   data: Map<string, string>;
   granted: Set<bigint>;
-  /** Grants whose Acquire was answered LEASE_NOT_FOUND: nobody has their token. */
+  /** Grants whose Acquire failed and may have been granted all the same (grantNobodyHolds): nobody has their token. */
   orphans: Set<bigint>;
 }
 
@@ -143,6 +143,16 @@ interface Timeline {
 const INF = 1n << 62n;
 /** A preemption's handing-over marker: the lock-delay key's value while it lasts (docs/preemption.md). */
 const PREEMPTING = JSON.stringify({ seconds: 0, preempting: true });
+
+/**
+ * Whether a failed Acquire may have left a grant that nobody holds a token of: one whose lease ended
+ * before the grant could be answered (LEASE_NOT_FOUND), or one through the SDK, which may be granted on
+ * a session it then takes for lost (its deadline passed while the Acquire was on its way), closes that
+ * session and acquires again on a new one, and reports what that attempt got.
+ */
+function grantNobodyHolds(acq: Op): boolean {
+  return acq.reason === "LEASE_NOT_FOUND" || acq.via === "sdk";
+}
 
 function isRecord(value: Buffer): boolean {
   try {
@@ -293,7 +303,7 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
         if (delay) violate("lockdelay", () => `${where()}: a shared grant to ${holder} while the lock-delay put at revision ${delay.from} was in force`);
         const acq = acquireByHolder.get(holder);
         if (!acq) violate("owners", () => `${where()}: a shared grant to "${holder}", which no Acquire of the history asked for`);
-        else if (acq.outcome === "fail" && acq.reason !== "LEASE_NOT_FOUND") violate("owners", () => `${where()}: a shared grant to ${holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
+        else if (acq.outcome === "fail" && !grantNobodyHolds(acq)) violate("owners", () => `${where()}: a shared grant to ${holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
       }
       const span = { from: e.rev, to: INF, holder, what: handingOver ? "preempting" : p.kind, max: maxHolders, lease: handingOver ? String(e.kv.lease) : p.rest };
       tl.busy.push(span);
@@ -441,10 +451,10 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
       if (acq && (acq.value ?? "") !== value) violate("values", () => `${where}: ${holder} granted publishing ${JSON.stringify(value.slice(0, 80))}, and its Acquire sent ${JSON.stringify(acq.value ?? "")}`);
       if (!acq) violate("owners", () => `${where}: a grant to "${holder}", which no Acquire of the history asked for`);
       else if (acq.outcome === "fail" || acq.outcome === "unsent") {
-        // An Acquire whose lease ended before the grant could be answered (LEASE_NOT_FOUND) leaves a
-        // grant in etcd that nobody holds a token of: it must end with its lease, and nothing may be
-        // written under it. Any other refusal must not have granted anything.
-        if (acq.reason === "LEASE_NOT_FOUND") s.orphans.add(gen);
+        // An Acquire whose grant nobody got a token of (grantNobodyHolds) leaves it in etcd: it must end
+        // (with its lease, or given back), and nothing may be written under it. Any other refusal must
+        // not have granted anything.
+        if (grantNobodyHolds(acq)) s.orphans.add(gen);
         else violate("owners", () => `${where}: a grant to ${holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
       }
       endOwner();

@@ -308,13 +308,13 @@ def shared_session(client: fencekeeper.Client, resource: str) -> None:
 
 def await_handover(observed: queue.Queue[fencekeeper.Ownership], a: int, b: int) -> None:
     """Waits until the observer has seen generation a and then generation b hold the resource, with increasing revisions."""
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     seen_a, revision = False, 0
     while True:
         try:
             o = observed.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
-            raise Unexpected(f"handover: generation {b} (after {a}) not seen within 5s") from None
+            raise Unexpected(f"handover: generation {b} (after {a}) not seen within 30s") from None
         check(o.revision > revision, f"handover: revision {o.revision} after {revision}")
         revision = o.revision
         if o.held and o.token is not None and o.token.generation == a:

@@ -416,7 +416,7 @@ func releaseBehindBack(ctx context.Context, urls []string, creds fencekeeper.Cre
 // awaitHandover waits until the observer has seen generation a and then generation b hold the
 // resource, with increasing revisions.
 func awaitHandover(observed <-chan fencekeeper.Ownership, a, b int64) error {
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(30 * time.Second)
 	var seenA bool
 	var revision int64
 	for {
@@ -439,7 +439,7 @@ func awaitHandover(observed <-chan fencekeeper.Ownership, a, b int64) error {
 				return nil
 			}
 		case <-timeout:
-			return fmt.Errorf("generation %d (after %d) not seen within 5s", b, a)
+			return fmt.Errorf("generation %d (after %d) not seen within 30s", b, a)
 		}
 	}
 }

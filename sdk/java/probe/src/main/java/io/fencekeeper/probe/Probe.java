@@ -199,9 +199,9 @@ public final class Probe {
         case "observe" -> {
           // The first message of observe(): the resource's state now.
           try (Observation observed = client.observe(resource)) {
-            Ownership o = observed.next(Duration.ofSeconds(10));
+            Ownership o = observed.next(Duration.ofSeconds(60));
             if (o == null) {
-              say("observe", "error", "no state within 10 s");
+              say("observe", "error", "no state within 60 s");
               break;
             }
             List<Map<String, Object>> holders = new ArrayList<>();
