@@ -1,8 +1,11 @@
 // The Go conformance client: the scenario of test/conformance/SCENARIO.md, and the single calls that
 // let the conformance test run it against the other languages' clients.
+// calls runs many single calls in one process, one JSON line in and one out each: one start a test, not a call.
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -10,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -26,16 +30,34 @@ const usage = `usage: fk-conformance COMMAND --server http(s)://host:port [flags
   release  --resource R TOKEN
   keys                                       print the token keys (ListTokenKeys)
   verify   --token-json FILE --keys-json FILE   check a token's signature offline (no --server)
+  calls                                      many single calls in one process (no other arguments): a line
+           on stdin is one call's arguments as a JSON array, e.g. ["keys","--server","http://h:p"]; the
+           answer, a line on stdout: {"exit":N,"stdout":"...","stderr":"..."}, as the call alone gives
 TOKEN: --generation G --lease-id L [--principal P --key-id K --signature BASE64]
 credentials: [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]`
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, usage)
-		os.Exit(2)
+	if len(os.Args) == 2 && os.Args[1] == "calls" {
+		os.Exit(runCalls(os.Stdin, os.Stdout))
 	}
-	command := os.Args[1]
+	os.Exit(runCall(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runCall runs one command of args (the arguments after the program) as the process would, writing to
+// stdout and stderr, and returns the exit code.
+func runCall(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	command := args[0]
+	if command == "calls" {
+		fmt.Fprintln(stderr, "calls takes no other arguments")
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
 	flags := flag.NewFlagSet(command, flag.ContinueOnError)
+	flags.SetOutput(stderr)
 	server := flags.String("server", "", "the server, as http://host:port or https://host:port")
 	resource := flags.String("resource", "", "the resource")
 	holder := flags.String("holder", "go", "the holder label")
@@ -54,28 +76,28 @@ func main() {
 	flags.StringVar(&credentials.ca, "tls-ca", "", "PEM CA of the server's certificate")
 	flags.StringVar(&credentials.cert, "tls-cert", "", "PEM client certificate")
 	flags.StringVar(&credentials.key, "tls-key", "", "PEM key of --tls-cert")
-	err := flags.Parse(os.Args[2:])
+	err := flags.Parse(args[1:])
 	needsResource := command != "keys" && command != "verify"
 	if err != nil || (command != "verify" && *server == "") || (needsResource && *resource == "") {
-		fmt.Fprintln(os.Stderr, usage)
-		os.Exit(2)
+		fmt.Fprintln(stderr, usage)
+		return 2
 	}
 	if command == "verify" {
-		if err := verifyFiles(*tokenJSON, *keysJSON); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+		if err := verifyFiles(stdout, *tokenJSON, *keysJSON); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
 		}
-		return
+		return 0
 	}
 	sig, err := base64.StdEncoding.DecodeString(*signature)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "--signature is not base64:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "--signature is not base64:", err)
+		return 2
 	}
 	c, err := dial(*server, credentials)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
 	defer c.conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -85,11 +107,12 @@ func main() {
 	var result map[string]any
 	switch command {
 	case "scenario":
+		// The scenario prints its steps on the process's stdout: it runs only as its own process.
 		if err := runScenario(ctx, *server, credentials, *resource); err != nil {
-			fmt.Fprintln(os.Stderr, "FAIL", err)
-			os.Exit(1)
+			fmt.Fprintln(stderr, "FAIL", err)
+			return 1
 		}
-		return
+		return 0
 	case "acquire":
 		var res *fencekeeperv1.AcquireResponse
 		res, err = c.lease.Acquire(ctx, &fencekeeperv1.AcquireRequest{Resource: *resource, Ttl: durationpb.New(time.Duration(*ttl) * time.Second), Holder: *holder})
@@ -125,25 +148,71 @@ func main() {
 				keys = append(keys, keyJSON{KeyID: k.GetKeyId(), Algorithm: k.GetAlgorithm(), PublicKey: k.GetPublicKey()})
 			}
 			line, _ := json.Marshal(keys)
-			fmt.Println(string(line))
-			return
+			fmt.Fprintln(stdout, string(line))
+			return 0
 		}
 	default:
-		fmt.Fprintln(os.Stderr, usage)
-		os.Exit(2)
+		fmt.Fprintln(stderr, usage)
+		return 2
 	}
 	if err != nil {
 		f, ok := failureOf(err)
 		if !ok {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			fmt.Fprintln(stderr, err)
+			return 1
 		}
 		result = map[string]any{"ok": false, "code": f.Code, "reason": f.Reason}
 	} else {
 		result["ok"] = true
 	}
 	line, _ := json.Marshal(result)
-	fmt.Println(string(line))
+	fmt.Fprintln(stdout, string(line))
+	return 0
+}
+
+// answer is what calls prints for one call: the exit code and the output of that call alone.
+type answer struct {
+	Exit   int    `json:"exit"`
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+}
+
+// runCalls runs the calls of in, one JSON array of arguments a line, one after another, and writes
+// each one's answer to out as a line of its own once the call is over. Each call dials its own
+// connection with the credentials of its line, and closes it when it ends.
+func runCalls(in io.Reader, out io.Writer) int {
+	lines := bufio.NewReader(in)
+	w := bufio.NewWriter(out)
+	for {
+		line, readErr := lines.ReadString('\n')
+		if readErr != nil && readErr != io.EOF {
+			fmt.Fprintln(os.Stderr, "calls: reading stdin:", readErr)
+			return 1
+		}
+		if line != "" {
+			var a answer
+			var args []string
+			if err := json.Unmarshal([]byte(line), &args); err != nil || args == nil {
+				a = answer{Exit: 2, Stderr: fmt.Sprintf("calls: a line must be a JSON array of strings, got %q\n", bytes.TrimRight([]byte(line), "\r\n"))}
+			} else if len(args) > 0 && (args[0] == "scenario" || args[0] == "calls") {
+				a = answer{Exit: 2, Stderr: fmt.Sprintf("calls: %s runs only as its own process\n", args[0])}
+			} else {
+				var stdout, stderr bytes.Buffer
+				a.Exit = runCall(args, &stdout, &stderr)
+				a.Stdout, a.Stderr = stdout.String(), stderr.String()
+			}
+			encoded, _ := json.Marshal(a)
+			w.Write(encoded)
+			w.WriteByte('\n')
+			if err := w.Flush(); err != nil {
+				fmt.Fprintln(os.Stderr, "calls: writing stdout:", err)
+				return 1
+			}
+		}
+		if readErr == io.EOF {
+			return 0
+		}
+	}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -168,8 +237,8 @@ type keyJSON struct {
 	PublicKey []byte `json:"public_key"`
 }
 
-// verifyFiles verifies the token of one JSON file with the keys of another, and prints the outcome.
-func verifyFiles(tokenFile, keysFile string) error {
+// verifyFiles verifies the token of one JSON file with the keys of another, and prints the outcome on out.
+func verifyFiles(out io.Writer, tokenFile, keysFile string) error {
 	var t tokenJSON
 	var list []keyJSON
 	if err := readJSON(tokenFile, &t); err != nil {
@@ -191,7 +260,7 @@ func verifyFiles(tokenFile, keysFile string) error {
 		result = map[string]any{"ok": false, "reason": err.Error()}
 	}
 	line, _ := json.Marshal(result)
-	fmt.Println(string(line))
+	fmt.Fprintln(out, string(line))
 	return nil
 }
 

@@ -1,11 +1,16 @@
 """The Python conformance client: the scenario of test/conformance/SCENARIO.md, and the single calls
-that let the conformance test run it against the other languages' clients."""
+that let the conformance test run it against the other languages' clients.
+calls runs many single calls in one process, one JSON line in and one out each: one start a test, not a call."""
 
 import argparse
 import base64
 import binascii
+import contextlib
+import io
 import json
 import sys
+import traceback
+from typing import BinaryIO, TextIO
 
 import grpc
 from google.protobuf import duration_pb2
@@ -15,11 +20,18 @@ from rpc import Auth, Client, Unexpected, failure_of
 from scenario import run_scenario
 from verify import verify_token
 
-COMMANDS = ["scenario", "acquire", "put", "get", "release", "keys", "verify"]
+COMMANDS = ["scenario", "acquire", "put", "get", "release", "keys", "verify", "calls"]
+
+CALLS_HELP = """calls: many single calls in one process (no other arguments): a line on stdin is one call's
+arguments as a JSON array, e.g. ["keys","--server","http://h:p"]; the answer, a line on stdout:
+{"exit":N,"stdout":"...","stderr":"..."}, as the call alone gives"""
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="conformance.py")
+def parse(argv: list[str], alone: bool = True) -> argparse.Namespace:
+    """The arguments of one call; alone: the call is the process's own, not one of calls."""
+    parser = argparse.ArgumentParser(
+        prog="conformance.py", epilog=CALLS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=COMMANDS)
     parser.add_argument("--server", help="the server, as http://host:port or https://host:port")
     parser.add_argument("--resource")
@@ -39,6 +51,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--tls-cert", default="", help="PEM client certificate")
     parser.add_argument("--tls-key", default="", help="PEM key of --tls-cert")
     args = parser.parse_args(argv)
+    if not alone and args.command in ("scenario", "calls"):
+        parser.error(f"{args.command} runs only as its own process")
+    if args.command == "calls":
+        parser.error("calls takes no other arguments")
     if args.command == "verify":
         if not args.token_json or not args.keys_json:
             parser.error("verify needs --token-json FILE and --keys-json FILE")
@@ -120,17 +136,35 @@ def verify_files(token_file: str, keys_file: str) -> dict:
     return {"ok": True} if reason is None else {"ok": False, "reason": reason}
 
 
-def main(argv: list[str]) -> int:
-    args = parse(argv)
+def run_call(argv: list[str], out: TextIO, err: TextIO, alone: bool = True) -> int:
+    """Runs one call of argv (the arguments after the program) as the process would, writing to out and
+    err, and returns the exit code; alone: the call is the process's own, not one of calls."""
+    # argparse writes its usage and errors to sys.stdout and sys.stderr, and exits.
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            return call(argv, out, err, alone)
+        except SystemExit as stop:
+            if stop.code is None or isinstance(stop.code, int):
+                return stop.code or 0
+            print(stop.code, file=err)
+            return 1
+        except Exception:
+            traceback.print_exc(file=err)
+            return 1
+
+
+def call(argv: list[str], out: TextIO, err: TextIO, alone: bool) -> int:
+    args = parse(argv, alone)
     if args.command == "verify":
-        print(json.dumps(verify_files(args.token_json, args.keys_json)))
+        print(json.dumps(verify_files(args.token_json, args.keys_json)), file=out)
         return 0
     auth = Auth(bearer=args.bearer, ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key)
     if args.command == "scenario":
+        # The scenario prints its steps on the process's stdout: it runs only as its own process.
         try:
             run_scenario(args.server, args.resource, auth)
         except (Unexpected, grpc.RpcError) as error:
-            print(f"FAIL {error}", file=sys.stderr)
+            print(f"FAIL {error}", file=err)
             return 1
         return 0
     client = Client(args.server, auth)
@@ -141,8 +175,36 @@ def main(argv: list[str]) -> int:
         result = {"ok": False, "code": failure.code, "reason": failure.reason}
     finally:
         client.close()
-    print(json.dumps(result))
+    print(json.dumps(result), file=out)
     return 0
+
+
+def run_calls(lines: BinaryIO, out: TextIO) -> int:
+    """Runs the calls of lines, one JSON array of arguments a line, one after another, and writes each
+    one's answer to out as a line of its own once the call is over. Each call opens its own channel with
+    the credentials of its line, and closes it when it ends."""
+    for line in lines:
+        try:
+            argv = json.loads(line)
+        except ValueError:
+            argv = None
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            text = line.rstrip(b"\r\n").decode(errors="replace")
+            why = f"calls: a line must be a JSON array of strings, got {text!r}\n"
+            answer = {"exit": 2, "stdout": "", "stderr": why}
+        else:
+            stdout, stderr = io.StringIO(), io.StringIO()
+            code = run_call(argv, stdout, stderr, alone=False)
+            answer = {"exit": code, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["calls"]:
+        return run_calls(sys.stdin.buffer, sys.stdout)
+    return run_call(argv, sys.stdout, sys.stderr)
 
 
 if __name__ == "__main__":
