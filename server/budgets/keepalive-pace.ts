@@ -1,8 +1,12 @@
 // KeepAlive is paced rather than refused: a caller's streams share one budget of messages a second and
 // of renewals in flight. A caller over it is read more slowly (its streams are not read until the budget
 // has room, so HTTP/2 flow control holds the sender back); its streams go on, and what it can make the
-// server hold is bounded whatever it sends. (The streams a caller may hold open are a budget of the
-// ledger: ledger.ts.)
+// server hold is bounded whatever it sends. While the event loop is saturated, every caller's message rate
+// shrinks together (load-gauge.ts): the caller that fills the loop is read more slowly, and a caller that
+// sends little is not slowed at all. (The streams a caller may hold open are a budget of the ledger:
+// ledger.ts.)
+import type { LoadShare } from "./load-gauge.js";
+
 export interface PaceSettings {
   /**
    * KeepAlive messages one caller may send per second over all its streams (bursts of twice that); a
@@ -24,7 +28,17 @@ export const DEFAULT_RENEWALS_IN_FLIGHT = 4_000;
 export class KeepAlivePace {
   private readonly budgets = new Map<string, SharedBudget>();
 
-  constructor(private readonly caps: PaceSettings) {}
+  constructor(
+    private readonly caps: PaceSettings,
+    /** The share of the message rate callers get now (load-gauge.ts); all of it without one. */
+    private readonly load: LoadShare = { share: () => 1 },
+  ) {}
+
+  /**
+   * The share of the load gauge while two callers or more have streams open; a lone caller has nobody to
+   * be fair to, and keeps its whole budget however busy the loop is.
+   */
+  private readonly contended: LoadShare = { share: () => (this.budgets.size > 1 ? this.load.share() : 1) };
 
   /**
    * The KeepAlive budget of a caller, shared by all its streams on this replica (on every connection):
@@ -33,7 +47,7 @@ export class KeepAlivePace {
   keepAliveBudget(caller: string): KeepAliveBudget {
     let shared = this.budgets.get(caller);
     if (!shared) {
-      shared = new SharedBudget(this.caps.streamMessagesPerSecond, this.caps.renewalsInFlight ?? DEFAULT_RENEWALS_IN_FLIGHT);
+      shared = new SharedBudget(this.caps.streamMessagesPerSecond, this.caps.renewalsInFlight ?? DEFAULT_RENEWALS_IN_FLIGHT, this.contended);
       this.budgets.set(caller, shared);
     }
     shared.streams++;
@@ -57,10 +71,16 @@ class SharedBudget {
   private timer?: NodeJS.Timeout;
 
   constructor(
-    private readonly rate: number,
+    private readonly fullRate: number,
     private readonly maxInFlight: number,
+    private readonly load: LoadShare,
   ) {
-    this.tokens = 2 * rate;
+    this.tokens = 2 * fullRate;
+  }
+
+  /** Messages a second now: the configured rate, times the share the load leaves. */
+  private get rate(): number {
+    return this.fullRate * this.load.share();
   }
 
   /** Lets a message of count renewals in now (undefined), or queues it: true once let in, false if its stream ended first. */
@@ -96,7 +116,8 @@ class SharedBudget {
 
   private refill(): void {
     const now = performance.now();
-    this.tokens = Math.min(2 * this.rate, this.tokens + ((now - this.at) / 1000) * this.rate);
+    const rate = this.rate;
+    this.tokens = Math.min(2 * rate, this.tokens + ((now - this.at) / 1000) * rate);
     this.at = now;
   }
 

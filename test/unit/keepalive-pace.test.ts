@@ -1,0 +1,65 @@
+// KeepAlive's pace under load (server/budgets/load-gauge.ts, keepalive-pace.ts): the gauge shrinks the
+// share while the loop is saturated and gives it back once it has room; the share slows the callers that
+// send more than it leaves them, never one that sends little, and never a caller alone.
+import { expect } from "chai";
+import type { EventLoopUtilization } from "node:perf_hooks";
+import { KeepAlivePace } from "../../server/budgets/keepalive-pace.js";
+import { LoadGauge, MIN_SHARE } from "../../server/budgets/load-gauge.js";
+
+const ELU: EventLoopUtilization = { idle: 0, active: 0, utilization: 0 };
+
+/** A gauge driven by the utilizations the test gives it. */
+function gauge(): { g: LoadGauge; busy(u: number, ticks: number): void } {
+  let next = 0;
+  const g = new LoadGauge(() => ({ now: ELU, busy: next }));
+  g.stop(); // ticked by hand
+  return {
+    g,
+    busy(u, ticks) {
+      next = u;
+      for (let i = 0; i < ticks; i++) g.tick();
+    },
+  };
+}
+
+/** How many of n messages of one renewal each a new stream of caller is let in at once; the stream stays open. */
+function letIn(pace: KeepAlivePace, caller: string, n: number): { count: number; close(): void } {
+  const budget = pace.keepAliveBudget(caller);
+  let count = 0;
+  for (; count < n; count++) {
+    if (budget.admit(1) !== undefined) break;
+    budget.answered(1);
+  }
+  return { count, close: () => budget.close() };
+}
+
+describe("KeepAlive pace under load", () => {
+  it("the gauge shrinks the share while the loop is saturated, to no less than its floor, and gives it back once it has room", () => {
+    const { g, busy } = gauge();
+    expect(g.share()).to.equal(1);
+    busy(0.8, 10);
+    expect(g.share(), "between the thresholds: unchanged").to.equal(1);
+    busy(0.97, 3);
+    expect(g.share()).to.be.below(0.5);
+    busy(1, 100);
+    expect(g.share()).to.equal(MIN_SHARE);
+    busy(0.5, 100);
+    expect(g.share()).to.equal(1);
+  });
+
+  it("a loaded loop slows the caller that sends much, not one that sends little, and not a caller alone", () => {
+    const { g, busy } = gauge();
+    busy(1, 100); // the smallest share: 1,000 a second × 0.01 = 10, bursts of 20
+    const pace = new KeepAlivePace({ streamMessagesPerSecond: 1000 }, g);
+    const alone = letIn(pace, "alone", 500);
+    expect(alone.count, "a caller alone keeps its whole burst").to.equal(500);
+    alone.close();
+    const bystander = letIn(pace, "bystander", 5); // two callers now: the share applies
+    const flooder = letIn(pace, "flooder", 500);
+    expect(bystander.count, "a bystander's few messages").to.equal(5);
+    expect(flooder.count, "the flooder, at the shrunk burst").to.be.at.most(20);
+    const more = letIn(pace, "bystander", 5);
+    expect(more.count, "the bystander again").to.equal(5);
+    for (const s of [bystander, flooder, more]) s.close();
+  });
+});
