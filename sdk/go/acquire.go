@@ -23,6 +23,9 @@ type AcquireOptions struct {
 	Wait bool
 	// WaitTimeout, with Wait, is the longest wait (then *TimeoutError). Zero: as long as ctx allows.
 	WaitTimeout time.Duration
+	// NoWait fails fast (*ResourceHeldError) even where the entry point waits unless told otherwise
+	// (Semaphore); it overrides Wait.
+	NoWait bool
 	// Holder overrides Options.Holder.
 	Holder string
 	// LockDelay: if the lease expires (it is not released), nobody is granted the resource for this long
@@ -76,6 +79,7 @@ type opening struct {
 // Acquire has returned, ctx's end changes nothing. To end the lease with a context, set
 // AcquireOptions.LeaseContext.
 func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lease, error) {
+	o.Wait = o.Wait && !o.NoWait
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()

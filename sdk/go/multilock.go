@@ -20,6 +20,7 @@ import (
 // client's session unless o.OwnLease (or Options.OwnLeases). Of the options, TTL, Wait, WaitTimeout,
 // Holder, OwnLease and LeaseContext apply; the others must be zero (*InvalidArgumentError otherwise).
 func (c *Client) AcquireAll(ctx context.Context, resources []string, o AcquireOptions) ([]*Lease, error) {
+	o.Wait = o.Wait && !o.NoWait
 	if o.LockDelay != 0 || o.Shared || len(o.Value) > 0 || o.MaxHolders != 0 || o.Preempt {
 		return nil, &InvalidArgumentError{&StatusError{Code: codes.InvalidArgument, Message: "AcquireAll takes exclusive acquisitions with TTL, Wait, WaitTimeout, Holder, OwnLease and LeaseContext only: LockDelay, Shared, Value, MaxHolders and Preempt must be unset", Metadata: map[string]string{}}}
 	}

@@ -421,6 +421,8 @@ export function sdkSuite(sdk: Sdk): void {
           const third = await a.command(`semaphore ${resource} 2 300`, "permit");
           expect(third.ok, JSON.stringify(third)).to.equal(false);
           expect(Date.now() - startedAt).to.be.at.least(250);
+          // Told not to wait, at once (the helpers wait by default; an explicit no-wait is kept).
+          expect(await a.command(`semaphore ${resource} 2 -1`, "permit")).to.include({ ok: false, reason: "RESOURCE_HELD" });
           // Another N while the semaphore is held: refused, naming the N in force.
           expect(await a.command(`semaphore ${resource} 3 300`, "permit")).to.include({ ok: false, reason: "MAX_HOLDERS_MISMATCH" });
           // A permit's token writes nothing in the fenced store.

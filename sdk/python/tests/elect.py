@@ -88,7 +88,8 @@ def elect(server: str, resource: str, ttl: float, holder: str, value: str, crede
             elif args[0] == "leader":
                 out("leader-now", **leader_fields(client.leader(resource)))
             elif args[0] == "semaphore" and len(args) == 4:
-                wait = int(args[3]) / 1000 if int(args[3]) else True
+                # WAIT_MS: 0 as long as it takes, -1 not at all, else at most that long.
+                wait = False if int(args[3]) < 0 else int(args[3]) / 1000 if int(args[3]) else True
                 try:
                     permit = client.semaphore(args[1], int(args[2]), wait=wait, ttl=ttl)
                     permits.append(permit)

@@ -74,7 +74,8 @@ export async function elect(o: { servers: string[]; resource: string; ttl: numbe
       } else if (args[0] === "semaphore" && args.length === 4) {
         const waitMs = Number(args[3]);
         try {
-          const permit = await client.semaphore(args[1], Number(args[2]), { ttl: o.ttl, wait: waitMs > 0 ? waitMs : true });
+          // WAIT_MS: 0 as long as it takes, -1 not at all, else at most that long.
+          const permit = await client.semaphore(args[1], Number(args[2]), { ttl: o.ttl, wait: waitMs > 0 ? waitMs : waitMs === 0 });
           permits.push(permit);
           print({ event: "permit", ok: true, token: tokenJson(permit.token) });
         } catch (err) {

@@ -118,7 +118,8 @@ func elect(options fencekeeper.Options, resource string, ttl time.Duration, valu
 		case args[0] == "semaphore" && len(args) == 4:
 			n, _ := strconv.Atoi(args[2])
 			wait, _ := strconv.Atoi(args[3])
-			permit, err := c.Semaphore(cctx, args[1], n, fencekeeper.AcquireOptions{TTL: ttl, WaitTimeout: time.Duration(wait) * time.Millisecond})
+			// WAIT_MS: 0 as long as it takes, -1 not at all (NoWait), else at most that long.
+			permit, err := c.Semaphore(cctx, args[1], n, fencekeeper.AcquireOptions{TTL: ttl, WaitTimeout: time.Duration(max(wait, 0)) * time.Millisecond, NoWait: wait < 0})
 			fields := map[string]any{"event": "permit", "at": ms(time.Now()), "ok": err == nil}
 			if err != nil {
 				fields["error"] = errorType(err)

@@ -20,30 +20,34 @@ import java.util.Objects;
  * preempt or admin; exclusive, on a lease of its own, without a lock-delay; never waits).
  * <pre>{@code AcquireOptions.ttl(Duration.ofSeconds(5)).waitAtMost(Duration.ofSeconds(30))}</pre>
  */
-public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay, boolean shared, ByteString value, int maxHolders, boolean preempt) {
+public record AcquireOptions(Duration ttl, Boolean waiting, Duration waitLimit, String holder, Duration lockDelay, boolean shared, ByteString value, int maxHolders, boolean preempt) {
   public static final Duration DEFAULT_TTL = Duration.ofSeconds(10);
 
+  /**
+   * waiting: true (waitForever, waitAtMost), false (noWait), or null: not chosen, which acquire takes as no
+   * waiting and semaphore and campaign as waiting forever. An explicit noWait is kept by every entry point.
+   */
   public AcquireOptions {
     Objects.requireNonNull(ttl, "ttl");
     Objects.requireNonNull(lockDelay, "lockDelay");
     Objects.requireNonNull(value, "value");
     if (maxHolders < 0) throw new IllegalArgumentException("maxHolders must not be negative");
-    if (waitLimit != null && (!waits || waitLimit.isNegative())) throw new IllegalArgumentException("waitLimit needs waits, and must not be negative");
+    if (waitLimit != null && (!Boolean.TRUE.equals(waiting) || waitLimit.isNegative())) throw new IllegalArgumentException("waitLimit needs waiting, and must not be negative");
   }
 
-  /** Exclusive, without a lock-delay, as before either existed. */
-  public AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder) {
-    this(ttl, waits, waitLimit, holder, Duration.ZERO, false);
-  }
-
-  /** Without a value, not a semaphore's, not preempting. */
-  public AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, String holder, Duration lockDelay, boolean shared) {
-    this(ttl, waits, waitLimit, holder, lockDelay, shared, ByteString.EMPTY, 0, false);
-  }
-
-  /** TTL 10 s, no waiting, the client's holder label, no lock-delay, exclusive. */
+  /** TTL 10 s, waiting left to the entry point (acquire: no), the client's holder label, no lock-delay, exclusive. */
   public static AcquireOptions defaults() {
-    return new AcquireOptions(DEFAULT_TTL, false, null, null, Duration.ZERO, false, ByteString.EMPTY, 0, false);
+    return new AcquireOptions(DEFAULT_TTL, null, null, null, Duration.ZERO, false, ByteString.EMPTY, 0, false);
+  }
+
+  /** Whether it waits in line: only if waitForever or waitAtMost was chosen. */
+  public boolean waits() {
+    return Boolean.TRUE.equals(waiting);
+  }
+
+  /** Whether the caller chose (waitForever, waitAtMost or noWait) rather than leaving it to the entry point. */
+  public boolean waitChosen() {
+    return waiting != null;
   }
 
   public static AcquireOptions ttl(Duration ttl) {
@@ -51,10 +55,10 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
   }
 
   public AcquireOptions withTtl(Duration ttl) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
-  /** Fail fast with ResourceHeldException when the resource is held (the default). */
+  /** Fail fast with ResourceHeldException when the resource is held (acquire's default; semaphore and campaign keep it too). */
   public AcquireOptions noWait() {
     return new AcquireOptions(ttl, false, null, holder, lockDelay, shared, value, maxHolders, preempt);
   }
@@ -70,22 +74,22 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
   }
 
   public AcquireOptions withHolder(String holder) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
   /** The lock-delay (whole seconds, rounded up by the server; zero: none). */
   public AcquireOptions withLockDelay(Duration lockDelay) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
   /** A shared acquisition (true) or an exclusive one (false, the default). */
   public AcquireOptions withShared(boolean shared) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
   /** The value published with the acquisition (Describe, Observe; Leadership.proclaim changes it). */
   public AcquireOptions withValue(ByteString value) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 
   public AcquireOptions withValue(String value) {
@@ -94,11 +98,11 @@ public record AcquireOptions(Duration ttl, boolean waits, Duration waitLimit, St
 
   /** A permit of a counting semaphore of n (implies shared); 0: no cap. See FencekeeperClient.semaphore. */
   public AcquireOptions withMaxHolders(int n) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, n, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, n, preempt);
   }
 
   /** Take the resource from whoever holds it (true), or not (false, the default). */
   public AcquireOptions withPreempt(boolean preempt) {
-    return new AcquireOptions(ttl, waits, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
   }
 }

@@ -163,7 +163,7 @@ public final class Election {
 
   /** FencekeeperClient.campaign. */
   static Leadership campaign(FencekeeperClient client, String resource, ByteString value, AcquireOptions o) throws InterruptedException {
-    AcquireOptions campaign = (o.waits() ? o : o.waitForever()).withShared(false).withMaxHolders(0).withValue(value);
+    AcquireOptions campaign = (o.waitChosen() ? o : o.waitForever()).withShared(false).withMaxHolders(0).withValue(value);
     return new Leadership(client, client.acquire(resource, campaign));
   }
 

@@ -424,7 +424,7 @@ public final class FencekeeperClient implements AutoCloseable {
 
   /**
    * A permit of a counting semaphore of n on resource (docs/semaphores.md): waits in line, first come
-   * first served, as o says (waitForever unless o waits at most some time), until fewer than n hold it,
+   * first served, as o says (forever unless o chose noWait or waitAtMost), until fewer than n hold it,
    * and keeps the permit's lease alive until it is released or lost. The permit's token is a shared
    * token: the fenced store refuses its writes. Another n while anyone holds or waits is a
    * FencekeeperException with reason MAX_HOLDERS_MISMATCH (FAILED_PRECONDITION).
@@ -435,7 +435,7 @@ public final class FencekeeperClient implements AutoCloseable {
 
   /**
    * Waits in line for resource, exclusively, publishing value (docs/election.md), and returns once elected:
-   * an acquire with o's TTL and holder that waits (forever unless o waits at most some time). Interrupting
+   * an acquire with o's TTL and holder that waits (forever unless o chose noWait or waitAtMost). Interrupting
    * the thread cancels the wait.
    */
   public Election.Leadership campaign(String resource, String value, AcquireOptions o) throws InterruptedException {

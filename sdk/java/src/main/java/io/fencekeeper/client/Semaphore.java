@@ -7,10 +7,10 @@ import java.util.Map;
 final class Semaphore {
   private Semaphore() {}
 
-  /** FencekeeperClient.semaphore: waits forever unless o waits at most some time. */
+  /** FencekeeperClient.semaphore: waits forever unless o chose otherwise (noWait, waitAtMost). */
   static Lease acquire(FencekeeperClient client, String resource, int n, AcquireOptions o) throws InterruptedException {
     if (n < 1) throw new InvalidArgumentException("a semaphore needs at least 1 permit, got " + n, Status.Code.INVALID_ARGUMENT, null, Map.of(), null);
-    AcquireOptions permit = o.waits() ? o : o.waitForever();
+    AcquireOptions permit = o.waitChosen() ? o : o.waitForever();
     return client.acquire(resource, permit.withShared(true).withMaxHolders(n));
   }
 }

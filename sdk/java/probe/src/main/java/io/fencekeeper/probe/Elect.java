@@ -75,7 +75,8 @@ final class Elect {
           Probe.say("leader-now", leader(client.leader(resource)));
         } else if (args[0].equals("semaphore") && args.length == 4) {
           long waitMs = Long.parseLong(args[3]);
-          AcquireOptions o = waitMs > 0 ? AcquireOptions.ttl(ttl).waitAtMost(Duration.ofMillis(waitMs)) : AcquireOptions.ttl(ttl).waitForever();
+          // WAIT_MS: 0 as long as it takes, -1 not at all, else at most that long.
+          AcquireOptions o = waitMs > 0 ? AcquireOptions.ttl(ttl).waitAtMost(Duration.ofMillis(waitMs)) : waitMs < 0 ? AcquireOptions.ttl(ttl).noWait() : AcquireOptions.ttl(ttl);
           try {
             Lease permit = client.semaphore(args[1], Integer.parseInt(args[2]), o);
             permits.add(permit);
