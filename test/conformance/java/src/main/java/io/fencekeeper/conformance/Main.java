@@ -17,6 +17,13 @@ import io.fencekeeper.v1.PutRequest;
 import io.fencekeeper.v1.ReleaseRequest;
 import io.fencekeeper.v1.TokenKey;
 import io.grpc.StatusRuntimeException;
+import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -31,7 +38,8 @@ import java.util.Set;
 
 /**
  * The Java conformance client: the scenario of test/conformance/SCENARIO.md, and the single calls that
- * let the conformance test run it against the other languages' clients.
+ * let the conformance test run it against the other languages' clients. calls runs many single calls in
+ * one process, so that the tests need not start a JVM for each.
  */
 public final class Main {
   private static final String USAGE = String.join("\n",
@@ -43,6 +51,8 @@ public final class Main {
       "  release  --resource R TOKEN",
       "  keys                                       print the token keys (ListTokenKeys)",
       "  verify   --token-json FILE --keys-json FILE   check a token's signature offline (no --server)",
+      "  calls                                      run single calls in one process: per stdin line a JSON array of",
+      "                                             one call's arguments, per stdout line {\"exit\":N,\"stdout\":S,\"stderr\":S}",
       "TOKEN: --generation G --lease-id L [--principal P --key-id K --signature BASE64]",
       "credentials: [--bearer JWT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]");
   private static final Set<String> COMMANDS = Set.of("scenario", "acquire", "put", "get", "release", "keys", "verify");
@@ -53,20 +63,89 @@ public final class Main {
   private Main() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length < 1 || !COMMANDS.contains(args[0])) usage();
+    if (args.length >= 1 && args[0].equals("calls")) {
+      if (args.length > 1) {
+        System.err.println(USAGE);
+        System.exit(2);
+      }
+      calls();
+      System.exit(0);
+    }
+    int exit = runCall(args, System.out, System.err);
+    if (exit != 0) System.exit(exit);
+  }
+
+  /**
+   * The calls command: one single call per stdin line, given as a JSON array of its arguments (the
+   * command, then its flags), one after another; for each, one stdout line once it is over, a JSON object
+   * of the exit code and the stdout and stderr that the same arguments give as a process.
+   */
+  private static void calls() throws IOException {
+    PrintStream answers = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
+    // Only the answers go to stdout: whatever else would print there goes to stderr.
+    System.setOut(System.err);
+    BufferedReader lines = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    for (String line; (line = lines.readLine()) != null; ) {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      ByteArrayOutputStream err = new ByteArrayOutputStream();
+      int exit;
+      try (PrintStream outStream = new PrintStream(out, true, StandardCharsets.UTF_8);
+          PrintStream errStream = new PrintStream(err, true, StandardCharsets.UTF_8)) {
+        exit = callLine(line, outStream, errStream);
+      }
+      Map<String, Object> answer = new LinkedHashMap<>();
+      answer.put("exit", exit);
+      answer.put("stdout", out.toString(StandardCharsets.UTF_8));
+      answer.put("stderr", err.toString(StandardCharsets.UTF_8));
+      answers.println(Json.write(answer));
+    }
+  }
+
+  /** One line of calls: its arguments, run as runCall; an exception ends it as it ends the process (exit 1). */
+  private static int callLine(String line, PrintStream out, PrintStream err) {
+    List<String> args = new ArrayList<>();
+    try {
+      if (!(Json.parse(line) instanceof List<?> array)) throw new IllegalArgumentException("not an array");
+      for (Object arg : array) {
+        if (!(arg instanceof String s)) throw new IllegalArgumentException("an element is not a string: " + Json.write(arg));
+        args.add(s);
+      }
+    } catch (RuntimeException e) {
+      err.println("calls: a line must be a JSON array of strings (" + e.getMessage() + "): " + line);
+      return 2;
+    }
+    if (!args.isEmpty() && (args.get(0).equals("scenario") || args.get(0).equals("calls"))) {
+      err.println("calls: " + args.get(0) + " runs only as its own process");
+      return 2;
+    }
+    try {
+      return runCall(args.toArray(new String[0]), out, err);
+    } catch (Exception e) {
+      err.print("Exception in thread \"main\" ");
+      e.printStackTrace(err);
+      return 1;
+    }
+  }
+
+  /**
+   * One single call (or the scenario) of args: writes what it prints to out and err and returns its exit
+   * code. Throws what ends the process with a stack trace.
+   */
+  static int runCall(String[] args, PrintStream out, PrintStream err) throws Exception {
+    if (args.length < 1 || !COMMANDS.contains(args[0])) return usage(err);
     String command = args[0];
     Map<String, String> flags = new HashMap<>(Map.of("holder", "java", "ttl", "2", "key", "", "value", "", "generation", "0", "lease-id", "0"));
     for (String empty : List.of("principal", "key-id", "signature", "bearer", "tls-ca", "tls-cert", "tls-key")) flags.put(empty, "");
     for (int i = 1; i < args.length; i += 2) {
-      if (!args[i].startsWith("--") || !FLAGS.contains(args[i].substring(2)) || i + 1 >= args.length) usage();
+      if (!args[i].startsWith("--") || !FLAGS.contains(args[i].substring(2)) || i + 1 >= args.length) return usage(err);
       flags.put(args[i].substring(2), args[i + 1]);
     }
     if (command.equals("verify")) {
-      if (!flags.containsKey("token-json") || !flags.containsKey("keys-json")) usage();
-      System.out.println(Json.write(verifyFiles(Path.of(flags.get("token-json")), Path.of(flags.get("keys-json")))));
-      return;
+      if (!flags.containsKey("token-json") || !flags.containsKey("keys-json")) return usage(err);
+      out.println(Json.write(verifyFiles(Path.of(flags.get("token-json")), Path.of(flags.get("keys-json")))));
+      return 0;
     }
-    if (!flags.containsKey("server") || (!command.equals("keys") && !flags.containsKey("resource"))) usage();
+    if (!flags.containsKey("server") || (!command.equals("keys") && !flags.containsKey("resource"))) return usage(err);
     String resource = flags.getOrDefault("resource", "");
     Auth auth = new Auth(flags.get("bearer"), flags.get("tls-ca"), flags.get("tls-cert"), flags.get("tls-key"));
 
@@ -74,10 +153,10 @@ public final class Main {
       try {
         Scenario.run(flags.get("server"), auth, resource);
       } catch (Unexpected | StatusRuntimeException e) {
-        System.err.println("FAIL " + e.getMessage());
-        System.exit(1);
+        err.println("FAIL " + e.getMessage());
+        return 1;
       }
-      return;
+      return 0;
     }
 
     FencingToken token = FencingToken.newBuilder().setResource(resource)
@@ -130,12 +209,13 @@ public final class Main {
       failed.put("reason", f.reason());
       result = failed;
     }
-    System.out.println(Json.write(result));
+    out.println(Json.write(result));
+    return 0;
   }
 
-  private static void usage() {
-    System.err.println(USAGE);
-    System.exit(2);
+  private static int usage(PrintStream err) {
+    err.println(USAGE);
+    return 2;
   }
 
   /** A token as the single calls print it: 64-bit integers as decimal strings, the signature in base64. */
