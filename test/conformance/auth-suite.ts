@@ -17,7 +17,7 @@ import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { uniqueResource } from "../harness/suite.js";
 import { clientCertFor, makeCerts, type Certs } from "../operations/support/certs.js";
-import { call, CLIENTS, run, tokenFlags, type Client, type Run, type TokenJson } from "./typescript/run-clients.js";
+import { call, CLIENTS, endCalls, run, tokenFlags, type Client, type Run, type TokenJson } from "./typescript/run-clients.js";
 
 const ISSUER = "https://issuer.fencekeeper.test";
 /** The TTL of the single calls' leases: nothing renews them, and a loaded machine may take 20 s for a JVM's eight starts. */
@@ -102,6 +102,7 @@ export function authenticationSuite(only: AuthMode): void {
     });
     after(async function () {
       this.timeout(30_000);
+      await endCalls();
       await Promise.all(servers.map((s) => s.stop()));
       await etcd?.destroy();
       certs?.remove();

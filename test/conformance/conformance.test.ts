@@ -4,11 +4,12 @@
 // its tests with the reason and the install hint that the setup left in .conformance/<language>.missing.
 import { expect } from "chai";
 import { useServer, uniqueResource } from "../harness/suite.js";
-import { CLIENTS, call, run, type Client, type Run } from "./typescript/run-clients.js";
+import { CLIENTS, call, endCalls, run, type Client, type Run } from "./typescript/run-clients.js";
 
 describe("conformance: every language's client against one server", function () {
   this.timeout(120_000);
   const s = useServer();
+  after(endCalls);
 
   describe("the scenario of SCENARIO.md", () => {
     // The scenarios spend most of their time waiting (KeepAlive over three TTLs), so they run at once.

@@ -13,7 +13,7 @@ import { Code } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { AcquireMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { failure, useServer, uniqueResource } from "../harness/suite.js";
-import { call, CLIENTS, type Client, type TokenJson } from "./typescript/run-clients.js";
+import { call, CLIENTS, endCalls, type Client, type TokenJson } from "./typescript/run-clients.js";
 
 interface KeyJson {
   key_id: string;
@@ -73,7 +73,10 @@ describe("verifying a token offline, in every language", function () {
   before(() => {
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-verify-"));
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  after(async () => {
+    await endCalls();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   describe("tokens signed here over the canonical encoding of token.proto", () => {
     const signer = fixedKey(7);
