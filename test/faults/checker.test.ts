@@ -147,11 +147,13 @@ describe("faults: the checker", () => {
     expect(violations([acquire("a.1", 2, A, "fail"), ...ops.slice(1)], events).owners).to.be.greaterThan(0);
   });
 
-  // Grants nobody got a token of: an Acquire whose lease ended before its answer, and one through the SDK
-  // that was granted on a session it then took for lost, closed, and acquired again (held by then).
+  // Grants nobody got a token of: an Acquire whose lease ended before its answer, one through the SDK
+  // that was granted on a session it then took for lost, closed, and acquired again (held by then), and a
+  // failed AcquireAll's.
   const orphans: [string, Op][] = [
     ["answered LEASE_NOT_FOUND", { ...acquire("a.1", 2, A, "fail"), code: "NotFound", reason: "LEASE_NOT_FOUND" }],
     ["sent through the SDK and answered RESOURCE_HELD", { ...acquire("a.1", 2, A, "fail"), via: "sdk", code: "Aborted", reason: "RESOURCE_HELD" }],
+    ["one resource of an AcquireAll answered RESOURCE_HELD (granted, then given back)", { ...acquire("a.1", 2, A, "fail"), all: `${R},other`, code: "Aborted", reason: "RESOURCE_HELD" }],
   ];
   for (const [how, orphan] of orphans) {
     it(`owners: a grant whose Acquire was ${how} ends and takes no write`, () => {

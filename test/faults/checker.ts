@@ -146,12 +146,13 @@ const PREEMPTING = JSON.stringify({ seconds: 0, preempting: true });
 
 /**
  * Whether a failed Acquire may have left a grant that nobody holds a token of: one whose lease ended
- * before the grant could be answered (LEASE_NOT_FOUND), or one through the SDK, which may be granted on
+ * before the grant could be answered (LEASE_NOT_FOUND); one through the SDK, which may be granted on
  * a session it then takes for lost (its deadline passed while the Acquire was on its way), closes that
- * session and acquires again on a new one, and reports what that attempt got.
+ * session and acquires again on a new one, and reports what that attempt got; and one resource of a
+ * failed AcquireAll, granted and released before the call's answer.
  */
 function grantNobodyHolds(acq: Op): boolean {
-  return acq.reason === "LEASE_NOT_FOUND" || acq.via === "sdk";
+  return acq.reason === "LEASE_NOT_FOUND" || acq.via === "sdk" || acq.all !== undefined;
 }
 
 function isRecord(value: Buffer): boolean {
@@ -211,7 +212,9 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
     else push(open, `${g.resource}|${g.gen}`, g);
   }
   const acquires = ops.filter((o) => o.kind === "acquire");
-  const acquireByHolder = new Map(acquires.map((o) => [o.holder!, o]));
+  // By holder label and resource: a label is unique per Acquire, and an AcquireAll's names each of its resources.
+  const acquireByHolder = new Map(acquires.map((o) => [`${o.holder!}|${o.resource}`, o]));
+  const acquireOf = (holder: string, resource: string) => acquireByHolder.get(`${holder}|${resource}`);
   /** Proclaims by the value they set (unique in a run), with the revision etcd's history shows it set at. */
   const proclaims = new Map(ops.filter((o) => o.kind === "proclaim" && o.value !== undefined).map((o) => [o.value!, { op: o, appliedAt: undefined as bigint | undefined }]));
 
@@ -297,11 +300,11 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
       if (p.kind === "shared") {
         // A shared grant: its key's create revision is its generation, as the owner key's is.
         grants++;
-        grantOf.set(holder, { gen: e.rev, lease: BigInt(e.kv.lease) });
+        grantOf.set(`${holder}|${p.resource}`, { gen: e.rev, lease: BigInt(e.kv.lease) });
         // Read in revision order, the lock-delays there before this revision are those still open.
         const delay = [...tl.openBusy.values()].find((b) => b.what === "owner-delay" && b.from < e.rev);
         if (delay) violate("lockdelay", () => `${where()}: a shared grant to ${holder} while the lock-delay put at revision ${delay.from} was in force`);
-        const acq = acquireByHolder.get(holder);
+        const acq = acquireOf(holder, p.resource);
         if (!acq) violate("owners", () => `${where()}: a shared grant to "${holder}", which no Acquire of the history asked for`);
         else if (acq.outcome === "fail" && !grantNobodyHolds(acq)) violate("owners", () => `${where()}: a shared grant to ${holder}, whose Acquire was answered ${acq.code} ${acq.reason ?? ""}`);
       }
@@ -376,7 +379,7 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
     const fenceCreated = b.fence === 0n && s.fence === 0n && b.data.length === 0;
     // A preemption raises the fence past every generation issued, with no data, and later brings it to
     // the preemptor's generation exactly.
-    const preemptionFence = preemptAt.has(`${b.rev}|${b.resource}`) || (s.owner !== undefined && b.fence === s.owner.gen && acquireByHolder.get(s.owner.holder)?.preempt === true);
+    const preemptionFence = preemptAt.has(`${b.rev}|${b.resource}`) || (s.owner !== undefined && b.fence === s.owner.gen && acquireOf(s.owner.holder, b.resource)?.preempt === true);
     if (b.fence !== undefined && here.size === 0 && !fenceCreated && !preemptionFence) {
       explain((g) => g.effects.every(([k, v]) => v === null && !s.data.has(k)), `a fence write (${b.fence}) without data changes`);
     }
@@ -447,7 +450,7 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
       const handover = tl.handovers.find((d) => d.from < b.rev && d.to > b.rev && d.lease !== String(lease));
       if (handover) violate("owners", () => `${where}: ${holder} granted while a preemption by ${handover.holder} was handing the resource over (since revision ${handover.from})`);
       if (gen <= s.lastGrant) violate("owners", () => `${where}: generation ${gen} granted after generation ${s.lastGrant}`);
-      const acq = acquireByHolder.get(holder);
+      const acq = acquireOf(holder, b.resource);
       if (acq && (acq.value ?? "") !== value) violate("values", () => `${where}: ${holder} granted publishing ${JSON.stringify(value.slice(0, 80))}, and its Acquire sent ${JSON.stringify(acq.value ?? "")}`);
       if (!acq) violate("owners", () => `${where}: a grant to "${holder}", which no Acquire of the history asked for`);
       else if (acq.outcome === "fail" || acq.outcome === "unsent") {
@@ -461,7 +464,7 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
       s.owner = { gen, lease, holder, value };
       s.lastGrant = gen;
       s.granted.add(gen);
-      grantOf.set(holder, s.owner);
+      grantOf.set(`${holder}|${b.resource}`, s.owner);
       const span = { from: b.rev, to: INF, holder, what: "owner", gen, leaseId: lease };
       tl.owners.set(`${gen}|${lease}`, span);
       tl.busy.push(span);
@@ -554,7 +557,7 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
     const granted = acquires.filter((a) => a.resource === r && a.outcome === "ok");
     const gens = new Set<string>();
     for (const a of granted) {
-      const grant = grantOf.get(a.holder!);
+      const grant = grantOf.get(`${a.holder!}|${r}`);
       if (!grant || String(grant.gen) !== a.gen || String(grant.lease) !== a.lease) {
         violate("owners", () => `"${r}": ${a.holder} was granted generation ${a.gen} (lease ${a.lease}), which etcd's history does not show`);
       }
@@ -709,7 +712,7 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
       } else if (op.preempt && op.code === "FailedPrecondition" && op.reason === undefined) {
         // A holder that asked for a lock-delay cannot be preempted (docs/preemption.md).
         // A holder that asked for one, or the lock-delay of one whose lease expired.
-        const delayed = index.get(op.resource)!.owners.find(lo, hi, (o) => (acquireByHolder.get(o.holder)?.lockDelayMs ?? 0) > 0) !== undefined || delayIndex.get(op.resource)!.find(lo, hi) !== undefined;
+        const delayed = index.get(op.resource)!.owners.find(lo, hi, (o) => (acquireOf(o.holder, op.resource)?.lockDelayMs ?? 0) > 0) !== undefined || delayIndex.get(op.resource)!.find(lo, hi) !== undefined;
         if (!delayed) wrong(`a preemption refused, and neither a holder that asked for a lock-delay nor a lock-delay was there ${during}`);
       } else if (op.reason === "LOCK_DELAY") {
         if (!delayIndex.get(op.resource)!.find(lo, hi)) wrong(`no lock-delay was in force ${during}`);

@@ -56,6 +56,8 @@ describe("faults: the short profile", function () {
     expect(run.ops.filter((o) => o.coalesced && o.outcome === "ok").length, "concurrent SDK writes acknowledged").to.be.greaterThan(0);
     // etcd filled to its quota refused some calls for its space (each judged against the fault's span).
     expect(run.ops.filter((o) => o.reason === "ETCD_NO_SPACE").length, "calls refused ETCD_NO_SPACE").to.be.greaterThan(0);
+    // Some resources were acquired together, all or nothing (AcquireAll), and judged each on its own.
+    expect(run.ops.filter((o) => o.kind === "acquire" && o.all && o.outcome === "ok").length, "resources acquired by AcquireAll").to.be.greaterThan(0);
     // Some Acquires preempted their resource's holder (docs/preemption.md).
     expect(run.ops.filter((o) => o.kind === "acquire" && o.preempt && o.outcome === "ok").length).to.be.greaterThan(0);
   });

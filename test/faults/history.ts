@@ -44,6 +44,8 @@ export interface Op {
   lockDelayMs?: number;
   /** A preempting Acquire (AcquireRequest.preempt). */
   preempt?: boolean;
+  /** Acquired together with others in one AcquireAll: the call's resources, comma-separated (one line each, same holder label). */
+  all?: string;
   /**
    * The value an Acquire published (AcquireRequest.value: an election's campaign), or the one a Proclaim
    * set; a Proclaim's is unique in a run, so that the owner key's change in etcd's history names it.

@@ -201,6 +201,9 @@ async function closeSession(): Promise<void> {
 
 async function acquire(picked: string): Promise<Held | undefined> {
   const { resource, shared, maxHolders, lockDelayMs, onSession, preempt } = acquireMode(picked);
+  // A tenth of the plain exclusive acquisitions take a second resource with it, all or nothing (AcquireAll).
+  const second = rng.pick(config.resources.filter((r) => r !== resource));
+  if (!shared && !lockDelayMs && !preempt && second !== undefined && rng.chance(0.1)) return acquireAll([resource, second], onSession);
   const sessionId = onSession ? await openSession() : undefined;
   if (onSession && sessionId === undefined) return undefined;
   const wait = !preempt && rng.chance(0.5);
@@ -232,6 +235,55 @@ async function acquire(picked: string): Promise<Held | undefined> {
   // A session gone (expired while this worker did not renew it, or closed): open another next time.
   if (sessionId !== undefined && a.reason === "LEASE_NOT_FOUND") session = undefined;
   return a.token ? { token: a.token, lease, shared, onSession: sessionId !== undefined } : undefined;
+}
+
+/**
+ * An AcquireAll of resources (exclusive, in one call, granted in one etcd transaction or released before
+ * the answer): one history line per resource, with the call's times and outcome. The first resource is
+ * the round's holding; the others are released at once.
+ */
+async function acquireAll(resources: string[], onSession: boolean | undefined): Promise<Held | undefined> {
+  const sessionId = onSession ? await openSession() : undefined;
+  if (onSession && sessionId === undefined) return undefined;
+  const wait = rng.chance(0.5);
+  const waitMs = rng.int(300, 1_500);
+  const ttlMs = rng.pick([2_000, 3_000]);
+  const holder = `${config.client}.${seq + 1}`;
+  const on = sessionId !== undefined ? { session: String(sessionId) } : { ttlMs };
+  const t0 = Date.now();
+  let tokens: Token[] | undefined;
+  let leases: Lease[] | undefined;
+  let failure: ReturnType<typeof classify> | undefined;
+  try {
+    if (sdk) {
+      leases = await sdk.acquireAll(resources, { ttl: ttlMs, wait: wait ? waitMs : false, holder });
+      tokens = leases.map((l) => l.token);
+    } else {
+      const res = await some().lease.acquireAll(
+        {
+          resources, ttl: sessionId !== undefined ? undefined : seconds(ttlMs), holder, wait, waitTimeout: wait ? { seconds: BigInt(Math.floor(waitMs / 1000)), nanos: (waitMs % 1000) * 1e6 } : undefined,
+          ...(sessionId !== undefined ? { sessionId } : {}),
+        },
+        { timeoutMs: CALL_TIMEOUT_MS + (wait ? waitMs : 0) },
+      );
+      tokens = res.acquisitions.map((a) => fromProto(a.token));
+    }
+  } catch (err) {
+    failure = classify(err);
+  }
+  const t1 = Date.now();
+  const all = resources.join(",");
+  resources.forEach((resource, i) => {
+    const entry: Op = { client: config.client, via: config.via, seq: ++seq, t0, t1, outcome: "ok", kind: "acquire", resource, wait, holder, all, ...on };
+    if (failure) Object.assign(entry, { outcome: failure.outcome, code: failure.code, ...(failure.reason ? { reason: failure.reason } : {}), ...(failure.message ? { message: failure.message } : {}) });
+    else Object.assign(entry, { gen: String(tokens![i].generation), lease: String(tokens![i].leaseId) });
+    process.stdout.write(JSON.stringify(entry) + "\n");
+  });
+  if (sessionId !== undefined && failure?.reason === "LEASE_NOT_FOUND") session = undefined;
+  if (!tokens) return undefined;
+  const helds: Held[] = tokens.map((token, i) => ({ token, lease: leases?.[i], onSession: sessionId !== undefined }));
+  for (const h of helds.slice(1)) await release(h);
+  return helds[0];
 }
 
 /** A write and, if its answer is ambiguous and it has an idempotency key, its retries. Returns its outcome. */

@@ -199,7 +199,7 @@ describe("limits that hold under abuse", function () {
     expect(Date.now() - started, "ms to be read at 50 a second after a burst of 100").to.be.above(3500);
   });
 
-  it("one KeepAlive stream sending 100,000 renewals: the server stays within bounds, and a bystander renewing a 5 s lease every 500 ms never misses", async function () {
+  it("one KeepAlive stream sending 40,000 renewals: the server stays within bounds, and a bystander renewing a 5 s lease every 500 ms never misses", async function () {
     this.timeout(120_000);
     const server = await serve([]);
     // Two clients, as two programs would be: each its own connection.
@@ -231,7 +231,7 @@ describe("limits that hold under abuse", function () {
       }
     })();
 
-    const TOTAL = 100_000;
+    const TOTAL = 40_000;
     const PER_MESSAGE = 1000;
     let peakRss = baseline;
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(server.process.pid!))), 250);
@@ -253,6 +253,6 @@ describe("limits that hold under abuse", function () {
     expect(victimErrors, "the bystander's renewals").to.deep.equal([]);
     expect(Math.max(...victimLatencies), "the bystander's slowest renewal, ms").to.be.below(2500);
     expect(peakRss - baseline, `the server's RSS grew from ${baseline.toFixed(0)} MB to ${peakRss.toFixed(0)} MB`).to.be.below(300);
-    console.log(`      100,000 renewals: RSS ${baseline.toFixed(0)} -> peak ${peakRss.toFixed(0)} MB; bystander's slowest renewal ${Math.max(...victimLatencies)} ms over ${victimLatencies.length} renewals`);
+    console.log(`      40,000 renewals: RSS ${baseline.toFixed(0)} -> peak ${peakRss.toFixed(0)} MB; bystander's slowest renewal ${Math.max(...victimLatencies)} ms over ${victimLatencies.length} renewals`);
   });
 });
