@@ -12,7 +12,7 @@
 // failing that, by an ambiguous write that could have made them.
 import type { IKeyValue } from "etcd3";
 import type { EtcdEvent, EtcdTruth } from "./etcd-history.js";
-import { isWrite, principalOf, type Op } from "./history.js";
+import { isWrite, principalOf, WITH_ANOTHER, type Op } from "./history.js";
 import { decodeFence, decodeHolderValue, idempotencyHash, publishedValue, type Layout } from "./layout.js";
 import { SpanIndex } from "./span-index.js";
 
@@ -215,6 +215,8 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
   // By holder label and resource: a label is unique per Acquire, and an AcquireAll's names each of its resources.
   const acquireByHolder = new Map(acquires.map((o) => [`${o.holder!}|${o.resource}`, o]));
   const acquireOf = (holder: string, resource: string) => acquireByHolder.get(`${holder}|${resource}`);
+  /** The holder labels of AcquireAll calls refused for one of their resources. */
+  const refusedAll = new Set(acquires.filter((o) => o.all !== undefined && o.outcome === "fail" && o.reason !== WITH_ANOTHER).map((o) => o.holder!));
   /** Proclaims by the value they set (unique in a run), with the revision etcd's history shows it set at. */
   const proclaims = new Map(ops.filter((o) => o.kind === "proclaim" && o.value !== undefined).map((o) => [o.value!, { op: o, appliedAt: undefined as bigint | undefined }]));
 
@@ -716,6 +718,9 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
         if (!delayed) wrong(`a preemption refused, and neither a holder that asked for a lock-delay nor a lock-delay was there ${during}`);
       } else if (op.reason === "LOCK_DELAY") {
         if (!delayIndex.get(op.resource)!.find(lo, hi)) wrong(`no lock-delay was in force ${during}`);
+      } else if (op.reason === WITH_ANOTHER) {
+        // Given back because another resource of its AcquireAll was refused: that refusal is judged on its own line.
+        if (!refusedAll.has(op.holder ?? "")) wrong("given back for another resource of its AcquireAll, none of which was refused");
       } else if (op.reason !== "LEASE_NOT_FOUND") wrong("a refusal no state of etcd's history explains"); // LEASE_NOT_FOUND: judged with the grants above
     } else if (op.kind === "renew" && op.reason === "PREEMPTED") {
       const span = ownerSpan(op);

@@ -44,7 +44,11 @@ export interface Op {
   lockDelayMs?: number;
   /** A preempting Acquire (AcquireRequest.preempt). */
   preempt?: boolean;
-  /** Acquired together with others in one AcquireAll: the call's resources, comma-separated (one line each, same holder label). */
+  /**
+   * Acquired together with others in one AcquireAll: the call's resources, comma-separated (one line each,
+   * same holder label). A refused call's answer is the refusal of one resource; the others' lines say
+   * WITH_ANOTHER (given back because another resource of the call was refused).
+   */
   all?: string;
   /**
    * The value an Acquire published (AcquireRequest.value: an election's campaign), or the one a Proclaim
@@ -95,3 +99,6 @@ export function parseOp(line: string): Op | undefined {
 export const principalOf = (op: Op) => op.principal ?? op.client;
 
 export const isWrite = (op: Op) => op.kind === "put" || op.kind === "delete" || op.kind === "txn";
+
+/** The reason of an AcquireAll's line for a resource given back because another of the call was refused (Op.all). */
+export const WITH_ANOTHER = "WITH_ANOTHER";

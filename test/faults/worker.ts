@@ -22,7 +22,7 @@ import { FencekeeperClient, FencekeeperError, LeaseLostError, type Lease, type T
 import { AcquireMode, FenceMode, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { tokenFromProto, tokenToProto } from "../../client/token.js";
 import type { Clients } from "../harness/clients.js";
-import type { Op, OpKind, Outcome, Via } from "./history.js";
+import { WITH_ANOTHER, type Op, type OpKind, type Outcome, type Via } from "./history.js";
 import { Rng } from "./rng.js";
 
 export interface WorkerConfig {
@@ -254,6 +254,7 @@ async function acquireAll(resources: string[], onSession: boolean | undefined): 
   let tokens: Token[] | undefined;
   let leases: Lease[] | undefined;
   let failure: ReturnType<typeof classify> | undefined;
+  let failed: string | undefined;
   try {
     if (sdk) {
       leases = await sdk.acquireAll(resources, { ttl: ttlMs, wait: wait ? waitMs : false, holder });
@@ -270,12 +271,16 @@ async function acquireAll(resources: string[], onSession: boolean | undefined): 
     }
   } catch (err) {
     failure = classify(err);
+    // The answer is the failure of the resource that failed (its ErrorInfo names it); the others of the
+    // call were given back for it.
+    failed = err instanceof FencekeeperError ? err.metadata.resource : err instanceof ConnectError ? err.findDetails(ErrorInfoSchema)[0]?.metadata.resource : undefined;
   }
   const t1 = Date.now();
   const all = resources.join(",");
   resources.forEach((resource, i) => {
     const entry: Op = { client: config.client, via: config.via, seq: ++seq, t0, t1, outcome: "ok", kind: "acquire", resource, wait, holder, all, ...on };
-    if (failure) Object.assign(entry, { outcome: failure.outcome, code: failure.code, ...(failure.reason ? { reason: failure.reason } : {}), ...(failure.message ? { message: failure.message } : {}) });
+    if (failure && failed !== undefined && failed !== resource && failure.outcome === "fail") Object.assign(entry, { outcome: "fail", code: failure.code, reason: WITH_ANOTHER });
+    else if (failure) Object.assign(entry, { outcome: failure.outcome, code: failure.code, ...(failure.reason ? { reason: failure.reason } : {}), ...(failure.message ? { message: failure.message } : {}) });
     else Object.assign(entry, { gen: String(tokens![i].generation), lease: String(tokens![i].leaseId) });
     process.stdout.write(JSON.stringify(entry) + "\n");
   });
