@@ -145,6 +145,7 @@ try {
     table.row([what, String(b.renewals.length), num(pctile(b.renewals, 50)), num(pctile(b.renewals, 99)), num(Math.max(...b.renewals)), num(Math.max(...b.describes)), String(b.errors.length), num(rate), num(cpu, 2)]);
   row("alone", alone, 0, NaN);
   row(`beside a ${STREAMS}-stream flood`, beside, floodRate, after && before ? (after.cpuSeconds - before.cpuSeconds) / elapsed : NaN);
+  table.note(`the bystander's renewals beside the flood, ms, in order: ${beside.renewals.join(" ")}`);
   table.note(`beside the flood / alone: p99 ${num(pctile(beside.renewals, 99) / pctile(alone.renewals, 99), 1)}x, max ${num(Math.max(...beside.renewals) / Math.max(...alone.renewals), 1)}x`);
 } finally {
   await server.stop();

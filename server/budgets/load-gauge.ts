@@ -13,13 +13,13 @@
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
 
 /** How often the loop's utilization is read. */
-const SAMPLE_MS = 100;
+const SAMPLE_MS = 50;
 /** Above this utilization, budgets shrink. */
 const BUSY = 0.9;
 /** Below it, they grow back. */
-const ROOM = 0.75;
-const SHRINK = 0.7;
-const GROW = 1.15;
+const ROOM = 0.6;
+const SHRINK = 0.5;
+const GROW = 1.1;
 /** The smallest share: at the default budget of 5,000 messages a second, 50 a second (bursts of 100). */
 export const MIN_SHARE = 0.01;
 
