@@ -568,9 +568,11 @@ export function sdkSuite(sdk: Sdk): void {
           const resource = uniqueResource(`${sdk.tag}-failover`);
           // A hung server is given up a renewal interval after its unanswered renewal was sent, which leaves
           // the other server one interval less the drift margin to answer on a fresh connection: 547 ms of a
-          // 2 s TTL, which a CI run once did not give (cause unrecorded: a failure here now prints the
-          // probe's events). A killed one fails its stream at once.
-          const ttlMs = signal === "SIGSTOP" ? 2 * ttl : ttl;
+          // 2 s TTL, which a CI run once did not give. A killed one fails its stream at once, and the other
+          // must answer within a third of the TTL: 667 ms of a 2 s TTL, which a loaded CI machine once did
+          // not give either (the probe's events showed the renewal unanswered there). So both run at twice
+          // the TTL: what is checked is that renewals move to the other replica, not how fast it answers.
+          const ttlMs = 2 * ttl;
           const h = hold({ servers: [first.url, second.url], resource, ttlMs });
           const granted = await h.next("granted", sdk.grantedWithinMs);
           await h.next("renewed", ttlMs * 2);
