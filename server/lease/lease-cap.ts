@@ -8,40 +8,77 @@ import { DomainError } from "../errors/errors.js";
 import type { Committer } from "../etcd/committer.js";
 import { prefixEnd, type KeyLayout } from "../etcd/keys.js";
 import { cmp, op } from "../etcd/ops.js";
+import type { Reader } from "../etcd/reader.js";
 import { Reads } from "../etcd/reads.js";
 
 export interface LeaseCapDeps {
   keys: KeyLayout;
   committer: Committer;
+  reader: Reader;
 }
 
 /** Tries per claim before giving up as ABORTED: each failed try means another call took a slot meanwhile. */
 const MAX_TRIES = 64;
 
 /**
+ * Slots read after a miss, from the slot missed on: what a claim reads grows with this, not with the
+ * leases the principal holds (a principal may hold 100,000).
+ */
+const WINDOW = 256;
+
+/**
  * Takes a slot of the principal's cap for leaseId, or throws RESOURCE_EXHAUSTED naming the cap when all
- * cap slots are taken. The first try is a slot picked at random (cheap while few are taken); after a
- * miss, the same transaction has read which slots are taken, and the next try picks among the free ones.
+ * cap slots are taken. The first try is a slot picked at random (cheap while few are taken); after a miss,
+ * the same transaction has read the WINDOW taken slots from there on, and the next try takes one of the
+ * free ones among them. A window with no free slot (the cap nearly full there) is followed by a count of
+ * the taken slots: all taken, the claim is refused; else the slots are read a window at a time from the
+ * first until free ones show (what a claim reads grows with the cap only when the cap is nearly full).
  */
 export async function claimLeaseSlot(d: LeaseCapDeps, principal: string, cap: number, leaseId: bigint): Promise<void> {
   const prefix = d.keys.capSlotsPrefix(principal);
-  const slots = Reads.one({ key: prefix, range_end: prefixEnd(prefix), keys_only: true });
+  const end = prefixEnd(prefix);
+  const windowFrom = (slot: number) => Reads.one({ key: d.keys.capSlotKey(principal, slot), range_end: end, keys_only: true, limit: WINDOW });
+  /** The free slots a window read from `from` shows; `next`: the slot after the last it read. */
+  const freeIn = (from: number, kvs: { key: Buffer }[]) => {
+    // Slot keys are fixed-width hex: in key order, in slot order. The free slots: the gaps between taken
+    // ones, and those after the last if the window reached the end of the range.
+    const taken = kvs.map((kv) => parseInt(kv.key.subarray(prefix.length).toString(), 16));
+    const free: number[] = [];
+    let at = from;
+    for (const t of taken) {
+      for (; at < Math.min(t, cap) && free.length < WINDOW; at++) free.push(at);
+      at = Math.max(at, t + 1);
+    }
+    const ended = taken.length < WINDOW;
+    if (ended) for (; at < cap && free.length < WINDOW; at++) free.push(at);
+    return { free, next: at, ended };
+  };
+  // One of them at random, so that concurrent claims that missed near each other spread out.
+  const pick = (free: number[]) => free[Math.floor(Math.random() * free.length)];
   let slot = Math.floor(Math.random() * cap);
   for (let tries = 0; tries < MAX_TRIES; tries++) {
     const key = d.keys.capSlotKey(principal, slot);
+    const window = windowFrom(slot);
     const res = await d.committer.commit("lease cap", {
       compare: [cmp.createdAt(key, 0n)],
       success: [op.put(key, Buffer.alloc(0), leaseId)],
-      failure: slots.ops(),
+      failure: window.ops(),
     });
     if (res.succeeded) return;
-    const taken = new Set(slots.decodeTxn(res.responses).kvs.map((kv) => parseInt(kv.key.subarray(prefix.length).toString(), 16)));
-    // Slots past the cap (left from a larger cap) count too.
-    if (taken.size >= cap) throw exhausted(principal, cap, taken.size);
-    const free: number[] = [];
-    for (let i = 0; i < cap && free.length < 1024; i++) if (!taken.has(i)) free.push(i);
-    if (free.length === 0) throw exhausted(principal, cap, taken.size);
-    slot = free[Math.floor(Math.random() * free.length)];
+    let { free } = freeIn(slot, window.decodeTxn(res.responses).kvs);
+    if (free.length === 0) {
+      // Slots past the cap (left from a larger cap) count too.
+      const held = Number((await d.reader.range("lease cap", { key: prefix, range_end: end, count_only: true })).count);
+      if (held >= cap) throw exhausted(principal, cap, held);
+      for (let from = 0; free.length === 0 && from < cap; ) {
+        const r = freeIn(from, (await d.reader.snapshot("lease cap", windowFrom(from))).found.kvs);
+        free = r.free;
+        if (r.ended) break;
+        from = r.next;
+      }
+      if (free.length === 0) continue; // taken meanwhile: count again on the next miss
+    }
+    slot = pick(free);
   }
   throw new DomainError("aborted", `too many concurrent calls of "${principal}" competed for its lease cap (--max-leases-per-caller ${cap}); retry`);
 }

@@ -87,6 +87,29 @@ describe("caps per caller that hold under concurrency", function () {
     expect(again.granted, "a freed slot is taken once").to.equal(1);
   });
 
+  it("a cap larger than the window a claim reads after a miss (cap 700, 256 a read): 760 Acquires fill exactly 700, the rest RESOURCE_EXHAUSTED; a release frees one slot, taken once", async () => {
+    const server = await startServer({ etcd: etcd.endpoint, args: [...jwtArgs(), "--max-leases-per-caller", "700"] });
+    servers.push(server);
+    const fay = await as(server.url, "fay");
+    const tokens: { resource: string; generation: bigint; leaseId: bigint }[] = [];
+    let granted = 0;
+    const refusals: ConnectError[] = [];
+    // 50 at a time: a random slot misses more and more often as the cap fills, and each miss reads a window.
+    for (let i = 0; i < 760; i += 50) {
+      const r = await race(
+        Array.from({ length: Math.min(50, 760 - i) }, (_, j) => fay.acquire({ resource: uniqueResource("cap700"), ttl: ttl(60), holder: `h${i + j}` }).then((a) => tokens.push(a.token!))),
+      );
+      granted += r.granted;
+      refusals.push(...r.refusals);
+    }
+    expect(granted, "grants").to.equal(700);
+    expect(refusals.length).to.equal(60);
+    for (const e of refusals) expect(e.code, e.message).to.equal(Code.ResourceExhausted);
+    await fay.release({ token: tokens[0] });
+    const again = await race(Array.from({ length: 10 }, () => fay.acquire({ resource: uniqueResource("cap700"), ttl: ttl(60), holder: "again" })));
+    expect(again.granted, "a freed slot is taken once").to.equal(1);
+  });
+
   it("without authentication, two connections from 127.0.0.1 each have their own stream cap: one client at its cap of Observes does not lock out the other", async () => {
     const server = await startServer({ etcd: etcd.endpoint, args: ["--max-streams-per-caller", "3"] });
     servers.push(server);
