@@ -19,6 +19,7 @@
 import { randomBytes } from "node:crypto";
 import type { IRangeResponse, IRequestOp, IResponseOp } from "etcd3";
 import { DomainError, leaseNotFound, notHolder } from "../errors/errors.js";
+import { EtcdLeaseNotFound } from "../etcd/errors.js";
 import { inLine, type DomainEvents } from "../events/events.js";
 import type { Limits } from "../validation/limits.js";
 import type { AcquireMode, Token } from "../tokens/token.js";
@@ -116,6 +117,25 @@ export async function acquire(d: AcquireDeps, p: AcquireParams, signal: AbortSig
   p = { ...p, maxHolders };
   // A session's owner never changes while it lives, so reading it once before acquiring on it is exact.
   if (onSession && p.principal !== undefined) await checkSessionOwner(d, p.sessionId!, p.principal);
+  // A lease of its own that etcd no longer has when the grant is written expired between its grant and
+  // the grant's transaction: the server, not the caller, was slower than the TTL. Nothing was granted on
+  // it and the caller never saw it, so the acquisition starts over on a fresh lease (a few times, within
+  // the call's deadline) rather than answering LEASE_NOT_FOUND for a lease the caller never named.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await acquireOnce(d, p, signal, onSession, ttl, delay);
+    } catch (err) {
+      if (onSession || !(err instanceof EtcdLeaseNotFound) || signal.aborted) throw err;
+      if (attempt >= OWN_LEASE_TRIES)
+        throw new DomainError("unavailable", `acquire: each of ${OWN_LEASE_TRIES} leases of ${ttl} s expired before its grant was written; the server or etcd is overloaded, retry later`);
+    }
+  }
+}
+
+/** Fresh leases an Acquire on a lease of its own tries before it gives up (see acquire()). */
+const OWN_LEASE_TRIES = 3;
+
+async function acquireOnce(d: AcquireDeps, p: AcquireParams, signal: AbortSignal, onSession: boolean, ttl: number, delay: number): Promise<Grant> {
   const lease = onSession ? { id: p.sessionId!, ttlSeconds: 0 } : delay > 0 ? await grantWithDelay(d.leases, ttl, delay) : await d.leases.grant(ttl);
   if (!onSession && p.principal !== undefined) {
     try {

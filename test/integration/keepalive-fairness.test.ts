@@ -171,7 +171,7 @@ describe("KeepAlive fair per caller, slowed rather than cut off", function () {
     });
     after(() => rmSync(dir, { recursive: true, force: true }));
 
-    it("is read at its one budget (200 messages a second, bursts of 400, for all its streams), none of its streams is cut, the bystander never misses a renewal, and the server stays responsive and small", async () => {
+    it("is read at most at its one budget (200 messages a second, bursts of 400, for all its streams), none of its streams is cut, the bystander never misses a renewal, and the server stays responsive and small", async () => {
       const bobConnections = [bob(), bob(), bob()];
       const bobLeases = await acquireMany(bobConnections[0], 300, 60, "flood");
       const aliceLease = alice();
@@ -250,7 +250,10 @@ describe("KeepAlive fair per caller, slowed rather than cut off", function () {
       expect(Math.max(...describes), "the slowest Describe during the flood, ms").to.be.below(5000);
       // One budget for all 30 streams on 3 connections: at most the rate over the run, plus the burst.
       expect(floodedInRun, `bob's renewals answered in ${elapsed.toFixed(1)} s`).to.be.below(200 * elapsed + 400 + 100);
-      expect(floodedInRun, "bob is read, at about his budget").to.be.above(100 * elapsed);
+      // Slowed, never stopped: while the server is saturated the load gauge (budgets/load-gauge.ts) lowers
+      // every contended caller's share down to a floor of 1% of the budget, so a loaded machine reads bob
+      // far below his budget; he is still read.
+      expect(floodedInRun, "bob is still read").to.be.above(elapsed);
       expect(peakRss - baseline, `the server's RSS, ${baseline.toFixed(0)} -> ${peakRss.toFixed(0)} MB`).to.be.below(200);
     });
   });
