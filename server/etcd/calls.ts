@@ -5,10 +5,11 @@ import { classify } from "./errors.js";
 import { inSpan, tracing } from "../tracing/tracer.js";
 
 /**
- * Told of every etcd call: what it was, how long it took, its error if it failed, and, for the group
- * commit's requests, how many writes it carried.
+ * Told of every etcd call: what it was, how long it took, its error if it failed, for the group commit's
+ * requests how many writes it carried, and how many keys its answer carried (what a call's reads cost
+ * grows with: a path whose reads grow with everything held shows here).
  */
-export type EtcdCallObserver = (what: string, seconds: number, error?: unknown, writes?: number) => void;
+export type EtcdCallObserver = (what: string, seconds: number, error?: unknown, writes?: number, keys?: number) => void;
 
 export class EtcdCalls {
   constructor(private readonly observer: EtcdCallObserver = () => undefined) {}
@@ -26,7 +27,7 @@ export class EtcdCalls {
     const started = performance.now();
     try {
       const result = await call();
-      this.observer(what, (performance.now() - started) / 1000, undefined, writes);
+      this.observer(what, (performance.now() - started) / 1000, undefined, writes, keysRead(result));
       return result;
     } catch (err) {
       this.observer(what, (performance.now() - started) / 1000, err, writes);
@@ -38,4 +39,14 @@ export class EtcdCalls {
   observe(what: string, seconds: number, error?: unknown): void {
     this.observer(what, seconds, error);
   }
+}
+
+/** The keys an etcd answer carried: a range's, or those of a transaction's ranges. */
+function keysRead(result: unknown): number {
+  if (typeof result !== "object" || result === null) return 0;
+  const r = result as { kvs?: unknown[]; responses?: { response_range?: { kvs?: unknown[] } | null }[] };
+  if (Array.isArray(r.kvs)) return r.kvs.length;
+  let n = 0;
+  if (Array.isArray(r.responses)) for (const x of r.responses) n += x.response_range?.kvs?.length ?? 0;
+  return n;
 }

@@ -56,6 +56,11 @@ export interface DescribePage {
   maxBytes: number;
   /** A previous description's nextHoldersPageToken; empty: from the oldest holder. */
   holdersPageToken?: string;
+  /**
+   * The TTLs already asked for by the call, by lease: a ListResources page of resources held on a few
+   * sessions asks etcd once a session, not once a resource.
+   */
+  ttls?: Map<bigint, Promise<number>>;
 }
 
 /** Most holders whose TTL one Describe reads from etcd (one call each): the oldest ones. */
@@ -241,10 +246,16 @@ export class LeaseCoordinator {
     // credential wherever tokens are verified offline. A TTL is an etcd call of its own: only the oldest
     // holders' are read, so that a resource with thousands of shared holders costs one Describe a
     // bounded number of them.
+    const ttlOf = (id: bigint) => {
+      if (!page.ttls) return leases.timeToLive(id);
+      let ttl = page.ttls.get(id);
+      if (!ttl) page.ttls.set(id, (ttl = leases.timeToLive(id)));
+      return ttl;
+    };
     const holders = await Promise.all(
       owners.map(async ({ o, mode }, i) => {
         if (i >= MAX_HOLDER_TTLS) return this.shown(holderState(resource, o, mode), viewer);
-        const [holder, ttl] = await Promise.all([this.shown(holderState(resource, o, mode), viewer), leases.timeToLive(o.leaseId)]);
+        const [holder, ttl] = await Promise.all([this.shown(holderState(resource, o, mode), viewer), ttlOf(o.leaseId)]);
         return { ...holder, ttlSeconds: Math.max(0, ttl) };
       }),
     );
@@ -279,12 +290,13 @@ export class LeaseCoordinator {
     const page = await listInUse(this.d, p);
     const resources: { resource: string; description: Description }[] = [];
     let left = maxBytes;
+    const ttls = new Map<bigint, Promise<number>>();
     // A few describes at a time: a page may name a thousand resources, and each may carry a 1 MiB
     // value. One first, then twice as many each round up to LIST_DESCRIBES, so that a page of large
     // values reads from etcd little more than it sends.
     for (let i = 0, n = 1; i < page.resources.length; i += n, n = Math.min(2 * n, LIST_DESCRIBES)) {
       const part = page.resources.slice(i, i + n);
-      const described = await Promise.all(part.map(async (resource) => ({ resource, description: await this.describe(resource, viewer, { maxBytes: Math.max(left, 1) }) })));
+      const described = await Promise.all(part.map(async (resource) => ({ resource, description: await this.describe(resource, viewer, { maxBytes: Math.max(left, 1), ttls }) })));
       for (const r of described) {
         const bytes = describedBytes(r.resource, r.description);
         const first = resources.length === 0;

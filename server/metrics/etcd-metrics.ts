@@ -28,16 +28,23 @@ export function etcdMetrics(registry: Registry): EtcdCallObserver {
     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
     registers: [registry],
   });
+  const keys = new Counter({
+    name: "fencekeeper_etcd_keys_read_total",
+    help: "Keys carried by etcd's answers (ranges, and the ranges inside transactions), by operation: an operation whose keys per call grow with what is held reads more than its work.",
+    labelNames: ["operation"],
+    registers: [registry],
+  });
   // Every etcd call and renewal is observed: look each operation's histograms up once.
-  const byOperation = new Map<string, { ok: ReturnType<typeof seconds.labels>; error: ReturnType<typeof seconds.labels> }>();
-  return (what, s, error, carried) => {
+  const byOperation = new Map<string, { ok: ReturnType<typeof seconds.labels>; error: ReturnType<typeof seconds.labels>; keys: ReturnType<typeof keys.labels> }>();
+  return (what, s, error, carried, read) => {
     if (carried !== undefined) writes.observe(carried);
     let h = byOperation.get(what);
     if (!h) {
       const operation = operationLabel(what);
-      h = { ok: seconds.labels({ operation, result: "ok" }), error: seconds.labels({ operation, result: "error" }) };
+      h = { ok: seconds.labels({ operation, result: "ok" }), error: seconds.labels({ operation, result: "error" }), keys: keys.labels({ operation }) };
       byOperation.set(what, h);
     }
+    if (read) h.keys.inc(read);
     if (error === undefined) return h.ok.observe(s);
     h.error.observe(s);
     errors.inc({ operation: operationLabel(what), error: errorLabel(error) });
