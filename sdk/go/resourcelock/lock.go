@@ -259,9 +259,10 @@ type leaseKey struct{}
 // Context is ctx (the one client-go gives OnStartedLeading), ended also the moment this term's lease can
 // no longer be assumed held, with the *fencekeeper.LeaseLostError as its cause: the SDK's loss signal,
 // which comes before anyone else can be elected, where client-go would cancel ctx only after its
-// RenewDeadline of refused renewals. Its Done and Err look at the clock first, so code that checks it
-// after a pause of the process sees the loss on its first look. TokenFrom and LeaseFrom read it. Called
-// when this process does not lead, it is ended already, with ErrNotLeading.
+// RenewDeadline of refused renewals. When ctx ends, the cause is the loss if the lease is lost by then
+// (after a pause of the process both come due at once), else ctx's. Its Done and Err look at the clock
+// first, so code that checks it after a pause of the process sees the loss on its first look. TokenFrom
+// and LeaseFrom read it. Called when this process does not lead, it is ended already, with ErrNotLeading.
 func (l *Lock) Context(ctx context.Context) context.Context {
 	l.mu.Lock()
 	t := l.term
@@ -271,16 +272,25 @@ func (l *Lock) Context(ctx context.Context) context.Context {
 		cancel(ErrNotLeading)
 		return ended
 	}
-	inner, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, t.lease))
-	leaseCtx := t.lease.Context()
-	stop := context.AfterFunc(leaseCtx, func() { cancel(context.Cause(leaseCtx)) })
-	context.AfterFunc(inner, func() { stop() })
-	return leadingContext{Context: inner, lease: t.lease, cancel: cancel}
+	lease := t.lease
+	// Cancelled by the two AfterFuncs rather than as ctx's child, so that the loss wins as the cause.
+	inner, cancel := context.WithCancelCause(context.WithoutCancel(context.WithValue(ctx, leaseKey{}, lease)))
+	c := leadingContext{Context: inner, parent: ctx, lease: lease, cancel: cancel}
+	leaseCtx := lease.Context()
+	stopLease := context.AfterFunc(leaseCtx, func() { cancel(context.Cause(leaseCtx)) })
+	stopParent := context.AfterFunc(ctx, c.look)
+	context.AfterFunc(inner, func() {
+		stopLease()
+		stopParent()
+	})
+	c.look()
+	return c
 }
 
-// leadingContext looks at the lease (by the clock) before it answers Done or Err.
+// leadingContext looks at the lease (by the clock) and at ctx before it answers Done or Err.
 type leadingContext struct {
 	context.Context
+	parent context.Context
 	lease  *fencekeeper.Lease
 	cancel context.CancelCauseFunc
 }
@@ -288,8 +298,12 @@ type leadingContext struct {
 func (c leadingContext) look() {
 	if err := c.lease.Err(); err != nil {
 		c.cancel(err)
+	} else if c.parent.Err() != nil {
+		c.cancel(context.Cause(c.parent))
 	}
 }
+
+func (c leadingContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 func (c leadingContext) Done() <-chan struct{} {
 	c.look()
