@@ -154,3 +154,14 @@ SETTINGS
   rm -rf "$throwaway"
   mark_built java-sdk-user "$hash"
 fi
+
+# sdk/go/resourcelock: the client-go resourcelock.Interface backed by fencekeeper (a module of its own,
+# which brings k8s.io/client-go), and its probe, which test/integrations/client-go.test.ts drives.
+hash=$(fingerprint gen/go sdk/go)
+if ! command -v go >/dev/null 2>&1; then
+  missing client-go "Go is not installed. Install Go 1.26 or newer: https://go.dev/doc/install"
+elif ! built client-go "$hash" || [ ! -x "$out/client-go/fk-client-go-probe" ]; then
+  echo "setup-polyglot: building sdk/go/resourcelock and its probe" >&2
+  (cd sdk/go/resourcelock && go vet ./... && go build -o "../../../$out/client-go/fk-client-go-probe" ./cmd/fk-client-go-probe)
+  mark_built client-go "$hash"
+fi
