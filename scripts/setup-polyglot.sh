@@ -154,3 +154,17 @@ SETTINGS
   rm -rf "$throwaway"
   mark_built java-sdk-user "$hash"
 fi
+
+# Java integrations (sdk/java-integrations, io.fencekeeper:fencekeeper-integrations): the ShedLock
+# LockProvider and Spring Integration LockRegistry, installed in the local Maven repository beside the
+# client library they take by its coordinates, then their probe
+# (sdk/java-integrations/probe/target/fk-integrations-probe.jar, for test/integrations/java-locks.test.ts).
+hash=$(fingerprint gen/java sdk/java sdk/java-integrations)
+if [ -f "$out/java-sdk.missing" ]; then
+  missing java-integrations "$(cat "$out/java-sdk.missing")"
+elif ! built java-integrations "$hash" || [ ! -f sdk/java-integrations/probe/target/fk-integrations-probe.jar ]; then
+  echo "setup-polyglot: building the Java integrations (ShedLock, Spring Integration) and their probe with Maven" >&2
+  mvnq -f sdk/java-integrations/pom.xml install
+  mvnq -f sdk/java-integrations/probe/pom.xml package
+  mark_built java-integrations "$hash"
+fi
