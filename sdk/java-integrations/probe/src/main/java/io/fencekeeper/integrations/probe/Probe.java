@@ -28,8 +28,8 @@ import net.javacrumbs.shedlock.core.LockingTaskExecutor;
  * through ShedLock's LockingTaskExecutor (`shedlock`) or under a Spring Integration lock through the
  * registry's executeLocked (`spring`). The job reads its lease from CurrentLease and writes --key through it
  * every --every-ms until it is told to finish (stdin `finish`), --task-ms has passed (0: one write), or a
- * write is refused; then it writes once more with its token through the fenced store, as a holder that
- * ignored the loss would. One JSON line an event on stdout: ready, started, put, lost, forced-put,
+ * write is refused; refused because the lease is lost (by the look at the lease, or by the fence), it
+ * writes once more with its token straight to the fenced store, as a holder that ignored the loss would. One JSON line an event on stdout: ready, started, put, lost, forced-put,
  * finished, skipped (ShedLock: not run, the lock is held elsewhere), waiting / unlocked / unlock-failed
  * (Spring). stdin: `finish`, `quit`.
  */
@@ -147,6 +147,9 @@ public final class Probe {
         break;
       } catch (FencekeeperException e) {
         emit("put", "holder", holder, "ok", false, "generation", gen, "reason", String.valueOf(e.reason()), "code", String.valueOf(e.code()));
+        // A write that passed its look at the lease just before a pause reaches the store after it, and the
+        // fence refuses it: the lease is lost as surely as when the look finds it so.
+        if ("STALE_TOKEN".equals(e.reason()) || "LEASE_NOT_HELD".equals(e.reason())) forced(client, token, key, holder);
         break;
       }
       if (finish || quit || System.currentTimeMillis() >= until) break;
