@@ -5,16 +5,38 @@
 // holds the lock; paused (SIGSTOP) past its 2 s TTL, the other takes it and writes; resumed, the paused one
 // has its first write refused (its lease found lost, or the fence refusing it), and the same write sent with
 // its old token straight to the fenced store is refused (STALE_TOKEN); a finished job hands the lock over cleanly; and ShedLock's lockAtMostFor
-// ends an overrunning job's lock while lockAtLeastFor keeps a finished one's.
+// ends an overrunning job's lock while lockAtLeastFor keeps a finished one's. Last, a Spring application
+// (sdk/java-integrations/consumer-test) configured as the frameworks' documentation shows, backend lines
+// changed, runs its @SchedulerLock job and a registry lock, each writing with its token.
 import { expect } from "chai";
 import { existsSync, readFileSync } from "node:fs";
 import { clientsFor } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { uniqueResource } from "../harness/suite.js";
+import { spawn } from "node:child_process";
 import { ProbeProcess, ROOT, type ProbeEvent } from "../sdk/probe-process.js";
 
+/** Runs a program to its end, killed if it outlives timeoutMs; resolves with its exit code and output. */
+function runBounded(command: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(command, args, { cwd: ROOT });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
 const JAR = "sdk/java-integrations/probe/target/fk-integrations-probe.jar";
+/** A Spring application configured as the frameworks' documentation shows, with fencekeeper's backend lines. */
+const USER_JAR = "sdk/java-integrations/consumer-test/target/fk-spring-user.jar";
 const TTL_MS = 2000;
 /** A JVM's start on a busy 2-core machine, and a first acquire. */
 const STARTED_WITHIN_MS = 20_000;
@@ -23,7 +45,9 @@ const STARTED_WITHIN_MS = 20_000;
 function assertBuilt(): void {
   const missing = `${ROOT}/.conformance/java-integrations.missing`;
   if (existsSync(missing)) throw new Error(`the Java integrations are not built: ${readFileSync(missing, "utf8").trim()}`);
-  if (!existsSync(`${ROOT}/${JAR}`)) throw new Error("the Java integrations are not built: run bash scripts/setup-polyglot.sh (npm test runs it)");
+  for (const jar of [JAR, USER_JAR]) {
+    if (!existsSync(`${ROOT}/${jar}`)) throw new Error(`the Java integrations are not built (no ${jar}): run bash scripts/setup-polyglot.sh (npm test runs it)`);
+  }
 }
 
 describe("Java integrations: ShedLock LockProvider and Spring Integration LockRegistry on fencekeeper", function () {
@@ -55,8 +79,8 @@ describe("Java integrations: ShedLock LockProvider and Spring Integration LockRe
   }
 
   /** What the fenced store holds under the lock's resource. */
-  async function stored(resource: string): Promise<string> {
-    const got = await clientsFor(server.url).store.get({ resource, key: "out" });
+  async function stored(resource: string, key = "out"): Promise<string> {
+    const got = await clientsFor(server.url).store.get({ resource, key });
     return new TextDecoder().decode(got.value);
   }
 
@@ -164,5 +188,21 @@ describe("Java integrations: ShedLock LockProvider and Spring Integration LockRe
     expect(c.events.some((e) => e.event === "skipped" && e.at > cFinished.at && e.at < released.at), "runs skipped meanwhile").to.equal(true);
     for (const p of [a, b, c]) p.post("quit");
     await Promise.all([a, b, c].map((p) => p.next("closed", 10_000)));
+  });
+
+  it("a Spring application configured as ShedLock's and Spring Integration's documentation show, backend lines changed: its @SchedulerLock job and its LockRegistry lock write with their tokens", async () => {
+    // sdk/java-integrations/consumer-test: @EnableScheduling, @EnableSchedulerLock, a LockProvider bean and
+    // a LockRegistry bean; a @Scheduled @SchedulerLock job run twice, then obtain/lock/unlock.
+    const r = await runBounded("java", ["-jar", USER_JAR, server.url], 75_000);
+    const output = `${r.stdout}${r.stderr}`;
+    expect(r.code, output).to.equal(0);
+    const scheduled = [...r.stdout.matchAll(/^scheduled generation (\d+)$/gm)].map((m) => BigInt(m[1]));
+    const registry = [...r.stdout.matchAll(/^registry generation (\d+)$/gm)].map((m) => m[1]);
+    expect(scheduled.length, output).to.be.at.least(2);
+    for (let i = 1; i < scheduled.length; i++) expect(scheduled[i] > scheduled[i - 1], "each run took the lock anew").to.equal(true);
+    expect(registry, output).to.have.length(1);
+    expect(scheduled.map(String)).to.include((await stored("shedlock/report", "latest")).replace(/^report /, ""));
+    expect(await stored("spring/orders", "latest")).to.equal(`orders ${registry[0]}`);
+    console.log(`      Spring application: ${scheduled.length} scheduled runs (generations ${scheduled.join(", ")}), registry lock generation ${registry[0]}`);
   });
 });
