@@ -4,8 +4,9 @@
 // server. Each job writes through its lock's lease (CurrentLease) every 200 ms. Shown: one of two nodes
 // holds the lock; paused (SIGSTOP) past its 2 s TTL, the other takes it and writes; resumed, the paused one
 // has its first write refused (its lease found lost, or the fence refusing it), and the same write sent with
-// its old token straight to the fenced store is refused (STALE_TOKEN); a finished job hands the lock over cleanly; and ShedLock's lockAtMostFor
-// ends an overrunning job's lock while lockAtLeastFor keeps a finished one's. Last, a Spring application
+// its old token straight to the fenced store is refused (STALE_TOKEN); a finished job hands the lock over
+// cleanly; and ShedLock's lockAtMostFor ends an overrunning job's lock while lockAtLeastFor keeps a finished
+// one's. Last, a Spring application
 // (sdk/java-integrations/consumer-test) configured as the frameworks' documentation shows, backend lines
 // changed, runs its @SchedulerLock job and a registry lock, each writing with its token.
 import { expect } from "chai";
