@@ -165,3 +165,21 @@ elif ! built client-go "$hash" || [ ! -x "$out/client-go/fk-client-go-probe" ]; 
   (cd sdk/go/resourcelock && go vet ./... && go build -o "../../../$out/client-go/fk-client-go-probe" ./cmd/fk-client-go-probe)
   mark_built client-go "$hash"
 fi
+
+# Java integrations (sdk/java-integrations, io.fencekeeper:fencekeeper-integrations): the ShedLock
+# LockProvider and Spring Integration LockRegistry, installed in the local Maven repository beside the
+# client library they take by its coordinates, then their probe
+# (sdk/java-integrations/probe/target/fk-integrations-probe.jar) and a Spring application's project that
+# uses them (sdk/java-integrations/consumer-test/target/fk-spring-user.jar), for
+# test/integrations/java-locks.test.ts.
+hash=$(fingerprint gen/java sdk/java sdk/java-integrations)
+if [ -f "$out/java-sdk.missing" ]; then
+  missing java-integrations "$(cat "$out/java-sdk.missing")"
+elif ! built java-integrations "$hash" || [ ! -f sdk/java-integrations/probe/target/fk-integrations-probe.jar ] ||
+  [ ! -f sdk/java-integrations/consumer-test/target/fk-spring-user.jar ]; then
+  echo "setup-polyglot: building the Java integrations (ShedLock, Spring Integration), their probe and a Spring application with Maven" >&2
+  mvnq -f sdk/java-integrations/pom.xml install
+  mvnq -f sdk/java-integrations/probe/pom.xml package
+  mvnq -f sdk/java-integrations/consumer-test/pom.xml package
+  mark_built java-integrations "$hash"
+fi
