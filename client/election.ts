@@ -5,10 +5,17 @@
 // renewal + TTL - drift margin), before etcd can expire the lease and grant anyone else.
 import { backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
 import { FencekeeperError, LeaseNotFoundError, TimeoutError, UnavailableError, type LeaseLostError } from "./errors.js";
-import type { AcquireOptions, FencekeeperClient } from "./client.js";
+import type { AcquireOptions, Description, Ownership } from "./acquire-options.js";
 import type { Lease } from "./lease.js";
 import type { Value } from "./store.js";
 import type { Token } from "./token.js";
+
+/** What an election needs of the client (FencekeeperClient is one). */
+export interface ElectionClient {
+  acquire(resource: string, o?: AcquireOptions): Promise<Lease>;
+  describe(resource: string, o?: { signal?: AbortSignal }): Promise<Description>;
+  observe(resource: string, o?: { signal?: AbortSignal }): AsyncGenerator<Ownership>;
+}
 
 /** The leader of a resource as followers see it. */
 export interface Leader {
@@ -70,13 +77,13 @@ export class Leadership {
  * its own unless o.ownLease is false: a leadership must be lost alone, and its leader told at its next
  * renewal when it is released behind its back, which a session's renewal would not tell.
  */
-export async function campaign(client: FencekeeperClient, resource: string, value: Value, o: CampaignOptions = {}): Promise<Leadership> {
+export async function campaign(client: ElectionClient, resource: string, value: Value, o: CampaignOptions = {}): Promise<Leadership> {
   const { waitMs, ...rest } = o;
   return new Leadership(await client.acquire(resource, { ownLease: true, ...rest, value, wait: waitMs ?? true }));
 }
 
 /** The current leader, or undefined when nobody holds the resource exclusively. */
-export async function leader(client: FencekeeperClient, resource: string, o: { signal?: AbortSignal } = {}): Promise<Leader | undefined> {
+export async function leader(client: ElectionClient, resource: string, o: { signal?: AbortSignal } = {}): Promise<Leader | undefined> {
   const d = await client.describe(resource, o);
   return d.token ? { holder: d.holder ?? "", token: d.token, value: d.value ?? new Uint8Array(0) } : undefined;
 }
@@ -86,7 +93,7 @@ export async function leader(client: FencekeeperClient, resource: string, o: { s
  * stream the server or the network ends is opened again (with backoff), and starts with the current
  * leader, which is given only if it differs from the last one given.
  */
-export async function* observeLeaders(client: FencekeeperClient, resource: string, o: { signal?: AbortSignal } = {}): AsyncGenerator<LeaderChange> {
+export async function* observeLeaders(client: ElectionClient, resource: string, o: { signal?: AbortSignal } = {}): AsyncGenerator<LeaderChange> {
   let last: Leader | undefined | null = null; // null: nothing given yet
   for (let failures = 0; !o.signal?.aborted; ) {
     try {
@@ -143,7 +150,7 @@ const terms = new Map<string, Promise<void>>();
  * error that campaigning again cannot mend (bad arguments, permission denied); UNAVAILABLE and a lost
  * campaign are retried with backoff.
  */
-export async function lead(client: FencekeeperClient, resource: string, cb: LeadCallbacks, o: LeadOptions = {}): Promise<void> {
+export async function lead(client: ElectionClient, resource: string, cb: LeadCallbacks, o: LeadOptions = {}): Promise<void> {
   const { value, signal: stop, ...campaignOptions } = o;
   const watching = new AbortController();
   const onStop = () => watching.abort();
@@ -201,7 +208,7 @@ async function serve(resource: string, leadership: Leadership, cb: LeadCallbacks
 }
 
 /** Calls onNewLeader for each change of leader (not of its value), until the signal aborts. */
-async function follow(client: FencekeeperClient, resource: string, onNewLeader: (l: Leader | undefined) => void, signal: AbortSignal): Promise<void> {
+async function follow(client: ElectionClient, resource: string, onNewLeader: (l: Leader | undefined) => void, signal: AbortSignal): Promise<void> {
   let last: bigint | undefined | null = null;
   try {
     for await (const c of observeLeaders(client, resource, { signal })) {

@@ -8,7 +8,6 @@ import { Deadline } from "./deadline.js";
 import { LeaseNotFoundError, PreemptedError, type FencekeeperError, type LossCause } from "./errors.js";
 import type { Emitter } from "./events.js";
 import type { KeepAlive, Renewable } from "./keepalive.js";
-import type { Lease } from "./lease.js";
 import type { Token } from "./token.js";
 
 export interface KeeperContext {
@@ -22,6 +21,11 @@ export interface KeeperContext {
 }
 
 /** How a keeper ends one of its leases: why, what caused it, and the promise of the cleanup on the server. */
+/** What a keeper knows of a lease it keeps (lease.ts's Lease is one): its token. */
+export interface KeptLease {
+  readonly token: Token;
+}
+
 export type EndLease = (why: LossCause, cause: unknown, ending: Promise<void>) => void;
 
 const done = Promise.resolve();
@@ -85,9 +89,9 @@ export abstract class Keeper implements Renewable {
   }
 
   /** Takes `lease` on; `end` ends it when the keeper is lost. */
-  abstract attach(lease: Lease, end: EndLease): void;
+  abstract attach(lease: KeptLease, end: EndLease): void;
   /** A lease ended on its own (released, fenced, canceled): the cleanup on the server, as a promise. */
-  abstract leaseEnded(lease: Lease, why: LossCause): Promise<void>;
+  abstract leaseEnded(lease: KeptLease, why: LossCause): Promise<void>;
   /** The keeper is lost (its deadline passed, or the server says it is gone), and every lease on it. */
   abstract lose(why: KeeperLoss, cause?: unknown): void;
   protected abstract renewed(sentAt: Instant, ttlMs: number, at: Instant): void;
@@ -97,7 +101,7 @@ export abstract class Keeper implements Renewable {
 /** An etcd lease that backs one acquisition alone. */
 export class OwnLease extends Keeper {
   readonly shared = false;
-  private lease?: Lease;
+  private lease?: KeptLease;
   private end?: EndLease;
 
   constructor(
@@ -112,12 +116,12 @@ export class OwnLease extends Keeper {
     super(leaseId, ttlMs, sentAt, answeredAt, ctx);
   }
 
-  attach(lease: Lease, end: EndLease): void {
+  attach(lease: KeptLease, end: EndLease): void {
     this.lease = lease;
     this.end = end;
   }
 
-  leaseEnded(lease: Lease, why: LossCause): Promise<void> {
+  leaseEnded(lease: KeptLease, why: LossCause): Promise<void> {
     if (this.endedWhy === undefined) {
       this.endedWhy = why;
       this.ctx.keepAlive.remove(this.leaseId);
@@ -159,7 +163,7 @@ export class OwnLease extends Keeper {
  */
 export class Session extends Keeper {
   readonly shared = true;
-  private readonly leases = new Map<Lease, EndLease>();
+  private readonly leases = new Map<KeptLease, EndLease>();
   private closing?: Promise<void>;
 
   constructor(sessionId: bigint, ttlMs: number, sentAt: Instant, answeredAt: Instant, ctx: KeeperContext) {
@@ -167,13 +171,13 @@ export class Session extends Keeper {
     ctx.emit({ type: "session-opened", sessionId, ttlMs, validUntil: this.deadline.validUntil });
   }
 
-  attach(lease: Lease, end: EndLease): void {
+  attach(lease: KeptLease, end: EndLease): void {
     // A session that has ended takes no lease: one attached too late is lost with it.
     if (this.endedWhy !== undefined) end(this.endedWhy, undefined, this.closing ?? done);
     else this.leases.set(lease, end);
   }
 
-  leaseEnded(lease: Lease): Promise<void> {
+  leaseEnded(lease: KeptLease): Promise<void> {
     // Only this acquisition ends; the session and its other leases live on.
     this.leases.delete(lease);
     return this.ctx.release(lease.token);

@@ -1,4 +1,4 @@
-// server/ imports one way: no module reaches itself through its imports. A circle makes load order
+// server/ and client/ (the TypeScript SDK) import one way: no module reaches itself through its imports. A circle makes load order
 // matter (a class read before its module ran is undefined) and ties two concepts into one. Every import
 // counts, `import type` and `import()` too: each says one module needs the other.
 import { readdirSync, readFileSync } from "node:fs";
@@ -6,11 +6,11 @@ import { dirname, join, relative, resolve } from "node:path";
 import { expect } from "chai";
 import ts from "typescript";
 
-const ROOT = resolve(import.meta.dirname, "../../server");
-
-/** Each module of server/ and the modules of server/ it imports (relative specifiers, .js naming the .ts). */
-function importGraph(): Map<string, string[]> {
-  const files = readdirSync(ROOT, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts")).map((f) => join(ROOT, f));
+/** Each module under root and the modules under root it imports (relative specifiers, .js naming the .ts). */
+function importGraph(root: string): Map<string, string[]> {
+  const files = readdirSync(root, { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".ts") && !f.startsWith("dist/") && !f.includes("node_modules"))
+    .map((f) => join(root, f));
   const known = new Set(files);
   const graph = new Map<string, string[]>();
   for (const file of files) {
@@ -44,9 +44,12 @@ function circles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
-describe("server/ imports", () => {
-  it("form no circle", () => {
-    const named = circles(importGraph()).map((c) => c.map((m) => relative(ROOT, m)).join(" -> "));
-    expect(named, `import circles in server/:\n  ${named.join("\n  ")}`).to.deep.equal([]);
+for (const dir of ["server", "client"]) {
+  describe(`${dir}/ imports`, () => {
+    it("form no circle", () => {
+      const root = resolve(import.meta.dirname, "../..", dir);
+      const named = circles(importGraph(root)).map((c) => c.map((m) => relative(root, m)).join(" -> "));
+      expect(named, `import circles in ${dir}/:\n  ${named.join("\n  ")}`).to.deep.equal([]);
+    });
   });
-});
+}
