@@ -143,7 +143,7 @@ def hold(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) 
     client = fencekeeper.Client(args.server, credentials=credentials, holder="python-sdk-probe", sessions=args.sessions, on_event=client_event)
     if args.scoped:
         with contextlib.ExitStack() as scope:
-            lease = scope.enter_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
+            lease = scope.enter_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt))
             return serve(args, client, lease)
     return serve(args, client, client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt))
 
@@ -179,7 +179,7 @@ async def hold_async(args: argparse.Namespace, credentials: fencekeeper.Credenti
     client = fencekeeper.aio.Client(args.server, credentials=credentials, holder="python-sdk-probe-aio", sessions=args.sessions, on_event=client_event)
     if args.scoped:
         async with contextlib.AsyncExitStack() as scope:
-            lease = await scope.enter_async_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared))
+            lease = await scope.enter_async_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt))
             return await serve_async(args, client, lease)
     return await serve_async(
         args, client, await client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt)

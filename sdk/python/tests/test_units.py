@@ -13,6 +13,7 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 import fencekeeper
+import fencekeeper.aio
 from fencekeeper._deadline import Deadline, Instant, default_drift
 from fencekeeper._error_mapping import from_status
 from fencekeeper._keepalive import Backoff
@@ -138,3 +139,16 @@ class TokenTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ScopedFormTest(unittest.TestCase):
+    """The scoped forms take every option acquire() takes (docs/client-semantics.md): lease() once dropped
+    value, max_holders and preempt."""
+
+    def test_lease_takes_acquires_options(self) -> None:
+        import inspect
+
+        for cls in (fencekeeper.Client, fencekeeper.aio.Client):
+            acquire = set(inspect.signature(cls.acquire).parameters)
+            scoped = set(inspect.signature(cls.lease).parameters)
+            self.assertEqual(acquire - scoped, set(), f"{cls.__module__}.Client.lease() lacks acquire()'s options")

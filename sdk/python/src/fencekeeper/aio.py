@@ -235,9 +235,16 @@ class Client:
         holder: str | None = None,
         lock_delay: float = 0,
         shared: bool = False,
+        value: Value = b"",
+        max_holders: int = 0,
+        preempt: bool = False,
+        own_lease: bool = False,
     ) -> AsyncIterator[Lease]:
         """`async with client.lease(resource) as lease:` as fencekeeper.Client.lease(), with acquire()'s options."""
-        lease = await self.acquire(resource, ttl=ttl, wait=wait, holder=holder, lock_delay=lock_delay, shared=shared)
+        lease = await self.acquire(
+            resource, ttl=ttl, wait=wait, holder=holder, lock_delay=lock_delay, shared=shared,
+            value=value, max_holders=max_holders, preempt=preempt, own_lease=own_lease,
+        )
         try:
             yield lease
             error = lease.error

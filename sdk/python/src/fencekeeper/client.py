@@ -510,11 +510,18 @@ class Client:
         holder: str | None = None,
         lock_delay: float = 0,
         shared: bool = False,
+        value: Value = b"",
+        max_holders: int = 0,
+        preempt: bool = False,
+        own_lease: bool = False,
     ) -> Iterator[Lease]:
         """`with client.lease(resource) as lease:` runs the block under a lease acquired as acquire() does,
         with the same options, and releases it afterwards, also when the block raises (its exception goes
         on). If the lease was lost before the block ended, leaving it raises the LeaseLostError."""
-        lease = self.acquire(resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared)
+        lease = self.acquire(
+            resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared,
+            value=value, max_holders=max_holders, preempt=preempt, own_lease=own_lease,
+        )
         try:
             yield lease
             error = lease.error
