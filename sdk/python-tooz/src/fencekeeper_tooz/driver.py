@@ -125,13 +125,15 @@ class FencekeeperLock(locking.Lock):
             with self._acquiring:
                 self._waiting = False
         self._lease = lease
-        self._driver._held_locks.add(self)
+        with self._driver._state:
+            self._driver._held_locks.add(self)
         return True
 
     def release(self) -> bool:
         """Gives the lock up; True if it was still held (a lost lock was ended already: False)."""
         lease = self._lease
-        self._driver._held_locks.discard(self)
+        with self._driver._state:
+            self._driver._held_locks.discard(self)
         if lease is None:
             return False
         held = lease.held
@@ -139,14 +141,23 @@ class FencekeeperLock(locking.Lock):
         return held
 
     def is_still_owner(self) -> bool:
+        """Whether the lock may still be assumed held, by the lease's clock right now: False from the moment
+        the library counts the lease lost (its deadline passed, or the server refused it), before any renewal
+        or heartbeat runs."""
         lease = self._lease
         return lease is not None and lease.held
+
+    @property
+    def acquired(self) -> bool:
+        """is_still_owner(), under the name some tooz drivers' locks give it."""
+        return self.is_still_owner()
 
     def heartbeat(self) -> bool:
         """Looks at the lease's clock; False (and the lock dropped from the driver's) once it is lost."""
         if self.is_still_owner():
             return True
-        self._driver._held_locks.discard(self)
+        with self._driver._state:
+            self._driver._held_locks.discard(self)
         return False
 
     def cancel(self) -> None:
@@ -172,7 +183,9 @@ class FencekeeperDriver(coordination.CoordinationDriverCachedRunWatchers):
     """`fencekeeper://HOST:PORT[,HOST:PORT...]?ttl=10&prefix=tooz/` (cleartext) or
     `fencekeeper+https://...` (TLS with the system's CAs). Options (URL query or get_coordinator keyword
     arguments): ttl (seconds, whole, at least 2), prefix (of every resource's name), holder (the label
-    describe() shows; default the member id)."""
+    describe() shows; default the member id). A get_coordinator keyword only: credentials, a
+    fencekeeper.Credentials (bearer token, CA, client certificate) for a server with authentication or TLS
+    of its own (docs/authentication.md)."""
 
     CHARACTERISTICS = (
         coordination.Characteristics.DISTRIBUTED_ACROSS_THREADS,
@@ -190,6 +203,10 @@ class FencekeeperDriver(coordination.CoordinationDriverCachedRunWatchers):
         self.ttl = float(opts.get("ttl", DEFAULT_TTL))
         self.prefix = str(opts.get("prefix", DEFAULT_PREFIX))
         self.holder = str(opts.get("holder") or _text(member_id))
+        credentials = opts.get("credentials")
+        if credentials is not None and not isinstance(credentials, fencekeeper.Credentials):
+            raise tooz.ToozError("credentials must be a fencekeeper.Credentials, given as a get_coordinator keyword")
+        self.credentials: fencekeeper.Credentials | None = credentials
         self._client: fencekeeper.Client | None = None
         self._held_locks: set[FencekeeperLock] = set()
         self._leaderships: dict[Any, fencekeeper.Leadership] = {}
@@ -208,13 +225,16 @@ class FencekeeperDriver(coordination.CoordinationDriverCachedRunWatchers):
         return f"{self.prefix}{kind}/{_text(name)}"
 
     def _start(self) -> None:
-        self._client = fencekeeper.Client(self.servers, holder=self.holder)
+        self._client = fencekeeper.Client(self.servers, holder=self.holder, credentials=self.credentials)
 
     def _stop(self) -> None:
-        for lock in list(self._held_locks):
+        with self._state:
+            locks = list(self._held_locks)
+        for lock in locks:
             lock.release()
         with self._state:
             leaderships, self._leaderships = list(self._leaderships.values()), {}
+            self._memberships.clear()  # tooz's stop() left them; what it could not leave ends with the client
         for leadership in leaderships:
             leadership.resign()
         if self._client is not None:
@@ -231,7 +251,9 @@ class FencekeeperDriver(coordination.CoordinationDriverCachedRunWatchers):
     # watchers: lost locks are dropped, and lost leaderships end (their LeadershipLost hooks run).
 
     def heartbeat(self) -> float:
-        for lock in list(self._held_locks):
+        with self._state:
+            locks = list(self._held_locks)
+        for lock in locks:
             lock.heartbeat()
         self._end_lost_leaderships()
         with self._state:
