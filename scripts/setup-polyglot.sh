@@ -158,7 +158,8 @@ fi
 # The tooz backend (sdk/python-tooz, distribution fencekeeper-tooz), installed as a user installs it: its
 # wheel, with the library's wheels (.conformance/wheels, built above) and tooz from the index, in a venv of
 # its own, $out/venv-tooz, so that tooz's OpenStack dependencies stay out of the library's venvs. The probe
-# that test/integrations/tooz.test.ts drives (sdk/python-tooz/tests/probe.py) runs on it.
+# that test/integrations/tooz.test.ts drives (sdk/python-tooz/tests/probe.py) runs on it, and so does a
+# user's program (sdk/python-tooz/consumer-test/user.py).
 # tooz 9.1.0, the newest: 6.3.0 no longer imports beside oslo.utils 10 (oslo_utils.secretutils.md5 is gone).
 TOOZ_VERSION=9.1.0
 hash="$(fingerprint gen/python sdk/python sdk/python-tooz) tooz ${TOOZ_VERSION}"

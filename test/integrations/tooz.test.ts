@@ -4,15 +4,17 @@
 // coordinators, each a process (sdk/python-tooz/tests/probe.py), contend for a lock (get_lock) and for a
 // group's leadership (watch_elected_as_leader + run_watchers): the holder paused (SIGSTOP) past its TTL
 // loses to the other, its write under its old token is refused by the fenced store once it runs again, and
-// a release hands over to the one waiting.
+// a release hands over to the one waiting. And a tooz user's program (sdk/python-tooz/consumer-test/user.py)
+// runs on the installed wheel.
 import { expect } from "chai";
 import { existsSync, readFileSync } from "node:fs";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
-import { ProbeProcess, ROOT, type ProbeEvent } from "../sdk/probe-process.js";
+import { ProbeProcess, ROOT, runToEnd, type ProbeEvent } from "../sdk/probe-process.js";
 
 const PYTHON = `${ROOT}.conformance/venv-tooz/bin/python`;
 const PROBE = `${ROOT}sdk/python-tooz/tests/probe.py`;
+const USER = `${ROOT}sdk/python-tooz/consumer-test/user.py`;
 const TTL_S = 2;
 /** Bounds on waiting for an event; the verdicts are the events themselves. */
 const WAIT_MS = 20_000;
@@ -59,6 +61,15 @@ describe("tooz on fencekeeper (sdk/python-tooz)", function () {
     await p.next("stopped", WAIT_MS);
     await p.kill();
   }
+
+  it("installed the usual way (its wheel, with pip, in a fresh venv), a tooz user's program locks, writes under the lock's token and is elected", async () => {
+    const r = await runToEnd(PYTHON, [USER, new URL(server!.url).host, "tooz-user"]);
+    const output = r.stdout + r.stderr;
+    expect(r.code, output).to.equal(0);
+    expect(r.stdout).to.match(/^lock generation \d+ fence \d+$/m);
+    expect(r.stdout).to.match(/^leader host-1 generation \d+$/m);
+    expect(r.stdout).to.match(/^ok from .*\/\.conformance\/venv-tooz\/lib\/.*site-packages\/fencekeeper_tooz\/__init__\.py$/m);
+  });
 
   for (const mode of ["lock", "elect"] as const) {
     const what = mode === "lock" ? "get_lock(): the lock" : "watch_elected_as_leader(): the leadership";
