@@ -125,6 +125,9 @@ class FencekeeperLock(locking.Lock):
             with self._acquiring:
                 self._waiting = False
         self._lease = lease
+        error = lease.error
+        if error is not None and error.why == "canceled":
+            return False  # cancel() came between the grant and its answer: the library gave the grant back
         with self._driver._state:
             self._driver._held_locks.add(self)
         return True
