@@ -183,3 +183,32 @@ elif ! built java-integrations "$hash" || [ ! -f sdk/java-integrations/probe/tar
   mvnq -f sdk/java-integrations/consumer-test/pom.xml package
   mark_built java-integrations "$hash"
 fi
+
+# The tooz backend (sdk/python-tooz, distribution fencekeeper-tooz), installed as a user installs it: its
+# wheel, with the library's wheels (.conformance/wheels, built above) and tooz from the index, in a venv of
+# its own, $out/venv-tooz, so that tooz's OpenStack dependencies stay out of the library's venvs. The probe
+# that test/integrations/tooz.test.ts drives (sdk/python-tooz/tests/probe.py) runs on it, and so does a
+# user's program (sdk/python-tooz/consumer-test/user.py).
+# tooz 9.1.0, the newest: 6.3.0 no longer imports beside oslo.utils 10 (oslo_utils.secretutils.md5 is gone).
+TOOZ_VERSION=9.1.0
+hash="$(fingerprint gen/python sdk/python sdk/python-tooz) tooz ${TOOZ_VERSION}"
+if [ -f "$out/python.missing" ]; then
+  missing tooz "$(cat "$out/python.missing")"
+elif [ ! -f "$out/sdk-python-wheel.stamp" ]; then
+  missing tooz "the Python library's wheels were not built (see $out/sdk-python-wheel.missing)"
+elif ! built tooz "$hash" || ! "$out/venv-tooz/bin/python" -c 'import fencekeeper_tooz, tooz' 2>/dev/null; then
+  echo "setup-polyglot: installing the tooz backend, its wheel with tooz ${TOOZ_VERSION}, in a fresh $out/venv-tooz" >&2
+  rm -rf "$out/venv-tooz"
+  copy=$(mktemp -d)
+  cp -r sdk/python-tooz "$copy/"
+  python3 -m venv "$out/venv-tooz"
+  "$out/venv-tooz/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$copy/wheels" "$copy/python-tooz"
+  if "$out/venv-tooz/bin/python" -m pip install -q --disable-pip-version-check --find-links "$out/wheels" --find-links "$copy/wheels" \
+    fencekeeper-tooz "tooz==${TOOZ_VERSION}" "grpcio==${GRPCIO_VERSION}" "protobuf==${PROTOBUF_PYTHON_VERSION}" \
+    "googleapis-common-protos==${GOOGLEAPIS_COMMON_PROTOS_VERSION}"; then
+    mark_built tooz "$hash"
+  else
+    missing tooz "pip could not install fencekeeper-tooz with tooz ${TOOZ_VERSION} (see the output of scripts/setup-polyglot.sh)"
+  fi
+  rm -rf "$copy"
+fi
