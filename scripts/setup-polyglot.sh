@@ -156,13 +156,15 @@ SETTINGS
 fi
 
 # sdk/go/resourcelock: the client-go resourcelock.Interface backed by fencekeeper (a module of its own,
-# which brings k8s.io/client-go), and its probe, which test/integrations/client-go.test.ts drives.
+# which brings k8s.io/client-go), its probe, which test/integrations/client-go.test.ts drives, and a
+# user's program in a module of its own that requires it by its module path (consumer-test).
 hash=$(fingerprint gen/go sdk/go)
 if ! command -v go >/dev/null 2>&1; then
   missing client-go "Go is not installed. Install Go 1.26 or newer: https://go.dev/doc/install"
-elif ! built client-go "$hash" || [ ! -x "$out/client-go/fk-client-go-probe" ]; then
+elif ! built client-go "$hash" || [ ! -x "$out/client-go/fk-client-go-probe" ] || [ ! -x "$out/client-go/fk-client-go-user" ]; then
   echo "setup-polyglot: building sdk/go/resourcelock and its probe" >&2
   (cd sdk/go/resourcelock && go vet ./... && go build -o "../../../$out/client-go/fk-client-go-probe" ./cmd/fk-client-go-probe)
+  (cd sdk/go/resourcelock/consumer-test && go vet . && go build -o "../../../../$out/client-go/fk-client-go-user" .)
   mark_built client-go "$hash"
 fi
 

@@ -7,7 +7,7 @@
 // its write with its old token is refused. A release hands the leadership over at once.
 import { expect } from "chai";
 import { existsSync, readFileSync } from "node:fs";
-import { ProbeProcess, ROOT } from "../sdk/probe-process.js";
+import { ProbeProcess, ROOT, runToEnd } from "../sdk/probe-process.js";
 import { uniqueResource, useServer } from "../harness/suite.js";
 
 const PROBE = `${ROOT}/.conformance/client-go/fk-client-go-probe`;
@@ -121,5 +121,20 @@ describe("client-go leader election through sdk/go/resourcelock (fencekeeper as 
     const bReleased = await b.command("release", "released", WAIT_MS);
     expect(bReleased).to.include({ why: "released" });
     console.log(`      a released; b elected ${Math.round(bElected.at - released.at)} ms after; a's write refused with ${stale.reason}`);
+  });
+
+  it("a user's program outside the repository's modules (client-go's example, its lock line changed) leads, writes under its token and steps down", async () => {
+    assertBuilt();
+    const resource = uniqueResource("client-go-user");
+    const r = await runToEnd(`${ROOT}/.conformance/client-go/fk-client-go-user`, [s.server.url, resource, "user-1"]);
+    expect(r.code, `its exit; stderr: ${r.stderr}`).to.equal(0);
+    const elected = /^elected user-1 generation (\d+)$/m.exec(r.stdout);
+    expect(elected, r.stdout).to.not.equal(null);
+    expect(r.stdout).to.match(/^wrote revision \d+$/m);
+    expect(r.stdout).to.match(/^stopped leading user-1$/m);
+    // Stepping down released the lease: nobody holds the resource, and the fence is its generation.
+    const d = await s.lease.describe({ resource });
+    expect(d.held, "released on stepping down").to.equal(false);
+    expect(d.fence).to.equal(BigInt(elected![1]));
   });
 });
