@@ -47,6 +47,11 @@ export interface WorkerConfig {
   other?: { principal: string; bearer: string; resources?: string[] };
   /** The share of exclusive acquisitions sent with preempt (the policy grants this client the verb). */
   preempt?: number;
+  /**
+   * Resources where the run's policy denies this client's writes: a fifth of its acquisitions pick one of
+   * them, so that every run has writes the policy refuses (each judged against the policy).
+   */
+  denied?: string[];
 }
 
 const CALL_TIMEOUT_MS = 4_000;
@@ -567,7 +572,7 @@ async function round(): Promise<void> {
     if (rng.chance(0.25)) await proclaim(rng.pick(old), true);
     else await write(rng.pick(old), true);
   }
-  const held = await acquire(rng.pick(config.resources));
+  const held = await acquire(config.denied && rng.chance(0.2) ? rng.pick(config.denied) : rng.pick(config.resources));
   if (!held) {
     // As a careful user would, back off before trying again: a server without etcd answers at once.
     await sleep(rng.int(20, 150));
