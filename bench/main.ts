@@ -19,12 +19,15 @@ import { floor } from "./floor.js";
 import { keepalive } from "./keepalive.js";
 import { leases } from "./leases.js";
 import { preempt } from "./preempt.js";
+import { scale } from "./scale.js";
 import { bounded } from "./measure.js";
 import { topEntries } from "./profile-top.js";
 import { latency, put } from "./put.js";
 import type { Check, Context, Flags, Scenario } from "./scenario.js";
 
-const SCENARIOS: Scenario[] = [put, latency, floor, coalesce, acquire, leases, keepalive, election, preempt];
+const SCENARIOS: Scenario[] = [put, latency, floor, coalesce, acquire, leases, keepalive, election, preempt, scale];
+/** Run only when named with --only: it starts a cluster of its own and runs for many minutes. */
+const BY_NAME_ONLY = new Set([scale.name]);
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
 const PROFILER = fileURLToPath(new URL("./cpu-profile.mjs", import.meta.url));
 
@@ -35,6 +38,8 @@ const USAGE = `usage: npm run bench -- [options]
   --leases N         leases held in the leases scenario (default 10000)
   --hold H           seconds the leases are held (default 60; the target run is 300)
   --sessions         hold the leases on sessions, once the SDK has them (otherwise says so)
+  --held N[,N...]    resources held in the scale scenario, each size in turn (default 100000; run only with --only scale)
+  --per-session N    resources a session holds in the scale scenario (default 500)
   --profile DIR      each server started writes a CPU profile into DIR when it exits (as node --cpu-prof)
   --server-arg=ARG   passed to the server, repeated for each (e.g. --server-arg=--max-bytes-per-resource --server-arg=0)
   -h, --help         this text
@@ -52,6 +57,8 @@ function parseFlags(): { flags: Flags; only: Scenario[] } {
         leases: { type: "string", default: "10000" },
         hold: { type: "string", default: "60" },
         sessions: { type: "boolean", default: false },
+        held: { type: "string", default: "100000" },
+        "per-session": { type: "string", default: "500" },
         profile: { type: "string" },
         "server-arg": { type: "string", multiple: true },
         help: { type: "boolean", short: "h", default: false },
@@ -81,9 +88,11 @@ function parseFlags(): { flags: Flags; only: Scenario[] } {
       leases: Math.round(number("leases", values.leases!, 1)),
       hold: number("hold", values.hold!, 1),
       sessions: values.sessions!,
+      held: values.held!.split(",").map((n) => Math.round(number("held", n.trim(), 1))),
+      perSession: Math.round(number("per-session", values["per-session"]!, 1)),
       profile: values.profile !== undefined ? resolve(values.profile) : undefined,
     },
-    only: names.length ? SCENARIOS.filter((s) => names.includes(s.name)) : SCENARIOS,
+    only: names.length ? SCENARIOS.filter((s) => names.includes(s.name)) : SCENARIOS.filter((s) => !BY_NAME_ONLY.has(s.name)),
   };
 }
 

@@ -12,6 +12,10 @@ export interface Flags {
   hold: number;
   /** Ask the SDK for sessions in the leases scenario (when it has them). */
   sessions: boolean;
+  /** Resources held in the scale scenario, each size in turn. */
+  held: number[];
+  /** Resources a session holds in the scale scenario. */
+  perSession: number;
   /** A folder for the server's CPU profiles, or undefined. */
   profile?: string;
 }
