@@ -154,9 +154,11 @@ describe("nothing on a call's path grows with what is held", () => {
 
     expect(lost, "held resources lost").to.equal(0);
     for (const k of Object.keys(empty)) {
-      // The same work: a few keys more at most, never a share of the 10,000.
+      // The same work: a few keys more at most, never a share of the 10,000. The counts are the server's
+      // (its metrics), so the 20 holders' own calls in the same window (a KeepAlive stream that reconnects
+      // on a loaded machine reads its bindings) add a little: a path linear in what is held adds thousands.
       expect(full[k].keys, `${k}: keys read per call`).to.be.at.most(empty[k].keys * 1.2 + 10);
-      expect(full[k].requests, `${k}: etcd requests per call`).to.be.at.most(empty[k].requests + 1);
+      expect(full[k].requests, `${k}: etcd requests per call`).to.be.at.most(empty[k].requests * 2 + 2);
     }
     expect(startFull.keys, "keys a replica reads until its first answer").to.be.below(startEmpty.keys + 100);
     // Memory is not bounded here: the heap in use moves with the collector's timing far more than 10,000
