@@ -2,8 +2,9 @@
 // of renewals in flight. A caller over it is read more slowly (its streams are not read until the budget
 // has room, so HTTP/2 flow control holds the sender back); its streams go on, and what it can make the
 // server hold is bounded whatever it sends. While the event loop is saturated, every caller's message rate
-// shrinks together (load-gauge.ts): the caller that fills the loop is read more slowly, and a caller that
-// sends little is not slowed at all. (The streams a caller may hold open are a budget of the ledger:
+// shrinks together (load-gauge.ts), and so do its renewals in flight: the caller that fills the loop is
+// read more slowly and keeps fewer renewals ahead of others' in etcd's queue, and a caller that sends
+// little is not slowed at all. (The streams a caller may hold open are a budget of the ledger:
 // ledger.ts.)
 import type { LoadShare } from "./load-gauge.js";
 
@@ -24,6 +25,9 @@ export interface PaceSettings {
  * a second of what one etcd answers on a 2-core machine, and enough for 3,000 a second at 1 s per renewal.
  */
 export const DEFAULT_RENEWALS_IN_FLIGHT = 4_000;
+
+/** The fewest renewals in flight a caller keeps however loaded the loop: a batch of the SDK's. */
+const MIN_IN_FLIGHT = 100;
 
 export class KeepAlivePace {
   private readonly budgets = new Map<string, SharedBudget>();
@@ -121,10 +125,19 @@ class SharedBudget {
     this.at = now;
   }
 
+  /**
+   * Renewals in flight allowed now: the bound, times the share the load leaves (at least MIN_IN_FLIGHT).
+   * Renewals in flight wait in etcd's queue ahead of everyone else's: a flood allowed 4,000 of them left
+   * a bystander's renewal 1.5 s behind, past its 2 s TTL, on a loaded machine.
+   */
+  private get inFlightNow(): number {
+    return Math.max(MIN_IN_FLIGHT, Math.floor(this.maxInFlight * this.load.share()));
+  }
+
   /** A message fits when a token is left and its renewals fit in flight (one message always may, alone). */
   private fits(count: number): boolean {
     this.refill();
-    return this.tokens >= 1 && (this.inFlight === 0 || this.inFlight + count <= this.maxInFlight);
+    return this.tokens >= 1 && (this.inFlight === 0 || this.inFlight + count <= this.inFlightNow);
   }
 
   private take(count: number): void {

@@ -62,4 +62,23 @@ describe("KeepAlive pace under load", () => {
     expect(more.count, "the bystander again").to.equal(5);
     for (const s of [bystander, flooder, more]) s.close();
   });
+
+  it("a loaded loop also shrinks the renewals a contended caller keeps in flight, to no fewer than 100", () => {
+    const { g, busy } = gauge();
+    const pace = new KeepAlivePace({ streamMessagesPerSecond: 100_000, renewalsInFlight: 4_000 }, g);
+    const bystander = pace.keepAliveBudget("bystander");
+    /** Renewals a new stream of the flooder has let in at once, in messages of 50, none answered. */
+    const inFlight = () => {
+      const flooder = pace.keepAliveBudget("flooder");
+      let n = 0;
+      while (n < 200 && flooder.admit(50) === undefined) n++;
+      flooder.close();
+      return n * 50;
+    };
+    expect(inFlight(), "with room: the whole bound").to.equal(4_000);
+    busy(1, 100);
+    expect(inFlight(), "saturated: the floor").to.equal(100);
+    expect(bystander.admit(1), "the bystander's renewal goes in").to.equal(undefined);
+    bystander.close();
+  });
 });
