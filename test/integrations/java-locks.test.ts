@@ -15,25 +15,7 @@ import { clientsFor } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { uniqueResource } from "../harness/suite.js";
-import { spawn } from "node:child_process";
-import { ProbeProcess, ROOT, type ProbeEvent } from "../sdk/probe-process.js";
-
-/** Runs a program to its end, killed if it outlives timeoutMs; resolves with its exit code and output. */
-function runBounded(command: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(command, args, { cwd: ROOT });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => (stdout += d));
-  child.stderr.on("data", (d) => (stderr += d));
-  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-  return new Promise((resolve, reject) => {
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+import { ProbeProcess, ROOT, runToEnd, type ProbeEvent } from "../sdk/probe-process.js";
 
 const JAR = "sdk/java-integrations/probe/target/fk-integrations-probe.jar";
 /** A Spring application configured as the frameworks' documentation shows, with fencekeeper's backend lines. */
@@ -201,7 +183,7 @@ describe("Java integrations: ShedLock LockProvider and Spring Integration LockRe
   it("a Spring application configured as ShedLock's and Spring Integration's documentation show, backend lines changed: its @SchedulerLock job and its LockRegistry lock write with their tokens", async () => {
     // sdk/java-integrations/consumer-test: @EnableScheduling, @EnableSchedulerLock, a LockProvider bean and
     // a LockRegistry bean; a @Scheduled @SchedulerLock job run twice, then obtain/lock/unlock.
-    const r = await runBounded("java", ["-jar", USER_JAR, server.url], 75_000);
+    const r = await runToEnd("java", ["-jar", USER_JAR, server.url], 75_000);
     const output = `${r.stdout}${r.stderr}`;
     expect(r.code, output).to.equal(0);
     const scheduled = [...r.stdout.matchAll(/^scheduled generation (\d+)$/gm)].map((m) => BigInt(m[1]));

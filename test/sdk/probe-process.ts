@@ -98,15 +98,25 @@ export class ProbeProcess {
   }
 }
 
-/** Runs a probe command to its end; resolves with its exit code, stdout and stderr. */
-export function runToEnd(command: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/**
+ * Runs a probe command to its end; resolves with its exit code, stdout and stderr. With timeoutMs, a
+ * command that outlives it is killed (SIGKILL) and resolves as it ends.
+ */
+export function runToEnd(command: string, args: string[], timeoutMs?: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(command, args, { cwd: ROOT });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
   child.stderr.on("data", (d) => (stderr += d));
+  const timer = timeoutMs !== undefined ? setTimeout(() => child.kill("SIGKILL"), timeoutMs) : undefined;
   return new Promise((resolve, reject) => {
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
