@@ -21,7 +21,11 @@
 // that floods renewals fills only its own queue, and another caller's renewal goes out within one turn.
 // A renewal of a lease already waiting, unsent, in the queue joins it: etcd is asked once, after both
 // asked, which is what each of them counts its TTL from. (A renewal already sent is not joined: it was
-// sent before the later caller asked, and would renew less than that caller counts on.) What a flood
+// sent before the later caller asked, and would renew less than that caller counts on.) Of each lease,
+// one renewal at most is on the stream: the next waits, joinable, until etcd has answered the one sent,
+// so that a caller naming one lease thousands of times a second puts one renewal at a time ahead of the
+// others' (etcd answers a stream's requests one by one, each a round trip to its leader from a follower:
+// 256 renewals of one flooded lease ahead of a bystander's took longer than its 2 s TTL). What a flood
 // costs is its sender's: its renewals that wait past the timeout are answered UNAVAILABLE and leave its
 // queue, and no amount of waiting renewals slows the sending of the others (the queues are taken from
 // the front without copying), so the stream never goes silent for everyone because of one caller.
@@ -123,6 +127,12 @@ export class Leases {
   private readonly queues = new Map<string, Fifo>();
   /** The unsent renewal of each lease id, which a new request for the same lease joins. */
   private readonly queuedById = new Map<string, Renewal>();
+  /** The renewal of each lease id sent and not answered by etcd yet (or taken to be sent again). */
+  private readonly sentById = new Map<string, Renewal>();
+  /** Renewals whose turn came while one of the same lease was on the stream: sent once it is answered. */
+  private readonly held = new Map<string, Renewal>();
+  /** Held renewals whose lease's renewal was answered: sent first, after the ones to send again. */
+  private ready: Renewal[] = [];
   private queued = 0;
   private sweeper?: NodeJS.Timeout;
   private lastSweep?: number;
@@ -230,26 +240,52 @@ export class Leases {
     });
   }
 
-  /** Sends renewals while the window has room: the ones to send again first, then one per owner in turn. */
+  /**
+   * Sends renewals while the window has room: the ones to send again first, then the held ones now free,
+   * then one per owner in turn. A renewal whose lease has one on the stream is held until that is answered.
+   */
   private pump(): void {
     const link = this.link;
     if (!link) return;
-    while (link.waiting.length - link.head < SENT_WINDOW && (this.resend.length > 0 || this.queued > 0)) {
+    while (link.waiting.length - link.head < SENT_WINDOW && (this.resend.length > 0 || this.ready.length > 0 || this.queued > 0)) {
       let r: Renewal;
       if (this.resend.length > 0) r = this.resend.shift()!;
+      else if (this.ready.length > 0) r = this.ready.shift()!;
       else {
         const [owner, queue] = this.queues.entries().next().value!;
         r = queue.shift()!;
         this.queues.delete(owner);
         if (queue.length > 0) this.queues.set(owner, queue); // to the back of the turn order
         this.queued--;
+        if (r.answered) {
+          if (this.queuedById.get(r.id) === r) this.queuedById.delete(r.id);
+          continue;
+        }
+        const sent = this.sentById.get(r.id);
+        if (sent && sent !== r) {
+          // Joinable still (it stays in queuedById): later requests for the lease join it while it waits.
+          this.held.set(r.id, r);
+          continue;
+        }
         if (this.queuedById.get(r.id) === r) this.queuedById.delete(r.id);
       }
       if (r.answered) continue; // given up while it waited
       r.sentAt = performance.now();
+      this.sentById.set(r.id, r);
       link.waiting.push(r);
       link.stream.write({ ID: r.id });
     }
+  }
+
+  /** etcd has answered (or will never answer) the renewal sent of r's lease: a held one may go now. */
+  private settled(r: Renewal): void {
+    if (this.sentById.get(r.id) !== r) return;
+    this.sentById.delete(r.id);
+    const next = this.held.get(r.id);
+    if (!next) return;
+    this.held.delete(r.id);
+    if (this.queuedById.get(r.id) === next) this.queuedById.delete(r.id);
+    if (!next.answered) this.ready.push(next);
   }
 
   close(): void {
@@ -288,7 +324,10 @@ export class Leases {
     if (link !== this.link) return;
     this.link = undefined;
     link.stream.cancel();
-    const unanswered = link.waiting.slice(link.head).filter((r) => !r.answered);
+    const unsettled = link.waiting.slice(link.head);
+    // Given up already: not sent again, so etcd will not answer them; their lease's held renewal may go.
+    for (const r of unsettled) if (r.answered) this.settled(r);
+    const unanswered = unsettled.filter((r) => !r.answered);
     if (failed && !link.answered) {
       this.resend.push(...unanswered);
       return this.failAll(err);
@@ -319,8 +358,9 @@ export class Leases {
       r.answered = true;
       for (const c of r.callers) c.resolve(Number(res.TTL));
     }
+    this.settled(r);
     this.pump();
-    if (link.waiting.length === link.head && this.queued === 0 && this.resend.length === 0) this.stopSweeping();
+    if (link.waiting.length === link.head && this.queued === 0 && this.resend.length === 0 && this.ready.length === 0 && this.held.size === 0) this.stopSweeping();
   }
 
   /** Answers UNAVAILABLE to renewals past the timeout; replaces the stream when it has gone silent. */
@@ -331,7 +371,7 @@ export class Leases {
     this.lastSweep = now;
     const link = this.link;
     const sent = link ? link.waiting.length - link.head : 0;
-    if (sent === 0 && this.queued === 0 && this.resend.length === 0 && !this.opening) return this.stopSweeping();
+    if (sent === 0 && this.queued === 0 && this.resend.length === 0 && this.ready.length === 0 && this.held.size === 0 && !this.opening) return this.stopSweeping();
     const late = unavailable("lease renew", new Error(`no answer within ${this.renewTimeoutMs} ms`));
     const giveUp = (r: Renewal) => {
       if (r.answered || now - r.askedAt <= this.renewTimeoutMs) return;
@@ -343,6 +383,16 @@ export class Leases {
     if (link) for (let i = link.head; i < link.waiting.length; i++) giveUp(link.waiting[i]);
     this.resend.forEach(giveUp);
     this.resend = this.resend.filter((r) => !r.answered);
+    this.ready.forEach(giveUp);
+    this.ready = this.ready.filter((r) => !r.answered);
+    // A held renewal given up leaves (and is no longer joinable): the next request for its lease waits anew.
+    for (const [id, r] of this.held) {
+      giveUp(r);
+      if (r.answered) {
+        this.held.delete(id);
+        if (this.queuedById.get(id) === r) this.queuedById.delete(id);
+      }
+    }
     // Unsent ones that waited their turn too long are answered too, and leave their queue (a queue is
     // in the order asked, so they are its head): a flood that etcd cannot keep up with costs its sender
     // its renewals, and neither memory nor the sweeps' time.
@@ -376,8 +426,11 @@ export class Leases {
     const link = this.link;
     this.link = undefined;
     link?.stream.cancel();
-    const waiting = [...(link ? link.waiting.slice(link.head) : []), ...this.resend, ...[...this.queues.values()].flatMap((q) => q.all())];
+    const waiting = [...(link ? link.waiting.slice(link.head) : []), ...this.resend, ...this.ready, ...this.held.values(), ...[...this.queues.values()].flatMap((q) => q.all())];
     this.resend = [];
+    this.ready = [];
+    this.held.clear();
+    this.sentById.clear();
     this.queues.clear();
     this.queuedById.clear();
     this.queued = 0;

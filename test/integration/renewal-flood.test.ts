@@ -3,7 +3,8 @@
 // given up for everyone, and a bystander with a short TTL, renewing every 400 ms, keeps its lease.
 // Driven on the server's etcd layer (server/etcd/leases.ts) with a real etcd: what is under test is the
 // stream to etcd, and a flood this large through the API would measure the API's reading instead
-// (server/api/keepalive.ts reads a flooding stream more slowly).
+// (server/api/keepalive.ts reads a flooding stream more slowly). And one lease named thousands of times
+// at once: etcd renews it once per round trip, never with many renewals of it on the stream at a time.
 import { expect } from "chai";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { sleep } from "../harness/suite.js";
@@ -107,6 +108,34 @@ describe("a flood of renewals on the keepalive stream to etcd", function () {
       expect(ok.length, `${summary}\n${report}`).to.be.at.least(attempts.length * 0.8);
       // The flooder's renewals fail one by one at their own timeout, never all at once with the stream.
       expect([...flood.failures.keys()].filter((why) => !why.includes("lease renew: no answer within")), summary).to.deep.equal([]);
+    } finally {
+      leases.close();
+      client.close();
+    }
+  });
+
+  it("one lease named 2,000 times a tick for 40 ticks: at most one of its renewals on the stream at a time, every asker answered", async () => {
+    const client = connectEtcd({ endpoints: [etcd.endpoint], callTimeoutMs: RENEW_TIMEOUT_MS });
+    const leases = new Leases(client, new EtcdCalls(), RENEW_TIMEOUT_MS);
+    /** Renewals etcd's leader carried out, from its own counter. */
+    const renewedByEtcd = async () => Number(/^etcd_debugging_lease_renewed_total (\d+)/m.exec(await (await fetch(`${etcd.endpoint}/metrics`)).text())![1]);
+    const TICKS = 40;
+    const PER_TICK = 2_000;
+    try {
+      const { id } = await leases.grant(10);
+      const before = await renewedByEtcd();
+      const answers: Promise<number>[] = [];
+      for (let t = 0; t < TICKS; t++) {
+        for (let i = 0; i < PER_TICK; i++) answers.push(leases.renew(id, "flooder"));
+        await sleep(10);
+      }
+      const ttls = await Promise.all(answers);
+      const renewed = (await renewedByEtcd()) - before;
+      console.log(`      ${TICKS * PER_TICK} renewals asked of one lease, ${renewed} carried out by etcd`);
+      expect(ttls.filter((ttl) => ttl <= 0).length, "askers told the lease is gone").to.equal(0);
+      // Per tick, the first ask is sent (or held behind the one on the stream) and the rest join the one
+      // held: at most two renewals a tick. Before, each ask was sent while the window had room (256 a tick).
+      expect(renewed).to.be.at.most(2 * TICKS).and.at.least(1);
     } finally {
       leases.close();
       client.close();
