@@ -10,6 +10,7 @@ import { leaseService } from "./api/lease-service.js";
 import type { Access } from "./auth/access.js";
 import { KeepAlivePace, type PaceSettings } from "./budgets/keepalive-pace.js";
 import { LoadGauge } from "./budgets/load-gauge.js";
+import { CallerPresence } from "./budgets/presence.js";
 import { Ledger, type LedgerSettings } from "./budgets/ledger.js";
 import { checkTable } from "./budgets/table.js";
 import { PreemptionPace } from "./budgets/preemption-pace.js";
@@ -100,8 +101,9 @@ export function createApp(o: AppOptions): App {
   const authorization = new Authorization(o.access);
   // KeepAlive's message budgets shrink while the event loop is saturated (budgets/load-gauge.ts).
   const loadGauge = new LoadGauge();
-  const ledger = new Ledger({ historyBytesPerSecond: 0, ...o.callerCaps }, (values) => o.access.callerKey({ values }));
-  const lease = handlers(LeaseService, leaseService(coordinator, o.access, new KeepAlivePace(o.callerCaps, loadGauge), answers, ledger, o.log), authorization, ledger);
+  const presence = new CallerPresence();
+  const ledger = new Ledger({ historyBytesPerSecond: 0, ...o.callerCaps }, (values) => o.access.callerKey({ values }), { seen: (values) => presence.seen(o.access.partyKey({ values })) });
+  const lease = handlers(LeaseService, leaseService(coordinator, o.access, new KeepAlivePace(o.callerCaps, loadGauge, presence), answers, ledger, o.log), authorization, ledger);
   const fenced = handlers(FencedStoreService, storeService(store, o.access, o.log), authorization, ledger);
   const compactor = o.compaction && startCompactor(o.etcd, calls, { ...o.compaction, probeKey: Buffer.from(o.prefix) }, o.log);
   return {

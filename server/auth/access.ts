@@ -93,6 +93,15 @@ export class Access {
     return this.enabled ? `principal ${ctx.values.get(CALLER).name}` : `connection ${peer.address} ${peer.port}`;
   }
 
+  /**
+   * Who is one party when the budgets ask whether the replica is shared (server/budgets/presence.ts): a
+   * principal, or without authentication a client address. The unary calls and the streams of one client
+   * come on connections of their own (the SDKs open two), and a client is not contended by itself.
+   */
+  partyKey(ctx: HasValues): string {
+    return this.enabled ? `principal ${ctx.values.get(CALLER).name}` : `address ${ctx.values.get(PEER).address}`;
+  }
+
   /** A policy is set: calls are authorized (server/rpc/authorization.ts). */
   get authorizing(): boolean {
     return this.policy !== undefined;

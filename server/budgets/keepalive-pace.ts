@@ -7,6 +7,7 @@
 // little is not slowed at all. (The streams a caller may hold open are a budget of the ledger:
 // ledger.ts.)
 import type { LoadShare } from "./load-gauge.js";
+import type { CallerPresence } from "./presence.js";
 
 export interface PaceSettings {
   /**
@@ -36,22 +37,32 @@ export class KeepAlivePace {
     private readonly caps: PaceSettings,
     /** The share of the message rate callers get now (load-gauge.ts); all of it without one. */
     private readonly load: LoadShare = { share: () => 1 },
+    /** Which callers made calls lately (presence.ts): another caller's unary calls count too. */
+    private readonly presence?: CallerPresence,
   ) {}
 
   /**
-   * The share of the load gauge while two callers or more have streams open; a lone caller has nobody to
-   * be fair to, and keeps its whole budget however busy the loop is.
+   * The share of the load gauge while two callers or more have streams open or made calls lately; a lone
+   * caller has nobody to be fair to, and keeps its whole budget however busy the loop is.
    */
-  private readonly contended: LoadShare = { share: () => (this.budgets.size > 1 ? this.load.share() : 1) };
+  private readonly contended: LoadShare = { share: () => (this.shared() ? this.load.share() : 1) };
+
+  private shared(): boolean {
+    if (this.budgets.size > 1) return true;
+    if (!this.presence) return false;
+    // The one caller with streams open is present too, though its streams started long ago.
+    return this.presence.several(this.budgets.size === 1 ? this.budgets.values().next().value!.party : undefined);
+  }
 
   /**
    * The KeepAlive budget of a caller, shared by all its streams on this replica (on every connection):
-   * each stream holds it from open to end (close()).
+   * each stream holds it from open to end (close()). party: who the caller is to presence.ts (the caller
+   * itself unless told otherwise).
    */
-  keepAliveBudget(caller: string): KeepAliveBudget {
+  keepAliveBudget(caller: string, party = caller): KeepAliveBudget {
     let shared = this.budgets.get(caller);
     if (!shared) {
-      shared = new SharedBudget(this.caps.streamMessagesPerSecond, this.caps.renewalsInFlight ?? DEFAULT_RENEWALS_IN_FLIGHT, this.contended);
+      shared = new SharedBudget(party, this.caps.streamMessagesPerSecond, this.caps.renewalsInFlight ?? DEFAULT_RENEWALS_IN_FLIGHT, this.contended);
       this.budgets.set(caller, shared);
     }
     shared.streams++;
@@ -75,6 +86,8 @@ class SharedBudget {
   private timer?: NodeJS.Timeout;
 
   constructor(
+    /** Who the caller is to presence.ts. */
+    readonly party: string,
     private readonly fullRate: number,
     private readonly maxInFlight: number,
     private readonly load: LoadShare,

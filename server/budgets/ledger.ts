@@ -52,6 +52,8 @@ export class Ledger {
     private readonly settings: LedgerSettings,
     /** Who pays for a call: its principal, or its connection. */
     private readonly callerOf: (values: ContextValues) => string,
+    /** Told of every call, so that the load's shrinking budgets know when callers share the replica (presence.ts). */
+    private readonly presence?: { seen(values: ContextValues): void },
   ) {
     this.history = new HistoryRate(settings.historyBytesPerSecond);
   }
@@ -63,6 +65,7 @@ export class Ledger {
    * refusal or bad input: "bad input changes nothing", and costs nothing either).
    */
   charge(method: DescMethod, req: unknown, values: ContextValues): ((failed?: ConnectError) => void) | undefined {
+    this.presence?.seen(values);
     const row = costOf(method);
     if (!row.history && !row.holds) return undefined;
     const caller = this.callerOf(values);

@@ -1,10 +1,12 @@
 // KeepAlive's pace under load (server/budgets/load-gauge.ts, keepalive-pace.ts): the gauge shrinks the
 // share while the loop is saturated and gives it back once it has room; the share slows the callers that
-// send more than it leaves them, never one that sends little, and never a caller alone.
+// send more than it leaves them, never one that sends little, and never a caller alone. A caller is
+// present from its calls of the last second or two (presence.ts), not only from the streams it holds.
 import { expect } from "chai";
 import type { EventLoopUtilization } from "node:perf_hooks";
 import { KeepAlivePace } from "../../server/budgets/keepalive-pace.js";
 import { LoadGauge, MIN_SHARE } from "../../server/budgets/load-gauge.js";
+import { CallerPresence } from "../../server/budgets/presence.js";
 
 const ELU: EventLoopUtilization = { idle: 0, active: 0, utilization: 0 };
 
@@ -80,5 +82,46 @@ describe("KeepAlive pace under load", () => {
     expect(inFlight(), "saturated: the floor").to.equal(100);
     expect(bystander.admit(1), "the bystander's renewal goes in").to.equal(undefined);
     bystander.close();
+  });
+
+  it("a caller that holds no stream but made calls lately counts: the flooder alone on streams is slowed beside it", () => {
+    const { g, busy } = gauge();
+    busy(1, 100);
+    let now = 0;
+    const presence = new CallerPresence(() => now);
+    const pace = new KeepAlivePace({ streamMessagesPerSecond: 1000 }, g, presence);
+    /** Messages a new stream of the flooder is let in at once. */
+    const flood = () => {
+      const s = letIn(pace, "flooder", 500);
+      s.close();
+      return s.count;
+    };
+    presence.seen("flooder"); // its streams' start
+    expect(flood(), "nobody else lately: the flooder's whole burst").to.equal(500);
+    now = 5_000;
+    presence.seen("bystander"); // a unary Renew, no stream
+    expect(flood(), "a bystander's call a moment ago: the shrunk burst").to.be.at.most(20);
+    now = 8_000; // the bystander silent for 3 s: the flooder is alone again
+    expect(flood()).to.equal(500);
+  });
+
+  it("presence keeps two callers a window whatever their number, and forgets a window after the next", () => {
+    let now = 0;
+    const p = new CallerPresence(() => now);
+    expect(p.several()).to.equal(false);
+    for (let i = 0; i < 10_000; i++) p.seen("a");
+    expect(p.several(), "one caller, however many calls").to.equal(false);
+    expect(p.several("b"), "one caller and another with streams open").to.equal(true);
+    expect(p.several("a")).to.equal(false);
+    now = 1_500;
+    p.seen("b");
+    expect(p.several(), "a in the window before, b in this one").to.equal(true);
+    now = 2_600;
+    expect(p.several(), "a's window is gone: b alone").to.equal(false);
+    now = 10_000;
+    expect(p.several("c"), "nobody for long: only the one with streams").to.equal(false);
+    for (let i = 0; i < 1_000; i++) p.seen(`caller ${i}`);
+    expect(p.several()).to.equal(true);
+    expect((p as unknown as { current: string[] }).current.length, "at most two kept").to.equal(2);
   });
 });
