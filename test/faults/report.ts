@@ -53,7 +53,8 @@ export function abuseLines(r: RunResult): string[] {
     const f = floodRenewals(r);
     lines.push(
       `renewals of live leases (renewed or granted less than a TTL before, with 500 ms of it left, not released, by their own principal) invoked during the ${floods.length} KeepAlive floods: ${f.all.ok} ok, ${f.all.ambiguous} ambiguous, ${f.all.fail} refused; ` +
-        `during the ${f.alone} floods that overlapped no other fault: ${f.aloneCounts.ok} ok, ${f.aloneCounts.ambiguous} ambiguous, ${f.aloneCounts.fail} refused (a lease lost to the flood would be one of the last two)`,
+        `during the ${f.alone} floods that overlapped no other fault: ${f.aloneCounts.ok} ok, ${f.aloneCounts.ambiguous} ambiguous, ${f.aloneCounts.fail} refused (a lease lost to the flood would be one of the last two); ` +
+        `the slowest renewal answered during those floods took ${f.slowestAlone} ms, the slowest while no fault ran ${f.slowestCalm} ms`,
     );
   }
   const fills = r.schedule.filter((f) => f.nemesis === "etcd-quota");
@@ -76,7 +77,7 @@ const LIVE_MARGIN_MS = 500;
  * OpenSession or renewal of the lease answered ok less than its TTL before): by outcome, for every flood
  * and for the floods that overlapped no other fault (there, any refusal or timeout is the flood's).
  */
-export function floodRenewals(r: RunResult): { all: Record<Outcome, number>; alone: number; aloneCounts: Record<Outcome, number>; reasons: string[] } {
+export function floodRenewals(r: RunResult): { all: Record<Outcome, number>; alone: number; aloneCounts: Record<Outcome, number>; reasons: string[]; slowestAlone: number; slowestCalm: number } {
   const floods = r.schedule.filter((f) => f.nemesis === "keepalive-flood");
   const alone = floods.filter((f) => !r.schedule.some((g) => g !== f && g.start < f.end && f.start < g.end));
   const ttl = new Map<string, number>();
@@ -111,7 +112,13 @@ export function floodRenewals(r: RunResult): { all: Record<Outcome, number>; alo
     }
     return c;
   };
-  return { all: count(floods), alone: alone.length, aloneCounts: count(alone), reasons };
+  // How long renewals took during the floods alone, beside those invoked while no fault ran: what a
+  // refusal is judged against when one comes.
+  const slowest = (ops: Op[]) => ops.reduce((m, op) => Math.max(m, op.t1 - op.t0), 0);
+  const renewals = r.ops.filter((op) => op.kind === "renew" && op.outcome !== "unsent");
+  const slowestAlone = slowest(renewals.filter((op) => alone.some((f) => op.t0 >= f.start && op.t0 <= f.end)));
+  const slowestCalm = slowest(renewals.filter((op) => !r.schedule.some((f) => op.t0 >= f.start && op.t0 <= f.end)));
+  return { all: count(floods), alone: alone.length, aloneCounts: count(alone), reasons, slowestAlone, slowestCalm };
 }
 
 export function report(r: RunResult): string {
