@@ -93,7 +93,7 @@ export function leaseService(coordinator: LeaseCoordinator, access: Access, pace
 
     keepAlive: async function* (requests, ctx) {
       const owner = access.owner(ctx);
-      const bindings = owner !== undefined ? coordinator.streamBindings(owner, renewable(ctx)) : undefined;
+      const bindings = owner !== undefined ? coordinator.streamBindings(owner, access.turnKey(ctx), renewable(ctx)) : undefined;
       yield* access.streams.run(access.streamAuthority(ctx, "KeepAlive", []), ctx.signal, (signal) =>
         keepAlive(coordinator, bindings, access.turnKey(ctx), pace.keepAliveBudget(access.callerKey(ctx), access.partyKey(ctx)), requests, signal, log),
       );

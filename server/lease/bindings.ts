@@ -12,6 +12,12 @@ import { Reads } from "../etcd/reads.js";
 
 /** Most binding keys read in one etcd transaction (etcd allows 128 operations by default). */
 const READS_PER_TXN = 100;
+/**
+ * Most binding reads at etcd at once for the whole replica; the others wait in their caller's queue, and
+ * callers take turns. Eight transactions of up to 100 keys keep etcd busy; more only queue there, where
+ * they would be served in the order sent, a flood's before a bystander's.
+ */
+const READS_IN_FLIGHT = 8;
 
 export interface BindingDeps {
   keys: KeyLayout;
@@ -29,6 +35,63 @@ export async function checkBound(d: BindingDeps, leaseId: bigint, principal: str
   judge(decodeBinding(found.kvs[0]), leaseId, principal, what);
 }
 
+interface QueuedRead {
+  ids: bigint[];
+  resolve(owners: (string | undefined)[]): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * The binding reads of every KeepAlive stream and Renew of this replica, taken in turn per caller (as
+ * renewals are, server/etcd/leases.ts): at most READS_IN_FLIGHT transactions at etcd at once, the next
+ * one the oldest of the caller whose turn it is. A caller naming thousands of lease ids nobody has costs
+ * a read each, and those wait in its own queue: another caller's read goes out within one turn, not
+ * behind them in etcd's.
+ */
+export class BindingReads {
+  /** Reads waiting, per caller; the callers in turn order (the next first). */
+  private readonly queues = new Map<string, QueuedRead[]>();
+  private inFlight = 0;
+
+  constructor(private readonly d: BindingDeps) {}
+
+  /** The principal each lease is bound to (undefined: no binding), read as caller's turn comes. */
+  owners(caller: string, ids: bigint[]): Promise<(string | undefined)[]> {
+    return new Promise((resolve, reject) => {
+      const queue = this.queues.get(caller);
+      if (queue) queue.push({ ids, resolve, reject });
+      else this.queues.set(caller, [{ ids, resolve, reject }]);
+      this.pump();
+    });
+  }
+
+  /** Checks, in caller's turn, that a lease is bound to the principal; throws NOT_FOUND or NOT_HOLDER otherwise. */
+  async check(caller: string, leaseId: bigint, principal: string): Promise<void> {
+    const [owner] = await this.owners(caller, [leaseId]);
+    judge(owner, leaseId, principal, "lease");
+  }
+
+  private pump(): void {
+    while (this.inFlight < READS_IN_FLIGHT && this.queues.size > 0) {
+      const [caller, queue] = this.queues.entries().next().value!;
+      const next = queue.shift()!;
+      this.queues.delete(caller);
+      if (queue.length > 0) this.queues.set(caller, queue); // to the back of the turn order
+      this.inFlight++;
+      this.d.reader
+        .snapshot("check binding", Reads.each(next.ids.map((id) => ({ key: this.d.keys.bindingKey(id) }))).map((found) => found.map((r) => decodeBinding(r.kvs[0]))))
+        .then(
+          (snap) => next.resolve(snap.found),
+          (err: unknown) => next.reject(err),
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+        });
+    }
+  }
+}
+
 function judge(owner: string | undefined, leaseId: bigint, principal: string, what: string): void {
   if (owner === undefined) throw leaseNotFound(leaseId);
   if (owner !== principal) throw notHolder(`${what} ${leaseId}`, principal, { lease_id: String(leaseId) });
@@ -37,7 +100,7 @@ function judge(owner: string | undefined, leaseId: bigint, principal: string, wh
 /**
  * The leases one KeepAlive stream may renew: each id is checked once per stream (a lease's binding never
  * changes while it lives), and the ids asked for in one turn of the event loop (one message's, or many
- * one-id messages') are checked together, 100 to an etcd request. An id whose check is under way is not
+ * one-id messages') are checked together, 100 to an etcd request, in the caller's turn (BindingReads). An id whose check is under way is not
  * read again: a client renewing one id a message faster than etcd answers costs one read per id, not one
  * per message.
  */
@@ -49,7 +112,9 @@ export class StreamBindings {
   private flushing = false;
 
   constructor(
-    private readonly d: BindingDeps,
+    private readonly reads: BindingReads,
+    /** Whose turn the stream's reads take (server/etcd/leases.ts's owner: a principal or a connection). */
+    private readonly caller: string,
     private readonly principal: string,
     /** What else a renewal needs once the lease is known to be the principal's (the policy's say: RenewalGrants). */
     private readonly allowed?: (leaseId: bigint) => Promise<void> | undefined,
@@ -88,14 +153,11 @@ export class StreamBindings {
     await Promise.all(
       chunks(ids, READS_PER_TXN).map(async (chunk) => {
         try {
-          const snap = await this.d.reader.snapshot(
-            "check binding",
-            Reads.each(chunk.map((id) => ({ key: this.d.keys.bindingKey(id) }))).map((found) => found.map((r) => decodeBinding(r.kvs[0]))),
-          );
+          const owners = await this.reads.owners(this.caller, chunk);
           chunk.forEach((id, i) => {
             this.reading.delete(id);
             try {
-              judge(snap.found[i], id, this.principal, "lease");
+              judge(owners[i], id, this.principal, "lease");
               this.verified.add(id);
               for (const w of batch.get(id)!) w.resolve();
             } catch (err) {

@@ -12,7 +12,7 @@ import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acq
 import type { TokenChecks } from "../tokens/checks.js";
 import type { TokenSigner } from "../tokens/signer.js";
 import { signatureShownTo } from "../tokens/disclosure.js";
-import { bindOps, checkBound, StreamBindings } from "./bindings.js";
+import { BindingReads, bindOps, checkBound, StreamBindings } from "./bindings.js";
 import { claimLeaseSlot } from "./lease-cap.js";
 import { liftLockDelay, lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
 import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
@@ -75,9 +75,12 @@ export interface CoordinatorDeps extends AcquireDeps {
 
 export class LeaseCoordinator {
   private readonly tokens: TokenChecks;
+  /** Binding reads of renewals, in turn per caller. */
+  private readonly bindingReads: BindingReads;
 
   constructor(private readonly d: CoordinatorDeps) {
     this.tokens = d.tokens;
+    this.bindingReads = new BindingReads(d);
   }
 
   /** Acquires, and signs the token for the principal (if any) that acquired it. */
@@ -125,7 +128,7 @@ export class LeaseCoordinator {
       checkLeaseId(leaseId);
       const checking = o.bindings?.check(leaseId);
       if (checking) await checking;
-      else if (!o.bindings && o.principal !== undefined) await checkBound(this.d, leaseId, o.principal);
+      else if (!o.bindings && o.principal !== undefined) await this.bindingReads.check(o.caller ?? "", leaseId, o.principal);
       if (!o.bindings) await o.allowed?.(leaseId);
       // A preempted lease is refused from memory (preemption.ts): no etcd read per renewal.
       const preempted = this.d.preempted?.of(leaseId);
@@ -143,9 +146,12 @@ export class LeaseCoordinator {
     }
   }
 
-  /** The bindings of one KeepAlive stream of this principal; `allowed`: what else a renewal needs (the policy). */
-  streamBindings(principal: string, allowed?: (leaseId: bigint) => Promise<void> | undefined): StreamBindings {
-    return new StreamBindings(this.d, principal, allowed);
+  /**
+   * The bindings of one KeepAlive stream of this principal, read in caller's turn (a principal or a
+   * connection, as renewals take turns); `allowed`: what else a renewal needs (the policy).
+   */
+  streamBindings(principal: string, caller: string, allowed?: (leaseId: bigint) => Promise<void> | undefined): StreamBindings {
+    return new StreamBindings(this.bindingReads, caller, principal, allowed);
   }
 
   /** The resources a lease holds (exclusively, or as one of their shared holders): none when it is gone. */
