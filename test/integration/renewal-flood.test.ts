@@ -5,12 +5,13 @@
 // stream to etcd, and a flood this large through the API would measure the API's reading instead
 // (server/api/keepalive.ts reads a flooding stream more slowly). And one lease named thousands of times
 // at once: etcd renews it once per round trip, never with many renewals of it on the stream at a time.
+// And the order of etcd's answers: a bystander's renewal has at most OWNER_WINDOW of a flooder's ahead.
 import { expect } from "chai";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { sleep } from "../harness/suite.js";
 import { connectEtcd } from "../../server/etcd/client.js";
 import { EtcdCalls } from "../../server/etcd/calls.js";
-import { Leases } from "../../server/etcd/leases.js";
+import { Leases, OWNER_WINDOW } from "../../server/etcd/leases.js";
 
 const RENEW_TIMEOUT_MS = 1_500;
 const FLOOD_MS = 8_000;
@@ -136,6 +137,29 @@ describe("a flood of renewals on the keepalive stream to etcd", function () {
       // Per tick, the first ask is sent (or held behind the one on the stream) and the rest join the one
       // held: at most two renewals a tick. Before, each ask was sent while the window had room (256 a tick).
       expect(renewed).to.be.at.most(2 * TICKS).and.at.least(1);
+    } finally {
+      leases.close();
+      client.close();
+    }
+  });
+
+  it(`a bystander's renewal asked after 5,000 of a flooder's is sent with at most ${OWNER_WINDOW} of them ahead of it on the stream`, async () => {
+    const client = connectEtcd({ endpoints: [etcd.endpoint], callTimeoutMs: RENEW_TIMEOUT_MS });
+    const leases = new Leases(client, new EtcdCalls(), 10_000);
+    try {
+      const { id } = await leases.grant(10);
+      await leases.renew(id, "bystander"); // the stream to etcd is open
+      const order: string[] = [];
+      const flood = Array.from({ length: 5_000 }, (_, i) => leases.renew(2_000_000_000n + BigInt(i), "flooder").then(() => order.push("flooder")));
+      const bystander = leases.renew(id, "bystander").then((ttl) => {
+        expect(ttl).to.be.greaterThan(0);
+        order.push("bystander");
+      });
+      await Promise.all([...flood, bystander]);
+      const at = order.indexOf("bystander");
+      console.log(`      the bystander's renewal answered ${at + 1}th of ${order.length}`);
+      // etcd answers a stream's renewals in the order sent: the flooder's already on it, then the bystander's.
+      expect(at).to.be.at.most(OWNER_WINDOW);
     } finally {
       leases.close();
       client.close();
