@@ -5,7 +5,9 @@
 // replica and each etcd member, the sessions' renewals a second and etcd's database size; a fresh
 // Acquire's and a fenced Put's p50/p99 beside that load, against the same measured before anything was
 // held, in the same run; leases lost. Then a replica killed (SIGKILL) and started again under the largest
-// size: how long until it answers, and whether any held resource was lost.
+// size: how long until it answers, and whether any held resource was lost; then a rolling restart, each
+// of the three killed and started again in turn, the next once the one before answers. A replica comes
+// back on its own port, where the clients' server lists name it.
 //   npm run bench -- --only scale --held 100000,300000 --per-session 500 --hold 60
 import { EtcdCluster } from "../test/faults/etcd-cluster.js";
 import { clientsFor, type Clients } from "../test/harness/clients.js";
@@ -86,13 +88,24 @@ async function run(ctx: Context): Promise<Outcome> {
   ctx.progress(`scale: starting 3 etcd members and 3 replicas`);
   const cluster = await EtcdCluster.start(3);
   const prefix = `/fk-scale-${ctx.runId}/`;
-  const start = () => startServer({ etcd: cluster.endpoints.join(","), prefix, args: ["--log-level", "info"] });
+  const start = (port?: string) => startServer({ etcd: cluster.endpoints.join(","), prefix, args: ["--log-level", "info", ...(port ? ["--listen", `127.0.0.1:${port}`] : [])] });
+  /** Kills replica i and starts it again on its port: ms until it answers a Describe. */
+  const restartReplica = async (i: number): Promise<number> => {
+    const port = new URL(replicas[i].url).port;
+    replicas[i].process.kill("SIGKILL");
+    await replicas[i].stop().catch(() => undefined);
+    const t = performance.now();
+    replicas[i] = await start(port);
+    await clientsFor(replicas[i].url).lease.describe({ resource: `scale-${ctx.runId}-0` });
+    return performance.now() - t;
+  };
   const replicas: TestServer[] = [];
   const holders: FencekeeperClient[] = [];
   const held: Lease[] = [];
   let lost = 0;
   const rows: SizeRow[] = [];
   let restart: { ms: number; lostAfter: number } | undefined;
+  let rolling: { ms: number[]; lostAfter: number } | undefined;
   let empty: Latency;
   try {
     for (let i = 0; i < 3; i++) replicas.push(await start());
@@ -157,15 +170,17 @@ async function run(ctx: Context): Promise<Outcome> {
 
     ctx.progress("scale: a replica killed and started again");
     const lostBefore = lost;
-    replicas[0].process.kill("SIGKILL");
-    await replicas[0].stop().catch(() => undefined);
-    const t = performance.now();
-    replicas[0] = await start();
-    await clientsFor(replicas[0].url).lease.describe({ resource: `scale-${ctx.runId}-0` });
-    const restartMs = performance.now() - t;
+    const restartMs = await restartReplica(0);
     // Two TTLs: any session that depended on the killed replica and was not renewed elsewhere is gone by then.
     await sleep(2 * TTL_MS);
     restart = { ms: restartMs, lostAfter: lost - lostBefore };
+
+    ctx.progress("scale: a rolling restart, each replica killed and started again in turn");
+    const lostBeforeRolling = lost;
+    const rollingMs: number[] = [];
+    for (let i = 0; i < replicas.length; i++) rollingMs.push(await restartReplica(i));
+    await sleep(2 * TTL_MS);
+    rolling = { ms: rollingMs, lostAfter: lost - lostBeforeRolling };
   } finally {
     ctx.progress("scale: releasing and stopping");
     await Promise.all(holders.map((h) => h.close().catch(() => undefined)));
@@ -210,6 +225,7 @@ async function run(ctx: Context): Promise<Outcome> {
     ]);
   }
   if (restart) table.note(`a replica killed and started again at ${num(rows.at(-1)?.held ?? 0)} held: answering after ${num(restart.ms)} ms; lost in the two TTLs after: ${restart.lostAfter}`);
+  if (rolling) table.note(`a rolling restart (each of the 3 killed and started again in turn): answering after ${rolling.ms.map((x) => num(x)).join(", ")} ms; lost in the two TTLs after the last: ${rolling.lostAfter}`);
 
   const last = rows.at(-1);
   const checks: Check[] = [];
@@ -227,13 +243,20 @@ async function run(ctx: Context): Promise<Outcome> {
       },
     );
     if (restart) checks.push({ target: "41.5 a replica restarted: serving within 10 s, nothing lost", status: met(restart.ms <= TARGET.restartMs && restart.lostAfter === 0), detail: `${num(restart.ms)} ms, ${restart.lostAfter} lost` });
+    if (rolling) {
+      checks.push({
+        target: "41.5 a rolling restart of all three: each serving within 10 s, nothing lost",
+        status: met(Math.max(...rolling.ms) <= TARGET.restartMs && rolling.lostAfter === 0),
+        detail: `${rolling.ms.map((x) => num(x)).join(", ")} ms, ${rolling.lostAfter} lost`,
+      });
+    }
   }
-  return { json: { perSession: flags.perSession, ttlMs: TTL_MS, empty: empty!, rows, restart }, checks };
+  return { json: { perSession: flags.perSession, ttlMs: TTL_MS, empty: empty!, rows, restart, rolling }, checks };
 }
 
 export const scale: Scenario = {
   name: "scale",
-  about: "resources held on sessions (--held N[,N...], --per-session) through 3 replicas on a 3-member etcd: acquire time, CPU and RSS of each process, etcd's size, fresh Acquire and Put p99 vs empty, lost, a replica's restart",
-  estimate: (f: Flags) => f.held.reduce((t, n) => t + n / 800 + f.hold + f.seconds, 0) + 60,
+  about: "resources held on sessions (--held N[,N...], --per-session) through 3 replicas on a 3-member etcd: acquire time, CPU and RSS of each process, etcd's size, fresh Acquire and Put p99 vs empty, lost, a replica's restart and a rolling restart",
+  estimate: (f: Flags) => f.held.reduce((t, n) => t + n / 800 + f.hold + f.seconds, 0) + 120,
   run,
 };
