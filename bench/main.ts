@@ -202,8 +202,8 @@ async function main(): Promise<number> {
 }
 
 function summarize(checks: Check[], failures: string[]): void {
-  console.log("\ntargets of issue 9");
-  // In the issue's order: scenario families report them in the order they run.
+  console.log("\ntargets (each named by its issue and item: 41.2 is issue 41's second)");
+  // In the issues' order: scenario families report them in the order they run.
   const order = (c: Check) => parseFloat(c.target);
   checks = [...checks].sort((a, b) => order(a) - order(b));
   const width = Math.max(...checks.map((c) => c.status.length), 8);

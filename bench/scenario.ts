@@ -1,5 +1,5 @@
 // What the runner gives a scenario family, and what a family gives back: its JSON and its verdicts on
-// the targets of issue 9.
+// the targets of the issues it measures (each target named by its issue and item, as "41.2").
 import type { TestEtcd } from "../test/harness/etcd.js";
 import type { TestServer } from "../test/harness/server.js";
 
