@@ -10,7 +10,7 @@ import { ErrorInfoSchema } from "../gen/ts/google/rpc/error_details_pb.js";
 import { FencedStoreService } from "../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService } from "../gen/ts/fencekeeper/v1/lease_pb.js";
 import { createApp } from "./app.js";
-import { auditKeys } from "./audit/keys.js";
+import { auditKeys } from "./audit/keys-loaded.js";
 import { startAudit } from "./audit/start.js";
 import { Access } from "./auth/access.js";
 import { credentialsOf } from "./rpc/authentication.js";

@@ -15,7 +15,7 @@ import type { LeaseCoordinator } from "../lease/coordinator.js";
 import type { KeepAliveRequest, KeepAliveResponseSchema, LeaseRenewalSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { AsyncQueue } from "../streams/async-queue.js";
 import { seconds } from "./convert.js";
-import { toStatus } from "../rpc/errors.js";
+import { toStatus } from "../rpc/status.js";
 
 type Answer = MessageInitShape<typeof KeepAliveResponseSchema>;
 type Renewal = MessageInitShape<typeof LeaseRenewalSchema>;

@@ -20,7 +20,7 @@ import {
   type ReleaseRequest,
 } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import type { CallContext } from "../rpc/call-context.js";
-import { toStatus } from "../rpc/errors.js";
+import { toStatus } from "../rpc/status.js";
 import { tokenFromProto, waitEnd } from "./convert.js";
 
 type Grant = MessageInitShape<typeof AcquireResponseSchema>;

@@ -10,7 +10,7 @@ import { checkBatch } from "../store/batch-limits.js";
 import type { Commit, FencedStore, Mutation, StoreOp } from "../store/fenced-store.js";
 import { fenceModeFromProto, tokenFromProto } from "./convert.js";
 import type { CallContext } from "../rpc/call-context.js";
-import { toStatus } from "../rpc/errors.js";
+import { toStatus } from "../rpc/status.js";
 
 function mutation(resource: string, m: ProtoMutation | undefined, ops: StoreOp[], access: Access, ctx: HasValues): Mutation {
   checkResource(resource);

@@ -1,5 +1,5 @@
 // Failures the domain reports, in the domain's words. The transport maps each kind to a gRPC code and
-// each reason to a google.rpc.ErrorInfo (server/rpc/errors.ts); nothing here knows about gRPC.
+// each reason to a google.rpc.ErrorInfo (server/rpc/status.ts); nothing here knows about gRPC.
 import type { Token } from "../tokens/token.js";
 
 /** The reasons of ErrorReason in proto/fencekeeper/v1/errors.proto. */

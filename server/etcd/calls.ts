@@ -1,7 +1,7 @@
 // Every call the server makes to etcd runs through here: timed for the observer (the metrics), and its
-// failure classified once (errors.ts).
+// failure classified once (classify.ts).
 import { SpanKind } from "@opentelemetry/api";
-import { classify } from "./errors.js";
+import { classify } from "./classify.js";
 import { inSpan, tracing } from "../tracing/tracer.js";
 
 /**

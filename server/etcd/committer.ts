@@ -38,7 +38,7 @@
 // the resource), the group learns its value from the failure branch and goes again.
 import type { Etcd3, ICompare, IRequestOp, IResponseOp, ITxnRequest, ITxnResponse } from "etcd3";
 import type { EtcdCalls } from "./calls.js";
-import { EtcdLeaseNotFound, EtcdRefused } from "./errors.js";
+import { EtcdLeaseNotFound, EtcdRefused } from "./classify.js";
 import { decodeUsage, encodeUsage } from "./keys.js";
 import type { HoldMember } from "./hold.js";
 import { cmp, op } from "./ops.js";

@@ -394,7 +394,7 @@ export function decodeOwner(kv: IKeyValue): Owner {
     value,
     nonce: String(v.nonce ?? ""),
     revision: BigInt(kv.mod_revision),
-    maxHolders: maxHoldersOf(v.maxHolders),
+    maxHolders: holderCapOf(v.maxHolders),
   };
 }
 
@@ -406,13 +406,14 @@ function splitOwner(raw: Buffer): { head: Buffer; value: Uint8Array } {
 /** The most holders a holder's or waiter's value names: 0 when it names none (a shared holding without a cap). */
 export function decodeMaxHolders(value: Buffer): number {
   try {
-    return maxHoldersOf(JSON.parse(splitOwner(value).head.toString()).maxHolders);
+    return holderCapOf(JSON.parse(splitOwner(value).head.toString()).maxHolders);
   } catch {
     return 0;
   }
 }
 
-const maxHoldersOf = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v > 0 ? v : 0);
+/** A stored max_holders: a positive integer, or 0 (no cap) for anything else. */
+const holderCapOf = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v > 0 ? v : 0);
 
 /** The greatest generation issued, from the issued key as read (0: none yet). */
 export function lastIssuedOf(kv: IKeyValue | undefined): bigint {

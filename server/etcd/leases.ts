@@ -39,7 +39,7 @@
 import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
 import { DomainError, unavailable } from "../errors/errors.js";
 import type { EtcdCalls } from "./calls.js";
-import { EtcdLeaseNotFound } from "./errors.js";
+import { EtcdLeaseNotFound } from "./classify.js";
 import { delayLeaseOf } from "./keys.js";
 import { eventually } from "./retry.js";
 

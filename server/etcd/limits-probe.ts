@@ -3,7 +3,7 @@
 // so that it changes nothing.
 import type { Etcd3 } from "etcd3";
 import type { EtcdCalls } from "./calls.js";
-import { EtcdRefused, EtcdResponseTooLarge } from "./errors.js";
+import { EtcdRefused, EtcdResponseTooLarge } from "./classify.js";
 import type { KeyLayout } from "./keys.js";
 import { cmp, op } from "./ops.js";
 

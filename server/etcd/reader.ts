@@ -5,7 +5,7 @@ import { DomainError } from "../errors/errors.js";
 import { AsyncQueue } from "../streams/async-queue.js";
 import type { EtcdCalls } from "./calls.js";
 import { readPolicy } from "./client.js";
-import { classify } from "./errors.js";
+import { classify } from "./classify.js";
 import { prefixEnd } from "./keys.js";
 import type { Reads } from "./reads.js";
 

@@ -19,7 +19,7 @@
 import { randomBytes } from "node:crypto";
 import type { IRangeResponse, IRequestOp, IResponseOp } from "etcd3";
 import { DomainError, leaseNotFound, notHolder } from "../errors/errors.js";
-import { EtcdLeaseNotFound } from "../etcd/errors.js";
+import { EtcdLeaseNotFound } from "../etcd/classify.js";
 import { inLine, type DomainEvents } from "../events/events.js";
 import type { Limits } from "../validation/limits.js";
 import type { AcquireMode, Token } from "../tokens/token.js";

@@ -9,7 +9,7 @@
 // client on one replica (gRPC keeps a client on one HTTP/2 connection) the sum over replicas is the
 // number of leases held.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { codeNameOf } from "../rpc/errors.js";
+import { codeNameOf } from "../rpc/status.js";
 import type { DomainEvents } from "../events/events.js";
 
 /** The leases granted here and not seen end, each with when its last-known TTL runs out (ms since the epoch). */

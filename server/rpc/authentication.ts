@@ -13,7 +13,7 @@ import { CALLER, CREDENTIALS, PEER } from "../auth/access.js";
 import type { Authenticator } from "../auth/authenticator.js";
 import type { Principal } from "../auth/principal.js";
 import { DomainError } from "../errors/errors.js";
-import { toConnectError } from "./errors.js";
+import { toConnectError } from "./status.js";
 import { hostRefusal, type HostRule } from "./host-rule.js";
 
 const OPEN_SERVICES = new Set(["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]);

@@ -8,7 +8,7 @@
 //   4. authorized    from one table of method -> verb and resource, once per call (authorization.ts);
 //                    charged to its caller from one table of method -> budgets (server/budgets/ledger.ts)
 //   5. handled       the handler translates protobuf to a domain call and back, nothing more
-//   6. mapped        a failure becomes the status the client is told (errors.ts, sendable-errors.ts)
+//   6. mapped        a failure becomes the status the client is told (status.ts, sendable-errors.ts)
 //
 // Steps 4 to 6 wrap the handlers themselves (handlers() below), so both adapters run the very same code
 // for them. Steps 1 to 3 are run by serveUnary() for the unary fast path, and by interceptors() for
@@ -28,7 +28,7 @@ import type { CallContext } from "./call-context.js";
 import { inCallScope } from "./call-scope.js";
 import type { CallObserver } from "./call-observer.js";
 import { callerFaults } from "./caller-faults.js";
-import { toConnectError } from "./errors.js";
+import { toConnectError } from "./status.js";
 import type { InFlightCalls } from "./in-flight.js";
 import { sendableErrors } from "./sendable-errors.js";
 import { tracer } from "../tracing/tracer.js";

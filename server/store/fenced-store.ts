@@ -23,7 +23,7 @@ import type { Token } from "../tokens/token.js";
 import { checkIdempotencyKey, checkKey, checkPrefix, checkResource, checkToken, checkValue } from "../validation/validate.js";
 import type { Committer, Guard, UsageChange } from "../etcd/committer.js";
 import type { HoldMember } from "../etcd/hold.js";
-import { EtcdLeaseNotFound, EtcdResponseTooLarge } from "../etcd/errors.js";
+import { EtcdLeaseNotFound, EtcdResponseTooLarge } from "../etcd/classify.js";
 import {
   decodeGeneration,
   decodeRecord,
