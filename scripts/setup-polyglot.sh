@@ -168,6 +168,18 @@ elif ! built client-go "$hash" || [ ! -x "$out/client-go/fk-client-go-probe" ] |
   mark_built client-go "$hash"
 fi
 
+# controller-runtime's manager electing through sdk/go/resourcelock: its probe, a module of its own
+# (sdk/go/resourcelock/controller-runtime-probe, which brings sigs.k8s.io/controller-runtime, so that the
+# lock's module does not), which test/integrations/controller-runtime.test.ts drives.
+hash=$(fingerprint gen/go sdk/go)
+if ! command -v go >/dev/null 2>&1; then
+  missing controller-runtime "Go is not installed. Install Go 1.26 or newer: https://go.dev/doc/install"
+elif ! built controller-runtime "$hash" || [ ! -x "$out/client-go/fk-controller-runtime-probe" ]; then
+  echo "setup-polyglot: building sdk/go/resourcelock's controller-runtime probe" >&2
+  (cd sdk/go/resourcelock/controller-runtime-probe && go vet . && go build -o "../../../../$out/client-go/fk-controller-runtime-probe" .)
+  mark_built controller-runtime "$hash"
+fi
+
 # Java integrations (sdk/java-integrations, io.fencekeeper:fencekeeper-integrations): the ShedLock
 # LockProvider and Spring Integration LockRegistry, installed in the local Maven repository beside the
 # client library they take by its coordinates, then their probe
