@@ -32,6 +32,17 @@ export class Reads<T> {
     );
   }
 
+  /** Several reads of the same shape in one transaction: what each found, in order. */
+  static all<T>(parts: Reads<T>[]): Reads<T[]> {
+    return new Reads(
+      parts.flatMap((p) => p.requests),
+      (ranges) => {
+        let at = 0;
+        return parts.map((p) => p.decode(ranges.slice(at, (at += p.requests.length))));
+      },
+    );
+  }
+
   static one(request: IRangeRequest): Reads<IRangeResponse> {
     return new Reads([request], ([r]) => r);
   }

@@ -5,9 +5,9 @@ import { kindOf, refusalOf, type RenewalVia } from "../events/events.js";
 import type { Token } from "../tokens/token.js";
 import { checkHolder, checkLeaseId, checkResource, checkToken, ttlSeconds } from "../validation/validate.js";
 import { acquisitionBytes, giveBackLeaseBytes } from "../budgets/lease-bytes.js";
-import { decodeGeneration, decodeOwner, decodePreempted, type Owner, encodeHolder, holderKeyOf, holds, lastIssuedOf } from "../etcd/keys.js";
+import { decodeGeneration, decodeOwner, decodePreempted, type KeyLayout, type Owner, encodeHolder, holderKeyOf, holds, lastIssuedOf } from "../etcd/keys.js";
 import { op } from "../etcd/ops.js";
-import { reads } from "../etcd/reads.js";
+import { reads, Reads } from "../etcd/reads.js";
 import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acquisition.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import type { TokenSigner } from "../tokens/signer.js";
@@ -72,6 +72,21 @@ export interface CoordinatorDeps extends AcquireDeps {
   signer: TokenSigner;
   tokens: TokenChecks;
 }
+
+/** What describing a resource reads: six ranges, in one transaction with others' when listing. */
+function describeReads(keys: KeyLayout, resource: string) {
+  const [line, lineEnd] = keys.lineRange(resource);
+  return reads({
+    owner: { key: keys.ownerKey(resource) },
+    line: { key: line, range_end: lineEnd, count_only: true },
+    fence: { key: keys.fenceKey(resource) },
+    issued: { key: keys.issuedKey(resource) },
+    shared: sharedHolders(keys, resource),
+    lockDelay: { key: keys.lockDelayKey(resource) },
+  });
+}
+
+type DescribeFound = ReturnType<typeof describeReads> extends Reads<infer T> ? T : never;
 
 export class LeaseCoordinator {
   private readonly tokens: TokenChecks;
@@ -231,19 +246,13 @@ export class LeaseCoordinator {
   async describe(resource: string, viewer: string | undefined, page: DescribePage): Promise<Description> {
     checkResource(resource);
     const after = holdersAfter(page.holdersPageToken ?? "");
-    const { keys, reader, leases } = this.d;
-    const [line, lineEnd] = keys.lineRange(resource);
-    const { found } = await reader.snapshot(
-      "describe",
-      reads({
-        owner: { key: keys.ownerKey(resource) },
-        line: { key: line, range_end: lineEnd, count_only: true },
-        fence: { key: keys.fenceKey(resource) },
-        issued: { key: keys.issuedKey(resource) },
-        shared: sharedHolders(keys, resource),
-        lockDelay: { key: keys.lockDelayKey(resource) },
-      }),
-    );
+    const { found } = await this.d.reader.snapshot("describe", describeReads(this.d.keys, resource));
+    return this.described(resource, found, after, viewer, page);
+  }
+
+  /** The description of a resource from what describeReads found. */
+  private async described(resource: string, found: DescribeFound, after: bigint, viewer: string | undefined, page: DescribePage): Promise<Description> {
+    const { leases } = this.d;
     const { owner, fence, issued, shared, lockDelay } = found;
     const exclusive = owner.kvs[0] ? decodeOwner(owner.kvs[0]) : undefined;
     const all: { o: Owner; mode: "exclusive" | "shared" }[] = exclusive ? [{ o: exclusive, mode: "exclusive" }] : decodeShared(shared.kvs).map((o) => ({ o, mode: "shared" }));
@@ -300,9 +309,12 @@ export class LeaseCoordinator {
     // A few describes at a time: a page may name a thousand resources, and each may carry a 1 MiB
     // value. One first, then twice as many each round up to LIST_DESCRIBES, so that a page of large
     // values reads from etcd little more than it sends.
+    // Each round's resources are read in one transaction (six ranges each: LIST_DESCRIBES of them stay
+    // within etcd's 128 operations), not one transaction each.
     for (let i = 0, n = 1; i < page.resources.length; i += n, n = Math.min(2 * n, LIST_DESCRIBES)) {
       const part = page.resources.slice(i, i + n);
-      const described = await Promise.all(part.map(async (resource) => ({ resource, description: await this.describe(resource, viewer, { maxBytes: Math.max(left, 1), ttls }) })));
+      const { found } = await this.d.reader.snapshot("describe", Reads.all(part.map((resource) => describeReads(this.d.keys, resource))));
+      const described = await Promise.all(part.map(async (resource, j) => ({ resource, description: await this.described(resource, found[j], 0n, viewer, { maxBytes: Math.max(left, 1), ttls }) })));
       for (const r of described) {
         const bytes = describedBytes(r.resource, r.description);
         const first = resources.length === 0;

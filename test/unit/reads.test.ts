@@ -34,4 +34,14 @@ describe("reads by name", () => {
     expect(found.fence.kvs[0].key.toString()).to.equal("fence");
     expect(() => r.decodeTxn(responses.slice(0, 1))).to.throw("2 reads were answered by 1 ranges");
   });
+
+  it("reads several parts of one shape in one transaction, each decoded from its own answers", () => {
+    const one = (name: string) => reads({ owner: key(`${name}/owner`), shared: [key(`${name}/s1`), key(`${name}/s2`)], none: Reads.nothing() });
+    const r = Reads.all(["a", "b", "c"].map(one));
+    expect(r.requests).to.have.length(9);
+    const found = r.decode(r.requests.map((q) => answer(q.key as Buffer)));
+    expect(found.map((f) => f.owner.kvs[0].key.toString())).to.deep.equal(["a/owner", "b/owner", "c/owner"]);
+    expect(found[2].shared.map((x) => x.kvs[0].key.toString())).to.deep.equal(["c/s1", "c/s2"]);
+    expect(Reads.all([]).decode([])).to.deep.equal([]);
+  });
 });
