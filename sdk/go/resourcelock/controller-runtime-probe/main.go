@@ -41,7 +41,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -54,6 +53,7 @@ import (
 
 	fencekeeper "github.com/fencekeeper/fencekeeper/sdk/go"
 	"github.com/fencekeeper/fencekeeper/sdk/go/resourcelock"
+	"github.com/fencekeeper/fencekeeper/sdk/go/resourcelock/internal/probeio"
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/client-go/rest"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -61,33 +61,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
-
-var out sync.Mutex
-
-func emit(event string, fields map[string]any) {
-	line := map[string]any{"event": event, "at": ms(time.Now())}
-	for k, v := range fields {
-		line[k] = v
-	}
-	b, _ := json.Marshal(line)
-	out.Lock()
-	defer out.Unlock()
-	fmt.Println(string(b))
-}
-
-func ms(t time.Time) float64 { return float64(t.UnixNano()) / 1e6 }
-
-// lossFields says how a lease ended, from its error.
-func lossFields(err error) map[string]any {
-	var lost *fencekeeper.LeaseLostError
-	if errors.As(err, &lost) {
-		return map[string]any{"why": string(lost.Why), "valid_until": ms(lost.ValidUntil), "lost_at": ms(lost.LostAt), "generation": strconv.FormatInt(lost.Token.Generation, 10)}
-	}
-	if err == nil {
-		return map[string]any{"why": "held"}
-	}
-	return map[string]any{"cause": err.Error()}
-}
 
 // observing is the lock as the manager gets it: every call is the lock's, and a Get that reads another
 // holder than the previous one is printed (controller-runtime's manager has no OnNewLeader to print it).
@@ -108,7 +81,7 @@ func (o *observing) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, 
 		}
 		o.mu.Unlock()
 		if changed {
-			emit("observed-leader", map[string]any{"identity": record.HolderIdentity})
+			probeio.Emit("observed-leader", map[string]any{"identity": record.HolderIdentity})
 		}
 	}
 	return record, raw, err
@@ -127,7 +100,7 @@ func apiServer() (string, error) {
 			if err != nil {
 				return
 			}
-			emit("api-contacted", map[string]any{"remote": conn.RemoteAddr().String()})
+			probeio.Emit("api-contacted", map[string]any{"remote": conn.RemoteAddr().String()})
 			conn.Close()
 		}
 	}()
@@ -186,24 +159,24 @@ func main() {
 		leading := lock.Context(ctx)
 		token, ok := resourcelock.TokenFrom(leading)
 		if !ok {
-			emit("ended", map[string]any{"cause": context.Cause(leading).Error()})
+			probeio.Emit("ended", map[string]any{"cause": context.Cause(leading).Error()})
 			return nil
 		}
 		mu.Lock()
 		elected = &token
 		mu.Unlock()
-		emit("elected", map[string]any{"generation": strconv.FormatInt(token.Generation, 10)})
+		probeio.Emit("elected", map[string]any{"generation": strconv.FormatInt(token.Generation, 10)})
 		<-leading.Done()
 		cause := context.Cause(leading)
 		var lost *fencekeeper.LeaseLostError
 		if errors.As(cause, &lost) {
-			emit("lost", lossFields(lost))
+			probeio.Emit("lost", probeio.LossFields(lost))
 			if *stopOnLoss {
 				return lost
 			}
 			return nil
 		}
-		emit("ended", map[string]any{"cause": cause.Error(), "generation": strconv.FormatInt(token.Generation, 10)})
+		probeio.Emit("ended", map[string]any{"cause": cause.Error(), "generation": strconv.FormatInt(token.Generation, 10)})
 		return nil
 	}))
 	if err != nil {
@@ -221,9 +194,9 @@ func main() {
 		if startErr != nil {
 			fields["error"] = startErr.Error()
 		}
-		emit("stopped", fields)
+		probeio.Emit("stopped", fields)
 	}()
-	emit("ready", nil)
+	probeio.Emit("ready", nil)
 
 	lines := bufio.NewScanner(os.Stdin)
 	for lines.Scan() {
@@ -233,42 +206,20 @@ func main() {
 		}
 		switch fields[0] {
 		case "write":
-			if len(fields) != 3 {
-				emit("error", map[string]any{"message": "write K V"})
-				continue
-			}
 			mu.Lock()
 			token := elected
 			mu.Unlock()
-			if token == nil {
-				emit("write", map[string]any{"ok": false, "error": "never elected"})
-				continue
-			}
-			wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			commit, err := fk.Store().Put(wctx, *token, fields[1], []byte(fields[2]), fencekeeper.WithFenceMode(fencekeeper.FenceLive))
-			cancel()
-			line := map[string]any{"ok": err == nil, "generation": strconv.FormatInt(token.Generation, 10)}
-			if err != nil {
-				var se *fencekeeper.StatusError
-				line["error"] = fmt.Sprintf("%T", err)
-				if errors.As(err, &se) {
-					line["reason"] = se.Reason
-				}
-				line["message"] = err.Error()
-			} else {
-				line["fence"] = strconv.FormatInt(commit.Fence, 10)
-			}
-			emit("write", line)
+			probeio.Write(fk, token, fields[1:])
 		case "release":
 			stop()
 			<-done
 			fields := map[string]any{}
 			if lease := lock.Lease(); lease != nil {
-				fields = lossFields(lease.Err())
+				fields = probeio.LossFields(lease.Err())
 			}
-			emit("released", fields)
+			probeio.Emit("released", fields)
 		default:
-			emit("error", map[string]any{"message": "unknown command " + fields[0]})
+			probeio.Emit("error", map[string]any{"message": "unknown command " + fields[0]})
 		}
 	}
 	stop()

@@ -28,7 +28,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,36 +39,10 @@ import (
 
 	fencekeeper "github.com/fencekeeper/fencekeeper/sdk/go"
 	"github.com/fencekeeper/fencekeeper/sdk/go/resourcelock"
+	"github.com/fencekeeper/fencekeeper/sdk/go/resourcelock/internal/probeio"
 	"k8s.io/client-go/tools/leaderelection"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
 )
-
-var out sync.Mutex
-
-func emit(event string, fields map[string]any) {
-	line := map[string]any{"event": event, "at": ms(time.Now())}
-	for k, v := range fields {
-		line[k] = v
-	}
-	b, _ := json.Marshal(line)
-	out.Lock()
-	defer out.Unlock()
-	fmt.Println(string(b))
-}
-
-func ms(t time.Time) float64 { return float64(t.UnixNano()) / 1e6 }
-
-// lossFields says how a lease ended, from its error.
-func lossFields(err error) map[string]any {
-	var lost *fencekeeper.LeaseLostError
-	if errors.As(err, &lost) {
-		return map[string]any{"why": string(lost.Why), "valid_until": ms(lost.ValidUntil), "lost_at": ms(lost.LostAt), "generation": strconv.FormatInt(lost.Token.Generation, 10)}
-	}
-	if err == nil {
-		return map[string]any{"why": "held"}
-	}
-	return map[string]any{"cause": err.Error()}
-}
 
 func main() {
 	server := flag.String("server", "", "server URLs, comma-separated")
@@ -106,28 +79,28 @@ func main() {
 				leading := lock.Context(ctx)
 				token, ok := resourcelock.TokenFrom(leading)
 				if !ok {
-					emit("ended", map[string]any{"cause": context.Cause(leading).Error()})
+					probeio.Emit("ended", map[string]any{"cause": context.Cause(leading).Error()})
 					return
 				}
 				mu.Lock()
 				elected = &token
 				mu.Unlock()
-				emit("elected", map[string]any{"generation": strconv.FormatInt(token.Generation, 10)})
+				probeio.Emit("elected", map[string]any{"generation": strconv.FormatInt(token.Generation, 10)})
 				go func() {
 					<-ctx.Done()
-					emit("client-go-ended", map[string]any{"generation": strconv.FormatInt(token.Generation, 10)})
+					probeio.Emit("client-go-ended", map[string]any{"generation": strconv.FormatInt(token.Generation, 10)})
 				}()
 				<-leading.Done()
 				cause := context.Cause(leading)
 				var lost *fencekeeper.LeaseLostError
 				if errors.As(cause, &lost) {
-					emit("lost", lossFields(lost))
+					probeio.Emit("lost", probeio.LossFields(lost))
 				} else {
-					emit("ended", map[string]any{"cause": cause.Error(), "generation": strconv.FormatInt(token.Generation, 10)})
+					probeio.Emit("ended", map[string]any{"cause": cause.Error(), "generation": strconv.FormatInt(token.Generation, 10)})
 				}
 			},
-			OnStoppedLeading: func() { emit("stopped-leading", nil) },
-			OnNewLeader:      func(id string) { emit("new-leader", map[string]any{"identity": id}) },
+			OnStoppedLeading: func() { probeio.Emit("stopped-leading", nil) },
+			OnNewLeader:      func(id string) { probeio.Emit("new-leader", map[string]any{"identity": id}) },
 		},
 	}
 
@@ -140,16 +113,16 @@ func main() {
 				leaderelection.RunOrDie(ctx, config)
 				fields := map[string]any{}
 				if lease := lock.Lease(); lease != nil {
-					fields = lossFields(lease.Err())
+					fields = probeio.LossFields(lease.Err())
 				}
-				emit("returned", fields)
+				probeio.Emit("returned", fields)
 			}
 		}()
 		return done
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := campaign(ctx)
-	emit("ready", nil)
+	probeio.Emit("ready", nil)
 
 	lines := bufio.NewScanner(os.Stdin)
 	for lines.Scan() {
@@ -159,48 +132,26 @@ func main() {
 		}
 		switch fields[0] {
 		case "write":
-			if len(fields) != 3 {
-				emit("error", map[string]any{"message": "write K V"})
-				continue
-			}
 			mu.Lock()
 			token := elected
 			mu.Unlock()
-			if token == nil {
-				emit("write", map[string]any{"ok": false, "error": "never elected"})
-				continue
-			}
-			wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			commit, err := fk.Store().Put(wctx, *token, fields[1], []byte(fields[2]), fencekeeper.WithFenceMode(fencekeeper.FenceLive))
-			cancel()
-			line := map[string]any{"ok": err == nil, "generation": strconv.FormatInt(token.Generation, 10)}
-			if err != nil {
-				var se *fencekeeper.StatusError
-				line["error"] = fmt.Sprintf("%T", err)
-				if errors.As(err, &se) {
-					line["reason"] = se.Reason
-				}
-				line["message"] = err.Error()
-			} else {
-				line["fence"] = strconv.FormatInt(commit.Fence, 10)
-			}
-			emit("write", line)
+			probeio.Write(fk, token, fields[1:])
 		case "release":
 			stop()
 			<-done
 			fields := map[string]any{}
 			if lease := lock.Lease(); lease != nil {
-				fields = lossFields(lease.Err())
+				fields = probeio.LossFields(lease.Err())
 			}
-			emit("released", fields)
+			probeio.Emit("released", fields)
 		case "campaign":
 			stop()
 			<-done
 			ctx, stop = context.WithCancel(context.Background())
 			done = campaign(ctx)
-			emit("campaigning", nil)
+			probeio.Emit("campaigning", nil)
 		default:
-			emit("error", map[string]any{"message": "unknown command " + fields[0]})
+			probeio.Emit("error", map[string]any{"message": "unknown command " + fields[0]})
 		}
 	}
 	stop()
