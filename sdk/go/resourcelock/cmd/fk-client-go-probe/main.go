@@ -26,7 +26,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -124,36 +123,26 @@ func main() {
 	done := campaign(ctx)
 	probeio.Emit("ready", nil)
 
-	lines := bufio.NewScanner(os.Stdin)
-	for lines.Scan() {
-		fields := strings.Fields(lines.Text())
-		if len(fields) == 0 {
-			continue
-		}
-		switch fields[0] {
-		case "write":
+	probeio.Serve(map[string]func([]string){
+		"write": func(args []string) {
 			mu.Lock()
 			token := elected
 			mu.Unlock()
-			probeio.Write(fk, token, fields[1:])
-		case "release":
+			probeio.Write(fk, token, args)
+		},
+		"release": func([]string) {
 			stop()
 			<-done
-			fields := map[string]any{}
-			if lease := lock.Lease(); lease != nil {
-				fields = probeio.LossFields(lease.Err())
-			}
-			probeio.Emit("released", fields)
-		case "campaign":
+			probeio.Released(lock.Lease())
+		},
+		"campaign": func([]string) {
 			stop()
 			<-done
 			ctx, stop = context.WithCancel(context.Background())
 			done = campaign(ctx)
 			probeio.Emit("campaigning", nil)
-		default:
-			probeio.Emit("error", map[string]any{"message": "unknown command " + fields[0]})
-		}
-	}
+		},
+	})
 	stop()
 	<-done
 }

@@ -4,11 +4,14 @@
 package probeio
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,4 +74,30 @@ func Write(fk *fencekeeper.Client, token *fencekeeper.Token, args []string) {
 		line["fence"] = strconv.FormatInt(commit.Fence, 10)
 	}
 	Emit("write", line)
+}
+
+// Released prints the event "released" with how the lease ended (no fields: never elected).
+func Released(lease *fencekeeper.Lease) {
+	fields := map[string]any{}
+	if lease != nil {
+		fields = LossFields(lease.Err())
+	}
+	Emit("released", fields)
+}
+
+// Serve runs the commands read from stdin, one a line, each by its first word with the words after it;
+// an unknown one is answered with an error event. It returns at the end of stdin.
+func Serve(commands map[string]func(args []string)) {
+	lines := bufio.NewScanner(os.Stdin)
+	for lines.Scan() {
+		fields := strings.Fields(lines.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		if run, ok := commands[fields[0]]; ok {
+			run(fields[1:])
+		} else {
+			Emit("error", map[string]any{"message": "unknown command " + fields[0]})
+		}
+	}
 }
