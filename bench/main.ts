@@ -105,7 +105,7 @@ async function main(): Promise<number> {
   const { flags, only } = parseFlags();
   const estimate = only.reduce((t, s) => t + s.estimate(flags), 0);
   console.log(
-    `fencekeeper benchmark (issue 9): ${only.map((s) => s.name).join(", ")}; ${flags.seconds} s per row` +
+    `fencekeeper benchmark: ${only.map((s) => s.name).join(", ")}; ${flags.seconds} s per row` +
       (only.includes(leases) ? `, ${flags.leases.toLocaleString("en-US")} leases held ${flags.hold} s` : "") +
       `; about ${Math.ceil(estimate / 60)} min. ${cpus().length} cores, one etcd node, node ${process.version}.`,
   );

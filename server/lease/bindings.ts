@@ -71,18 +71,28 @@ export class BindingReads {
     judge(owner, leaseId, principal, "lease");
   }
 
+  /**
+   * Sends the caller whose turn it is its oldest reads, as many as one transaction takes (READS_PER_TXN
+   * ids: a caller's unary Renews waiting together go in one read), while fewer than READS_IN_FLIGHT are
+   * at etcd.
+   */
   private pump(): void {
     while (this.inFlight < READS_IN_FLIGHT && this.queues.size > 0) {
       const [caller, queue] = this.queues.entries().next().value!;
-      const next = queue.shift()!;
+      const batch = [queue.shift()!];
+      let ids = batch[0].ids.length;
+      while (queue.length > 0 && ids + queue[0].ids.length <= READS_PER_TXN) {
+        ids += queue[0].ids.length;
+        batch.push(queue.shift()!);
+      }
       this.queues.delete(caller);
       if (queue.length > 0) this.queues.set(caller, queue); // to the back of the turn order
       this.inFlight++;
       this.d.reader
-        .snapshot("check binding", Reads.each(next.ids.map((id) => ({ key: this.d.keys.bindingKey(id) }))).map((found) => found.map((r) => decodeBinding(r.kvs[0]))))
+        .snapshot("check binding", Reads.all(batch.map((r) => Reads.each(r.ids.map((id) => ({ key: this.d.keys.bindingKey(id) }))).map((found) => found.map((f) => decodeBinding(f.kvs[0]))))))
         .then(
-          (snap) => next.resolve(snap.found),
-          (err: unknown) => next.reject(err),
+          (snap) => batch.forEach((r, i) => r.resolve(snap.found[i])),
+          (err: unknown) => batch.forEach((r) => r.reject(err)),
         )
         .finally(() => {
           this.inFlight--;

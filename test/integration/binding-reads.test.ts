@@ -6,7 +6,7 @@ import { expect } from "chai";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { connectEtcd } from "../../server/etcd/client.js";
 import { EtcdCalls } from "../../server/etcd/calls.js";
-import { KeyLayout } from "../../server/etcd/keys.js";
+import { encodeBinding, KeyLayout } from "../../server/etcd/keys.js";
 import { Reader } from "../../server/etcd/reader.js";
 import { BindingReads } from "../../server/lease/bindings.js";
 
@@ -42,6 +42,28 @@ describe("binding reads in turn per caller", function () {
       // a few may come back while its own is at etcd. Without turns it was sent, and answered, last.
       expect(at).to.be.below(30);
       expect(done).to.have.length(201);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("a caller's reads waiting together go to etcd together: 300 one-id reads (unary Renews) in a few transactions, each answered with its own owner", async () => {
+    const client = connectEtcd({ endpoints: [etcd.endpoint], callTimeoutMs: 10_000 });
+    try {
+      let transactions = 0;
+      const calls = new EtcdCalls((what) => {
+        if (what === "check binding") transactions++;
+      });
+      const keys = new KeyLayout("/fk-test/");
+      const id = (i: number) => BigInt(5_000_000 + i);
+      // Every third lease is bound, each to a principal of its own: each read must get its own answer.
+      for (let i = 0; i < 300; i += 3) await client.put(keys.bindingKey(id(i))).value(encodeBinding(`p${i}`));
+      const reads = new BindingReads({ keys, reader: new Reader(client, calls) });
+      const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => reads.owners("renewer", [id(i)])));
+      expect(answers.map((a, i) => (a.length === 1 && a[0] === (i % 3 === 0 ? `p${i}` : undefined) ? "ok" : `${i}: ${a}`)).filter((x) => x !== "ok")).to.deep.equal([]);
+      // Eight go alone while nothing waits; the rest wait together, up to 100 ids a transaction.
+      console.log(`      300 reads of one id in ${transactions} transactions`);
+      expect(transactions).to.be.at.most(8 + 3);
     } finally {
       client.close();
     }
