@@ -3,9 +3,10 @@
 // renewed by the SDK as it renews any session). For each size of --held, ascending (the held set grows
 // from one size to the next): the time to acquire them; over --hold seconds, the CPU and peak RSS of each
 // replica and each etcd member, the sessions' renewals a second and etcd's database size; a fresh
-// Acquire's and a fenced Put's p50/p99 beside that load, against the same measured before anything was
-// held, in the same run; leases lost. Then a replica killed (SIGKILL) and started again under the largest
-// size: how long until it answers, and whether any held resource was lost; then a rolling restart, each
+// Acquire's and a fenced Put's p50/p99 beside that load, and an Observe's to its first message, against
+// the same measured before anything was held, in the same run; leases lost. Then a replica killed
+// (SIGKILL) and started again under the largest size: how long until it answers, and whether any held
+// resource was lost; then a rolling restart, each
 // of the three killed and started again in turn, the next once the one before answers. A replica comes
 // back on its own port, where the clients' server lists name it.
 //   npm run bench -- --only scale --held 100000,300000 --per-session 500 --hold 60
@@ -29,6 +30,8 @@ const TARGET = { bytesPerHeld: 1024, cpuPer100k: 0.1, acquireP99: 3, restartMs: 
 interface Latency {
   acquire: { p50: number; p99: number; n: number };
   put: { p50: number; p99: number; n: number };
+  /** An Observe of a held resource (any, at random), from its call to its first message. */
+  observe: { p50: number; p99: number; n: number };
 }
 
 interface SizeRow {
@@ -44,11 +47,26 @@ interface SizeRow {
   lost: number;
 }
 
-/** A fresh Acquire (a lease of its own, on a new resource), a fenced Put with its token and its Release, one after another for `seconds`. */
-async function trickle(c: Clients, prefix: string, seconds: number): Promise<Latency> {
+/**
+ * A fresh Acquire (a lease of its own, on a new resource), a fenced Put with its token and its Release,
+ * one after another for `seconds`; beside them, Observes of resources `observed` names, one after
+ * another, each ended at its first message.
+ */
+async function trickle(c: Clients, prefix: string, seconds: number, observed: () => string): Promise<Latency> {
   const acquire: number[] = [];
   const put: number[] = [];
+  const observe: number[] = [];
   const end = performance.now() + seconds * 1000;
+  const observing = (async () => {
+    while (performance.now() < end) {
+      const t = performance.now();
+      // Leaving the loop ends the stream (the client cancels it).
+      for await (const _ of c.lease.observe({ resource: observed() }, { timeoutMs: 10_000 })) {
+        observe.push(performance.now() - t);
+        break;
+      }
+    }
+  })();
   for (let i = 0; performance.now() < end; i++) {
     const resource = `${prefix}-${i}`;
     let t = performance.now();
@@ -59,11 +77,12 @@ async function trickle(c: Clients, prefix: string, seconds: number): Promise<Lat
     put.push(performance.now() - t);
     await c.lease.release({ token });
   }
+  await observing;
   const summary = (xs: number[]) => {
     const s = [...xs].sort((a, b) => a - b);
     return { p50: percentile(s, 50), p99: percentile(s, 99), n: s.length };
   };
-  return { acquire: summary(acquire), put: summary(put) };
+  return { acquire: summary(acquire), put: summary(put), observe: summary(observe) };
 }
 
 /** Renewals the replicas answered so far (every method, every result). */
@@ -113,7 +132,8 @@ async function run(ctx: Context): Promise<Outcome> {
     const measured = clientsFor(urls[0]);
     await sleep(2000);
     ctx.progress("scale: a fresh Acquire and a fenced Put with nothing held");
-    empty = await trickle(measured, `scale-${ctx.runId}-empty`, flags.seconds);
+    // With nothing held, the Observes name resources nobody holds (their first message says so).
+    empty = await trickle(measured, `scale-${ctx.runId}-empty`, flags.seconds, () => `scale-${ctx.runId}-${Math.floor(Math.random() * 1000)}`);
     const idle = replicas.map((r) => readProcess(r.process.pid!)?.rssMb ?? NaN);
     // What the replicas spend with nothing held (health probes, timers): subtracted from what holding costs.
     const idleSamplers = replicas.map((x) => new Sampler(x.process.pid!));
@@ -143,7 +163,7 @@ async function run(ctx: Context): Promise<Outcome> {
       const acquireSeconds = (performance.now() - from) / 1000;
 
       ctx.progress(`scale: ${held.length.toLocaleString("en-US")} held; a fresh Acquire and Put for ${flags.seconds} s, then ${flags.hold} s of renewals alone`);
-      const latency = await trickle(measured, `scale-${ctx.runId}-at-${size}`, flags.seconds);
+      const latency = await trickle(measured, `scale-${ctx.runId}-at-${size}`, flags.seconds, () => `scale-${ctx.runId}-${Math.floor(Math.random() * held.length)}`);
       // The cost of holding: renewals alone, without the trickle's calls.
       const samplers = [...replicas.map((x) => new Sampler(x.process.pid!)), ...cluster.members.map((m) => new Sampler(m.process!.pid!))];
       const renewedBefore = await renewals(replicas);
@@ -189,7 +209,7 @@ async function run(ctx: Context): Promise<Outcome> {
   }
 
   const table = new Table(
-    `held on sessions (${flags.perSession} a session, TTL ${TTL_MS / 1000} s) through 3 replicas on a 3-member etcd; CPU as a fraction of a core over ${flags.hold} s of renewals alone and peak RSS in MB (replicas: above idle); Acquire and Put: one at a time for ${flags.seconds} s before that`,
+    `held on sessions (${flags.perSession} a session, TTL ${TTL_MS / 1000} s) through 3 replicas on a 3-member etcd; CPU as a fraction of a core over ${flags.hold} s of renewals alone and peak RSS in MB (replicas: above idle); Acquire and Put: one at a time for ${flags.seconds} s before that, Observes (to the first message, of a held resource at random) beside them`,
     [
       { title: "held", width: 9 },
       { title: "acquired in s", width: 8 },
@@ -202,12 +222,13 @@ async function run(ctx: Context): Promise<Outcome> {
       { title: "etcd db MB", width: 8 },
       { title: "Acquire p50/p99 ms", width: 14 },
       { title: "Put p50/p99 ms", width: 14 },
+      { title: "Observe p50/p99 ms", width: 14 },
       { title: "lost", width: 4 },
     ],
   );
   const three = (xs: number[], f: (x: number) => string) => xs.map(f).join(" ");
   const bytesPerHeld = (row: SizeRow) => (row.replicas.reduce((a, r) => a + r.rssMb, 0) * 2 ** 20) / row.held;
-  table.row(["0", "-", "-", "-", "-", "-", "-", "-", "-", `${ms(empty!.acquire.p50)}/${ms(empty!.acquire.p99)}`, `${ms(empty!.put.p50)}/${ms(empty!.put.p99)}`, "-"]);
+  table.row(["0", "-", "-", "-", "-", "-", "-", "-", "-", `${ms(empty!.acquire.p50)}/${ms(empty!.acquire.p99)}`, `${ms(empty!.put.p50)}/${ms(empty!.put.p99)}`, `${ms(empty!.observe.p50)}/${ms(empty!.observe.p99)}`, "-"]);
   for (const row of rows) {
     table.row([
       num(row.held),
@@ -221,6 +242,7 @@ async function run(ctx: Context): Promise<Outcome> {
       num(row.etcdDbMb, 1),
       `${ms(row.latency.acquire.p50)}/${ms(row.latency.acquire.p99)}`,
       `${ms(row.latency.put.p50)}/${ms(row.latency.put.p99)}`,
+      `${ms(row.latency.observe.p50)}/${ms(row.latency.observe.p99)}`,
       num(row.lost),
     ]);
   }
