@@ -94,7 +94,10 @@ describe("election across three languages (Go, Python, Java campaigners; resign 
       expect(BigInt(g4.token.generation) > BigInt(j3.token.generation)).to.equal(true);
       const expected = [g1, p2, j3, g4].map((e) => e.token.generation);
       const names = ["go-addr", "python-addr", "java-addr", "go-addr"];
-      await Promise.all(all.map((p) => p.next((e) => e.event === "leader" && e.generation === g4.token.generation, 10_000)));
+      // Each process reports a leader twice, from its observe of leaders ("leader") and from its lead
+      // loop's onNewLeader ("new-leader"), two streams of its own: both are waited for before the checks
+      // (a loaded CI run checked Java's onNewLeader list before its last line had come).
+      await Promise.all(all.flatMap((p) => ["leader", "new-leader"].map((event) => p.next((e) => e.event === event && e.generation === g4.token.generation, 10_000))));
       await eventually(() => seenByTs.includes(g4.token.generation), "the TypeScript observer sees Go again");
 
       // Every observer saw the same leaders in the same order, each with its value.
