@@ -29,12 +29,6 @@ export function bindOps(keys: KeyLayout, leaseId: bigint, principal: string): IR
   return [op.put(keys.bindingKey(leaseId), encodeBinding(principal), leaseId), op.put(keys.principalLeaseKey(principal, leaseId), Buffer.alloc(0), leaseId)];
 }
 
-/** Checks that each lease is bound to the principal; throws NOT_FOUND or NOT_HOLDER otherwise. */
-export async function checkBound(d: BindingDeps, leaseId: bigint, principal: string, what = "lease"): Promise<void> {
-  const found = await d.reader.range("check binding", { key: d.keys.bindingKey(leaseId) });
-  judge(decodeBinding(found.kvs[0]), leaseId, principal, what);
-}
-
 interface QueuedRead {
   ids: bigint[];
   resolve(owners: (string | undefined)[]): void;
@@ -66,9 +60,9 @@ export class BindingReads {
   }
 
   /** Checks, in caller's turn, that a lease is bound to the principal; throws NOT_FOUND or NOT_HOLDER otherwise. */
-  async check(caller: string, leaseId: bigint, principal: string): Promise<void> {
+  async check(caller: string, leaseId: bigint, principal: string, what = "lease"): Promise<void> {
     const [owner] = await this.owners(caller, [leaseId]);
-    judge(owner, leaseId, principal, "lease");
+    judge(owner, leaseId, principal, what);
   }
 
   /**

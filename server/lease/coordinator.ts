@@ -12,7 +12,7 @@ import { acquire, type AcquireDeps, type AcquireParams, type Grant } from "./acq
 import type { TokenChecks } from "../tokens/checks.js";
 import type { TokenSigner } from "../tokens/signer.js";
 import { signatureShownTo } from "../tokens/disclosure.js";
-import { BindingReads, bindOps, checkBound, StreamBindings } from "./bindings.js";
+import { BindingReads, bindOps, StreamBindings } from "./bindings.js";
 import { claimLeaseSlot } from "./lease-cap.js";
 import { liftLockDelay, lockDelayState, releaseWrites, type LockDelayState } from "./lock-delay.js";
 import { holderState, observe, type HolderState, type Ownership } from "./observe.js";
@@ -396,7 +396,7 @@ export class LeaseCoordinator {
   async closeSession(sessionId: bigint, principal?: string): Promise<void> {
     checkLeaseId(sessionId, "session_id");
     const { keys, reader, leases } = this.d;
-    if (principal !== undefined) await checkBound(this.d, sessionId, principal, "session");
+    if (principal !== undefined) await this.bindingReads.check(`principal ${principal}`, sessionId, principal, "session");
     const found = await reader.range("close session", { key: keys.sessionKey(sessionId), count_only: true });
     if (Number(found.count) === 0 || !(await leases.revoke(sessionId))) {
       throw new DomainError(
