@@ -4,8 +4,13 @@ python -m unittest discover -s sdk/python/tests. test/sdk/python.test.ts runs th
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import inspect
+import threading
 import time
 import unittest
+from typing import Awaitable, Callable
 from unittest import mock
 
 import grpc
@@ -14,9 +19,12 @@ from google.rpc import error_details_pb2, status_pb2
 
 import fencekeeper
 import fencekeeper.aio
+from fencekeeper import election
 from fencekeeper._deadline import Deadline, Instant, default_drift
 from fencekeeper._error_mapping import from_status
 from fencekeeper._keepalive import Backoff
+from fencekeeper.acquire_options import _merged
+from fencekeeper.election import _campaign_options, _semaphore_options
 from fencekeeper.v1 import token_pb2
 
 
@@ -137,18 +145,116 @@ class TokenTest(unittest.TestCase):
         self.assertIs(fencekeeper.Token("orders", 1, 2, shared=True).to_json()["shared"], True)
 
 
+class AcquireOptionsTest(unittest.TestCase):
+    """One options value for every call that acquires (fencekeeper.AcquireOptions): it knows which fields its
+    caller chose, so that semaphore() and campaign() default to waiting without overriding wait=False."""
+
+    UNREACHABLE = "http://127.0.0.1:9"
+    """No server: every check here fails before a call is sent."""
+
+    def test_knows_what_its_caller_chose(self) -> None:
+        o = fencekeeper.AcquireOptions(ttl=5, wait=False)
+        self.assertEqual(o.chosen(), {"ttl", "wait"})
+        self.assertEqual(fencekeeper.AcquireOptions().chosen(), frozenset())
+        self.assertIsNone(fencekeeper.AcquireOptions().wait)
+
+    def test_keywords_apply_over_the_options_as_replace_does(self) -> None:
+        base = fencekeeper.AcquireOptions(ttl=5, holder="w")
+        merged = _merged("acquire", base, {"wait": True, "ttl": 3})
+        self.assertEqual(merged, dataclasses.replace(base, wait=True, ttl=3))
+        self.assertEqual((merged.ttl, merged.holder, merged.wait, merged.chosen()), (3, "w", True, {"ttl", "holder", "wait"}))
+        self.assertEqual(base, fencekeeper.AcquireOptions(ttl=5, holder="w"), "the options given are left as they were")
+        self.assertIs(_merged("acquire", base, {}), base)
+        self.assertEqual(_merged("acquire", None, {"shared": True}), fencekeeper.AcquireOptions(shared=True))
+        with self.assertRaises(dataclasses.FrozenInstanceError):
+            base.ttl = 1  # type: ignore[misc]
+
+    def test_with_defaults_fills_only_what_was_left_unset(self) -> None:
+        self.assertIs(fencekeeper.AcquireOptions(wait=False).with_defaults(wait=True).wait, False)
+        self.assertEqual(fencekeeper.AcquireOptions(wait=0.5).with_defaults(wait=True).wait, 0.5)
+        self.assertIs(fencekeeper.AcquireOptions().with_defaults(wait=True).wait, True)
+        with self.assertRaisesRegex(TypeError, "'wiat'"):
+            fencekeeper.AcquireOptions().with_defaults(wiat=True)
+
+    def test_semaphore_and_campaign_wait_by_default_and_keep_an_explicit_no_wait(self) -> None:
+        self.assertEqual((_semaphore_options(3, fencekeeper.AcquireOptions()).wait, _semaphore_options(3, fencekeeper.AcquireOptions()).max_holders), (True, 3))
+        self.assertIs(_semaphore_options(3, fencekeeper.AcquireOptions(wait=False)).wait, False)
+        self.assertEqual(_semaphore_options(3, fencekeeper.AcquireOptions(wait=0.3, ttl=4)), fencekeeper.AcquireOptions(wait=0.3, ttl=4, max_holders=3))
+        leader = _campaign_options("10.0.0.7", fencekeeper.AcquireOptions(ttl=4))
+        self.assertEqual(leader, fencekeeper.AcquireOptions(ttl=4, wait=True, own_lease=True, value="10.0.0.7"))
+        self.assertIs(_campaign_options("v", fencekeeper.AcquireOptions(wait=False)).wait, False)
+        self.assertIs(_campaign_options("v", fencekeeper.AcquireOptions(own_lease=False)).own_lease, False)
+        self.assertEqual(_campaign_options("v", fencekeeper.AcquireOptions(value="other")).value, "v")
+
+    def test_what_semaphore_and_campaign_cannot_be_asked(self) -> None:
+        for n in (0, -1, True, 2.0):
+            with self.assertRaises(fencekeeper.InvalidArgumentError):
+                _semaphore_options(n, fencekeeper.AcquireOptions())  # type: ignore[arg-type]
+        with self.assertRaisesRegex(fencekeeper.InvalidArgumentError, "max_holders 2"):
+            _semaphore_options(3, fencekeeper.AcquireOptions(max_holders=2))
+        for o in (fencekeeper.AcquireOptions(shared=True), fencekeeper.AcquireOptions(max_holders=2)):
+            with self.assertRaisesRegex(fencekeeper.InvalidArgumentError, "exclusive"):
+                _campaign_options("v", o)
+
+    def test_an_unknown_field_is_a_type_error_naming_it_at_every_entry_point(self) -> None:
+        with fencekeeper.Client(self.UNREACHABLE) as c:
+            calls: list[tuple[str, Callable[[], object]]] = [
+                ("acquire", lambda: c.acquire("r", tll=5)),
+                ("lease", lambda: c.lease("r", tll=5).__enter__()),
+                ("acquire_all", lambda: c.acquire_all(["r"], tll=5)),
+                ("semaphore", lambda: c.semaphore("r", 2, tll=5)),
+                ("campaign", lambda: c.campaign("r", "v", tll=5)),
+                ("lead", lambda: c.lead("r", lambda *_: None, tll=5)),
+            ]
+            for name, call in calls:
+                with self.assertRaisesRegex(TypeError, rf"^{name}\(\) got an unexpected keyword argument 'tll'", msg=name):
+                    call()
+            with self.assertRaisesRegex(TypeError, "got dict"):
+                c.acquire("r", {"ttl": 5})  # type: ignore[arg-type]
+
+        async def on_aio() -> None:
+            async with fencekeeper.aio.Client(self.UNREACHABLE) as c:
+
+                async def scoped() -> None:
+                    async with c.lease("r", tll=5):
+                        pass
+
+                calls: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+                    ("acquire", lambda: c.acquire("r", tll=5)),
+                    ("lease", scoped),
+                    ("acquire_all", lambda: c.acquire_all(["r"], tll=5)),
+                    ("semaphore", lambda: c.semaphore("r", 2, tll=5)),
+                    ("campaign", lambda: c.campaign("r", "v", tll=5)),
+                    ("lead", lambda: c.lead("r", lambda *_: None, tll=5)),
+                    # fencekeeper.aio cancels by cancelling the task: no cancel event
+                    ("acquire", lambda: c.acquire("r", cancel=threading.Event())),
+                ]
+                for name, call in calls:
+                    with self.assertRaisesRegex(TypeError, rf"^{name}\(\) got an unexpected keyword argument", msg=f"aio {name}"):
+                        await call()
+
+        asyncio.run(on_aio())
+
+    def test_acquire_all_refuses_a_field_it_cannot_send(self) -> None:
+        with fencekeeper.Client(self.UNREACHABLE) as c:
+            with self.assertRaisesRegex(fencekeeper.InvalidArgumentError, "not lock_delay, shared$"):
+                c.acquire_all(["a", "b"], fencekeeper.AcquireOptions(ttl=5, shared=True), lock_delay=3)
+
+    def test_no_entry_point_lists_the_options_itself(self) -> None:
+        """Each takes the options and keyword fields (so a new field of Acquire is added to AcquireOptions
+        alone, and to the code that sends it); lead()'s and campaign()'s value is theirs (lead's may be a
+        callable, campaign's is required)."""
+        fields = {f.name for f in dataclasses.fields(fencekeeper.AcquireOptions)}
+        entry_points = [
+            getattr(cls, name) for cls in (fencekeeper.Client, fencekeeper.aio.Client) for name in ("acquire", "lease", "acquire_all", "semaphore", "campaign", "lead")
+        ] + [election.campaign, election.semaphore, election.lead, election.campaign_async, election.lead_async]
+        for fn in entry_points:
+            parameters = inspect.signature(fn).parameters
+            own = set(parameters) & fields - {"value"}
+            self.assertEqual(own, set(), f"{fn.__qualname__} lists options of its own")
+            self.assertIn("options", parameters, fn.__qualname__)
+            self.assertTrue(any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()), fn.__qualname__)
+
+
 if __name__ == "__main__":
     unittest.main()
-
-
-class ScopedFormTest(unittest.TestCase):
-    """The scoped forms take every option acquire() takes (docs/client-semantics.md): lease() once dropped
-    value, max_holders and preempt."""
-
-    def test_lease_takes_acquires_options(self) -> None:
-        import inspect
-
-        for cls in (fencekeeper.Client, fencekeeper.aio.Client):
-            acquire = set(inspect.signature(cls.acquire).parameters)
-            scoped = set(inspect.signature(cls.lease).parameters)
-            self.assertEqual(acquire - scoped, set(), f"{cls.__module__}.Client.lease() lacks acquire()'s options")

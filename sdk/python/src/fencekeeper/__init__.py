@@ -16,6 +16,7 @@ __path__ = extend_path(__path__, __name__)
 from fencekeeper._error_mapping import from_rpc_error as error_of  # noqa: E402
 from fencekeeper._keepalive import Backoff  # noqa: E402
 from fencekeeper._servers import Credentials  # noqa: E402
+from fencekeeper.acquire_options import AcquireOptions  # noqa: E402
 from fencekeeper.client import Client, Description, Observation, Ownership  # noqa: E402
 from fencekeeper.errors import (  # noqa: E402
     CanceledError,
@@ -43,6 +44,7 @@ from fencekeeper.token import Token  # noqa: E402
 from fencekeeper.verify import canonical_token, verify_token  # noqa: E402
 
 __all__ = [
+    "AcquireOptions",
     "Leader",
     "LeaderChange",
     "LeaderObservation",

@@ -25,7 +25,8 @@ from typing import Any, AsyncIterator, Callable, Sequence, TypeVar
 from fencekeeper import client as _client
 from fencekeeper import election as _election
 from fencekeeper import lease as _lease
-from fencekeeper.client import DEFAULT_TTL, Description, Ownership
+from fencekeeper.acquire_options import AcquireOptions, _merged
+from fencekeeper.client import Description, Ownership
 from fencekeeper.errors import LeaseLostError
 from fencekeeper.store import BatchResult, BatchWrite, Commit, Delete, Entry, FenceModeName, GetResult, Put, Value
 from fencekeeper.token import Token
@@ -168,27 +169,13 @@ class Client:
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(fn, *args))
 
-    async def acquire(
-        self,
-        resource: str,
-        *,
-        ttl: float = DEFAULT_TTL,
-        wait: bool | float = False,
-        holder: str | None = None,
-        lock_delay: float = 0,
-        shared: bool = False,
-        value: Value = b"",
-        max_holders: int = 0,
-        preempt: bool = False,
-        own_lease: bool = False,
-    ) -> Lease:
-        """As fencekeeper.Client.acquire(); cancelling the awaiting task cancels it."""
+    async def acquire(self, resource: str, options: AcquireOptions | None = None, **fields: Any) -> Lease:
+        """As fencekeeper.Client.acquire(), with the same AcquireOptions and keyword fields; cancelling the
+        awaiting task cancels it."""
+        o = _merged("acquire", options, fields)
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
-        acquire = functools.partial(
-            self._core.acquire, resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared,
-            value=value, max_holders=max_holders, preempt=preempt, own_lease=own_lease,
-        )
+        acquire = functools.partial(self._core.acquire, resource, o, cancel=cancel)
         acquiring = loop.run_in_executor(self._threads, acquire)
         try:
             core = await asyncio.shield(acquiring)
@@ -204,13 +191,12 @@ class Client:
             raise
         return Lease(core, self._run, loop)
 
-    async def acquire_all(
-        self, resources: Sequence[str], *, ttl: float = DEFAULT_TTL, wait: bool | float = False, holder: str | None = None, own_lease: bool = False
-    ) -> list[Lease]:
+    async def acquire_all(self, resources: Sequence[str], options: AcquireOptions | None = None, **fields: Any) -> list[Lease]:
         """As fencekeeper.Client.acquire_all(); cancelling the awaiting task cancels it, and nothing is held."""
+        o = _merged("acquire_all", options, fields)
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
-        acquire = functools.partial(self._core.acquire_all, list(resources), ttl=ttl, wait=wait, cancel=cancel, holder=holder, own_lease=own_lease)
+        acquire = functools.partial(self._core.acquire_all, list(resources), o, cancel=cancel)
         acquiring = loop.run_in_executor(self._threads, acquire)
         try:
             cores = await asyncio.shield(acquiring)
@@ -226,25 +212,9 @@ class Client:
         return [Lease(core, self._run, loop) for core in cores]
 
     @asynccontextmanager
-    async def lease(
-        self,
-        resource: str,
-        *,
-        ttl: float = DEFAULT_TTL,
-        wait: bool | float = False,
-        holder: str | None = None,
-        lock_delay: float = 0,
-        shared: bool = False,
-        value: Value = b"",
-        max_holders: int = 0,
-        preempt: bool = False,
-        own_lease: bool = False,
-    ) -> AsyncIterator[Lease]:
+    async def lease(self, resource: str, options: AcquireOptions | None = None, **fields: Any) -> AsyncIterator[Lease]:
         """`async with client.lease(resource) as lease:` as fencekeeper.Client.lease(), with acquire()'s options."""
-        lease = await self.acquire(
-            resource, ttl=ttl, wait=wait, holder=holder, lock_delay=lock_delay, shared=shared,
-            value=value, max_holders=max_holders, preempt=preempt, own_lease=own_lease,
-        )
+        lease = await self.acquire(resource, _merged("lease", options, fields))
         try:
             yield lease
             error = lease.error
@@ -271,9 +241,10 @@ class Client:
 
     # Leader election and counting semaphores (fencekeeper.election).
 
-    async def campaign(self, resource: str, value: Value, **options: Any) -> _election.AsyncLeadership:
-        """Waits in line for resource, exclusively, publishing value; returns once elected (cancel the task to stop waiting)."""
-        return await _election.campaign_async(self, resource, value, **options)
+    async def campaign(self, resource: str, value: Value, options: AcquireOptions | None = None, **fields: Any) -> _election.AsyncLeadership:
+        """Waits in line for resource, exclusively, publishing value; returns once elected (cancel the task to
+        stop waiting). As fencekeeper.Client.campaign(), with the same options."""
+        return await _election.campaign_async(self, resource, value, options, **fields)
 
     async def leader(self, resource: str) -> _election.Leader | None:
         return await self._run(self._core.leader, resource)
@@ -282,15 +253,13 @@ class Client:
         """The leader now, then each change of leader or of its value, reconnecting; stop by leaving the loop."""
         return _election.observe_leaders_async(self, resource)
 
-    async def lead(self, resource: str, on_elected: Callable[..., Any], **options: Any) -> None:
+    async def lead(self, resource: str, on_elected: Callable[..., Any], options: AcquireOptions | None = None, **kwargs: Any) -> None:
         """Campaigns until the awaiting task is cancelled, in client-go's style (election.lead_async)."""
-        await _election.lead_async(self, resource, on_elected, **options)
+        await _election.lead_async(self, resource, on_elected, options, **kwargs)
 
-    async def semaphore(self, resource: str, n: int, *, wait: bool | float = True, **options: Any) -> Lease:
+    async def semaphore(self, resource: str, n: int, options: AcquireOptions | None = None, **fields: Any) -> Lease:
         """A permit of a counting semaphore of n (docs/semaphores.md), as fencekeeper.Client.semaphore()."""
-        if not isinstance(n, int) or n < 1:
-            return await self._run(functools.partial(self._core.semaphore, resource, n))  # raises InvalidArgumentError
-        return await self.acquire(resource, wait=wait, max_holders=n, **options)
+        return await self.acquire(resource, _election._semaphore_options(n, _merged("semaphore", options, fields)))
 
     async def close(self) -> None:
         await self._run(self._core.close)

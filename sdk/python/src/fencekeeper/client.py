@@ -26,17 +26,19 @@ from fencekeeper._keepalive import Backoff, Emit, KeepAlive
 from fencekeeper._keeper import KeeperContext, OwnLease, Session
 from fencekeeper._servers import Calls, Connection, Credentials, Servers
 from fencekeeper._write_batcher import WriteBatcher
-from fencekeeper.errors import CanceledError, FencekeeperError, LeaseNotFoundError, UnavailableError
+from fencekeeper.acquire_options import AcquireOptions, _merged, _ttl, _wait
+from fencekeeper.errors import CanceledError, FencekeeperError, InvalidArgumentError, LeaseNotFoundError, UnavailableError
 from fencekeeper.lease import Lease, LeaseContext
 from fencekeeper.store import FenceModeName, Store, Value, _bytes
 from fencekeeper.token import Token
 from fencekeeper.v1 import lease_pb2, token_pb2
 
 DEFAULT_URL = "http://127.0.0.1:50051"
-DEFAULT_TTL = 10.0
 CLEANUPS_IN_FLIGHT = 16
 """Release and CloseSession calls in flight at most; more wait their turn. A lease's loss signal fires when it is released,
 whatever its call waits for: this only keeps close() with many leases from sending them all at once."""
+_ACQUIRE_ALL_FIELDS = frozenset({"ttl", "wait", "holder", "own_lease"})
+"""The fields of AcquireOptions that an AcquireAll sends: the others ask what it cannot do."""
 
 
 @dataclass(frozen=True)
@@ -216,70 +218,48 @@ class Client:
         """Whether this client puts its acquisitions on sessions."""
         return self._sessions is not None
 
-    def acquire(
-        self,
-        resource: str,
-        *,
-        ttl: float = DEFAULT_TTL,
-        wait: bool | float = False,
-        cancel: threading.Event | None = None,
-        holder: str | None = None,
-        lock_delay: float = 0,
-        shared: bool = False,
-        value: Value = b"",
-        max_holders: int = 0,
-        preempt: bool = False,
-        own_lease: bool = False,
-    ) -> Lease:
+    def acquire(self, resource: str, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> Lease:
         """Acquires resource and keeps its lease alive until it is released or lost.
 
-        On the client's session of that TTL (sessions are the default) unless own_lease is True, or the
-        client was made with sessions=False: a lease of its own is for a TTL whose fate is its own, or a
-        holder that must lose this lock without losing the others, or learn at its next renewal that it
-        was released behind its back (docs/client.md, "Sessions"). lock_delay and preempt always take a
-        lease of their own.
+        What it asks (TTL, wait, holder, lock-delay, shared, value, semaphore size, preemption, a lease of its
+        own) is options (a fencekeeper.AcquireOptions, which documents each field) with the keyword
+        arguments, the same fields, applied over it: acquire(r, ttl=5, wait=True). Setting cancel cancels a
+        waiting acquire (CanceledError) and, once granted, ends the lease.
 
-        ttl: seconds (etcd grants whole seconds, at least 2). wait: False fails with ResourceHeldError when
-        the resource is held; True waits in line; a number waits at most that many seconds (TimeoutError).
-        Setting cancel cancels a waiting acquire (CanceledError) and, once granted, ends the lease.
-        lock_delay: seconds (whole, rounded up; 0: none) during which nobody is granted the resource if this
-        lease expires rather than being released (docs/lock-delay.md); such a lease is always one of its own.
-        shared: a shared acquisition (docs/shared-leases.md), held beside other shared ones while no
-        exclusive one holds or waits; its token's shared is True and the fenced store refuses its writes.
-        value: published with the acquisition (docs/election.md), shown by describe and observe; lease.proclaim()
-        changes it. max_holders: a permit of a counting semaphore of that many (semaphore(); implies shared).
-        preempt: take the resource from whoever holds it, at once, ahead of the waiters (docs/preemption.md);
-        the old holder's writes are refused from then on, and its lease is lost ("preempted", a
-        PreemptedError cause) at its next renewal. Needs the policy verb preempt (or admin); exclusive,
-        on a lease of its own, without lock_delay; never waits."""
-        mode = token_pb2.ACQUIRE_MODE_SHARED if shared or max_holders else token_pb2.ACQUIRE_MODE_UNSPECIFIED
-        extra = {"value": _bytes(value), "max_holders": max_holders}
-        if preempt:
-            extra["preempt"] = True
-            return self._acquire_own(resource, ttl, wait, cancel, holder, mode, lock_delay, extra)
-        if self._sessions is not None and not lock_delay and not own_lease:
-            lease = self._acquire_on_session(resource, ttl, wait, cancel, holder, mode, extra)
+        On the client's session of that TTL when the client was made with sessions=True, unless own_lease is
+        set: a lease of its own is for a TTL whose fate is its own, or a holder that must lose this lock
+        without losing the others, or learn at its next renewal that it was released behind its back
+        (docs/client.md, "Sessions"). lock_delay and preempt always take a lease of their own."""
+        o = _merged("acquire", options, fields)
+        if self._sessions is not None and not o.lock_delay and not o.preempt and not o.own_lease:
+            lease = self._acquire_on_session(resource, o, cancel)
             if lease is not None:
                 return lease
-        return self._acquire_own(resource, ttl, wait, cancel, holder, mode, lock_delay, extra)
+        return self._acquire_own(resource, o, cancel)
 
-    def _acquire_own(
-        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int, lock_delay: float = 0, extra: dict[str, Any] | None = None
-    ) -> Lease:
+    def _acquire_request(self, resource: str, o: AcquireOptions, wait_for: float | None, session: int = 0) -> lease_pb2.AcquireRequest:
+        """The Acquire that o asks for, on a lease of its own or on the session with that lease id (whose TTL it takes)."""
+        return lease_pb2.AcquireRequest(
+            resource=resource,
+            ttl=None if session else _duration(_ttl(o)),
+            holder=o.holder or self._holder,
+            wait=_wait(o) is not False,
+            wait_timeout=_duration(wait_for) if wait_for is not None else None,
+            lock_delay=_duration(o.lock_delay) if o.lock_delay else None,
+            session_id=session,
+            mode=token_pb2.ACQUIRE_MODE_SHARED if o.shared or o.max_holders else token_pb2.ACQUIRE_MODE_UNSPECIFIED,
+            value=_bytes(o.value or b""),
+            max_holders=o.max_holders or 0,
+            preempt=bool(o.preempt),
+        )
+
+    def _acquire_own(self, resource: str, o: AcquireOptions, cancel: threading.Event | None) -> Lease:
         """An acquisition on an etcd lease of its own."""
         if self._closed:
             raise CanceledError("the client is closed", grpc.StatusCode.CANCELLED)
+        wait = _wait(o)
         wait_for = float(wait) if not isinstance(wait, bool) else None
-        req = lease_pb2.AcquireRequest(
-            resource=resource,
-            ttl=_duration(ttl),
-            holder=holder or self._holder,
-            wait=wait is not False,
-            wait_timeout=_duration(wait_for) if wait_for is not None else None,
-            lock_delay=_duration(lock_delay) if lock_delay else None,
-            mode=mode,
-            **(extra or {}),
-        )
+        req = self._acquire_request(resource, o, wait_for)
         sent_at = now()
         res = self._acquire_call(req, wait, wait_for, cancel)
         if not res.HasField("token") or not res.HasField("ttl"):
@@ -297,31 +277,21 @@ class Client:
             granted, answered_at = _seconds(renewed.ttl), now()
         self._canceled(resource, token, cancel)
         keeper = OwnLease(token.lease_id, granted, sent_at, answered_at, self._keepers)
-        keeper.lock_delay = bool(lock_delay) or res.HasField("lock_delay")
+        keeper.lock_delay = bool(o.lock_delay) or res.HasField("lock_delay")
         lease = self._held(Lease(token, keeper, self._ctx, cancel))
         keeper.start()
         return lease
 
-    def _acquire_on_session(
-        self, resource: str, ttl: float, wait: bool | float, cancel: threading.Event | None, holder: str | None, mode: int, extra: dict[str, Any] | None = None
-    ) -> Lease | None:
+    def _acquire_on_session(self, resource: str, o: AcquireOptions, cancel: threading.Event | None) -> Lease | None:
         """An acquisition on the client's session of that TTL (opened if there is none, or if it was lost).
         None when the session already holds or waits for the resource (ALREADY_ACQUIRED): a session takes a
         resource once at a time, so that acquisition goes on a lease of its own, as without sessions."""
-        started = time.monotonic()
+        started, wait = time.monotonic(), _wait(o)
         for attempt in (1, 2):
-            session = self._session(ttl)
+            session = self._session(_ttl(o))
             # A second attempt (the first one's session was lost) waits only for what is left of the wait.
             wait_for = max(0.0, float(wait) - (time.monotonic() - started)) if not isinstance(wait, bool) else None
-            req = lease_pb2.AcquireRequest(
-                resource=resource,
-                holder=holder or self._holder,
-                wait=wait is not False,
-                wait_timeout=_duration(wait_for) if wait_for is not None else None,
-                session_id=session.lease_id,
-                mode=mode,
-                **(extra or {}),
-            )
+            req = self._acquire_request(resource, o, wait_for, session.lease_id)
             try:
                 res = self._acquire_call(req, wait, wait_for, cancel)
             except CanceledError:
@@ -350,29 +320,29 @@ class Client:
             return self._held(Lease(token, session, self._ctx, cancel))
         raise AssertionError("unreachable")
 
-    def acquire_all(
-        self,
-        resources: Sequence[str],
-        *,
-        ttl: float = DEFAULT_TTL,
-        wait: bool | float = False,
-        cancel: threading.Event | None = None,
-        holder: str | None = None,
-        own_lease: bool = False,
-    ) -> list[Lease]:
+    def acquire_all(self, resources: Sequence[str], options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> list[Lease]:
         """Acquires every resource or none (Curator's InterProcessMultiLock), in one AcquireAll call: the
         server takes them exclusively in the order of their names' bytes, so that two callers asking for
         overlapping sets cannot deadlock, and gives back what it took when one fails (the error is that
-        resource's: ResourceHeldError, TimeoutError, ...). wait bounds the wait for the whole set, as for
-        acquire(). Returns one Lease per resource, in the order given, each released on its own; on the
-        client's session unless own_lease (or sessions=False)."""
+        resource's: ResourceHeldError, TimeoutError, ...). Returns one Lease per resource, in the order
+        given, each released on its own; on the client's session unless own_lease (or sessions=False).
+
+        Of AcquireOptions (options, and keyword fields over it, as for acquire()) it takes ttl, wait (for
+        the whole set), holder and own_lease; another field set is an InvalidArgumentError. cancel as for
+        acquire()."""
+        o = _merged("acquire_all", options, fields)
+        others = sorted(o.chosen() - _ACQUIRE_ALL_FIELDS)
+        if others:
+            raise InvalidArgumentError(
+                f"acquire_all() takes {', '.join(sorted(_ACQUIRE_ALL_FIELDS))} of AcquireOptions, not {', '.join(others)}", grpc.StatusCode.INVALID_ARGUMENT
+            )
         if self._closed:
             raise CanceledError("the client is closed", grpc.StatusCode.CANCELLED)
-        if self._sessions is not None and not own_lease:
-            leases = self._acquire_all_on_session(list(resources), ttl, wait, cancel, holder)
+        if self._sessions is not None and not o.own_lease:
+            leases = self._acquire_all_on_session(list(resources), _ttl(o), _wait(o), cancel, o.holder)
             if leases is not None:
                 return leases
-        return self._acquire_all_own(list(resources), ttl, wait, cancel, holder)
+        return self._acquire_all_own(list(resources), _ttl(o), _wait(o), cancel, o.holder)
 
     def _acquire_all_call(self, req: Any, wait: bool | float, wait_for: float | None, cancel: threading.Event | None) -> Any:
         timeout = None if wait is True else self._calls.timeout + (wait_for or 0.0)
@@ -500,28 +470,11 @@ class Client:
         return lease
 
     @contextmanager
-    def lease(
-        self,
-        resource: str,
-        *,
-        ttl: float = DEFAULT_TTL,
-        wait: bool | float = False,
-        cancel: threading.Event | None = None,
-        holder: str | None = None,
-        lock_delay: float = 0,
-        shared: bool = False,
-        value: Value = b"",
-        max_holders: int = 0,
-        preempt: bool = False,
-        own_lease: bool = False,
-    ) -> Iterator[Lease]:
+    def lease(self, resource: str, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> Iterator[Lease]:
         """`with client.lease(resource) as lease:` runs the block under a lease acquired as acquire() does,
         with the same options, and releases it afterwards, also when the block raises (its exception goes
         on). If the lease was lost before the block ended, leaving it raises the LeaseLostError."""
-        lease = self.acquire(
-            resource, ttl=ttl, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, shared=shared,
-            value=value, max_holders=max_holders, preempt=preempt, own_lease=own_lease,
-        )
+        lease = self.acquire(resource, _merged("lease", options, fields), cancel=cancel)
         try:
             yield lease
             error = lease.error
@@ -561,9 +514,9 @@ class Client:
 
     # Leader election and counting semaphores (fencekeeper.election).
 
-    def campaign(self, resource: str, value: Value, **options: Any) -> Leadership:
+    def campaign(self, resource: str, value: Value, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> Leadership:
         """Waits in line for resource, exclusively, publishing value; returns once elected. See election.campaign."""
-        return _election.campaign(self, resource, value, **options)
+        return _election.campaign(self, resource, value, options, cancel=cancel, **fields)
 
     def leader(self, resource: str) -> Leader | None:
         """The current leader, or None when nobody holds the resource exclusively."""
@@ -573,13 +526,13 @@ class Client:
         """The leader now, then each change of leader or of its value, reconnecting; close() it to stop."""
         return _election.LeaderObservation(self, resource)
 
-    def lead(self, resource: str, on_elected: Callable[..., Any], **options: Any) -> None:
-        """Campaigns until options' stop is set, in client-go's style. See election.lead."""
-        _election.lead(self, resource, on_elected, **options)
+    def lead(self, resource: str, on_elected: Callable[..., Any], options: AcquireOptions | None = None, **kwargs: Any) -> None:
+        """Campaigns until stop is set, in client-go's style. See election.lead."""
+        _election.lead(self, resource, on_elected, options, **kwargs)
 
-    def semaphore(self, resource: str, n: int, *, wait: bool | float = True, **options: Any) -> Lease:
+    def semaphore(self, resource: str, n: int, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> Lease:
         """A permit of a counting semaphore of n (docs/semaphores.md). See election.semaphore."""
-        return _election.semaphore(self, resource, n, wait=wait, **options)
+        return _election.semaphore(self, resource, n, options, cancel=cancel, **fields)
 
     def close(self) -> None:
         """Releases every lease still held and closes every session (each loss signal fires at once), then

@@ -16,11 +16,15 @@ fencekeeper.aio the awaitable ones there."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+import grpc
+
 from fencekeeper._keepalive import Backoff
+from fencekeeper.acquire_options import AcquireOptions, _merged
 from fencekeeper.errors import (
     CanceledError,
     FencekeeperError,
@@ -131,24 +135,22 @@ def proclaim(lease: Lease, value: Value) -> int:
     return revision
 
 
-def campaign(
-    client: Client,
-    resource: str,
-    value: Value,
-    *,
-    ttl: float | None = None,
-    wait: bool | float = True,
-    cancel: threading.Event | None = None,
-    holder: str | None = None,
-    lock_delay: float = 0,
-) -> Leadership:
-    """Waits in line for resource, exclusively, publishing value; returns once elected. wait: True waits as
-    long as it takes, a number of seconds at most that long (TimeoutError). Setting cancel ends the wait
-    (CanceledError) and, once elected, the leadership. On a lease of its own, also on a client with
-    sessions: a leadership must be lost alone, and its leader told at its next renewal when it is released
-    behind its back, which a session's renewal would not tell."""
-    options: dict[str, Any] = {"ttl": ttl} if ttl is not None else {}
-    return Leadership(client.acquire(resource, wait=wait, cancel=cancel, holder=holder, lock_delay=lock_delay, value=value, own_lease=True, **options))
+def campaign(client: Client, resource: str, value: Value, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> Leadership:
+    """Waits in line for resource, exclusively, publishing value; returns once elected. Takes AcquireOptions
+    (and keyword fields over them) as acquire() does, with two defaults of its own: wait True (as long as it
+    takes; a number of seconds at most that long, TimeoutError; an explicit False fails at once with
+    ResourceHeldError), and own_lease True, also on a client with sessions: a leadership must be lost alone,
+    and its leader told at its next renewal when it is released behind its back, which a session's renewal
+    would not tell. value replaces the options' value; shared and max_holders are refused (a campaign is
+    exclusive). Setting cancel ends the wait (CanceledError) and, once elected, the leadership."""
+    return Leadership(client.acquire(resource, _campaign_options(value, _merged("campaign", options, fields)), cancel=cancel))
+
+
+def _campaign_options(value: Value, o: AcquireOptions) -> AcquireOptions:
+    """A campaign's acquisition (campaign() and campaign_async())."""
+    if o.shared or o.max_holders:
+        raise InvalidArgumentError("a campaign is exclusive: shared and max_holders must be left unset", grpc.StatusCode.INVALID_ARGUMENT)
+    return dataclasses.replace(o.with_defaults(wait=True, own_lease=True), value=value)
 
 
 def leader(client: Client, resource: str) -> Leader | None:
@@ -157,17 +159,24 @@ def leader(client: Client, resource: str) -> Leader | None:
     return Leader(d.holder or "", d.token, d.value) if d.token is not None else None
 
 
-def semaphore(client: Client, resource: str, n: int, *, wait: bool | float = True, **options: Any) -> Lease:
+def semaphore(client: Client, resource: str, n: int, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> Lease:
     """A permit of a counting semaphore of n on resource (docs/semaphores.md): waits in line, first come first
-    served, until fewer than n hold it (wait: True as long as it takes, False fails fast, a number of seconds
-    at most), and keeps the permit's lease alive until released or lost. Its token is a shared token: the
-    fenced store refuses its writes. Another n while anyone holds or waits is a FencekeeperError with reason
-    MAX_HOLDERS_MISMATCH (FAILED_PRECONDITION). Other options as acquire()'s."""
-    if not isinstance(n, int) or n < 1:
-        import grpc
+    served, until fewer than n hold it, and keeps the permit's lease alive until released or lost. Its token
+    is a shared token: the fenced store refuses its writes. Another n while anyone holds or waits is a
+    FencekeeperError with reason MAX_HOLDERS_MISMATCH (FAILED_PRECONDITION). Takes AcquireOptions (and
+    keyword fields over them) as acquire() does, and cancel, except that wait defaults to True (as long as
+    it takes; a number of seconds at most that long; an explicit False fails at once with
+    ResourceHeldError); max_holders is n."""
+    return client.acquire(resource, _semaphore_options(n, _merged("semaphore", options, fields)), cancel=cancel)
 
-        raise InvalidArgumentError(f"a semaphore needs at least 1 permit, got {n}", grpc.StatusCode.INVALID_ARGUMENT)
-    return client.acquire(resource, wait=wait, max_holders=n, **options)
+
+def _semaphore_options(n: int, o: AcquireOptions) -> AcquireOptions:
+    """A semaphore's acquisition (semaphore() and fencekeeper.aio's)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise InvalidArgumentError(f"a semaphore needs at least 1 permit, got {n!r}", grpc.StatusCode.INVALID_ARGUMENT)
+    if o.max_holders is not None and o.max_holders != n:
+        raise InvalidArgumentError(f"a semaphore of {n} asked with max_holders {o.max_holders}", grpc.StatusCode.INVALID_ARGUMENT)
+    return dataclasses.replace(o.with_defaults(wait=True), max_holders=n)
 
 
 class LeaderObservation(Iterator[LeaderChange]):
@@ -260,14 +269,13 @@ def lead(
     client: Client,
     resource: str,
     on_elected: Callable[[LossSignal, Token, Leadership], Any],
+    options: AcquireOptions | None = None,
     *,
     on_deposed: Callable[[LeaseLostError | None], Any] | None = None,
     on_new_leader: Callable[[Leader | None], Any] | None = None,
-    value: Value | Callable[[], Value] = b"",
+    value: Value | Callable[[], Value] | None = None,
     stop: threading.Event | None = None,
-    ttl: float | None = None,
-    holder: str | None = None,
-    lock_delay: float = 0,
+    **fields: Any,
 ) -> None:
     """Campaigns for resource until stop is set, in the style of client-go's leaderelection:
 
@@ -280,8 +288,12 @@ def lead(
       thread of its own;
     - setting stop resigns a leadership, waits for on_elected, calls on_deposed, and returns.
 
+    Each campaign is campaign()'s, with options (and keyword fields over them) and value: given, or made
+    afresh for each campaign by calling it; None: the options' value.
+
     Raises only for a refusal campaigning again cannot mend (bad arguments, permission denied); UNAVAILABLE,
     deadlines, a lease lost while waiting and a lock-delay are retried with backoff."""
+    o = _merged("lead", options, fields)
     stop = stop if stop is not None else threading.Event()
     over = threading.Event()
     current: list[Leadership] = []
@@ -318,7 +330,7 @@ def lead(
         failures = 0
         while not stop.is_set():
             try:
-                leadership = campaign(client, resource, value() if callable(value) else value, ttl=ttl, cancel=stop, holder=holder, lock_delay=lock_delay)
+                leadership = campaign(client, resource, _value(value, o), o, cancel=stop)
                 failures = 0
             except CanceledError:
                 return
@@ -400,9 +412,9 @@ class AsyncLeadership:
         return f"AsyncLeadership({self.lease!r})"
 
 
-async def campaign_async(client: Any, resource: str, value: Value, *, ttl: float | None = None, wait: bool | float = True, holder: str | None = None, lock_delay: float = 0) -> AsyncLeadership:
-    options: dict[str, Any] = {"ttl": ttl} if ttl is not None else {}
-    return AsyncLeadership(await client.acquire(resource, wait=wait, holder=holder, lock_delay=lock_delay, value=value, own_lease=True, **options))
+async def campaign_async(client: Any, resource: str, value: Value, options: AcquireOptions | None = None, **fields: Any) -> AsyncLeadership:
+    """As campaign(), for fencekeeper.aio: cancelling the awaiting task ends the wait."""
+    return AsyncLeadership(await client.acquire(resource, _campaign_options(value, _merged("campaign", options, fields))))
 
 
 async def observe_leaders_async(client: Any, resource: str) -> Any:
@@ -419,18 +431,19 @@ async def lead_async(
     client: Any,
     resource: str,
     on_elected: Callable[..., Any],
+    options: AcquireOptions | None = None,
     *,
     on_deposed: Callable[[LeaseLostError | None], Any] | None = None,
     on_new_leader: Callable[[Leader | None], Any] | None = None,
-    value: Value | Callable[[], Value] = b"",
-    ttl: float | None = None,
-    holder: str | None = None,
-    lock_delay: float = 0,
+    value: Value | Callable[[], Value] | None = None,
+    **fields: Any,
 ) -> None:
     """As lead(), for asyncio: on_elected(lost, token, leadership) is awaited if it is a coroutine function;
     cancelling the task that awaits lead_async() stops it (a leadership is resigned, on_elected awaited,
     on_deposed called), and the CancelledError goes on."""
     import asyncio
+
+    o = _merged("lead", options, fields)
 
     async def follow() -> None:
         assert on_new_leader is not None
@@ -449,7 +462,7 @@ async def lead_async(
         failures = 0
         while True:
             try:
-                leadership = await campaign_async(client, resource, value() if callable(value) else value, ttl=ttl, holder=holder, lock_delay=lock_delay)
+                leadership = await campaign_async(client, resource, _value(value, o), o)
                 failures = 0
             except (UnavailableError, TimeoutError, LeaseNotFoundError, LockDelayError):
                 failures += 1
@@ -460,6 +473,15 @@ async def lead_async(
         if following is not None:
             following.cancel()
             await asyncio.gather(following, return_exceptions=True)
+
+
+def _value(value: Value | Callable[[], Value] | None, o: AcquireOptions) -> Value:
+    """The value of lead()'s next campaign."""
+    if callable(value):
+        return value()
+    if value is not None:
+        return value
+    return o.value if o.value is not None else b""
 
 
 async def _serve_async(client: Any, resource: str, leadership: AsyncLeadership, on_elected: Callable[..., Any], on_deposed: Callable[..., Any] | None) -> None:
