@@ -81,6 +81,13 @@ export async function runElectAio(server: string, resource: string): Promise<Sce
   return { code: r.code, output: r.stdout + r.stderr };
 }
 
+/** `probe.py options`: AcquireOptions through lease(), semaphore() and campaign(), threads and fencekeeper.aio (options.py), to its end. */
+export async function runOptions(server: string, resource: string): Promise<ScenarioRun> {
+  assertInstalled();
+  const r = await runToEnd(PYTHON, [PROBE, "options", "--server", server, "--resource", resource]);
+  return { code: r.code, output: r.stdout + r.stderr };
+}
+
 /** `probe.py cancel-race`: waiting acquires cancelled as their turn comes, then the resource must be free (cancel_race.py). */
 export async function runCancelRace(server: string, resource: string, o: { rounds: number; waiters: number; sessions?: boolean }): Promise<ScenarioRun> {
   assertInstalled();

@@ -2,7 +2,7 @@
 // tests, then the SDK suite (sdk-suite.ts), with leases of their own and on sessions, through threads
 // and through fencekeeper.aio.
 import { expect } from "chai";
-import { elect, runElectAio, hold, reasons, runConsumer, runScenario, runUnitTests } from "./python-probe.js";
+import { elect, runElectAio, hold, reasons, runConsumer, runOptions, runScenario, runUnitTests } from "./python-probe.js";
 import { uniqueResource } from "../harness/suite.js";
 import { sdkSuite } from "./sdk-suite.js";
 
@@ -26,7 +26,7 @@ sdkSuite({
       expect(r.code, r.output).to.equal(0);
       expect(r.output).to.match(/^ok generation \d+ fence \d+ from .*\/\.conformance\/venv-user\/lib\/.*site-packages\/fencekeeper\/__init__\.py$/m);
     });
-    it("passes its unit tests (deadlines, error mapping, backoff, tokens, token verification, write coalescing)", async () => {
+    it("passes its unit tests (deadlines, error mapping, backoff, tokens, token verification, write coalescing, acquire options)", async () => {
       const r = await runUnitTests();
       expect(r.code, r.output).to.equal(0);
       expect(r.output).to.match(/^Ran \d+ tests/m);
@@ -35,6 +35,12 @@ sdkSuite({
       const r = await runElectAio(env.server.url, uniqueResource("py-sdk-elect-aio"));
       expect(r.code, r.output).to.equal(0);
       expect(r.output).to.match(/^ok released$/m);
+    });
+    it("AcquireOptions through every entry point (threads and fencekeeper.aio): the scoped lease() sends value, max_holders and preempt; semaphore and campaign wait by default and keep an explicit wait=False", async () => {
+      const r = await runOptions(env.server.url, uniqueResource("py-sdk-options"));
+      expect(r.code, r.output).to.equal(0);
+      expect(r.output).to.match(/^ok lease\(\) sends preempt: granted over the holder at once$/m);
+      expect(r.output).to.match(/^ok aio: the cancelled waits left nobody in line$/m);
     });
   },
   scenario: {

@@ -23,6 +23,8 @@
       runs client.lead() on R and the election and semaphore commands (elect.py)
   probe.py elect-aio --server URL --resource R
       the election and semaphore helpers of fencekeeper.aio (elect_aio.py): "ok ..." per step
+  probe.py options --server URL --resource R
+      AcquireOptions through lease(), semaphore() and campaign(), threads and fencekeeper.aio (options.py): "ok ..." per step
 
   probe.py reasons
       prints the error class the library raises for each reason of the generated ErrorReason enum (null for
@@ -139,13 +141,18 @@ def acquired(call: Callable[[], Any]) -> dict[str, Any]:
         return {"ok": False, "error": type(e).__name__, "reason": e.reason or ""}
 
 
+def held_options(args: argparse.Namespace) -> fencekeeper.AcquireOptions:
+    """What `hold` acquires with, threads and fencekeeper.aio, scoped or not."""
+    return fencekeeper.AcquireOptions(ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt)
+
+
 def hold(args: argparse.Namespace, credentials: fencekeeper.Credentials | None) -> int:
     client = fencekeeper.Client(args.server, credentials=credentials, holder="python-sdk-probe", sessions=args.sessions, on_event=client_event)
     if args.scoped:
         with contextlib.ExitStack() as scope:
-            lease = scope.enter_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt))
+            lease = scope.enter_context(client.lease(args.resource, held_options(args)))
             return serve(args, client, lease)
-    return serve(args, client, client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt))
+    return serve(args, client, client.acquire(args.resource, held_options(args)))
 
 
 def serve(args: argparse.Namespace, client: fencekeeper.Client, lease: fencekeeper.Lease) -> int:
@@ -179,11 +186,9 @@ async def hold_async(args: argparse.Namespace, credentials: fencekeeper.Credenti
     client = fencekeeper.aio.Client(args.server, credentials=credentials, holder="python-sdk-probe-aio", sessions=args.sessions, on_event=client_event)
     if args.scoped:
         async with contextlib.AsyncExitStack() as scope:
-            lease = await scope.enter_async_context(client.lease(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt))
+            lease = await scope.enter_async_context(client.lease(args.resource, held_options(args)))
             return await serve_async(args, client, lease)
-    return await serve_async(
-        args, client, await client.acquire(args.resource, ttl=args.ttl, lock_delay=args.lock_delay, shared=args.shared, preempt=args.preempt)
-    )
+    return await serve_async(args, client, await client.acquire(args.resource, held_options(args)))
 
 
 async def serve_async(args: argparse.Namespace, client: fencekeeper.aio.Client, lease: fencekeeper.aio.Lease) -> int:
@@ -235,7 +240,7 @@ async def serve_async(args: argparse.Namespace, client: fencekeeper.aio.Client, 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="probe.py")
-    parser.add_argument("command", choices=["scenario", "hold", "reasons", "elect", "elect-aio", "cancel-race"])
+    parser.add_argument("command", choices=["scenario", "hold", "reasons", "elect", "elect-aio", "options", "cancel-race"])
     parser.add_argument("--holder", default="py-probe", help="elect: the holder label")
     parser.add_argument("--value", default="", help="elect: the value to campaign with")
     parser.add_argument("--linger", type=float, default=0, help="elect: seconds on_elected goes on after its signal")
@@ -285,6 +290,10 @@ def main(argv: list[str]) -> int:
         from elect_aio import main as elect_aio
 
         return elect_aio(args.server, args.resource)
+    if args.command == "options":
+        from options import main as options
+
+        return options(args.server, args.resource)
     if args.command == "cancel-race":
         from cancel_race import cancel_race
 
