@@ -37,6 +37,10 @@ if [ "$tier" != unit ]; then
   bash scripts/setup.sh --test
   # Setup compiled dist/: the tests' servers run it (test/harness/server.ts).
   export FK_TEST_COMPILED=1
+  # The TypeScript programs the tests start (probes, holders, workers), each bundled into one file that
+  # starts without tsx (test/harness/programs.ts). A second or two, every run: they follow the sources.
+  export FK_TEST_PROGRAMS=.test-results/programs
+  node --import tsx test/harness/bundle-programs.ts "$FK_TEST_PROGRAMS"
 fi
 
 # The files of a tier, one a line.

@@ -7,6 +7,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import { FencekeeperClient, LeaseLostError, type Leader, type LeaderChange, type Leadership } from "../../client/index.js";
+import { nodeProgram } from "../harness/programs.js";
 import { eventually, sleep, uniqueResource, useServer } from "../harness/suite.js";
 
 const LEADER = fileURLToPath(new URL("./leader-process.ts", import.meta.url));
@@ -19,7 +20,8 @@ class LeaderProcess {
   private readonly exited: Promise<void>;
 
   constructor(url: string, name: string, resource: string, ttlMs: number) {
-    this.process = spawn(process.execPath, ["--import", "tsx", LEADER, url, name, resource, String(ttlMs)], { stdio: ["pipe", "pipe", "inherit"] });
+    const [node, ...program] = nodeProgram(LEADER);
+    this.process = spawn(node, [...program, url, name, resource, String(ttlMs)], { stdio: ["pipe", "pipe", "inherit"] });
     this.exited = new Promise((resolve) => this.process.once("exit", () => resolve()));
     createInterface({ input: this.process.stdout! }).on("line", (line) => this.events.push(JSON.parse(line)));
   }

@@ -9,6 +9,7 @@ import { expect } from "chai";
 import { shownToOthers } from "../harness/clients.js";
 import { FencekeeperClient, LeaseLostError, ResourceHeldError, type ClientEvent, type Lease } from "../../client/index.js";
 import { startDelayProxy } from "../harness/delay-proxy.js";
+import { nodeProgram } from "../harness/programs.js";
 import type { TestServer } from "../harness/server.js";
 import { eventually, sleep, uniqueResource, useServer } from "../harness/suite.js";
 
@@ -202,7 +203,8 @@ class SessionHolder {
 
   constructor(url: string, ttl: number, resources: string[]) {
     const script = fileURLToPath(new URL("./session-holder.ts", import.meta.url));
-    this.process = spawn(process.execPath, ["--import", "tsx", script, url, String(ttl), ...resources], { stdio: ["pipe", "pipe", "inherit"] });
+    const [node, ...program] = nodeProgram(script);
+    this.process = spawn(node, [...program, url, String(ttl), ...resources], { stdio: ["pipe", "pipe", "inherit"] });
     createInterface({ input: this.process.stdout! }).on("line", (line) => {
       this.events.push(JSON.parse(line));
       this.notify?.();

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { nodeProgram } from "../harness/programs.js";
 import { DENIED_CLIENT, DENIED_RESOURCES, IMPOSTOR_CLIENT, OTHER_PRINCIPAL, policyDenies, PREEMPTING_CLIENT, RunAuth } from "./auth.js";
 import { describeFlood, flood, FLOODER } from "./flood.js";
 import { fillToQuota, quotaFor } from "./quota.js";
@@ -108,7 +109,8 @@ class WorkerProcess implements Victim {
     readonly proxies: FaultProxy[],
     onOp: (op: Op) => void,
   ) {
-    this.process = spawn(process.execPath, ["--import", "tsx", "test/faults/worker.ts", JSON.stringify(config)], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] });
+    const [node, ...program] = nodeProgram("test/faults/worker.ts");
+    this.process = spawn(node, [...program, JSON.stringify(config)], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] });
     this.exited = new Promise((resolve) => this.process.once("exit", () => resolve()));
     createInterface({ input: this.process.stdout! }).on("line", (l) => {
       const op = parseOp(l);

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
+import { nodeProgram } from "./programs.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -11,7 +12,8 @@ export class ProcessClient {
   private waiting?: (line: string) => void;
 
   constructor(script: string, args: string[]) {
-    this.process = spawn(process.execPath, ["--import", "tsx", script, ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
+    const [node, ...program] = nodeProgram(script);
+    this.process = spawn(node, [...program, ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
     createInterface({ input: this.process.stdout! }).on("line", (line) => {
       if (this.waiting) {
         const w = this.waiting;

@@ -1,11 +1,12 @@
 // The TypeScript SDK's test program (test/sdk/typescript/probe.ts, over client/) as a process, run by
-// node with tsx as the other drivers run their languages' probes: its `hold` prints one JSON line per
+// node (test/harness/programs.ts) as the other drivers run their languages' probes: its `hold` prints one JSON line per
 // event and takes commands on stdin; its `scenario` runs the conformance scenario through the SDK.
 import { ProbeProcess, ROOT, runToEnd } from "./probe-process.js";
+import { nodeProgram } from "../harness/programs.js";
 import type { ReasonTypes } from "./reasons-table.js";
 import type { ElectOptions, HoldOptions, ScenarioOptions, ScenarioRun } from "./sdk-suite.js";
 
-const NODE = [process.execPath, "--import", "tsx", `${ROOT}test/sdk/typescript/probe.ts`] as const;
+const NODE = nodeProgram(`${ROOT}test/sdk/typescript/probe.ts`);
 
 /** Runs `probe.ts scenario` to its end. */
 export async function runScenario(server: string, resource: string, o: ScenarioOptions = {}): Promise<ScenarioRun> {

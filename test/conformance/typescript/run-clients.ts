@@ -5,6 +5,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { nodeProgram } from "../../harness/programs.js";
 
 export const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
@@ -44,7 +45,7 @@ export const CLIENTS: Client[] = [
   ...["connect", "grpc-js"].map((library) => ({
     name: `ts-${library}`,
     title: `TypeScript (${library === "connect" ? "@connectrpc/connect" : "@grpc/grpc-js"})`,
-    program: [process.execPath, "--import", "tsx", "test/conformance/typescript/main.ts"],
+    program: nodeProgram("test/conformance/typescript/main.ts"),
     always: ["--library", library],
   })),
 ];
