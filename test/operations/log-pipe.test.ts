@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { ConnectError } from "@connectrpc/connect";
 import { clientsFor, type Clients } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
+import { SERVER_COMMAND } from "../harness/server.js";
 import { eventually, sleep, uniqueResource, within } from "../harness/suite.js";
 import { freePort } from "../../server/etcd/embedded.js";
 
@@ -35,11 +36,11 @@ interface PipedServer {
  */
 async function startPiped(etcd: string, reader: "head" | "stalled", args: string[] = []): Promise<PipedServer> {
   const port = await freePort();
-  const serverArgs = ["--import", "tsx", "server/main.ts", "--listen", `127.0.0.1:${port}`, "--metrics-listen", "off"];
+  const serverArgs = [...SERVER_COMMAND, "--listen", `127.0.0.1:${port}`, "--metrics-listen", "off"];
   serverArgs.push("--etcd", etcd, "--prefix", `/fk-log-pipe-${randomBytes(4).toString("hex")}/`, ...args);
   // exec: the pid is the server's own, so that signals reach it and not a shell.
   const script = reader === "head" ? 'exec "$@" > >(exec head -3) 2>&1' : 'exec "$@" 2>&1';
-  const child = spawn("bash", ["-c", script, "bash", process.execPath, ...serverArgs], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn("bash", ["-c", script, "bash", ...serverArgs], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "?")));
   const server: PipedServer = { child, port, clients: clientsFor(`http://127.0.0.1:${port}`), exited, lines: [], headGone: false };
   if (reader === "head") {

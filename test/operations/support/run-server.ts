@@ -1,6 +1,7 @@
 // Starts the server process and waits for it to exit, for settings it must refuse before serving.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { SERVER_COMMAND } from "../../harness/server.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
@@ -11,11 +12,12 @@ export interface Exit {
 }
 
 /**
- * Runs server/main.ts with args and env until it exits. A server that logs "serving" gets SIGTERM; one
+ * Runs the server (SERVER_COMMAND: compiled under scripts/test.sh) with args and env until it exits. A server that logs "serving" gets SIGTERM; one
  * that does neither within timeoutMs is killed.
  */
 export function runServer(args: string[], env: Record<string, string> = {}, timeoutMs = 20_000): Promise<Exit> {
-  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts", ...args], {
+  const [program, ...first] = SERVER_COMMAND;
+  const child = spawn(program, [...first, ...args], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, ...env },
