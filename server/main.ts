@@ -46,7 +46,7 @@ import { CallPipeline, handlers } from "./rpc/pipeline.js";
 import { unaryFastPath } from "./rpc/unary-fast-path.js";
 import { listen } from "./transport.js";
 import { installStrictUtf8, strictUtf8Json } from "./wire/utf8.js";
-import { startTracing, tracesUrl, type Tracing } from "./tracing/setup.js";
+import type { Tracing } from "./tracing/setup.js";
 
 /** Requests larger than this are refused with RESOURCE_EXHAUSTED before they are parsed. */
 const READ_MAX_BYTES = 4 * 1024 * 1024;
@@ -95,6 +95,9 @@ export async function serve(config: Config): Promise<void> {
   try {
     // Before the pipeline is built: it adds its tracing step only when tracing is on.
     if (config.otlp) {
+      // Loaded only when on: the OpenTelemetry SDK and its exporter are about a fifth of the files a
+      // server loads at start, and a start's CPU is mostly loading files.
+      const { startTracing, tracesUrl } = await import("./tracing/setup.js");
       tracing = startTracing({
         endpoint: config.otlp.endpoint,
         scheduledDelayMs: config.otlp.delayMs,
