@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
 # Compiles the TypeScript to JavaScript when a source is newer than the last build (a stamp file, so
 # that an unchanged checkout costs one `find`):
-# - dist/: the server and the CLI, which `npm start`, the container image and bin/fencekeeper.js run
-#   (tsconfig.build.json);
-# - client/dist/: the SDK package @fencekeeper/client (client/tsconfig.json);
-# - dist/console/: the web console's page and its script, bundled by esbuild (console/).
+# - dist/: the server and the CLI, which `npm start`, the container image and bin/fencekeeper.js run,
+#   and the web console, bundled by esbuild (scripts/bundle.sh);
+# - client/dist/: the SDK package @fencekeeper/client (client/tsconfig.json), compiled by tsc.
 # scripts/setup.sh runs it; so do the tests that run compiled code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 stamp=dist/.built
 sources=()
-for path in server cli client common console gen/ts gen/ts-grpc tsconfig.json tsconfig.build.json package-lock.json; do
+for path in server cli client common console gen/ts gen/ts-grpc tsconfig.json tsconfig.build.json package-lock.json scripts/bundle.sh; do
   if [ -e "$path" ]; then sources+=("$path"); fi
 done
 fresh() {
@@ -29,13 +28,8 @@ fresh && exit 0
 echo "fencekeeper: compiling TypeScript to dist/ and client/dist/" >&2
 # Stamped with the time the build started: a source edited meanwhile makes the next run build again.
 touch dist/.building
+bash scripts/bundle.sh
 # `tsc -p`, not `tsc -b`: -b judges a project up to date from its root files' times alone, and would keep
-# an old dist/ after an edit to any other file. -p with incremental compares every file's contents.
-npx tsc -p tsconfig.build.json
+# an old client/dist/ after an edit to any other file. -p with incremental compares every file's contents.
 npx tsc -p client/tsconfig.json
-# The console's page (--console-listen): its script bundled for the browser with what it imports (the
-# generated code, connect-web), beside the page.
-mkdir -p dist/console
-npx esbuild console/app.ts --bundle --format=esm --target=es2022 --minify --log-level=warning --outfile=dist/console/app.js
-cp console/index.html dist/console/index.html
 mv dist/.building "$stamp"
