@@ -8,16 +8,7 @@ from typing import Any
 
 import fencekeeper
 import fencekeeper.aio
-
-
-class Unexpected(Exception):
-    pass
-
-
-def check(ok: bool, what: str) -> None:
-    if not ok:
-        raise Unexpected(what)
-    print(f"ok {what}", flush=True)
+from steps import Unexpected, check
 
 
 async def eventually(probe: Any, what: str, timeout: float = 10.0) -> None:

@@ -11,20 +11,11 @@ from typing import Any, Callable
 
 import fencekeeper
 import fencekeeper.aio
+from steps import Unexpected, check
 
 TTL = 2.0
 WAITED = 0.5
 """How long a wait in line is let run before it is cancelled: an acquire that did not wait has failed long before."""
-
-
-class Unexpected(Exception):
-    pass
-
-
-def check(ok: bool, what: str) -> None:
-    if not ok:
-        raise Unexpected(what)
-    print(f"ok {what}", flush=True)
 
 
 def held_error(call: Callable[[], Any]) -> float:

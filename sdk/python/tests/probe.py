@@ -49,7 +49,8 @@ import fencekeeper.aio
 import grpc
 from fencekeeper._error_mapping import error_types, from_status
 from google.rpc import status_pb2
-from scenario import Unexpected, run_scenario
+from scenario import run_scenario
+from steps import Unexpected
 
 _print_lock = threading.Lock()
 

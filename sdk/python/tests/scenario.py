@@ -16,13 +16,10 @@ import grpc
 import fencekeeper
 import fencekeeper.aio
 from fencekeeper.v1 import lease_pb2
+from steps import Unexpected
 
 TTL = 2.0
 KEEPALIVE_FOR = 7.0
-
-
-class Unexpected(Exception):
-    """A step did not go as SCENARIO.md says."""
 
 
 def step(message: str) -> None:
