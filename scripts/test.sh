@@ -15,8 +15,8 @@
 # core, rest and all run their files side by side in mocha's parallel mode, FK_TEST_JOBS at a time
 # (default 6): most of a test's time is spent waiting on TTLs and on other processes, and waiting overlaps
 # well even on 2 cores. At 4, the sum of the files' wall times over 4 was above their CPU over 2 cores
-# (rest: 383 s against 316 s): the cores waited. At 6 the tiers took 185 and 305 s, were 219 and 339. Each file starts its own etcd and servers on free ports (test/harness), so the
-# files are independent. Every tier must end by itself (no `exit: true`): test/harness/no-leaks.ts fails
+# (rest: 383 s against 316 s): the cores waited. At 6 the tiers took 185 and 305 s, were 219 and 339.
+# Each file starts its own etcd and servers on free ports (test/harness), so the files are independent. Every tier must end by itself (no `exit: true`): test/harness/no-leaks.ts fails
 # a file that leaves a socket, server, timer or child process open, and names it. The longest files start first, by the durations of the last run
 # (.test-results/timings.jsonl, written by test/harness/timings-reporter.cjs).
 # Options given (--grep ...) apply to the tier's files; files given run as given, in one process, one file

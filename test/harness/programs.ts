@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
-/** Every program started by node_program(): a program missing here fails under scripts/test.sh. */
+/** Every program started by nodeProgram(): a program missing here fails under scripts/test.sh. */
 export const PROGRAMS = [
   "test/sdk/typescript/probe.ts",
   "test/faults/worker.ts",
