@@ -250,7 +250,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--scoped", action="store_true", help="hold: through client.lease(), the scoped form")
     parser.add_argument("--ttl", type=float, default=2.0, help="seconds")
     parser.add_argument("--asyncio", action="store_true")
-    parser.add_argument("--sessions", action="store_true", help="acquire on sessions (Client(sessions=True))")
+    parser.add_argument("--sessions", action="store_true", help="acquire on sessions (Client(sessions=True), the library's default); without it, on leases of their own (Client(sessions=False))")
     parser.add_argument("--lock-delay", type=float, default=0, help="hold: the lock-delay, seconds (acquire(lock_delay=...))")
     parser.add_argument("--shared", action="store_true", help="hold: a shared acquisition (acquire(shared=True))")
     parser.add_argument("--preempt", action="store_true", help="hold: take the resource from its holder (acquire(preempt=True))")
