@@ -64,6 +64,7 @@ export function hold(o: HoldOptions): ProbeProcess {
   if (o.lockDelayMs) args.push("--lock-delay", String(o.lockDelayMs / 1000));
   if (o.asyncio) args.push("--asyncio");
   if (o.scoped) args.push("--scoped");
+  if (o.sessions) args.push("--sessions");
   return new ProbeProcess("the Python holder", PYTHON, args);
 }
 

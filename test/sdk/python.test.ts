@@ -55,8 +55,8 @@ sdkSuite({
     },
   },
   lockDelay: {
-    title: "acquire(lock_delay=...) and the scoped lease(lock_delay=...) reach the server (on fencekeeper.aio too); release leaves no delay",
-    holders: [{ asyncio: false }, { asyncio: true, scoped: true }, { scoped: true }],
+    title: "acquire(lock_delay=...) and the scoped lease(lock_delay=...) reach the server (on fencekeeper.aio too), on a lease of its own also on sessions (the default); release leaves no delay",
+    holders: [{ asyncio: false }, { asyncio: true, scoped: true }, { scoped: true }, { sessions: true }],
     expired: {
       title: "a lock-delayed lease lost at its deadline (fencekeeper.aio) is left to expire, not released: the delay applies, describe() shows it, and an acquire raises LockDelayError",
       hold: { asyncio: true },
@@ -68,8 +68,8 @@ sdkSuite({
     refused: { sent: true, ok: false, reason: "SHARED_TOKEN", code: "INVALID_ARGUMENT" },
   },
   paused: {
-    title: () => "a holder paused past its TTL sees the loss before its next write is sent; a forced write is refused STALE_TOKEN",
-    sessions: [false],
+    title: (on) => `a holder paused past its TTL (${on}) sees the loss before its next write is sent; a forced write is refused STALE_TOKEN`,
+    sessions: [false, true],
     key: "owner",
     writes: "queued",
     check({ lost, write, resumedAt }) {

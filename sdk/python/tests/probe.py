@@ -3,10 +3,10 @@
   probe.py scenario --server URL --resource R [--sessions] [credentials]
       the conformance scenario (test/conformance/SCENARIO.md) through the library; "ok ..." per step,
       exit 0, or "FAIL ..." on stderr and exit 1.
-  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--lock-delay SECONDS] [--asyncio] [--shared] [--preempt] [--scoped] [credentials]
+  probe.py hold --server URL[,URL...] --resource R [--ttl SECONDS] [--lock-delay SECONDS] [--asyncio] [--shared] [--preempt] [--scoped] [--sessions] [credentials]
       acquires R (with --scoped, through the scoped form client.lease()) and keeps it, printing one JSON line per event, times in ms since the epoch:
         {"event": "granted", "token": {...}, "valid_until": ms, "at": ms}
-        {"event": "renewed" | "stream-opened" | "stream-failed", ...}     (the client's events)
+        {"event": "renewed" | "session-opened" | "session-renewed" | "stream-opened" | "stream-failed", ...}     (the client's events)
         {"event": "lost", "why": ..., "at": ms (when the loss signal fired), "valid_until": ms}
                   (threads: printed by a loss listener; --asyncio: once the asyncio.Event woke a task)
       and answers each line of stdin:
@@ -17,7 +17,8 @@
         describe               {"event": "describe", "held": bool, "holders": [...], "lock_delay_ms": ms, "lock_delay_until": ms}
         observe                the first message of observe(), the state now: as describe, with max_holders and value
         acquire                another acquire of R without wait: {"event": "acquire", "ok": bool, "error": class name}
-      --asyncio runs the same on fencekeeper.aio, the loss seen through its asyncio.Event.
+      --asyncio runs the same on fencekeeper.aio, the loss seen through its asyncio.Event. On a lease of its own
+      (Client(sessions=False)) unless --sessions.
 
   probe.py elect --server URL --resource R [--ttl SECONDS] [--holder H] [--value V]
       runs client.lead() on R and the election and semaphore commands (elect.py)
@@ -67,8 +68,10 @@ def out(event: str, **fields: Any) -> None:
 
 
 def client_event(e: dict[str, Any]) -> None:
-    if e["type"] == "renewed":
-        out("renewed", sent_at=ms(e["sent_at"]), confirmed_at=ms(e["confirmed_at"]), valid_until=ms(e["valid_until"]))
+    if e["type"] in ("renewed", "session-renewed"):
+        out(e["type"], sent_at=ms(e["sent_at"]), confirmed_at=ms(e["confirmed_at"]), valid_until=ms(e["valid_until"]))
+    elif e["type"] == "session-opened":
+        out("session-opened", session_id=str(e["session_id"]))
     elif e["type"] in ("stream-opened", "stream-failed"):
         out(e["type"], url=e["url"], error=str(e.get("error", "")))
 
@@ -250,7 +253,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--scoped", action="store_true", help="hold: through client.lease(), the scoped form")
     parser.add_argument("--ttl", type=float, default=2.0, help="seconds")
     parser.add_argument("--asyncio", action="store_true")
-    parser.add_argument("--sessions", action="store_true", help="acquire on sessions (Client(sessions=True))")
+    parser.add_argument("--sessions", action="store_true", help="acquire on sessions (Client(sessions=True), the library's default); without it, on leases of their own (Client(sessions=False))")
     parser.add_argument("--lock-delay", type=float, default=0, help="hold: the lock-delay, seconds (acquire(lock_delay=...))")
     parser.add_argument("--shared", action="store_true", help="hold: a shared acquisition (acquire(shared=True))")
     parser.add_argument("--preempt", action="store_true", help="hold: take the resource from its holder (acquire(preempt=True))")

@@ -61,7 +61,8 @@ class WriteCalls(grpc.UnaryUnaryClientInterceptor):
 
 
 def run_scenario(server: str, resource: str, credentials: fencekeeper.Credentials | None, sessions: bool = False) -> None:
-    """With sessions, A and B acquire on sessions (Client(sessions=True)), and a last step checks what they share."""
+    """With sessions, A and B acquire on sessions (Client(sessions=True), the default), and a last step checks what they share;
+    without, on leases of their own (Client(sessions=False), passed explicitly)."""
     events: list[dict[str, Any]] = []
     calls_b = WriteCalls()
     a = fencekeeper.Client(server, credentials=credentials, holder="python-sdk-a", sessions=sessions, on_event=events.append)

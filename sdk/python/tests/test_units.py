@@ -196,6 +196,11 @@ class AcquireOptionsTest(unittest.TestCase):
             with self.assertRaisesRegex(fencekeeper.InvalidArgumentError, "exclusive"):
                 _campaign_options("v", o)
 
+    def test_a_client_is_on_sessions_unless_made_with_sessions_false(self) -> None:
+        with fencekeeper.Client(self.UNREACHABLE) as on, fencekeeper.Client(self.UNREACHABLE, sessions=False) as own:
+            self.assertIs(on.sessions, True)
+            self.assertIs(own.sessions, False)
+
     def test_an_unknown_field_is_a_type_error_naming_it_at_every_entry_point(self) -> None:
         with fencekeeper.Client(self.UNREACHABLE) as c:
             calls: list[tuple[str, Callable[[], object]]] = [

@@ -228,6 +228,8 @@ class FencekeeperDriver(coordination.CoordinationDriverCachedRunWatchers):
         return f"{self.prefix}{kind}/{_text(name)}"
 
     def _start(self) -> None:
+        # On sessions (the library's default), as etcd's own locks are: every lock and membership has the
+        # driver's one TTL, so they share one session, renewed once; leaders campaign on leases of their own.
         self._client = fencekeeper.Client(self.servers, holder=self.holder, credentials=self.credentials)
 
     def _stop(self) -> None:

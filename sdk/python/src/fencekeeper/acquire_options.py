@@ -56,10 +56,11 @@ class AcquireOptions:
     at its next renewal. Needs the policy verb preempt (or admin); exclusive, on a lease of its own,
     without lock_delay; never waits. Default False."""
     own_lease: bool | None = None
-    """On an etcd lease of its own rather than the client's session of that TTL, on a client with sessions:
-    for a TTL whose fate is its own, or a holder that must lose this lock without losing the others, or
-    learn at its next renewal that it was released behind its back (docs/client.md, "Sessions"). lock_delay
-    and preempt always take a lease of their own. Default False; campaign(): True."""
+    """On an etcd lease of its own rather than the client's session of that TTL (a client is on sessions
+    unless made with sessions=False): for a TTL whose fate is its own, or a holder that must lose this lock
+    without losing the others, or learn at its next renewal that it was released behind its back
+    (docs/client.md, "Sessions"). lock_delay and preempt always take a lease of their own. Default False;
+    campaign(): True."""
 
     def chosen(self) -> frozenset[str]:
         """The names of the fields the caller set (those not None)."""

@@ -1,8 +1,8 @@
 """The fencekeeper client for threads: acquires leases and keeps them alive on one KeepAlive stream, runs
 work under a lease, and gives the store's calls with an explicit token. Any of several server URLs
-(replicas of one service) may serve any call. With sessions=True, acquisitions go on sessions (one per
-TTL, opened on first use and shared) instead of on leases of their own. Thread-safe; fencekeeper.aio
-wraps it for asyncio."""
+(replicas of one service) may serve any call. Acquisitions go on sessions (one per TTL, opened on first
+use and shared), as etcd's Mutex, Curator and Chubby lock; with sessions=False, each on an etcd lease of
+its own. Thread-safe; fencekeeper.aio wraps it for asyncio."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ class Client:
         fence_mode: FenceModeName = "live",
         backoff: Backoff = Backoff(),
         credentials: Credentials | None = None,
-        sessions: bool = False,
+        sessions: bool = True,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         coalesce_writes: bool = True,
         interceptors: Sequence[Any] = (),
@@ -226,8 +226,8 @@ class Client:
         arguments, the same fields, applied over it: acquire(r, ttl=5, wait=True). Setting cancel cancels a
         waiting acquire (CanceledError) and, once granted, ends the lease.
 
-        On the client's session of that TTL when the client was made with sessions=True, unless own_lease is
-        set: a lease of its own is for a TTL whose fate is its own, or a holder that must lose this lock
+        On the client's session of that TTL (the default; not on a client made with sessions=False), unless
+        own_lease is set: a lease of its own is for a TTL whose fate is its own, or a holder that must lose this lock
         without losing the others, or learn at its next renewal that it was released behind its back
         (docs/client.md, "Sessions"). lock_delay and preempt always take a lease of their own."""
         o = _merged("acquire", options, fields)

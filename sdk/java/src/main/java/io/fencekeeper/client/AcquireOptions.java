@@ -17,10 +17,12 @@ import java.util.Objects;
  * counting semaphore of that many, shared; 0: no cap), and whether it preempts (docs/preemption.md: takes
  * the resource from whoever holds it, at once, ahead of the waiters; the old holder's writes are refused
  * from then on and its lease is lost, LossCause.PREEMPTED, at its next renewal; needs the policy verb
- * preempt or admin; exclusive, on a lease of its own, without a lock-delay; never waits).
+ * preempt or admin; exclusive, on a lease of its own, without a lock-delay; never waits), and whether it
+ * takes an etcd lease of its own rather than the client's session (ownLease: null, not chosen, is no for
+ * acquire, acquireAll and semaphore and yes for campaign; see withOwnLease).
  * <pre>{@code AcquireOptions.ttl(Duration.ofSeconds(5)).waitAtMost(Duration.ofSeconds(30))}</pre>
  */
-public record AcquireOptions(Duration ttl, Boolean waiting, Duration waitLimit, String holder, Duration lockDelay, boolean shared, ByteString value, int maxHolders, boolean preempt) {
+public record AcquireOptions(Duration ttl, Boolean waiting, Duration waitLimit, String holder, Duration lockDelay, boolean shared, ByteString value, int maxHolders, boolean preempt, Boolean ownLease) {
   public static final Duration DEFAULT_TTL = Duration.ofSeconds(10);
 
   /**
@@ -37,7 +39,7 @@ public record AcquireOptions(Duration ttl, Boolean waiting, Duration waitLimit, 
 
   /** TTL 10 s, waiting left to the entry point (acquire: no), the client's holder label, no lock-delay, exclusive. */
   public static AcquireOptions defaults() {
-    return new AcquireOptions(DEFAULT_TTL, null, null, null, Duration.ZERO, false, ByteString.EMPTY, 0, false);
+    return new AcquireOptions(DEFAULT_TTL, null, null, null, Duration.ZERO, false, ByteString.EMPTY, 0, false, null);
   }
 
   /** Whether it waits in line: only if waitForever or waitAtMost was chosen. */
@@ -55,41 +57,41 @@ public record AcquireOptions(Duration ttl, Boolean waiting, Duration waitLimit, 
   }
 
   public AcquireOptions withTtl(Duration ttl) {
-    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt, ownLease);
   }
 
   /** Fail fast with ResourceHeldException when the resource is held (acquire's default; semaphore and campaign keep it too). */
   public AcquireOptions noWait() {
-    return new AcquireOptions(ttl, false, null, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, false, null, holder, lockDelay, shared, value, maxHolders, preempt, ownLease);
   }
 
   /** Wait in line until granted, or until the acquire is canceled (its future, or an interrupt). */
   public AcquireOptions waitForever() {
-    return new AcquireOptions(ttl, true, null, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, true, null, holder, lockDelay, shared, value, maxHolders, preempt, ownLease);
   }
 
   /** Wait in line at most this long, then fail with DeadlineExceededException. */
   public AcquireOptions waitAtMost(Duration limit) {
-    return new AcquireOptions(ttl, true, limit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, true, limit, holder, lockDelay, shared, value, maxHolders, preempt, ownLease);
   }
 
   public AcquireOptions withHolder(String holder) {
-    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt, ownLease);
   }
 
   /** The lock-delay (whole seconds, rounded up by the server; zero: none). */
   public AcquireOptions withLockDelay(Duration lockDelay) {
-    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt, ownLease);
   }
 
   /** A shared acquisition (true) or an exclusive one (false, the default). */
   public AcquireOptions withShared(boolean shared) {
-    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt, ownLease);
   }
 
   /** The value published with the acquisition (Describe, Observe; Leadership.proclaim changes it). */
   public AcquireOptions withValue(ByteString value) {
-    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt, ownLease);
   }
 
   public AcquireOptions withValue(String value) {
@@ -98,11 +100,27 @@ public record AcquireOptions(Duration ttl, Boolean waiting, Duration waitLimit, 
 
   /** A permit of a counting semaphore of n (implies shared); 0: no cap. See FencekeeperClient.semaphore. */
   public AcquireOptions withMaxHolders(int n) {
-    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, n, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, n, preempt, ownLease);
   }
 
   /** Take the resource from whoever holds it (true), or not (false, the default). */
   public AcquireOptions withPreempt(boolean preempt) {
-    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt);
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt, ownLease);
+  }
+
+  /**
+   * On an etcd lease of its own (true) rather than the client's session of that TTL (false), on a client
+   * with sessions (the default): for a TTL whose fate is its own, or a holder that must lose this lock
+   * without losing the others, or learn at its next renewal that it was released behind its back
+   * (docs/client.md, "Sessions"). A lock-delay or a preemption always takes a lease of its own. Not
+   * chosen: no, except for campaign, which takes a lease of its own unless told false.
+   */
+  public AcquireOptions withOwnLease(boolean ownLease) {
+    return new AcquireOptions(ttl, waiting, waitLimit, holder, lockDelay, shared, value, maxHolders, preempt, ownLease);
+  }
+
+  /** Whether it asks for a lease of its own (withOwnLease(true)). */
+  public boolean onOwnLease() {
+    return Boolean.TRUE.equals(ownLease);
   }
 }

@@ -163,7 +163,10 @@ public final class Election {
 
   /** FencekeeperClient.campaign. */
   static Leadership campaign(FencekeeperClient client, String resource, ByteString value, AcquireOptions o) throws InterruptedException {
-    AcquireOptions campaign = (o.waitChosen() ? o : o.waitForever()).withShared(false).withMaxHolders(0).withValue(value);
+    // On a lease of its own unless told otherwise: a leadership must be lost alone, and its leader told at
+    // its next renewal when it is released behind its back, which a session's renewal would not tell.
+    AcquireOptions chosen = o.ownLease() != null ? o : o.withOwnLease(true);
+    AcquireOptions campaign = (chosen.waitChosen() ? chosen : chosen.waitForever()).withShared(false).withMaxHolders(0).withValue(value);
     return new Leadership(client, client.acquire(resource, campaign));
   }
 

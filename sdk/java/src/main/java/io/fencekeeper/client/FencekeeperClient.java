@@ -75,7 +75,7 @@ public final class FencekeeperClient implements AutoCloseable {
     private Backoff backoff = Backoff.DEFAULT;
     private Credentials credentials = Credentials.NONE;
     private Consumer<ClientEvent> onEvent;
-    private boolean sessions;
+    private boolean sessions = true;
     private boolean coalesceWrites = true;
 
     private Builder() {}
@@ -266,8 +266,9 @@ public final class FencekeeperClient implements AutoCloseable {
    * overlapping sets cannot deadlock, and gives back what it took when one fails (the exception is that
    * resource's: ResourceHeldException, DeadlineExceededException, ...). o.waitForever / waitAtMost wait
    * for the whole set. Returns one Lease per resource, in the order given, each released on its own; on
-   * the client's session unless the client was built with sessions(false). Of the options, ttl, waits,
-   * waitLimit and holder apply; lockDelay, shared, value, maxHolders and preempt must be unset.
+   * the client's session unless o.withOwnLease(true) or the client was built with sessions(false). Of the
+   * options, ttl, waits, waitLimit, holder and ownLease apply; lockDelay, shared, value, maxHolders and
+   * preempt must be unset.
    */
   public List<Lease> acquireAll(List<String> resources, AcquireOptions o) throws InterruptedException {
     if (!o.lockDelay().isZero() || o.shared() || !o.value().isEmpty() || o.maxHolders() != 0 || o.preempt()) {
@@ -292,7 +293,7 @@ public final class FencekeeperClient implements AutoCloseable {
     if (closed) throw closedError();
     Session session = null;
     AcquireAllRequest.Builder req = AcquireAllRequest.newBuilder().addAllResources(resources).setHolder(o.holder() != null ? o.holder() : holder).setWait(o.waits());
-    if (sessions != null) {
+    if (sessions != null && !o.onOwnLease()) {
       session = session(o.ttl());
       req.setSessionId(session.id());
     } else {
@@ -543,7 +544,7 @@ public final class FencekeeperClient implements AutoCloseable {
   private Lease acquireIn(String resource, AcquireOptions o, Context.CancellableContext context) {
     if (closed) throw closedError();
     // A lock-delay is for an acquisition of its own: on a session, acquisitions end with the session.
-    if (sessions != null && o.lockDelay().isZero() && !o.preempt()) {
+    if (sessions != null && o.lockDelay().isZero() && !o.preempt() && !o.onOwnLease()) {
       Lease lease = acquireOnSession(resource, o, context);
       if (lease != null) return lease;
     }

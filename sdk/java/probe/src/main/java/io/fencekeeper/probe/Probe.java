@@ -305,6 +305,7 @@ public final class Probe {
     return instant.toEpochMilli();
   }
 
+  /** --sessions true: on sessions (the library's default); without it, builder().sessions(false), leases of their own. */
   private static boolean sessions(Map<String, String> flags) {
     return Boolean.parseBoolean(flags.getOrDefault("sessions", "false"));
   }

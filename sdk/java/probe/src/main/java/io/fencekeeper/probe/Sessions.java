@@ -7,6 +7,7 @@ import static io.fencekeeper.probe.Scenario.step;
 import io.fencekeeper.client.AcquireOptions;
 import io.fencekeeper.client.ClientEvent;
 import io.fencekeeper.client.Credentials;
+import io.fencekeeper.client.Election;
 import io.fencekeeper.client.FencekeeperClient;
 import io.fencekeeper.client.Lease;
 import io.fencekeeper.client.LeaseLostException;
@@ -83,6 +84,24 @@ final class Sessions {
       check(leaseTwo.isHeld() && other.describe(two).held(), "sessions: expected the other lease held after a release");
       check(!other.describe(one).held(), "sessions: expected the released lease's resource free");
       step("sessions: released one, the other still held");
+
+      // A lease of its own on a client with sessions: withOwnLease(true), and a campaign unless withOwnLease(false).
+      Lease own = client.acquire(one, AcquireOptions.ttl(TTL).withOwnLease(true));
+      List<Lease> ownAll = client.acquireAll(List.of(resource + "-all-a", resource + "-all-b"), AcquireOptions.ttl(TTL).withOwnLease(true));
+      Election.Leadership leading = client.campaign(resource + "-leader", "v", AcquireOptions.ttl(TTL));
+      Election.Leadership leadingOnSession = client.campaign(resource + "-leader-session", "v", AcquireOptions.ttl(TTL).withOwnLease(false));
+      check(!own.onSession() && own.token().getLeaseId() != session, "sessions: expected withOwnLease(true) to take a lease of its own, got " + own.token());
+      check(ownAll.stream().noneMatch(Lease::onSession) && ownAll.get(0).token().getLeaseId() != ownAll.get(1).token().getLeaseId(),
+          "sessions: expected acquireAll withOwnLease(true) to take leases of their own, got " + ownAll.stream().map(Lease::token).toList());
+      check(!leading.lease().onSession(), "sessions: expected a campaign on a lease of its own, got " + leading.lease().token());
+      check(leadingOnSession.lease().onSession() && leadingOnSession.lease().token().getLeaseId() == session,
+          "sessions: expected a campaign withOwnLease(false) on the session, got " + leadingOnSession.lease().token());
+      own.release();
+      for (Lease l : ownAll) l.release();
+      leading.resign();
+      leadingOnSession.resign();
+      check(leaseTwo.isHeld(), "sessions: expected the lease on the session held after the others' releases");
+      step("sessions: withOwnLease(true) takes a lease of its own (acquire, acquireAll); a campaign takes one unless withOwnLease(false)");
 
       // Closed behind the client's back, right after it opened (a TTL of 10 s: its first renewal is 3 s
       // away): the next Acquire on it finds it gone, loses it with every lease on it, at once, and is
