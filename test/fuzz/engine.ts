@@ -5,6 +5,7 @@
 // Connect (unary JSON and binary, and server streams) over HTTP/1.1.
 import http from "node:http";
 import http2 from "node:http2";
+import type net from "node:net";
 import { gzipSync } from "node:zlib";
 import { create, fromBinary, fromJson, toBinary, toJsonString, type DescMessage } from "@bufbuild/protobuf";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
@@ -290,8 +291,10 @@ function connectError(body: Buffer, a: Answer): void {
 
 /** The connections to one server, by caller: HTTP/2 sessions (renewed every so often) and an HTTP/1.1 agent. */
 export class Connections {
-  private readonly h2 = new Map<string, { session: http2.ClientHttp2Session; streams: number }[]>();
+  private readonly h2 = new Map<string, { session: http2.ClientHttp2Session; streams: number; carried: number[] }[]>();
   readonly agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  /** The last cases each connection carried, by its local port: a leak report names them. */
+  private readonly carried = new Map<number, number[]>();
   /** Streams one HTTP/2 connection carries before a new one replaces it, so that connections come and go too. */
   static STREAMS_PER_SESSION = 400;
 
@@ -309,10 +312,36 @@ export class Connections {
       const session = http2.connect(this.url);
       session.on("error", () => undefined);
       session.unref();
-      entry = pool[slot] = { session, streams: 0 };
+      const carried: number[] = [];
+      session.once("connect", (_s, socket) => socket.localPort && this.carried.set(socket.localPort, carried));
+      entry = pool[slot] = { session, streams: 0, carried };
     }
     entry.streams++;
     return entry.session;
+  }
+
+  /** Notes that an HTTP/2 stream of case `serial` went on the caller's connection in `slot`. */
+  carriedOn(caller: string, slot: number, serial: number): void {
+    const carried = this.h2.get(caller)?.[slot]?.carried;
+    if (carried) keepLast(carried, serial);
+  }
+
+  /** Notes that HTTP/1.1 request of case `serial` went on `socket`. */
+  carriedOnSocket(socket: net.Socket, serial: number): void {
+    const note = () => {
+      const port = socket.localPort;
+      if (!port) return;
+      let carried = this.carried.get(port);
+      if (!carried) this.carried.set(port, (carried = []));
+      keepLast(carried, serial);
+    };
+    if (socket.localPort) note();
+    else socket.once("connect", note);
+  }
+
+  /** The last cases the connection from this local port carried (none if it was not the fuzzer's). */
+  carriedBy(port: number): number[] {
+    return this.carried.get(port) ?? [];
   }
 
   /** Closes every connection (the leak checks then look at the server with no client left). */
@@ -368,15 +397,44 @@ function timeoutHeader(ms: number | undefined): Record<string, string> {
 }
 
 /**
- * How fast a request's bytes are assumed to get through at the least, on a loaded machine: HTTP/2 lets a
- * client send only a stream window (64 KiB) ahead of what the server has read, so a body of megabytes takes
- * dozens of round trips through two starved event loops.
+ * A call's answer bound, measured from its last progress rather than from its start: it runs out after its
+ * deadline + ANSWER_BOUND_MS in which the call made none. Progress is a chunk of the request taken off
+ * the client (HTTP/2 sends only a stream window ahead of what the server has read), or anything answered.
+ * A body of megabytes through two starved event loops on a loaded machine keeps moving and is waited for;
+ * a call the server stopped serving does not move, and is reported.
  */
-const SLOWEST_BYTES_PER_SECOND = 256 * 1024;
+class Stall {
+  private timer: NodeJS.Timeout;
+  /** However much it moves, a call that goes on this long past its deadline is not answered either. */
+  private readonly ceiling: NodeJS.Timeout;
+  constructor(
+    private readonly ms: number,
+    private readonly onStall: () => void,
+  ) {
+    this.timer = setTimeout(onStall, ms);
+    this.ceiling = setTimeout(onStall, ms * 12);
+  }
+  progress(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.onStall, this.ms);
+  }
+  stop(): void {
+    clearTimeout(this.timer);
+    clearTimeout(this.ceiling);
+  }
+}
 
-/** The answer bound of a case: its own deadline, plus the bound, plus the time its bytes may take to send. */
-const boundOf = (c: FuzzCase, chunks: Buffer[]) =>
-  ANSWER_BOUND_MS + (c.timeoutMs ?? 0) + Math.ceil((chunks.reduce((n, b) => n + b.length, 0) * 1000) / SLOWEST_BYTES_PER_SECOND);
+const stallAfter = (c: FuzzCase) => ANSWER_BOUND_MS + (c.timeoutMs ?? 0);
+
+/** Writes the chunks in order, waiting out back pressure; each chunk flushed is progress. */
+async function writeAll(w: { write(chunk: Buffer, cb: (err?: Error | null) => void): boolean; once(e: "drain", f: () => void): unknown; destroyed: boolean }, chunks: Buffer[], stall: Stall, between?: (i: number) => Promise<unknown>): Promise<boolean> {
+  for (const [i, chunk] of chunks.entries()) {
+    if (w.destroyed) return false;
+    if (!w.write(chunk, (err) => err || stall.progress())) await new Promise((r) => w.once("drain", () => r(undefined)));
+    if (between) await between(i);
+  }
+  return !w.destroyed;
+}
 
 function sendH2(s: Send): Promise<Answer> {
   const { c } = s;
@@ -393,7 +451,7 @@ function sendH2(s: Send): Promise<Answer> {
     const finish = () => {
       if (done) return;
       done = true;
-      clearTimeout(bound);
+      stall.stop();
       const status = fields["grpc-status"];
       if (status !== undefined) {
         a.code = Number(status);
@@ -413,13 +471,14 @@ function sendH2(s: Send): Promise<Answer> {
       stream.close(http2.constants.NGHTTP2_CANCEL);
       finish();
     };
-    const bound = setTimeout(() => {
+    const stall = new Stall(stallAfter(c), () => {
       a.unanswered = true;
       stream?.close(http2.constants.NGHTTP2_CANCEL);
       finish();
-    }, boundOf(c, chunks));
+    });
     try {
       session = s.connections.session(`${c.caller}`, s.serial % 3);
+      s.connections.carriedOn(`${c.caller}`, s.serial % 3, s.serial);
       stream = session.request({
         ":method": "POST",
         ":path": METHODS[c.method].path,
@@ -440,6 +499,7 @@ function sendH2(s: Send): Promise<Answer> {
     let onStatus: () => void = () => undefined;
     const statusCame = new Promise<void>((r) => (onStatus = r));
     const take = (h: http2.IncomingHttpHeaders) => {
+      stall.progress();
       for (const [k, v] of Object.entries(h)) if (typeof v === "string") fields[k] = v;
       if (fields["grpc-status"] !== undefined) {
         onStatus();
@@ -459,16 +519,16 @@ function sendH2(s: Send): Promise<Answer> {
     if (c.ending === "cancel-after-first") setTimeout(cancel, CANCEL_AFTER_FIRST_MS).unref();
     stream.on("response", take);
     stream.on("trailers", take);
-    stream.on("data", (d: Buffer) => reader.push(d));
+    stream.on("data", (d: Buffer) => {
+      stall.progress();
+      reader.push(d);
+    });
     stream.on("error", () => undefined);
     stream.on("close", finish);
     const write = async () => {
-      for (const [i, chunk] of chunks.entries()) {
-        if (stream.destroyed) return;
-        if (!stream.write(chunk)) await new Promise((r) => stream.once("drain", r));
-        // The unreadable message first; the rest once the server has answered it (or has had time to).
-        if (i === 0 && c.ending === "bad-then-more") await Promise.race([statusCame, new Promise((r) => setTimeout(r, 300))]);
-      }
+      // The unreadable message first; the rest once the server has answered it (or has had time to).
+      const between = (i: number) => (i === 0 && c.ending === "bad-then-more" ? Promise.race([statusCame, new Promise((r) => setTimeout(r, 300))]) : Promise.resolve());
+      if (!(await writeAll(stream, chunks, stall, between))) return;
       if (c.ending === "cancel-now") return cancel();
       // A bidi stream that is cancelled after its first answer, but sends nothing to be answered, is cancelled now.
       if (c.ending === "cancel-after-first" && kind === "bidi" && chunks.length === 0) return cancel();
@@ -532,22 +592,23 @@ function sendH1(s: Send): Promise<Answer> {
     const finish = () => {
       if (done) return;
       done = true;
-      clearTimeout(bound);
+      stall.stop();
       a.ms = Date.now() - started;
       resolve(a);
     };
     const req = http.request(url, { method: "POST", headers, agent: s.connections.agent });
+    req.once("socket", (socket) => s.connections.carriedOnSocket(socket, s.serial));
     const cancel = () => {
       if (done || a.code !== undefined) return;
       a.cancelled = true;
       req.destroy();
       finish();
     };
-    const bound = setTimeout(() => {
+    const stall = new Stall(stallAfter(c), () => {
       a.unanswered = true;
       req.destroy();
       finish();
-    }, boundOf(c, chunks));
+    });
     req.on("error", (err) => {
       if (!done && !a.cancelled && a.code === undefined) a.connectionFailed ??= `HTTP/1.1 connection failed: ${err.message}`;
       finish();
@@ -574,7 +635,9 @@ function sendH1(s: Send): Promise<Answer> {
         if (c.ending === "cancel-after-first" && a.messages.length === 1) cancel();
       });
       if (c.ending === "cancel-after-first") setTimeout(cancel, CANCEL_AFTER_FIRST_MS).unref();
+      stall.progress();
       res.on("data", (d: Buffer) => {
+        stall.progress();
         if (style === "connect-unary" || res.statusCode !== 200) body.push(d);
         else {
           try {
@@ -609,11 +672,16 @@ function sendH1(s: Send): Promise<Answer> {
       });
     });
     (async () => {
-      for (const chunk of chunks) if (!req.write(chunk)) await new Promise((r) => req.once("drain", r));
+      if (!(await writeAll(req, chunks, stall))) return;
       if (c.ending === "cancel-now") return cancel();
       req.end();
     })().catch(() => undefined);
   });
+}
+
+function keepLast(list: number[], serial: number, n = 8): void {
+  list.push(serial);
+  if (list.length > n) list.shift();
 }
 
 /** Decodes an answer message of a method (binary or JSON); undefined if it does not decode. */

@@ -4,7 +4,7 @@
 /** The invariants, in the order the table shows them. */
 export const INVARIANTS = {
   alive: "the server process never exits",
-  answered: "every call is answered within the bound (its deadline + 10 s + 1 s per 256 KiB it sends)",
+  answered: "every call is answered: no call goes its deadline + 10 s without progress (bytes taken or answered)",
   status: "every call ends with a status (no reset, no HTTP error without grpc-status)",
   notInternal: "no INTERNAL or UNKNOWN",
   hopeless: "input that can never succeed: not OK, and not a retryable code",

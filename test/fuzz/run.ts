@@ -89,9 +89,9 @@ function rssMb(pid: number): number {
 }
 const fdCount = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 
-/** Sockets of the server's port in CLOSE_WAIT: the client closed, the server never did. */
-function closeWaitCount(port: number): number {
-  let n = 0;
+/** Sockets of the server's port in CLOSE_WAIT (the client closed, the server never did), by the client's port. */
+function closeWaitFrom(port: number): number[] {
+  const from: number[] = [];
   for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
     let text: string;
     try {
@@ -103,10 +103,10 @@ function closeWaitCount(port: number): number {
       const f = line.trim().split(/\s+/);
       if (f.length < 4) continue;
       const local = parseInt(f[1].split(":")[1], 16);
-      if (local === port && f[3] === "08") n++;
+      if (local === port && f[3] === "08") from.push(parseInt(f[2].split(":")[1], 16));
     }
   }
-  return n;
+  return from;
 }
 
 const bearer =
@@ -166,7 +166,7 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
     log("fuzz: starting etcd and the servers");
     etcd = await startEtcd();
     // A request's whole body may take longer than the default 10 s to arrive under load (engine.ts,
-    // boundOf): the servers wait for it, and the answer bound allows for it. The read limit itself is
+    // Stall): the servers wait for it, and the answer bound waits while it moves. The read limit itself is
     // tested in test/integration/wire-abuse.test.ts.
     const quiet = ["--log-level", "info", "--request-read-timeout", "60000"];
     const authArgs = ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--policy", join(dir, "policy.json")];
@@ -263,12 +263,17 @@ export async function runFuzz(o: RunOptions): Promise<RunResult> {
       const pid = t.server.process.pid!;
       const port = Number(new URL(t.server.url).port);
       const name = t.auth ? "with auth" : "without auth";
-      await settle(() => fdCount(pid) <= t.baseline.fds + 2 && closeWaitCount(port) === 0, 30_000);
+      await settle(() => fdCount(pid) <= t.baseline.fds + 2 && closeWaitFrom(port).length === 0, 30_000);
       const fds = fdCount(pid);
-      const closeWait = closeWaitCount(port);
+      const closeWaitPorts = closeWaitFrom(port);
+      const closeWait = closeWaitPorts.length;
+      const whose = (p: number) => {
+        const cases = t.connections.carriedBy(p);
+        return cases.length ? `the connection from port ${p}, which last carried cases #${cases.join(", #")}` : `the connection from port ${p} (not one of the fuzz calls')`;
+      };
       const rss = rssMb(pid);
       findings.check("fds", fds <= t.baseline.fds + 2, () => `server ${name}: ${fds} fds open, ${t.baseline.fds} at the start`);
-      findings.check("closeWait", closeWait === 0, () => `server ${name}: ${closeWait} sockets in CLOSE_WAIT after every client closed`);
+      findings.check("closeWait", closeWait === 0, () => `server ${name}: ${closeWait} sockets in CLOSE_WAIT after every client closed: ${closeWaitPorts.map(whose).join("; ")} (FUZZ_ONLY=<cases> runs them again)`);
       // Bounded: a run may warm caches, not grow without end.
       const limit = Math.max(2 * t.baseline.rssMb, t.baseline.rssMb + 256);
       findings.check("rss", t.peakRssMb <= limit, () => `server ${name}: RSS peaked at ${t.peakRssMb.toFixed(0)} MiB (start ${t.baseline.rssMb.toFixed(0)} MiB, bound ${limit.toFixed(0)} MiB)`);
