@@ -78,8 +78,12 @@ sdkSuite({
       expect(lost.valid_until).to.be.closeTo(last.valid_until, 2);
       expect(last.valid_until).to.be.closeTo(last.sent_at + ttl - (100 + ttl / 100), 2);
       expect(lost.at).to.be.at.least(lost.valid_until - 1);
-      expect(lost.at - lost.valid_until).to.be.below(500);
-      expect(lost.at - delayedAt).to.be.below(ttl);
+      // On time: within half a second of the deadline, beyond what the holder's event loop was held up
+      // (a loaded machine can stall the process past any bound; it says by how much).
+      const lag = lost.loop_lag_ms as number;
+      expect(lag, "the probe reports its event loop's delay").to.be.a("number");
+      expect(lost.at - lost.valid_until, `loss declared late (event loop held up ${lag} ms)`).to.be.below(500 + lag);
+      expect(lost.at - delayedAt, `loss declared late (event loop held up ${lag} ms)`).to.be.below(ttl + lag);
     },
     async checkAfter({ lost, state, holder }) {
       expect(state.valid_until).to.be.closeTo(lost.valid_until, 2);

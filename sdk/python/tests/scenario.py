@@ -19,6 +19,9 @@ from fencekeeper.v1 import lease_pb2
 from steps import Unexpected
 
 TTL = 2.0
+# B's lease carries the writes from the handover on: its TTL is not what those steps test, and a loaded
+# machine that stalls a process for a couple of seconds must not take it away from under them.
+HELD_TTL = 10.0
 KEEPALIVE_FOR = 7.0
 
 
@@ -154,7 +157,7 @@ def scenario(a: fencekeeper.Client, b: fencekeeper.Client, observer: fencekeeper
     step("release")
 
     # 7. Handover.
-    lease_b = b.acquire(resource, ttl=TTL)
+    lease_b = b.acquire(resource, ttl=HELD_TTL)
     token_b = lease_b.token
     check(token_b.generation > token_a.generation, f"handover: expected a generation greater than {token_a.generation}, got {token_b.generation}")
     await_handover(observed, token_a.generation, token_b.generation)

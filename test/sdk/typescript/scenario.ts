@@ -24,6 +24,9 @@ import { LeaseService } from "../../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencedStoreService } from "../../../gen/ts/fencekeeper/v1/store_pb.js";
 
 const TTL = 2000;
+// B's lease carries the writes from the handover on: its TTL is not what those steps test, and a loaded
+// machine that stalls a process for a couple of seconds must not take it away from under them.
+const HELD_TTL = 10_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const step = (line: string) => process.stdout.write(`ok ${line}\n`);
 
@@ -131,7 +134,7 @@ export async function runScenario(servers: string[], credentials: Credentials, r
     step("release");
 
     // 7. Handover.
-    const leaseB = await b.acquire(resource, { ttl: TTL });
+    const leaseB = await b.acquire(resource, { ttl: HELD_TTL });
     const tokenB = leaseB.token;
     check(tokenB.generation > tokenA.generation, `handover: expected a generation greater than ${tokenA.generation}, got ${tokenB.generation}`);
     const observedBy = Date.now() + 5000;

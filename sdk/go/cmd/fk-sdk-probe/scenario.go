@@ -15,6 +15,10 @@ import (
 
 const ttl = 2 * time.Second
 
+// B's lease carries the writes from the handover on: its TTL is not what those steps test, and a loaded
+// machine that stalls a process for a couple of seconds must not take it away from under them.
+const heldTTL = 10 * time.Second
+
 func step(format string, args ...any) { fmt.Printf("ok "+format+"\n", args...) }
 
 // runScenario runs the scenario of test/conformance/SCENARIO.md through the library, with a client each
@@ -184,7 +188,7 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	step("release")
 
 	// 7. Handover.
-	leaseB, err := b.Acquire(ctx, resource, fencekeeper.AcquireOptions{TTL: ttl})
+	leaseB, err := b.Acquire(ctx, resource, fencekeeper.AcquireOptions{TTL: heldTTL})
 	if err != nil {
 		return fmt.Errorf("handover: acquire: %w", err)
 	}
