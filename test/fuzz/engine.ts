@@ -63,6 +63,8 @@ export interface Answer {
   cancelled: boolean;
   /** No status within the bound. */
   unanswered: boolean;
+  /** Bytes of the request the transport took (flushed to the socket), of how many: where a call stalled. */
+  sent?: { bytes: number; of: number };
   /** The connection failed before a status came (e.g. the server destroyed an HTTP/1.1 socket). */
   connectionFailed?: string;
   ms: number;
@@ -407,6 +409,7 @@ class Stall {
   private timer: NodeJS.Timeout;
   /** However much it moves, a call that goes on this long past its deadline is not answered either. */
   private readonly ceiling: NodeJS.Timeout;
+  private stopped = false;
   constructor(
     private readonly ms: number,
     private readonly onStall: () => void,
@@ -415,10 +418,13 @@ class Stall {
     this.ceiling = setTimeout(onStall, ms * 12);
   }
   progress(): void {
+    // A write's callback may come after the call ended (its status came first): nothing to time then.
+    if (this.stopped) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(this.onStall, this.ms);
   }
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.timer);
     clearTimeout(this.ceiling);
   }
@@ -426,11 +432,33 @@ class Stall {
 
 const stallAfter = (c: FuzzCase) => ANSWER_BOUND_MS + (c.timeoutMs ?? 0);
 
-/** Writes the chunks in order, waiting out back pressure; each chunk flushed is progress. */
-async function writeAll(w: { write(chunk: Buffer, cb: (err?: Error | null) => void): boolean; once(e: "drain", f: () => void): unknown; destroyed: boolean }, chunks: Buffer[], stall: Stall, between?: (i: number) => Promise<unknown>): Promise<boolean> {
+/** The most written at once: a body of megabytes is progress piece by piece, not only once all of it is out. */
+const PIECE = 16 * 1024;
+
+/**
+ * Writes the chunks in order, waiting out back pressure, in pieces of at most PIECE bytes (the bytes on the
+ * wire are the same); each piece flushed is progress, counted in a.sent.
+ */
+async function writeAll(
+  w: { write(chunk: Buffer, cb: (err?: Error | null) => void): boolean; once(e: "drain", f: () => void): unknown; destroyed: boolean },
+  chunks: Buffer[],
+  stall: Stall,
+  a: Answer,
+  between?: (i: number) => Promise<unknown>,
+): Promise<boolean> {
+  const sent = (a.sent = { bytes: 0, of: chunks.reduce((n, c) => n + c.length, 0) });
   for (const [i, chunk] of chunks.entries()) {
-    if (w.destroyed) return false;
-    if (!w.write(chunk, (err) => err || stall.progress())) await new Promise((r) => w.once("drain", () => r(undefined)));
+    for (let at = 0; at < chunk.length || (at === 0 && chunk.length === 0); at += PIECE) {
+      if (w.destroyed) return false;
+      const piece = chunk.subarray(at, at + PIECE);
+      const flushed = (err?: Error | null) => {
+        if (err) return;
+        sent.bytes += piece.length;
+        stall.progress();
+      };
+      if (!w.write(piece, flushed)) await new Promise((r) => w.once("drain", () => r(undefined)));
+      if (chunk.length === 0) break;
+    }
     if (between) await between(i);
   }
   return !w.destroyed;
@@ -528,7 +556,7 @@ function sendH2(s: Send): Promise<Answer> {
     const write = async () => {
       // The unreadable message first; the rest once the server has answered it (or has had time to).
       const between = (i: number) => (i === 0 && c.ending === "bad-then-more" ? Promise.race([statusCame, new Promise((r) => setTimeout(r, 300))]) : Promise.resolve());
-      if (!(await writeAll(stream, chunks, stall, between))) return;
+      if (!(await writeAll(stream, chunks, stall, a, between))) return;
       if (c.ending === "cancel-now") return cancel();
       // A bidi stream that is cancelled after its first answer, but sends nothing to be answered, is cancelled now.
       if (c.ending === "cancel-after-first" && kind === "bidi" && chunks.length === 0) return cancel();
@@ -672,7 +700,7 @@ function sendH1(s: Send): Promise<Answer> {
       });
     });
     (async () => {
-      if (!(await writeAll(req, chunks, stall))) return;
+      if (!(await writeAll(req, chunks, stall, a))) return;
       if (c.ending === "cancel-now") return cancel();
       req.end();
     })().catch(() => undefined);
