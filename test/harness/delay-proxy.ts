@@ -9,6 +9,8 @@ export interface DelayProxy {
   readonly url: string;
   /** Delays the bytes going one way (or both) by `ms` from now on. */
   setDelay(ms: number, direction?: Direction | "both"): void;
+  /** Bytes the clients have sent through the proxy so far (what reached, or is on its way to, the server). */
+  bytesToServer(): number;
   /** Resets every connection through the proxy now (TCP RST both ways); new connections are still taken. */
   cut(): void;
   close(): Promise<void>;
@@ -18,8 +20,10 @@ export async function startDelayProxy(target: string): Promise<DelayProxy> {
   const { hostname, port } = new URL(target);
   const delay: Record<Direction, number> = { toServer: 0, toClient: 0 };
   const sockets = new Set<net.Socket>();
+  let toServer = 0;
 
   const server = net.createServer((client) => {
+    client.on("data", (chunk: Buffer) => (toServer += chunk.length));
     const upstream = net.connect(Number(port), hostname);
     for (const s of [client, upstream]) {
       sockets.add(s);
@@ -37,6 +41,7 @@ export async function startDelayProxy(target: string): Promise<DelayProxy> {
       if (direction !== "toClient") delay.toServer = ms;
       if (direction !== "toServer") delay.toClient = ms;
     },
+    bytesToServer: () => toServer,
     cut() {
       for (const s of sockets) s.resetAndDestroy();
     },

@@ -18,9 +18,7 @@ export const PROGRAMS = [
   "test/conformance/typescript/main.ts",
   "test/integration/holder-process.ts",
   "test/fenced-http/http-holder.ts",
-  "test/redis/redis-holder.ts",
-  "test/postgres/pg-holder.ts",
-  "test/mariadb/my-holder.ts",
+  "test/fenced-stores/holder.ts",
   "test/client/leader-process.ts",
   "test/client/session-holder.ts",
 ] as const;
