@@ -8,6 +8,7 @@ import (
 	"time"
 
 	fencekeeperv1 "github.com/fencekeeper/fencekeeper/gen/go/fencekeeper/v1"
+	"google.golang.org/grpc/codes"
 )
 
 // Leader election on top of leases (docs/election.md): a campaign is an exclusive Acquire that waits in
@@ -33,14 +34,9 @@ type LeaderChange struct {
 	Revision int64
 }
 
-// CampaignOptions are those of one campaign. WaitTimeout zero: wait until elected or ctx ends.
-type CampaignOptions struct {
-	TTL          time.Duration
-	WaitTimeout  time.Duration
-	Holder       string
-	LockDelay    time.Duration
-	LeaseContext context.Context
-}
+// CampaignOptions are AcquireOptions: one options value for every entry point. The name stays for the
+// code written when a campaign had options of its own, whose fields AcquireOptions all have.
+type CampaignOptions = AcquireOptions
 
 // Leadership is an elected campaign: the leader's lease (its writes go under the leader's token).
 type Leadership struct {
@@ -87,10 +83,17 @@ func (l *Lease) Proclaim(ctx context.Context, value []byte) (int64, error) {
 	return revision, err
 }
 
-// Campaign waits in line for resource, exclusively, publishing value, and returns once elected. ctx
-// bounds the wait only; o.LeaseContext, if set, ends the leadership when it ends.
-func (c *Client) Campaign(ctx context.Context, resource string, value []byte, o CampaignOptions) (*Leadership, error) {
-	l, err := c.Acquire(ctx, resource, AcquireOptions{TTL: o.TTL, Wait: true, WaitTimeout: o.WaitTimeout, Holder: o.Holder, LockDelay: o.LockDelay, LeaseContext: o.LeaseContext, Value: value})
+// Campaign waits in line for resource, exclusively, publishing value, and returns once elected. The
+// options are Acquire's, with Wait implied: o.NoWait fails fast instead (*ResourceHeldError while someone
+// leads), o.WaitTimeout bounds the wait (zero: until elected or ctx ends). ctx bounds the wait only;
+// o.LeaseContext, if set, ends the leadership when it ends. A campaign is exclusive and publishes value:
+// o.Shared, o.MaxHolders and o.Value must be unset (*InvalidArgumentError otherwise).
+func (c *Client) Campaign(ctx context.Context, resource string, value []byte, o AcquireOptions) (*Leadership, error) {
+	if o.Shared || o.MaxHolders != 0 || o.Value != nil {
+		return nil, &InvalidArgumentError{&StatusError{Code: codes.InvalidArgument, Message: "Campaign is exclusive and publishes its value argument: AcquireOptions.Shared, MaxHolders and Value must be unset", Metadata: map[string]string{}}}
+	}
+	o.Wait, o.Value = !o.NoWait, value
+	l, err := c.Acquire(ctx, resource, o)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +218,7 @@ func (c *Client) Lead(ctx context.Context, resource string, cb LeadCallbacks, o 
 		if o.ValueFunc != nil {
 			value = o.ValueFunc()
 		}
-		l, err := c.Campaign(ctx, resource, value, CampaignOptions{TTL: o.TTL, Holder: o.Holder, LockDelay: o.LockDelay, LeaseContext: ctx})
+		l, err := c.Campaign(ctx, resource, value, AcquireOptions{TTL: o.TTL, Holder: o.Holder, LockDelay: o.LockDelay, LeaseContext: ctx})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -385,6 +385,25 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	}
 	step("not found: a renewal answered LEASE_NOT_FOUND ends the lease")
 
+	// Campaign takes Acquire's options: NoWait fails fast while B holds the resource, a campaign is
+	// exclusive, and on a free resource it is elected at once with its value published.
+	if _, err := a.Campaign(ctx, resource, []byte("a"), fencekeeper.AcquireOptions{TTL: ttl, NoWait: true}); !is[*fencekeeper.ResourceHeldError](err) {
+		return fmt.Errorf("campaign: NoWait while B holds %s: expected ResourceHeldError, got %v", resource, err)
+	}
+	elected := resource + "-campaign"
+	if _, err := a.Campaign(ctx, elected, []byte("a"), fencekeeper.AcquireOptions{TTL: ttl, Shared: true}); !is[*fencekeeper.InvalidArgumentError](err) {
+		return fmt.Errorf("campaign: Shared: expected InvalidArgumentError, got %v", err)
+	}
+	leadership, err := a.Campaign(ctx, elected, []byte("a"), fencekeeper.AcquireOptions{TTL: ttl, NoWait: true})
+	if err != nil {
+		return fmt.Errorf("campaign: NoWait on a free resource: %v", err)
+	}
+	if leader, err := a.Leader(ctx, elected); err != nil || leader == nil || string(leader.Value) != "a" || leader.Token.Generation != leadership.Token().Generation {
+		return fmt.Errorf("campaign: expected the leader with value \"a\" and generation %d, got %+v (%v)", leadership.Token().Generation, leader, err)
+	}
+	leadership.Resign(ctx)
+	step("campaign: Acquire's options; NoWait refused RESOURCE_HELD while another holds, Shared refused, elected at once when free")
+
 	// 10. Clean up, through WithLease: it runs, then releases.
 	leaseB.Release(ctx)
 	ran := false
