@@ -12,12 +12,8 @@ sdkSuite({
   hold,
   elect,
   grantedWithinMs: 20_000,
-  state: ["state", "state"],
   // Writes of the worker thread answer "put" too: the command's answer is the one from stdin.
   write: (key, value) => [`put ${key} ${value}`, (e) => e.event === "put" && e.source === "stdin"],
-  describe: ["describe", "describe"],
-  observe: ["observe", "observe"],
-  acquire: ["acquire", "acquire"],
   lockDelayError: "LockDelayException",
   reasons: { column: "Java", run: reasons, base: "FencekeeperException" },
   own(env) {
@@ -104,21 +100,9 @@ sdkSuite({
   late: {
     group: "through a delaying proxy",
     title: "a renewal answered after validUntil is loss, and later answers do not revive the lease",
-    check({ lost, delayedAt, holder }) {
-      const ttl = 2000;
-      expect(lost.why).to.equal("DEADLINE");
-      // The deadline is the one the last renewal confirmed in time set, and the loss fired at it.
-      const last = holder.seen("renewed").filter((l) => l.at <= lost.at).at(-1)!;
-      expect(lost.valid_until).to.be.closeTo(last.valid_until, 5);
-      expect(last.valid_until).to.be.closeTo(last.sent_at + ttl - (100 + ttl / 100), 5);
-      expect(lost.at).to.be.at.least(lost.valid_until);
-      expect(lost.at - lost.valid_until, "the loss fired late after validUntil").to.be.below(1000);
-      expect(lost.at - delayedAt).to.be.below(2 * ttl);
-    },
-    async checkAfter({ lost, state, holder }) {
-      expect(state.valid_until).to.be.closeTo(lost.valid_until, 5);
-      expect(holder.seen("renewed").filter((l) => l.at > lost.at)).to.deep.equal([]);
-    },
+    why: "DEADLINE",
+    withinMs: 5,
+    sentAt: true,
   },
   failover: {
     group: "replicas on one etcd",

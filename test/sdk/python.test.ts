@@ -12,13 +12,7 @@ sdkSuite({
   tag: "py-sdk",
   hold,
   elect,
-  grantedWithinMs: 15_000,
   state: ["status", "status"],
-  write: (key, value) => [`write ${key} ${value}`, "write"],
-  describe: ["describe", "describe"],
-  observe: ["observe", "observe"],
-  acquire: ["acquire", "acquire"],
-  lockDelayError: "LockDelayError",
   reasons: { column: "Python", run: reasons, base: "FencekeeperError" },
   own(env) {
     it("installed the usual way (its wheel, with pip, in a fresh venv), a user's ten-line program acquires, writes and releases", async () => {
@@ -88,19 +82,8 @@ sdkSuite({
     group: "renewal answers held back past the deadline (fencekeeper.aio)",
     title: "are loss at validUntil, and the answers that come later change nothing",
     hold: { asyncio: true },
-    check({ lost, delayedAt, holder }) {
-      expect(lost.why).to.equal("deadline");
-      // The deadline is the one the last renewal confirmed in time set, and nothing moved it.
-      const confirmed = holder.seen("renewed").filter((r) => r.seq < lost.seq);
-      expect(lost.valid_until).to.be.closeTo(confirmed.at(-1)!.valid_until, 2);
-      expect(lost.at).to.be.at.least(lost.valid_until);
-      expect(lost.at - delayedAt).to.be.below(2000 + 1000);
-    },
-    async checkAfter({ lost, state, holder }) {
-      expect(state.valid_until).to.be.closeTo(lost.valid_until, 2);
-      expect(holder.seen("renewed").filter((r) => r.seq > lost.seq)).to.deep.equal([]);
-      expect(await holder.command("write k v", "write")).to.include({ sent: false, code: "LEASE_LOST" });
-    },
+    sentAt: false,
+    writeAfter: { sent: false, code: "LEASE_LOST" },
   },
   failover: {
     group: "replica failover",

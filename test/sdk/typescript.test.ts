@@ -14,13 +14,6 @@ sdkSuite({
   tag: "ts-sdk",
   hold,
   elect,
-  grantedWithinMs: 15_000,
-  state: ["state", "state"],
-  write: (key, value) => [`write ${key} ${value}`, "write"],
-  describe: ["describe", "describe"],
-  observe: ["observe", "observe"],
-  acquire: ["acquire", "acquire"],
-  lockDelayError: "LockDelayError",
   reasons: { column: "TypeScript", run: reasons, base: "FencekeeperError" },
   scenario: {
     title: "runs the conformance scenario through the SDK: leases of their own, on sessions, with a client certificate (mutual TLS), with a bearer JWT",
@@ -70,26 +63,8 @@ sdkSuite({
   },
   late: {
     title: "a renewal answered late (a delaying proxy) is loss, at validUntil, and later answers do not revive the lease",
-    check({ lost, delayedAt, holder }) {
-      const ttl = 2000;
-      expect(lost.why).to.equal("deadline");
-      // The deadline is the one the last renewal confirmed in time set: its send + TTL - drift margin.
-      const last = holder.seen("renewed").filter((r) => r.seq < lost.seq).at(-1)!;
-      expect(lost.valid_until).to.be.closeTo(last.valid_until, 2);
-      expect(last.valid_until).to.be.closeTo(last.sent_at + ttl - (100 + ttl / 100), 2);
-      expect(lost.at).to.be.at.least(lost.valid_until - 1);
-      // On time: within half a second of the deadline, beyond what the holder's event loop was held up
-      // (a loaded machine can stall the process past any bound; it says by how much).
-      const lag = lost.loop_lag_ms as number;
-      expect(lag, "the probe reports its event loop's delay").to.be.a("number");
-      expect(lost.at - lost.valid_until, `loss declared late (event loop held up ${lag} ms)`).to.be.below(500 + lag);
-      expect(lost.at - delayedAt, `loss declared late (event loop held up ${lag} ms)`).to.be.below(ttl + lag);
-    },
-    async checkAfter({ lost, state, holder }) {
-      expect(state.valid_until).to.be.closeTo(lost.valid_until, 2);
-      expect(holder.seen("renewed").filter((r) => r.seq > lost.seq)).to.deep.equal([]);
-      expect(await holder.command("write k v", "write")).to.include({ ok: false, error: "LEASE_LOST", sent: false });
-    },
+    sentAt: true,
+    writeAfter: { ok: false, error: "LEASE_LOST", sent: false },
   },
   failover: {
     titles: {
