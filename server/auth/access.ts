@@ -78,7 +78,8 @@ export class Access {
   /**
    * Who the caller is for caps: its principal, or without authentication its connection. Not its client
    * address: behind a mesh sidecar, or on one machine, every client shares one, and one client's streams
-   * must not lock the others out (docs/limits.md says how a mesh passes the caller's identity instead).
+   * must not lock the others out (docs/authentication.md, "Behind a mesh", says how a mesh passes the
+   * caller's identity instead).
    */
   callerKey(ctx: HasValues): string {
     return this.turnKey(ctx);
