@@ -87,12 +87,16 @@ func (l *Lease) Proclaim(ctx context.Context, value []byte) (int64, error) {
 // options are Acquire's, with Wait implied: o.NoWait fails fast instead (*ResourceHeldError while someone
 // leads), o.WaitTimeout bounds the wait (zero: until elected or ctx ends). ctx bounds the wait only;
 // o.LeaseContext, if set, ends the leadership when it ends. A campaign is exclusive and publishes value:
-// o.Shared, o.MaxHolders and o.Value must be unset (*InvalidArgumentError otherwise).
+// o.Shared, o.MaxHolders and o.Value must be unset (*InvalidArgumentError otherwise). It is on a lease of
+// its own, also on a client with sessions (as in the other libraries, where it is their default): a
+// leadership must be lost alone, and its leader told at its next renewal when it is released behind its
+// back, which a session's renewal would not tell. (OwnLease's false is its zero value in Go, so it cannot
+// ask for the session here.)
 func (c *Client) Campaign(ctx context.Context, resource string, value []byte, o AcquireOptions) (*Leadership, error) {
 	if o.Shared || o.MaxHolders != 0 || o.Value != nil {
 		return nil, &InvalidArgumentError{&StatusError{Code: codes.InvalidArgument, Message: "Campaign is exclusive and publishes its value argument: AcquireOptions.Shared, MaxHolders and Value must be unset", Metadata: map[string]string{}}}
 	}
-	o.Wait, o.Value = !o.NoWait, value
+	o.Wait, o.Value, o.OwnLease = !o.NoWait, value, true
 	l, err := c.Acquire(ctx, resource, o)
 	if err != nil {
 		return nil, err

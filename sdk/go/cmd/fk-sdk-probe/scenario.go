@@ -401,8 +401,18 @@ func runScenario(ctx context.Context, urls []string, creds fencekeeper.Credentia
 	if leader, err := a.Leader(ctx, elected); err != nil || leader == nil || string(leader.Value) != "a" || leader.Token.Generation != leadership.Token().Generation {
 		return fmt.Errorf("campaign: expected the leader with value \"a\" and generation %d, got %+v (%v)", leadership.Token().Generation, leader, err)
 	}
+	// On a lease of its own: an acquisition beside it (on the client's session, sessions being the default)
+	// is on another.
+	beside, err := a.Acquire(ctx, elected+"-beside", fencekeeper.AcquireOptions{TTL: ttl})
+	if err != nil {
+		return fmt.Errorf("campaign: an acquisition beside it: %v", err)
+	}
+	if beside.Token().LeaseID == leadership.Token().LeaseID {
+		return fmt.Errorf("campaign: on lease %d, the one an acquisition beside it is on: expected a lease of its own", beside.Token().LeaseID)
+	}
+	beside.Release(ctx)
 	leadership.Resign(ctx)
-	step("campaign: Acquire's options; NoWait refused RESOURCE_HELD while another holds, Shared refused, elected at once when free")
+	step("campaign: Acquire's options, on a lease of its own; NoWait refused RESOURCE_HELD while another holds, Shared refused, elected at once when free")
 
 	// 10. Clean up, through WithLease: it runs, then releases.
 	leaseB.Release(ctx)
