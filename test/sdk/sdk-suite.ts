@@ -145,8 +145,23 @@ export interface Sdk {
      * write command waits on the paused process's stdin: the first thing it reads when it runs).
      */
     writes: "worker" | "queued";
-    /** The holder's first write after it ran again: refused by the library, unsent, after the loss. */
-    check(c: { lost: ProbeEvent; write: ProbeEvent; holder: ProbeProcess; pausedAt: number; resumedAt: number; bAcquiredAt: number }): void;
+    /** How the library spells a loss at the deadline (default "deadline"). */
+    why?: string;
+    /**
+     * "queued": what the write answers, in part: refused by the library and not sent (the suite checks that the
+     * loss came first, at or after validUntil, and before the resume's end).
+     */
+    writeRefused?: Record<string, unknown>;
+    /** What the loss line says besides, in part (Python: that its event was set). */
+    lostAlso?: Record<string, unknown>;
+    /**
+     * Whether the probe prints the loss before the refused write's answer ("printed": its loss listener runs
+     * where the loss is decided), or only decides it first ("decided": Go's listener may print after the
+     * write's answer; its line's `at` is when the library decided, and the write has a `done_at`).
+     */
+    lossFirst?: "printed" | "decided";
+    /** "worker": the holder's first refused write after it ran again, as its worker thread decides it. */
+    check?(c: { lost: ProbeEvent; write: ProbeEvent; holder: ProbeProcess; pausedAt: number; resumedAt: number; bAcquiredAt: number }): void;
     /** A write with the old token anyway: refused by the fence of B's generation. */
     force(key: string): Command;
     forceRefused(fence: string): Record<string, unknown>;
@@ -501,7 +516,19 @@ export function sdkSuite(under: SdkUnderTest): void {
           // whether it was decided by the library after the resume or by the fence for a write begun before it.
           const write = await h.next(worker ? (e) => e.event === "put" && e.ok === false : sdk.write(key, "from-A")[1], 10_000);
           console.log(`      ${sdk.name} (${on}): resume to loss signal ${(lost.at - resumedAt).toFixed(1)} ms (paused ${resumedAt - pausedAt} ms, TTL ${ttl} ms)`);
-          sdk.paused.check({ lost, write, holder: h, pausedAt, resumedAt, bAcquiredAt });
+          if (sdk.paused.check) sdk.paused.check({ lost, write, holder: h, pausedAt, resumedAt, bAcquiredAt });
+          else {
+            const { why = "deadline", writeRefused, lostAlso = {}, lossFirst = "printed" } = sdk.paused;
+            expect(lost).to.include({ why, ...lostAlso });
+            // The loss is the deadline's: at or after validUntil, which passed while the holder was stopped.
+            expect(lost.at).to.be.at.least(lost.valid_until - 1);
+            expect(lost.valid_until).to.be.below(resumedAt);
+            // Decided by what the holder did, not by when: the loss came before the write it had queued, and
+            // the write was refused by the library, unsent.
+            if (lossFirst === "printed") expect(lost.seq, "the loss before the write").to.be.below(write.seq);
+            else expect(lost.at, "the loss decided before the write was answered").to.be.at.most(write.done_at);
+            expect(write).to.include(writeRefused);
+          }
 
           // Written anyway, with the old token: the fence refuses it.
           const forced = await h.command(...sdk.paused.force(key));
