@@ -13,9 +13,10 @@ const SKIP = new Set(["node_modules", "dist", "target", ".test-results", ".venv"
 const TEXT = /\.(ts|md|sh|cjs|mjs|yaml|yml|go|py|java|xml|toml)$/;
 /** A path from the root into one of the project's folders, with a file's extension, not part of a longer name. */
 const NAMED = /(?<![\w./-])(?:server|client|test|docs|scripts|bench|sdk|deploy|proto|gen)\/[\w./-]*?\.(?:ts|md|go|py|java|sh|proto|json|jsonl|yaml|cjs|mjs)(?![\w-])/g;
-/** Named on purpose though absent: what a build makes, and what is named as a pattern. */
+/** Named on purpose though absent from a clone: what a build or a run writes, and what is named as a pattern. */
 const NOT_FILES = [
   /^client\/[\w/-]+\.d\.ts$/, // the declarations the client's build writes into dist/
+  /^bench\/results\//, // what a bench run writes (ignored by git: absent from a fresh clone)
   /\/\.\.\.\//, // an elided middle ("sdk/java/probe/.../X.java")
 ];
 /** Files that name an older layout on purpose, to run against older commits. */
