@@ -149,7 +149,7 @@ export interface Sdk {
     why?: string;
     /**
      * "queued": what the write answers, in part: refused by the library and not sent (the suite checks that the
-     * loss came first, at or after validUntil, and before the resume's end).
+     * loss came at or after validUntil, and before the write: see lossFirst).
      */
     writeRefused?: Record<string, unknown>;
     /** What the loss line says besides, in part (Python: that its event was set). */
