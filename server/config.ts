@@ -84,6 +84,8 @@ export interface Config {
   compaction: { intervalMs: number; retention: number };
   /** Bytes (keys and values) one resource's store entries may take in etcd; 0: no quota. */
   maxBytesPerResource: number;
+  /** Bytes of store entries one principal may pay for, over all resources (with authentication and the quota on). */
+  maxStoreBytesPerCaller: number;
   /** What one answer may weigh, and what one Observe stream keeps for a reader that falls behind (answers/budget.ts). */
   answers: AnswerBudget;
   /** Per caller (a principal; without authentication, a client address), on this replica. */
@@ -334,6 +336,7 @@ export function serveOptions(cmd: Command): Command {
   opt("--max-answer-bytes <bytes>", "bytes (protobuf) one answer may take: ListResources, Describe and Range pages and Observe messages end there (at least one item each)", "FENCEKEEPER_MAX_ANSWER_BYTES", integer("max-answer-bytes", MIN_ANSWER_BYTES, 3 * 1024 * 1024), DEFAULT_MAX_ANSWER_BYTES);
   opt("--max-stream-buffer-bytes <bytes>", `bytes of messages one Observe stream keeps for a reader that has not taken them (a caller's streams together: ${CALLER_BUFFER_STREAMS} times that); past it, its reader is told it missed changes`, "FENCEKEEPER_MAX_STREAM_BUFFER_BYTES", integer("max-stream-buffer-bytes", MIN_ANSWER_BYTES, 256 * 1024 * 1024), DEFAULT_MAX_STREAM_BUFFER_BYTES);
   opt("--max-bytes-per-resource <bytes>", "bytes (keys and values) the store entries of one resource may take (0: no quota)", "FENCEKEEPER_MAX_BYTES_PER_RESOURCE", integer("max-bytes-per-resource", 0, Number.MAX_SAFE_INTEGER), DEFAULT_MAX_BYTES_PER_RESOURCE);
+  opt("--max-store-bytes-per-caller <bytes>", "bytes (keys and values) of the store entries one principal may pay for over all resources, with authentication and --max-bytes-per-resource on (0: none); unset: a sixteenth of --etcd-quota-bytes (docs/budgets.md)", "FENCEKEEPER_MAX_STORE_BYTES_PER_CALLER", integer("max-store-bytes-per-caller", 0, Number.MAX_SAFE_INTEGER));
   opt("--etcd-ca <file>", "PEM CA to trust for https:// etcd endpoints instead of the system's", "FENCEKEEPER_ETCD_CA", pemFile("etcd-ca"));
   opt("--etcd-cert <file>", "PEM client certificate for etcd", "FENCEKEEPER_ETCD_CERT", pemFile("etcd-cert"));
   opt("--etcd-key <file>", "PEM private key of --etcd-cert", "FENCEKEEPER_ETCD_KEY", pemFile("etcd-key"));
@@ -392,6 +395,7 @@ export function toConfig(o: Record<string, unknown>): Config {
     maxStreamMessagesPerSecond: o.maxStreamMessagesPerSecond as number,
     compaction: { intervalMs: o.compactionInterval as number, retention: o.compactionRetention as number },
     maxBytesPerResource: o.maxBytesPerResource as number,
+    maxStoreBytesPerCaller: (o.maxStoreBytesPerCaller as number | undefined) ?? Math.floor((o.etcdQuotaBytes as number) / 16),
     answers: answerBudget(o.maxAnswerBytes as number, o.maxStreamBufferBytes as number),
     otlp: o.otlpEndpoint !== undefined ? { endpoint: o.otlpEndpoint as string, delayMs: o.otlpBatchDelay as number, sampleRatio: o.otlpSampleRatio as number } : undefined,
     auditLog: o.auditLog as string | undefined,
@@ -418,10 +422,12 @@ export function toConfig(o: Record<string, unknown>): Config {
     );
   }
   // A Txn commits as one transaction with the fence and the idempotency record beside its operations.
-  const extra = config.maxBytesPerResource > 0 ? TXN_EXTRA_OPS_WITH_QUOTA : TXN_EXTRA_OPS;
+  const ledger = config.maxBytesPerResource > 0 && authenticated && config.maxStoreBytesPerCaller > 0;
+  const extra = config.maxBytesPerResource > 0 ? TXN_EXTRA_OPS_WITH_QUOTA + (ledger ? 1 : 0) : TXN_EXTRA_OPS;
   if (config.maxTxnOps + extra > config.etcdMaxTxnOps) {
-    const why =
-      config.maxBytesPerResource > 0
+    const why = ledger
+      ? "(with --max-bytes-per-resource and --max-store-bytes-per-caller on, a compare per operation plus the fence's, the idempotency record's, the quota's and the payer's)"
+      : config.maxBytesPerResource > 0
         ? "(with --max-bytes-per-resource on, a compare per operation plus the fence's, the idempotency record's and the quota's)"
         : "(the fence and the idempotency record)";
     throw new ConfigError(

@@ -124,6 +124,8 @@ export async function serve(config: Config): Promise<void> {
         idempotencyTtlSeconds: config.idempotencyTtlSeconds,
         maxLeasesPerCaller: config.maxLeasesPerCaller,
         maxBytesPerResource: config.maxBytesPerResource,
+        // Kept per principal: with authentication off, nobody is charged.
+        maxStoreBytesPerCaller: config.authentication.mtls || config.authentication.jwt ? config.maxStoreBytesPerCaller : 0,
         maxBytesPerLease: config.maxBytesPerLease,
         preemptionIntervalMs: config.preemptionIntervalMs,
       },

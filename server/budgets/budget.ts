@@ -7,6 +7,7 @@ export type BudgetName =
   | "leases"
   | "lease_bytes"
   | "store_bytes"
+  | "caller_store_bytes"
   | "history_bytes_per_second"
   | "streams"
   | "waiters"
@@ -28,6 +29,12 @@ export const BUDGETS: Record<BudgetName, Budget> = {
   leases: { flag: "--max-leases-per-caller", reason: "LEASES_EXCEEDED", counts: "leases and sessions held (preempted ones until released or expired)", kept: "etcd" },
   lease_bytes: { flag: "--max-bytes-per-lease", reason: "LEASE_BYTES_EXCEEDED", counts: "bytes the acquisitions of one lease or session store (values, labels, records)", kept: "etcd" },
   store_bytes: { flag: "--max-bytes-per-resource", reason: "QUOTA_EXCEEDED", counts: "bytes of one resource's store entries (keys and values)", kept: "etcd" },
+  caller_store_bytes: {
+    flag: "--max-store-bytes-per-caller",
+    reason: "QUOTA_EXCEEDED",
+    counts: "bytes of the store entries of every resource it pays for: whose bytes it last put (keys and values)",
+    kept: "etcd",
+  },
   history_bytes_per_second: { flag: "--max-history-bytes-per-second", reason: "HISTORY_RATE_EXCEEDED", counts: "bytes written into etcd's history a second (every put, overwrites too)", kept: "replica" },
   streams: { flag: "--max-streams-per-caller", reason: "STREAMS_EXCEEDED", counts: "KeepAlive and Observe streams open", kept: "replica" },
   waiters: { flag: "--max-waiters-per-caller", reason: "WAITERS_EXCEEDED", counts: "Acquire calls waiting", kept: "replica" },

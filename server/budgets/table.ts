@@ -32,7 +32,8 @@ const deleteBytes = (r: DeleteRequest) => put(r.resource, r.key, r.mutation?.ide
 
 const LEASE_CAP = "server/lease/lease-cap.ts, in etcd: a slot key on the lease";
 const LEASE_BYTES = "server/budgets/lease-bytes.ts, in etcd: a usage key on the lease";
-const STORE_BYTES = "server/store/fenced-store.ts, in etcd: the resource's usage key, in the write's transaction";
+const STORE = "server/store/fenced-store.ts, in etcd: the resource's usage key, in the write's transaction";
+const CALLER_STORE = "server/store/store-payer.ts, in etcd: the payer's ledger, in the write's transaction";
 
 export const COSTS: Record<string, CostRow> = {
   // A grant writes the owner key (or a waiter's line key, then the owner key), the issued mark and the
@@ -68,16 +69,16 @@ export const COSTS: Record<string, CostRow> = {
   [`${LeaseService.typeName}/Describe`]: {},
   [`${LeaseService.typeName}/ListResources`]: {},
   [`${LeaseService.typeName}/ListTokenKeys`]: {},
-  [`${FencedStoreService.typeName}/Put`]: { history: putBytes, decidedIn: { store_bytes: STORE_BYTES } },
-  [`${FencedStoreService.typeName}/Delete`]: { history: deleteBytes, decidedIn: { store_bytes: STORE_BYTES } },
+  [`${FencedStoreService.typeName}/Put`]: { history: putBytes, decidedIn: { store_bytes: STORE, caller_store_bytes: CALLER_STORE } },
+  [`${FencedStoreService.typeName}/Delete`]: { history: deleteBytes, decidedIn: { store_bytes: STORE, caller_store_bytes: CALLER_STORE } },
   [`${FencedStoreService.typeName}/Txn`]: {
     history: (r: TxnRequest) =>
       put(r.resource, r.mutation?.idempotencyKey) + r.ops.reduce((n, o) => n + (o.op.case === "put" ? put(o.op.value.key, o.op.value.value) : o.op.case === "delete" ? put(o.op.value.key) : 0), 0),
-    decidedIn: { store_bytes: STORE_BYTES },
+    decidedIn: { store_bytes: STORE, caller_store_bytes: CALLER_STORE },
   },
   [`${FencedStoreService.typeName}/Batch`]: {
     history: (r: BatchRequest) => r.writes.reduce((n, w) => n + (w.write.case === "put" ? putBytes(w.write.value) : w.write.case === "delete" ? deleteBytes(w.write.value) : 0), 0),
-    decidedIn: { store_bytes: STORE_BYTES },
+    decidedIn: { store_bytes: STORE, caller_store_bytes: CALLER_STORE },
   },
   [`${FencedStoreService.typeName}/Get`]: {},
   [`${FencedStoreService.typeName}/Range`]: {},
@@ -94,7 +95,7 @@ const NAME = "a resource name: at most 256 bytes (MAX_RESOURCE_BYTES)";
 const READ: BudgetName[] = [];
 const WRITTEN: BudgetName[] = ["history_bytes_per_second"];
 const HELD: BudgetName[] = ["history_bytes_per_second", "lease_bytes"];
-const STORED: BudgetName[] = ["history_bytes_per_second", "store_bytes"];
+const STORED: BudgetName[] = ["history_bytes_per_second", "store_bytes", "caller_store_bytes"];
 
 /** Every `bytes` and `string` field of the requests of LeaseService and FencedStoreService, nested ones too. */
 export const FIELDS: Record<string, FieldRow> = {

@@ -36,6 +36,14 @@
 // only compares (the usage is what the committer knows, and the entries and the guard hold), and its
 // success is the refusal. When the usage key is not where the committer thought (another replica wrote
 // the resource), the group learns its value from the failure branch and goes again.
+//
+// A UsageChange may also be charged to a ledger: the payer's key of --max-store-bytes-per-caller, which
+// counts the bytes of every resource whose payer it is. Many resources' transactions charge one ledger,
+// and no key may be written twice in one request, so the transactions of one ledger in a request make one
+// unit: each compares what all of them compare (the ledger's mod revision too), so that they commit or
+// fail together, on the state before the request; the unit's first rewrites the ledger with the unit's
+// total. A member whose resource's payer is not the one it was built for (a takeover came between:
+// store/store-payer.ts) is answered `again`, to be built anew.
 import type { Etcd3, ICompare, IRequestOp, IResponseOp, ITxnRequest, ITxnResponse } from "etcd3";
 import type { EtcdCalls } from "./calls.js";
 import { EtcdLeaseNotFound, EtcdRefused } from "./classify.js";
@@ -63,12 +71,14 @@ export interface Guard {
 
 /**
  * A key as known at revision seen: its mod revision (0: absent), and the bytes it counts (for the usage
- * key, the resource's stored bytes; for an entry, its key and value).
+ * key, the resource's stored bytes, and its payer; for an entry, its key and value; for a ledger, the
+ * bytes charged to its principal).
  */
 export interface Known {
   mod: bigint;
   bytes: bigint;
   seen: bigint;
+  payer?: string;
 }
 
 /** What a guarded transaction changes in its resource's stored bytes, under the quota. */
@@ -79,12 +89,24 @@ export interface UsageChange {
   limit: bigint;
   /** The entries it writes: each as read, and the bytes it leaves there (0: deleted). */
   entries: { key: Buffer; read: Known; after: bigint }[];
+  /**
+   * The payer it was built for, which its usage key names after it: it goes only while the resource's
+   * payer is this one, or the resource stores nothing. Undefined: whatever payer the key names stays.
+   */
+  payer?: string;
+  /** The payer's ledger (--max-store-bytes-per-caller), charged the change too. */
+  ledger?: { key: Buffer; read: Known; limit: bigint };
 }
+
+/** Which budget refused a change: the resource's quota, or its payer's ledger. */
+export type QuotaOf = "resource" | "caller";
 
 export interface Outcome {
   succeeded: boolean;
   /** Set when the transaction was refused for the quota: the usage it found, and the limit. Nothing was written. */
-  quota?: { usage: bigint; limit: bigint; delta: bigint };
+  quota?: { of: QuotaOf; usage: bigint; limit: bigint; delta: bigint };
+  /** Set when the resource's payer is not the one the change was built for: nothing was sent; build it again. */
+  again?: boolean;
   /** The revision of the request that committed (or read) this transaction. */
   revision: bigint;
   /** The responses of the branch taken: for a guarded transaction, of its own writes or of the guard's reads. */
@@ -133,12 +155,30 @@ interface Inner {
   /** For a guarded inner: the guard's writes (and the usage key's) that start success. */
   sharedLength: number;
   compareLength: number;
-  /** The usage key it compares and rewrites: at current, changed by total. */
-  usage?: { key: Buffer; current: Known; total: bigint; limit: bigint };
+  /** The usage key it compares and rewrites: at current, changed by total; and its payer's ledger, at ledger. */
+  usage?: { key: Buffer; current: Known; total: bigint; limit: bigint; payer: string; ledger?: Known & { key: Buffer; limit: bigint } };
+  /** The ledger unit it commits in, charged with the others of the request (its first writes the ledger). */
+  unit?: Unit;
   /** Only checks that the usage is current, for a member over the quota: success is its refusal. */
   check: boolean;
+  /** For a check: which budget it is over. */
+  over?: QuotaOf;
   /** Its operation count as etcd counts it. */
   size: number;
+}
+
+/** The transactions of one request charged to one ledger: they commit together (see the top). */
+interface Unit {
+  key: Buffer;
+  current: Known;
+  total: bigint;
+  limit: bigint;
+  inners: Inner[];
+  /** The compares of all its inners (the ledger's aside), and their bytes. */
+  compareLength: number;
+  compareBytes: number;
+  /** Built when the request is: what each of its inners compares. */
+  compare?: ICompare[];
 }
 
 export class Committer {
@@ -182,7 +222,11 @@ export class Committer {
       usage,
       writes: [...writtenKeys(guardTxn), ...writtenKeys({ compare: [], success: own, failure: [] }), ...usageKey],
       compares: [...comparedKeys(guardTxn), ...usageKey, ...(usage ? usage.entries.map((e) => e.key.toString("latin1")) : [])],
-      bytes: txnBytes(guardTxn) + opsBytes(own) + (usage ? (OP_OVERHEAD + usage.key.length) * 3 + usage.entries.reduce((n, e) => n + e.key.length + OP_OVERHEAD, 0) : 0),
+      bytes:
+        txnBytes(guardTxn) +
+        opsBytes(own) +
+        (usage ? (OP_OVERHEAD + usage.key.length) * 3 + usage.entries.reduce((n, e) => n + e.key.length + OP_OVERHEAD, 0) : 0) +
+        (usage?.ledger ? (OP_OVERHEAD + usage.ledger.key.length) * 3 : 0),
     });
   }
 
@@ -201,9 +245,19 @@ export class Committer {
     if (!had || had.seen <= state.seen) this.known.set(k, state);
   }
 
-  /** Whether a transaction of this usage key can be placed without a read: this committer wrote or read it. */
-  knowsUsage(key: Buffer): boolean {
-    return this.known.has(key.toString("latin1"));
+  /**
+   * A usage key or ledger as this committer last wrote or read it; undefined when it does not know it (a
+   * transaction of it is then built on a read).
+   */
+  knownUsage(key: Buffer): Known | undefined {
+    return this.known.get(key.toString("latin1"));
+  }
+
+  /** Whether the resource's payer is no longer the one the change was built for (it stores bytes charged to another). */
+  private payerMoved(u: UsageChange): boolean {
+    if (u.payer === undefined) return false;
+    const now = this.latest(u.key, u.read);
+    return now.bytes > 0n && (now.payer ?? "") !== u.payer;
   }
 
   /** A transaction's change to its usage, on the latest known state of the entries it writes. */
@@ -251,6 +305,7 @@ export class Committer {
     const { maxTxnOps, maxRequestBytes } = this.limits;
     const inners: Inner[] = [];
     const byGuard = new Map<string, Inner>();
+    const units = new Map<string, Unit>();
     // Keys the request writes and compares, and keys of transactions left for a later request: a
     // transaction that touches one of those waits too, so that each key's transactions keep their order.
     const written = new Set<string>();
@@ -267,39 +322,68 @@ export class Committer {
     const add = (keys: string[], to: Set<string>) => {
       for (const k of keys) to.add(k);
     };
+    // A unit's inners each compare all its compares, and in their failure branch their own: their size
+    // as etcd counts it.
+    const unitSize = (unit: Unit, inner: Inner, compareLength = unit.compareLength) =>
+      Math.max(inner.successLength, inner.guard!.failure.length + 3, compareLength + 1) + inner.compareLength;
+    const unitLargest = (unit: Unit, compareLength: number) => Math.max(0, ...unit.inners.map((i) => unitSize(unit, i, compareLength)));
 
     const place = (p: Pending): boolean => {
       if (p.usage && this.busy.has(p.usage.key.toString("latin1"))) return false;
+      const ledger = p.usage?.ledger;
+      const ledgerKey = ledger?.key.toString("latin1");
+      if (ledgerKey !== undefined && this.busy.has(ledgerKey)) return false;
       if (closed || !disjoint(p.writes, blocked) || !disjoint(p.compares, blocked)) return false;
       if (inners.length > 0 && (p.alone || bytes + p.bytes > maxRequestBytes)) return false;
       const group = p.guard && !p.alone ? byGuard.get(p.guard.key) : undefined;
       if (group) {
         if (!p.usage !== !group.usage) return false;
+        if (ledgerKey !== group.unit?.key.toString("latin1")) return false;
         if (p.usage) p.change = this.changeOf(p.usage);
         if (p.change && over(group.usage!.current.bytes + group.usage!.total, p.change.delta, group.usage!.limit)) return false;
+        const unit = group.unit;
+        if (unit && p.change && over(unit.current.bytes + unit.total, p.change.delta, unit.limit)) return false;
         // Only its own writes are new to the request: the guard's are in it already.
         const ownKeys = writtenKeys({ compare: [], success: p.own!, failure: [] });
-        const compareLength = group.compareLength + (p.change?.compare.length ?? 0);
-        const size = Math.max(group.size, group.successLength + p.own!.length, compareLength);
-        if (!disjoint(ownKeys, written, compared) || !fits(inners.length, size)) return false;
+        const more = p.change?.compare.length ?? 0;
+        const compareLength = group.compareLength + more;
+        let size = Math.max(group.size, group.successLength + p.own!.length, compareLength);
+        if (unit) size = Math.max(group.successLength + p.own!.length, group.guard!.failure.length + 3, unit.compareLength + more + 1) + compareLength;
+        const others = unit ? unitLargest(unit, unit.compareLength + more) : 0;
+        if (!disjoint(ownKeys, written, compared) || !fits(inners.length, Math.max(size, others))) return false;
         group.offsets.push(group.successLength);
         group.successLength += p.own!.length;
         group.compareLength = compareLength;
         if (p.change) group.usage!.total += p.change.delta;
+        if (unit) {
+          unit.compareLength += more;
+          unit.total += p.change!.delta;
+          for (const i of unit.inners) if (i !== group) i.size = unitSize(unit, i);
+          largest = Math.max(largest, others);
+        }
         group.members.push(p);
         group.size = size;
         largest = Math.max(largest, size);
         add(ownKeys, written);
-        bytes += p.bytes;
+        bytes += p.bytes + (unit ? unit.inners.length * compareBytes(p.change!.compare) : 0);
         return true;
       }
       if (!disjoint(p.writes, written, compared) || !disjoint(p.compares, written)) return false;
+      let unit = ledgerKey !== undefined ? units.get(ledgerKey) : undefined;
+      // A ledger that a transaction outside its unit writes or compares waits for the next request.
+      if (ledgerKey !== undefined && !unit && (written.has(ledgerKey) || compared.has(ledgerKey) || blocked.has(ledgerKey))) return false;
       let inner: Inner;
       if (p.guard) {
         const current = p.usage && this.latest(p.usage.key, p.usage.read);
         if (p.usage) p.change = this.changeOf(p.usage);
-        const check = p.change !== undefined && over(current!.bytes, p.change.delta, p.usage!.limit);
-        const sharedLength = p.guard.shared.length + (p.usage && !check ? 1 : 0);
+        const book = ledger && (unit ? { ...unit.current, bytes: unit.current.bytes + unit.total } : this.latest(ledger.key, ledger.read));
+        const overResource = p.change !== undefined && over(current!.bytes, p.change.delta, p.usage!.limit);
+        const overLedger = !overResource && book !== undefined && over(book.bytes, p.change!.delta, ledger!.limit);
+        // Over its payer's ledger only with the unit's charges: it waits for their answer.
+        if (unit && overLedger) return false;
+        const check = overResource || overLedger;
+        const writesLedger = ledger !== undefined && !check && !unit;
+        const sharedLength = p.guard.shared.length + (p.usage && !check ? 1 : 0) + (writesLedger ? 1 : 0);
         inner = {
           guard: p.guard,
           members: [p],
@@ -307,19 +391,58 @@ export class Committer {
           successLength: sharedLength + p.own!.length,
           sharedLength,
           compareLength: p.guard.compare.length + (p.change ? 1 + p.change.compare.length : 0),
-          usage: p.usage && { key: p.usage.key, current: current!, total: p.change!.delta, limit: p.usage.limit },
+          usage: p.usage && {
+            key: p.usage.key,
+            current: current!,
+            total: p.change!.delta,
+            limit: p.usage.limit,
+            payer: p.usage.payer ?? current!.payer ?? "",
+            // A check compares the ledger only when it is the ledger that refuses.
+            ledger: ledger && (!check || overLedger) ? { ...this.latest(ledger.key, ledger.read), key: ledger.key, limit: ledger.limit } : undefined,
+          },
           check,
+          over: overResource ? "resource" : overLedger ? "caller" : undefined,
           size: 0,
         };
       } else inner = { txn: p.txn, members: [p], offsets: [], successLength: 0, sharedLength: 0, compareLength: 0, check: false, size: 0 };
       inner.size = txnSize(innerTxn(inner));
+      const joins = unit !== undefined && !inner.check;
+      const size = joins ? Math.max(unitSize(unit!, inner, unit!.compareLength + inner.compareLength), unitLargest(unit!, unit!.compareLength + inner.compareLength)) : inner.size;
       // One that fits no request goes alone, and etcd's refusal is its answer.
-      if (inners.length > 0 && !fits(inners.length + 1, inner.size)) return false;
+      if (inners.length > 0 && !fits(inners.length + 1, size)) return false;
+      if (joins) {
+        const own = compareBytes(ownCompare(inner));
+        inner.unit = unit;
+        inner.usage!.ledger = { ...unit!.current, key: unit!.key, limit: unit!.limit };
+        bytes += own * unit!.inners.length + unit!.compareBytes;
+        unit!.inners.push(inner);
+        unit!.compareLength += inner.compareLength;
+        unit!.compareBytes += own;
+        unit!.total += p.change!.delta;
+        for (const i of unit!.inners) i.size = unitSize(unit!, i);
+        largest = Math.max(largest, size);
+      } else if (ledger && !inner.check) {
+        unit = {
+          key: ledger.key,
+          current: this.latest(ledger.key, ledger.read),
+          total: p.change!.delta,
+          limit: ledger.limit,
+          inners: [inner],
+          compareLength: inner.compareLength,
+          compareBytes: compareBytes(ownCompare(inner)),
+        };
+        inner.unit = unit;
+        units.set(ledgerKey!, unit);
+        inner.size = unitSize(unit, inner);
+      }
       inners.push(inner);
       if (p.guard && !p.alone && !inner.check) byGuard.set(p.guard.key, inner);
       largest = Math.max(largest, inner.size);
       add(p.writes, written);
       add(p.compares, compared);
+      // The ledger is the unit's: its first writes it, a check compares it.
+      if (ledgerKey !== undefined && inner.unit) add([ledgerKey], written);
+      else if (ledgerKey !== undefined && inner.usage?.ledger) add([ledgerKey], compared);
       bytes += p.bytes;
       closed = p.alone;
       return true;
@@ -339,6 +462,11 @@ export class Committer {
         rest.push(...this.queue.slice(i));
         break;
       }
+      // Built for a payer that has changed: its writer builds it again (and takes the resource over first).
+      if (p.usage && this.payerMoved(p.usage)) {
+        p.resolve({ succeeded: false, again: true, revision: 0n, responses: [] });
+        continue;
+      }
       if (place(p)) continue;
       rest.push(p);
       add(p.writes, blocked);
@@ -352,7 +480,7 @@ export class Committer {
     const members = inners.flatMap((i) => i.members);
     const whats = new Set(members.map((m) => m.what));
     const what = whats.size === 1 ? members[0].what : "batch";
-    const usageKeys = inners.flatMap((i) => (i.usage ? [i.usage.key.toString("latin1")] : []));
+    const usageKeys = inners.flatMap((i) => (i.usage ? [i.usage.key, ...(i.usage.ledger ? [i.usage.ledger.key] : [])].map((k) => k.toString("latin1")) : []));
     for (const k of usageKeys) this.busy.add(k);
     try {
       await this.sendNow(inners, members, what);
@@ -403,25 +531,40 @@ export class Committer {
     }
     const u = inner.usage;
     if (u && !succeeded) {
-      // The failure branch ends with the usage key: if it moved, the compares judged a stale usage.
+      // The failure branch ends with the usage key (and the ledger): if one moved, the compares judged a
+      // stale usage.
+      // In a unit, last comes whether its own compares held (innerTxn).
+      const ownHeld = inner.unit !== undefined && responses[responses.length - 1].response_txn.succeeded;
+      if (inner.unit) responses = responses.slice(0, -1);
+      const ledger = u.ledger && { ...decodeUsage(responses[responses.length - 1].response_range.kvs[0]), seen: revision };
+      if (ledger) responses = responses.slice(0, -1);
       const now = { ...decodeUsage(responses[responses.length - 1].response_range.kvs[0]), seen: revision };
       responses = responses.slice(0, -1);
-      if (now.mod !== u.current.mod) {
-        this.remember(u.key, now);
-        return inner.members;
-      }
+      const ledgerMoved = ledger !== undefined && ledger.mod !== u.ledger!.mod;
+      if (ledgerMoved) this.remember(u.ledger!.key, ledger);
+      if (now.mod !== u.current.mod) this.remember(u.key, now);
+      if (ledgerMoved || now.mod !== u.current.mod) return inner.members;
+      // Its unit failed for another of its inners, not for what this one compares: it goes again.
+      if (ownHeld) return inner.members;
       // The fence refused, or an entry is not as known (written elsewhere, or etcd lost its data and
       // its revisions began again): the next attempt judges the entries on the caller's new read.
       for (const m of inner.members) for (const e of m.usage!.entries) this.known.delete(e.key.toString("latin1"));
     }
     if (u && succeeded && inner.check) {
-      // The usage is as known and the guard holds: the write would take the resource over its quota.
+      // The usage is as known and the guard holds: the write would take the resource over its quota, or
+      // its payer over its ledger.
       const m = inner.members[0];
-      m.resolve({ succeeded: false, revision, responses: [], quota: { usage: u.current.bytes, limit: u.limit, delta: m.change!.delta } });
+      const quota =
+        inner.over === "caller"
+          ? { of: "caller" as const, usage: u.ledger!.bytes, limit: u.ledger!.limit, delta: m.change!.delta }
+          : { of: "resource" as const, usage: u.current.bytes, limit: u.limit, delta: m.change!.delta };
+      m.resolve({ succeeded: false, revision, responses: [], quota });
       return [];
     }
     if (u && succeeded) {
-      this.remember(u.key, { bytes: clamp(u.current.bytes + u.total), mod: revision, seen: revision });
+      this.remember(u.key, { bytes: clamp(u.current.bytes + u.total), mod: revision, seen: revision, payer: u.payer });
+      const unit = inner.unit;
+      if (unit) this.remember(unit.key, { bytes: clamp(unit.current.bytes + unit.total), mod: revision, seen: revision });
       for (const m of inner.members) {
         for (const e of m.usage!.entries) this.remember(e.key, { bytes: e.after, mod: e.after > 0n ? revision : 0n, seen: revision });
       }
@@ -447,16 +590,46 @@ function innerTxn(inner: Inner): ITxnRequest {
   const own = inner.members.flatMap((m) => m.own!);
   const u = inner.usage;
   if (!u) return { compare: inner.guard.compare, success: [...inner.guard.shared, ...own], failure: inner.guard.failure };
-  // The entries' compares hold the change as computed, in a refusal for the quota too: an entry taken
-  // as absent that was there would make the change larger than it is.
-  const compare = [...inner.guard.compare, cmp.modAt(u.key, u.current.mod), ...inner.members.flatMap((m) => m.change!.compare)];
-  const failure = [...inner.guard.failure, op.get(u.key)];
+  const ledger = u.ledger;
+  const compare = inner.unit ? unitCompare(inner.unit) : ledger ? [...ownCompare(inner), cmp.modAt(ledger.key, ledger.mod)] : ownCompare(inner);
+  // In a unit, the failure branch also says whether its own compares held: if they did, another inner
+  // of the unit failed it, and it goes again.
+  const failure = [
+    ...inner.guard.failure,
+    op.get(u.key),
+    ...(ledger ? [op.get(ledger.key)] : []),
+    ...(inner.unit ? [{ request_txn: { compare: ownCompare(inner), success: [], failure: [] } }] : []),
+  ];
   if (inner.check) return { compare, success: [], failure };
+  const unit = inner.unit;
+  const ledgerPut = unit && unit.inners[0] === inner ? [op.put(unit.key, encodeUsage(clamp(unit.current.bytes + unit.total)))] : [];
   return {
     compare,
-    success: [...inner.guard.shared, op.put(u.key, encodeUsage(clamp(u.current.bytes + u.total))), ...own],
+    success: [...inner.guard.shared, op.put(u.key, encodeUsage(clamp(u.current.bytes + u.total), u.payer)), ...ledgerPut, ...own],
     failure,
   };
+}
+
+/**
+ * What a guarded inner with usage compares on its own: the guard, the usage key, and the entries' compares,
+ * which hold the change as computed, in a refusal for the quota too (an entry taken as absent that was
+ * there would make the change larger than it is).
+ */
+function ownCompare(inner: Inner): ICompare[] {
+  return [...inner.guard!.compare, cmp.modAt(inner.usage!.key, inner.usage!.current.mod), ...inner.members.flatMap((m) => m.change!.compare)];
+}
+
+/** What every inner of a unit compares: the ledger, and what each of them compares on its own. */
+function unitCompare(unit: Unit): ICompare[] {
+  // Built once the request is taken (its inners are all there), and then once for all of them.
+  if (unit.compare?.length !== unit.compareLength + 1) unit.compare = [cmp.modAt(unit.key, unit.current.mod), ...unit.inners.flatMap(ownCompare)];
+  return unit.compare;
+}
+
+function compareBytes(compare: ICompare[] | undefined): number {
+  let n = 0;
+  for (const c of compare ?? []) n += (c.key?.length ?? 0) + (c.range_end?.length ?? 0) + (c.value?.length ?? 0) + OP_OVERHEAD;
+  return n;
 }
 
 /** The operation count etcd checks: this level's largest list, plus the largest nested transaction's. */

@@ -30,7 +30,9 @@
 //   P r/R/d/<key>                       the fenced store's values
 //   P r/R/usage                         with --max-bytes-per-resource: the bytes (keys and values) of
 //                                       R's store entries, decimal; rewritten by every write of R's
-//                                       entries in the write's transaction (committer.ts). It sorts
+//                                       entries in the write's transaction (committer.ts). With
+//                                       authentication on, a space and R's payer follow: the tag of the
+//                                       principal R's bytes are charged to (principalTag). It sorts
 //                                       after the holders, out of Observe's watch
 // and, for all resources:
 //   P i/<sha-256 of the idempotency key, hex>   idempotency records, on shared leases of 24 h and more;
@@ -44,6 +46,12 @@
 //                                                (an acquisition's or a session's), attached to it; its
 //                                                value is the principal's name, compared byte for byte
 //   P p/<principal hash>/<lease id>              the same leases, listed by principal, to count them
+//   P c/<principal tag>/<slot, 8 hex digits>      with authentication on: a lease's slot of its principal's
+//                                                --max-leases-per-caller, attached to it (capSlotsPrefix)
+//   P w/<principal tag>                          with --max-store-bytes-per-caller: the bytes of the store
+//                                                entries of the resources whose payer the principal is,
+//                                                decimal; rewritten in the transactions that change them
+//                                                (committer.ts, store/store-payer.ts)
 //   P u/<lease id, 16 hex digits>                the bytes the acquisitions of the lease store (budgets/lease-bytes.ts),
 //                                                decimal, attached to it: they come free when the lease ends
 //   P x/<lease id, 16 hex digits>                a lease whose holding was preempted (lease/preemption.ts),
@@ -238,9 +246,14 @@ export class KeyLayout {
     return m ? BigInt(`0x${m[1]}`) : undefined;
   }
 
-  /** Where a principal's leases are listed: the first 16 hex digits of the SHA-256 of its name. */
+  /** Where a principal's leases are listed, under its tag. */
   principalLeasesPrefix(principal: string): Buffer {
-    return Buffer.from(`${this.prefix}p/${createHash("sha256").update(principal).digest("hex").slice(0, 16)}/`);
+    return Buffer.from(`${this.prefix}p/${principalTag(principal)}/`);
+  }
+
+  /** The bytes of store entries charged to the principal of this tag (principalTag). */
+  callerStoreKey(tag: string): Buffer {
+    return Buffer.from(`${this.prefix}w/${tag}`);
   }
 
   principalLeaseKey(principal: string, leaseId: bigint): Buffer {
@@ -267,7 +280,7 @@ export class KeyLayout {
    * lease ends. Slot i of n is the key `${prefix}c/<hash>/<i, 8 hex digits>`.
    */
   capSlotsPrefix(principal: string): Buffer {
-    return Buffer.from(`${this.prefix}c/${createHash("sha256").update(principal).digest("hex").slice(0, 16)}/`);
+    return Buffer.from(`${this.prefix}c/${principalTag(principal)}/`);
   }
 
   capSlotKey(principal: string, slot: number): Buffer {
@@ -288,16 +301,25 @@ export function decodeGeneration(value: Buffer | undefined): bigint {
   return BigInt(value.toString());
 }
 
-/** A resource's stored bytes as kept in its usage key. */
-export function encodeUsage(bytes: bigint): Buffer {
-  return Buffer.from((bytes < 0n ? 0n : bytes).toString());
+/** A principal's tag in keys and usage values: the first 16 hex digits of the SHA-256 of its name. */
+export function principalTag(principal: string): string {
+  return createHash("sha256").update(principal).digest("hex").slice(0, 16);
 }
 
-/** A usage key as read: its bytes (0 when absent), and its mod revision (0 when absent), which pins it. */
-export function decodeUsage(kv: IKeyValue | undefined): { bytes: bigint; mod: bigint } {
-  if (!kv) return { bytes: 0n, mod: 0n };
-  const text = kv.value.toString();
-  return { bytes: /^\d+$/.test(text) ? BigInt(text) : 0n, mod: BigInt(kv.mod_revision) };
+/** Stored bytes as kept in a usage key (a resource's, a lease's, a caller's), with the resource's payer's tag. */
+export function encodeUsage(bytes: bigint, payer = ""): Buffer {
+  const n = (bytes < 0n ? 0n : bytes).toString();
+  return Buffer.from(payer ? `${n} ${payer}` : n);
+}
+
+/**
+ * A usage key as read: its bytes (0 when absent), its mod revision (0 when absent), which pins it, and
+ * the payer it names ("" when none).
+ */
+export function decodeUsage(kv: IKeyValue | undefined): { bytes: bigint; mod: bigint; payer: string } {
+  if (!kv) return { bytes: 0n, mod: 0n, payer: "" };
+  const m = /^(\d+)(?: ([0-9a-f]{16}))?$/.exec(kv.value.toString());
+  return { bytes: m ? BigInt(m[1]) : 0n, mod: BigInt(kv.mod_revision), payer: m?.[2] ?? "" };
 }
 
 /** The end of etcd's range for every key that starts with prefix. */

@@ -42,6 +42,8 @@ import type { Reader } from "../etcd/reader.js";
 import { Reads, reads } from "../etcd/reads.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import { fingerprintOf, hashKey, type IdempotencyLeases } from "./idempotency.js";
+import { planPayer, takeOver, writerTag, type PayerPlan } from "./store-payer.js";
+import { exhausted } from "../budgets/budget.js";
 import type { Mutation } from "./mutation.js";
 import { decodePageToken, ENTRY_OVERHEAD, encodePageToken, fitting } from "./paging.js";
 
@@ -257,13 +259,26 @@ export class FencedStore {
       failure: failure.ops(),
     };
     const limit = BigInt(this.d.limits.maxBytesPerResource);
+    const writer = writerTag(BigInt(this.d.limits.maxStoreBytesPerCaller), token.principal);
     for (let attempt = 0; ; attempt++) {
-      const usage = limit > 0n ? await this.usageChange(m, limit, attempt === 0) : undefined;
+      const usage = limit > 0n ? await this.usageChange(m, writer, limit, attempt === 0) : undefined;
+      if (usage === TAKE_OVER) {
+        const res = await this.refusedForQuota(m, what, () =>
+          takeOver(this.d, { resource: m.resource, principal: token.principal!, writer, limit: BigInt(this.d.limits.maxStoreBytesPerCaller), guard }),
+        );
+        // Taken over (or the guard refused, which the write finds again): the write is built anew.
+        const commit = res.succeeded ? undefined : this.outcome(m, token, what, live, res, failure, record?.fingerprint);
+        if (commit) return commit;
+        continue;
+      }
       const res = await committer.commitGuarded(what, guard, own, usage, held);
       if (res.quota) {
         this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "QUOTA_EXCEEDED" });
+        if (res.quota.of === "caller") throw callerQuotaExceeded(token.principal!, m.resource, res.quota.usage, res.quota.delta, res.quota.limit);
         throw quotaExceeded(m.resource, res.quota.usage, res.quota.delta, res.quota.limit);
       }
+      // Built for a payer that has changed meanwhile.
+      if (res.again) continue;
       const commit = this.outcome(m, token, what, live, res, failure, record?.fingerprint);
       // No cause in what the fence says: an entry the change was computed from changed meanwhile.
       if (commit === undefined && usage) continue;
@@ -279,12 +294,22 @@ export class FencedStore {
    * after. First from what the committer knows, when it knows the resource: an entry it does not know is
    * taken as absent, and the transaction's compares tell if it was not (then it reads, and goes again).
    */
-  private async usageChange(m: Mutation, limit: bigint, fromKnown: boolean): Promise<UsageChange> {
+  private async usageChange(m: Mutation, writer: string, limit: bigint, fromKnown: boolean): Promise<UsageChange | typeof TAKE_OVER> {
     const { keys, committer } = this.d;
     const usageKey = keys.usageKey(m.resource);
     const dataKeys = m.ops.map((o) => keys.dataKey(m.resource, o.key));
+    const puts = m.ops.some((o) => o.kind === "put");
     // Nothing read (seen at revision 0): the committer's own knowledge is later than it.
-    const read = fromKnown && committer.knowsUsage(usageKey) ? NOTHING_READ : await this.readUsage(usageKey, dataKeys);
+    const known = fromKnown ? committer.knownUsage(usageKey) : undefined;
+    let plan = known && planPayer(known, writer, puts);
+    const ledgerKnown = (p: PayerPlan) => !p.takeOver && (!p.ledger || committer.knownUsage(keys.callerStoreKey(p.ledger)) !== undefined);
+    let read = plan && ledgerKnown(plan) ? NOTHING_READ : await this.readUsage(usageKey, dataKeys, writer ? keys.callerStoreKey(writer) : undefined);
+    if (read !== NOTHING_READ) plan = planPayer(decodeUsage(read.usage), writer, puts);
+    if (plan!.takeOver) return TAKE_OVER;
+    // A delete charged to another payer: its ledger, read on its own (the writer's was read).
+    if (read !== NOTHING_READ && plan!.ledger && plan!.ledger !== writer) {
+      read = { ...read, ledger: (await this.d.reader.range("quota read", { key: keys.callerStoreKey(plan!.ledger) })).kvs[0] };
+    }
     const seen = read.revision;
     const entries = m.ops.map((o, i) => {
       const old = read.entries[i];
@@ -295,24 +320,47 @@ export class FencedStore {
         after: o.kind === "put" ? keyBytes + BigInt(o.value.byteLength) : 0n,
       };
     });
-    return { key: usageKey, read: { ...decodeUsage(read.usage), seen }, limit, entries };
+    const ledger = plan!.ledger;
+    const ledgerLimit = BigInt(this.d.limits.maxStoreBytesPerCaller);
+    return {
+      key: usageKey,
+      read: { ...decodeUsage(read.usage), seen },
+      limit,
+      entries,
+      payer: plan!.payer,
+      ledger: ledger === undefined ? undefined : { key: keys.callerStoreKey(ledger), read: { ...decodeUsage(read.ledger), seen }, limit: ledgerLimit },
+    };
   }
 
-  /** A resource's usage key and the entries a mutation writes, as etcd holds them now. */
-  private async readUsage(usageKey: Buffer, dataKeys: Buffer[]): Promise<UsageRead> {
+  /** A resource's usage key, the entries a mutation writes, and the writer's ledger, as etcd holds them now. */
+  private async readUsage(usageKey: Buffer, dataKeys: Buffer[], ledgerKey: Buffer | undefined): Promise<UsageRead> {
     const { reader } = this.d;
     try {
-      const snap = await reader.snapshot("quota read", reads({ usage: { key: usageKey }, entries: dataKeys.map((key) => ({ key })) }));
-      return { usage: snap.found.usage.kvs[0], entries: snap.found.entries.map((r) => r.kvs[0]), revision: snap.revision };
+      const snap = await reader.snapshot(
+        "quota read",
+        reads({ usage: { key: usageKey }, ledger: Reads.maybe(ledgerKey && { key: ledgerKey }), entries: dataKeys.map((key) => ({ key })) }),
+      );
+      return { usage: snap.found.usage.kvs[0], ledger: snap.found.ledger?.kvs[0], entries: snap.found.entries.map((r) => r.kvs[0]), revision: snap.revision };
     } catch (err) {
       if (!(err instanceof EtcdResponseTooLarge)) throw err;
       // Entries too large to read at once: one at a time. Not one snapshot, and need not be: the
-      // transaction compares each one's revision, and the usage key's. Known at the first read's revision.
+      // transaction compares each one's revision, the usage key's and the ledger's. Known at the first read's revision.
       const one = (key: Buffer) => reader.range("quota read", { key });
       const first = await one(usageKey);
       const read: UsageRead = { usage: first.kvs[0], entries: [], revision: BigInt(first.header.revision) };
+      if (ledgerKey) read.ledger = (await one(ledgerKey)).kvs[0];
       for (const key of dataKeys) read.entries.push((await one(key)).kvs[0]);
       return read;
+    }
+  }
+
+  /** What a takeover answers, its refusal told as the store's refusals are. */
+  private async refusedForQuota(m: Mutation, what: WriteOp, f: () => Promise<Outcome>): Promise<Outcome> {
+    try {
+      return await f();
+    } catch (err) {
+      if (err instanceof DomainError && err.reason === "QUOTA_EXCEEDED") this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "QUOTA_EXCEEDED" });
+      throw err;
     }
   }
 
@@ -385,11 +433,15 @@ interface FailureFound {
 
 interface UsageRead {
   usage: IKeyValue | undefined;
+  /** The ledger the write is charged to, when the budget is on. */
+  ledger?: IKeyValue;
   entries: (IKeyValue | undefined)[];
   revision: bigint;
 }
 
 const NOTHING_READ: UsageRead = { usage: undefined, entries: [], revision: 0n };
+/** The write must take its resource over first (store-payer.ts). */
+const TAKE_OVER = Symbol("take over");
 
 function quotaExceeded(resource: string, usage: bigint, delta: bigint, limit: bigint): DomainError {
   return new DomainError(
@@ -399,6 +451,18 @@ function quotaExceeded(resource: string, usage: bigint, delta: bigint, limit: bi
     "QUOTA_EXCEEDED",
     { resource, usage: String(usage), delta: String(delta), limit: String(limit) },
   );
+}
+
+function callerQuotaExceeded(principal: string, resource: string, used: bigint, delta: bigint, limit: bigint): DomainError {
+  return exhausted("caller_store_bytes", {
+    limit,
+    used,
+    delta,
+    who: `"${principal}" is charged ${used} bytes of store entries (of the resources whose bytes it last put)`,
+    unit: "bytes",
+    hint: "nothing was written. Delete entries of resources you pay for, or ask the operator for a larger budget",
+    more: { resource, principal },
+  });
 }
 
 function replay(kv: IKeyValue, fingerprint: string, idempotencyKey: string): Commit {

@@ -13,6 +13,11 @@ export interface Limits {
   readonly maxLockDelaySeconds: number;
   /** Bytes (keys and values) one resource's store entries may take (0: no quota). */
   readonly maxBytesPerResource: number;
+  /**
+   * Bytes (keys and values) of the store entries one principal pays for, over all resources, with
+   * authentication on and the quota on (store/store-payer.ts; 0: none).
+   */
+  readonly maxStoreBytesPerCaller: number;
   /** Bytes the acquisitions of one lease or session may store (server/budgets/lease-bytes.ts). */
   readonly maxBytesPerLease: number;
   /** Shortest time between two preemptions of one resource on a replica, in ms (0: none). */
@@ -53,6 +58,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxLeasesPerCaller: 100_000,
   maxLockDelaySeconds: 60,
   maxBytesPerResource: DEFAULT_MAX_BYTES_PER_RESOURCE,
+  maxStoreBytesPerCaller: 0,
   maxBytesPerLease: DEFAULT_MAX_BYTES_PER_LEASE,
   preemptionIntervalMs: DEFAULT_PREEMPTION_INTERVAL_MS,
 };

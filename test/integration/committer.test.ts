@@ -349,7 +349,7 @@ describe("the group committer", function () {
     const refusals = outcomes.filter((o) => o.quota);
     expect(committed.length, "committed").to.equal(10);
     expect(refusals.length, "refused for the quota").to.equal(10);
-    for (const r of refusals) expect(r.quota).to.deep.equal({ usage: 1000n, limit: 1000n, delta: 100n });
+    for (const r of refusals) expect(r.quota).to.deep.equal({ of: "resource", usage: 1000n, limit: 1000n, delta: 100n });
     expect((await get("usage")).value.toString()).to.equal("1000");
     for (let i = 0; i < 20; i++) expect((await get(`e${i}`)) !== undefined, `e${i} written`).to.equal(outcomes[i].succeeded);
     // The first went alone; the nine that fit after it went together, with one rewrite of the usage.
@@ -358,6 +358,73 @@ describe("the group committer", function () {
     expect(writes[1].success!.filter((o) => o.request_put?.key?.equals(key("usage")))).to.have.length(1);
     checkRequests(limits);
     expect(refused).to.deep.equal([]);
+  });
+
+  describe("a payer's ledger (--max-store-bytes-per-caller), charged by the writes of many resources", () => {
+    const none = { mod: 0n, bytes: 0n, seen: 0n };
+    /** A write of 100 bytes into resource r, charged to the ledger, under a guard that holds or fails. */
+    const write = (c: Committer, r: number, ledgerLimit: bigint, holds = true) =>
+      c.commitGuarded(
+        `r${r}`,
+        { key: `g${r}`, compare: holds ? [] : [cmp.createdAt(key(`fence${r}`), 1n)], shared: [op.put(key(`fence${r}`), Buffer.from("1"))], failure: [op.get(key(`fence${r}`))] },
+        [op.put(key(`r${r}/e`), Buffer.alloc(90, 0x61))],
+        {
+          key: key(`r${r}/usage`),
+          read: none,
+          limit: 1_000_000n,
+          entries: [{ key: key(`r${r}/e`), read: none, after: 100n }],
+          payer: "0123456789abcdef",
+          ledger: { key: key("ledger"), read: none, limit: ledgerLimit },
+        },
+      );
+    const ledgerRewrites = (req: ITxnRequest) => keysOf(req).filter((k) => k === `${prefix}ledger`).length;
+
+    it("writes of 30 resources go in a few requests, each rewriting the ledger once with the sum of their changes; those past it are refused, and none passes it", async () => {
+      const limits = { maxTxnOps: 128, maxRequestBytes: 1_400_000, maxInFlight: 4 };
+      const c = committer(limits);
+      const outcomes = await Promise.all(Array.from({ length: 30 }, (_, r) => write(c, r, 2000n)));
+      expect(outcomes.filter((o) => o.succeeded).length, "committed").to.equal(20);
+      const refusals = outcomes.filter((o) => o.quota);
+      expect(refusals.length, "refused for the ledger").to.equal(10);
+      for (const r of refusals) expect(r.quota).to.deep.equal({ of: "caller", usage: 2000n, limit: 2000n, delta: 100n });
+      expect((await get("ledger")).value.toString()).to.equal("2000");
+      for (let r = 0; r < 30; r++) expect((await get(`r${r}/usage`))?.value.toString(), `r${r}'s usage key`).to.equal(outcomes[r].succeeded ? "100 0123456789abcdef" : undefined);
+      const writes = sent.filter((req) => keysOf(req).includes(`${prefix}ledger`));
+      expect(writes.length, "requests that charged the ledger").to.be.at.most(3);
+      for (const req of writes) expect(ledgerRewrites(req), "rewrites of the ledger in one request").to.equal(1);
+      expect(Math.max(...writes.map(carried)), "transactions in the largest request").to.be.greaterThan(5);
+      checkRequests(limits);
+      expect(refused).to.deep.equal([]);
+    });
+
+    it("a unit with a write whose guard fails: that one alone fails, the others commit, and the ledger counts exactly theirs", async () => {
+      const limits = { maxTxnOps: 128, maxRequestBytes: 1_400_000, maxInFlight: 1 };
+      const c = committer(limits);
+      // The first goes alone; the rest wait for it, and go together.
+      const outcomes = await Promise.all(Array.from({ length: 12 }, (_, r) => write(c, r, 1_000_000n, r !== 5)));
+      expect(outcomes.map((o) => o.succeeded)).to.deep.equal(Array.from({ length: 12 }, (_, r) => r !== 5));
+      expect(outcomes[5].responses.length, "the failure branch's reads, to say why").to.be.greaterThan(0);
+      expect((await get("ledger")).value.toString()).to.equal(String(11 * 100));
+      expect(await get("r5/e")).to.equal(undefined);
+      // The first alone; the eleven together, failed by the one; the ten again together (their own
+      // compares held, which their failure branch said), not one by one.
+      expect(sent.map(carried)).to.deep.equal([1, 11, 10]);
+      checkRequests(limits);
+    });
+
+    it("a write built for another payer than the resource's is answered `again`, unsent", async () => {
+      const c = committer({ maxTxnOps: 128, maxRequestBytes: 1_400_000, maxInFlight: 1 });
+      expect((await write(c, 1, 1_000_000n)).succeeded).to.equal(true);
+      const other = await c.commitGuarded(
+        "other payer",
+        { key: "g1", compare: [], shared: [op.put(key("fence1"), Buffer.from("1"))], failure: [] },
+        [op.put(key("r1/f"), Buffer.from("x"))],
+        { key: key("r1/usage"), read: none, limit: 1_000_000n, entries: [{ key: key("r1/f"), read: none, after: 10n }], payer: "fedcba9876543210", ledger: { key: key("ledger2"), read: none, limit: 1000n } },
+      );
+      expect(other).to.include({ succeeded: false, again: true });
+      expect(await get("r1/f")).to.equal(undefined);
+      expect(await get("ledger2")).to.equal(undefined);
+    });
   });
 });
 

@@ -89,6 +89,11 @@ const (
 	// store entries) past the server's --max-bytes-per-resource. Nothing was written. Delete entries of
 	// the resource, or ask the operator for a larger quota. Metadata: "resource", "usage" and "delta"
 	// (bytes: stored now, and what the write adds), "limit" (bytes).
+	// With authentication on, also: the write would take the store bytes its principal pays for, over all
+	// resources, past --max-store-bytes-per-caller (a put into a resource another principal pays for
+	// takes that resource's bytes over). Metadata then: "budget" ("caller_store_bytes"), "limit", "used"
+	// and "delta" (bytes), "flag", "principal", "resource". Delete entries of resources the principal
+	// pays for (a write that only deletes is always charged to the resource's payer).
 	ErrorReason_QUOTA_EXCEEDED ErrorReason = 16
 	// RESOURCE_EXHAUSTED: etcd has run out of space (its NOSPACE alarm: the database reached its
 	// --quota-backend-bytes) and refuses every write until an operator frees space and disarms the alarm

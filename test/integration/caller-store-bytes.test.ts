@@ -1,0 +1,225 @@
+// The bytes of store entries one principal pays for, over all resources (--max-store-bytes-per-caller,
+// docs/budgets.md), against a real etcd and real servers with JWT authentication. Before it, the quota
+// was per resource only: a principal holding many resources could store --max-bytes-per-resource in each.
+//  - a principal writing across many resources is refused at its budget, naming it; deletes free it;
+//    another principal goes on;
+//  - a resource's bytes are charged to the principal that last put into it: a put by another takes
+//    them over (refused when its budget has no room for them), a delete by another comes off the payer's;
+//  - two replicas writing for one principal across many resources at once, some under stale tokens:
+//    every principal's ledger is the exact sum of the bytes of the resources it pays for, and none
+//    passes its budget.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { expect } from "chai";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Etcd3 } from "etcd3";
+import { exportSPKI, generateKeyPair, SignJWT } from "jose";
+import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
+import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
+import { decodeUsage, KeyLayout, principalTag } from "../../server/etcd/keys.js";
+import { startEtcd, type TestEtcd } from "../harness/etcd.js";
+import { startServer, type TestServer } from "../harness/server.js";
+import { uniqueResource } from "../harness/suite.js";
+
+const KiB = 1024;
+const BUDGET = 64 * KiB;
+const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
+const infoOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorInfoSchema)[0];
+const reasonOf = (err: unknown) => infoOf(err)?.reason ?? `(no reason: ${ConnectError.from(err).message})`;
+
+describe("the store bytes a principal pays for, over all resources (--max-store-bytes-per-caller 64 KiB)", function () {
+  this.timeout(120_000);
+  let etcd: TestEtcd;
+  let dir: string;
+  let direct: Etcd3;
+  let layout: KeyLayout;
+  let servers: TestServer[] = [];
+  let privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
+
+  const as = async (server: TestServer, sub: string) => {
+    const jwt = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer("https://issuer.test").setAudience("fencekeeper").setExpirationTime("10m").sign(privateKey);
+    const bearer: Interceptor = (next) => (req) => {
+      req.header.set("authorization", `Bearer ${jwt}`);
+      return next(req);
+    };
+    const transport = createGrpcTransport({ baseUrl: server.url, interceptors: [bearer] });
+    return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
+  };
+  type Caller = Awaited<ReturnType<typeof as>>;
+
+  /** A principal's ledger as etcd holds it. */
+  const ledgerOf = async (principal: string) => decodeUsage((await direct.kv.range({ key: layout.callerStoreKey(principalTag(principal)) })).kvs[0]).bytes;
+  /** A resource's usage key as etcd holds it: its bytes and its payer's tag. */
+  const usageOf = async (resource: string) => decodeUsage((await direct.kv.range({ key: layout.usageKey(resource) })).kvs[0]);
+
+  before(async function () {
+    this.timeout(60_000);
+    etcd = await startEtcd();
+    dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-caller-store-"));
+    const pair = await generateKeyPair("ES256");
+    privateKey = pair.privateKey;
+    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
+    const prefix = `/fk-caller-store-${randomBytes(4).toString("hex")}/`;
+    layout = new KeyLayout(prefix);
+    const args = [
+      ...["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper"],
+      ...["--max-store-bytes-per-caller", String(BUDGET), "--max-history-bytes-per-second", "0"],
+    ];
+    servers = await Promise.all([0, 1].map(() => startServer({ etcd: etcd.endpoint, prefix, args })));
+    direct = new Etcd3({ hosts: etcd.endpoint });
+  });
+  after(async function () {
+    this.timeout(30_000);
+    direct?.close();
+    await Promise.all(servers.map((s) => s.stop()));
+    await etcd?.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const acquire = async (c: Caller, resource: string) => (await c.lease.acquire({ resource, ttl: ttl(60) })).token!;
+
+  it("a principal putting 8 KiB into each of 20 resources is refused at its budget, QUOTA_EXCEEDED naming it; a delete frees it; another principal goes on", async () => {
+    const alice = await as(servers[0], "alice-many");
+    const bob = await as(servers[1], "bob-many");
+    const resources = Array.from({ length: 20 }, () => uniqueResource("many"));
+    const tokens = await Promise.all(resources.map((r) => acquire(alice, r)));
+    const value = randomBytes(8000);
+    // Each entry counts its key (1 byte) and its value: 8001 bytes; eight fit 64 KiB (64,008), a ninth does not.
+    let done = 0;
+    let refusal: ConnectError | undefined;
+    for (const [i, resource] of resources.entries()) {
+      try {
+        await alice.store.put({ resource, key: "k", value, mutation: { token: tokens[i] } });
+        done++;
+      } catch (e) {
+        refusal = ConnectError.from(e);
+        break;
+      }
+    }
+    expect(done, "puts let in").to.equal(8);
+    expect(refusal?.code).to.equal(Code.ResourceExhausted);
+    expect(reasonOf(refusal)).to.equal("QUOTA_EXCEEDED");
+    expect(infoOf(refusal).metadata).to.include({
+      budget: "caller_store_bytes",
+      limit: String(BUDGET),
+      used: "64008",
+      delta: "8001",
+      flag: "--max-store-bytes-per-caller",
+      principal: "alice-many",
+      resource: resources[8],
+    });
+    expect(refusal!.rawMessage).to.contain('"alice-many"').and.contain(`--max-store-bytes-per-caller ${BUDGET}`).and.contain("Delete entries");
+    expect((await alice.store.get({ resource: resources[8], key: "k" })).found, "nothing written").to.equal(false);
+    expect(await ledgerOf("alice-many")).to.equal(64008n);
+
+    // Another principal has a budget of its own.
+    const theirs = uniqueResource("many-bob");
+    await bob.store.put({ resource: theirs, key: "k", value, mutation: { token: await acquire(bob, theirs) } });
+    expect(await ledgerOf("bob-many")).to.equal(8001n);
+
+    // An overwrite counts once; a delete frees its bytes, and the refused put now fits.
+    await alice.store.put({ resource: resources[0], key: "k", value: randomBytes(4000), mutation: { token: tokens[0] } });
+    expect(await ledgerOf("alice-many")).to.equal(64008n - 4000n);
+    await alice.store.delete({ resource: resources[1], key: "k", mutation: { token: tokens[1] } });
+    await alice.store.put({ resource: resources[8], key: "k", value, mutation: { token: tokens[8] } });
+    expect(await ledgerOf("alice-many")).to.equal(64008n - 4000n);
+  });
+
+  it("a put by another principal takes a resource's bytes over (refused when they do not fit its budget); a delete by another comes off the payer's", async () => {
+    const alice = await as(servers[0], "alice-takeover");
+    const bob = await as(servers[1], "bob-takeover");
+    const shared = uniqueResource("takeover");
+    const big = uniqueResource("takeover-big");
+    const a1 = await acquire(alice, shared);
+    await alice.store.put({ resource: shared, key: "a", value: randomBytes(10_000), mutation: { token: a1 } });
+    await alice.store.put({ resource: shared, key: "b", value: randomBytes(5_000), mutation: { token: a1 } });
+    await alice.lease.release({ token: a1 });
+    expect(await ledgerOf("alice-takeover")).to.equal(15_002n);
+    expect((await usageOf(shared)).payer).to.equal(principalTag("alice-takeover"));
+
+    // bob holds the resource now and deletes one entry: alice pays less, bob nothing.
+    const b1 = await acquire(bob, shared);
+    await bob.store.delete({ resource: shared, key: "b", mutation: { token: b1 } });
+    expect(await ledgerOf("alice-takeover")).to.equal(10_001n);
+    expect(await ledgerOf("bob-takeover")).to.equal(0n);
+    expect((await usageOf(shared)).payer).to.equal(principalTag("alice-takeover"));
+
+    // bob puts: the resource is his, with what it stores.
+    await bob.store.put({ resource: shared, key: "c", value: randomBytes(1_000), mutation: { token: b1 } });
+    expect(await ledgerOf("alice-takeover")).to.equal(0n);
+    expect(await ledgerOf("bob-takeover")).to.equal(11_002n);
+    expect((await usageOf(shared))).to.include({ bytes: 11_002n, payer: principalTag("bob-takeover") });
+    await bob.lease.release({ token: b1 });
+
+    // alice fills most of her budget elsewhere; a put into bob's resource would take over more than is left.
+    const a2 = await acquire(alice, big);
+    await alice.store.put({ resource: big, key: "k", value: randomBytes(60_000), mutation: { token: a2 } });
+    const a3 = await acquire(alice, shared);
+    const refused = await alice.store.put({ resource: shared, key: "d", value: Buffer.from("x"), mutation: { token: a3 } }).then(
+      () => undefined,
+      (e) => ConnectError.from(e),
+    );
+    expect(refused?.code).to.equal(Code.ResourceExhausted);
+    expect(infoOf(refused)).to.include({ reason: "QUOTA_EXCEEDED" });
+    expect(infoOf(refused).metadata).to.include({ budget: "caller_store_bytes", used: "60001", delta: "11002", resource: shared });
+    expect(refused!.rawMessage).to.contain("takes over").and.contain(`Delete entries of "${shared}" first`);
+    expect((await usageOf(shared))).to.include({ bytes: 11_002n, payer: principalTag("bob-takeover") });
+    // What the hint says works: a delete of the resource's entries, then the put.
+    await alice.store.delete({ resource: shared, key: "a", mutation: { token: a3 } });
+    await alice.store.delete({ resource: shared, key: "c", mutation: { token: a3 } });
+    expect(await ledgerOf("bob-takeover")).to.equal(0n);
+    await alice.store.put({ resource: shared, key: "d", value: Buffer.from("x"), mutation: { token: a3 } });
+    expect(await ledgerOf("alice-takeover")).to.equal(60_001n + 2n);
+  });
+
+  it("two replicas writing for one principal across 40 resources at once, some under stale tokens: each ledger is the exact sum of what its resources store, and none passes the budget", async () => {
+    const principal = "carol-concurrent";
+    const carol = await Promise.all(servers.map((s) => as(s, principal)));
+    const resources = Array.from({ length: 40 }, () => uniqueResource("concurrent"));
+    const stale = await Promise.all(
+      resources.map(async (r) => {
+        const t = await acquire(carol[0], r);
+        await carol[0].lease.release({ token: t });
+        return t;
+      }),
+    );
+    const tokens = await Promise.all(resources.map((r, i) => acquire(carol[i % 2], r)));
+    const outcomes = new Map<string, number>();
+    for (let round = 0; round < 6; round++) {
+      await Promise.all(
+        Array.from({ length: 80 }, async (_, i) => {
+          const r = (i * 7 + round) % 40;
+          const key = `k${i % 3}`;
+          const via = carol[(i + round) % 2].store;
+          const mutation = { token: i % 13 === 0 ? stale[r] : tokens[r] };
+          const write =
+            (i + round) % 6 === 0
+              ? via.delete({ resource: resources[r], key, mutation })
+              : via.put({ resource: resources[r], key, value: randomBytes(600 + ((i * 131 + round * 17) % 900)), mutation });
+          const outcome = await write.then(
+            () => "ok",
+            (e) => reasonOf(e),
+          );
+          outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+        }),
+      );
+    }
+    expect([...outcomes.keys()].sort(), JSON.stringify([...outcomes])).to.include.members(["ok", "QUOTA_EXCEEDED", "STALE_TOKEN"]);
+    let stored = 0n;
+    for (const r of resources) {
+      const usage = await usageOf(r);
+      let bytes = 0n;
+      const page = await carol[0].store.range({ resource: r, pageSize: 100 });
+      for (const e of page.entries) bytes += BigInt(Buffer.byteLength(e.key) + e.value.byteLength);
+      expect(usage.bytes, `${r}'s usage key`).to.equal(bytes);
+      if (bytes > 0n) expect(usage.payer, `${r}'s payer`).to.equal(principalTag(principal));
+      stored += bytes;
+    }
+    expect(await ledgerOf(principal), "the ledger").to.equal(stored);
+    expect(stored <= BigInt(BUDGET), `${stored} stored`).to.equal(true);
+  });
+});
