@@ -6,14 +6,13 @@
 // Acquire and her own Describe give it, is taken by all four. An admin still releases alice's lease with
 // the unsigned token its Describe shows.
 import { expect } from "chai";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Code, createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { Redis } from "ioredis";
 import mysql from "mysql2/promise";
 import pg from "pg";
@@ -26,6 +25,7 @@ import * as postgres from "../../client/postgres.js";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { FencingTokenSchema, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import { bearer, TestIssuer } from "../harness/bearer.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
@@ -33,8 +33,6 @@ import { startMariadb, type TestMariadb } from "../harness/mariadb.js";
 import { startPostgres, type TestPostgres } from "../harness/postgres.js";
 import { failure, uniqueResource } from "../harness/suite.js";
 
-const ISSUER = "https://issuer.test";
-const AUDIENCE = "fencekeeper";
 const POLICY = {
   version: 1,
   rules: [
@@ -71,13 +69,12 @@ describe("a token copied by a caller who may only observe is refused by every ad
   let pgPool: pg.Pool;
   let http: Server;
   let httpUrl: string;
-  let key: CryptoKey;
+  let issuer: TestIssuer;
   const clients: FencekeeperClient[] = [];
   const sessions: Http2SessionManager[] = [];
   let keys: TokenKey[];
 
-  const jwt = (sub: string, groups: string[] = []) =>
-    new SignJWT({ groups }).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt().setExpirationTime("10m").sign(key);
+  const jwt = (sub: string, groups: string[] = []) => issuer.token(sub, { groups });
   const sdkAs = async (sub: string, groups: string[] = []) => {
     const c = new FencekeeperClient({ servers: server.url, credentials: { bearer: await jwt(sub, groups) } });
     clients.push(c);
@@ -85,28 +82,18 @@ describe("a token copied by a caller who may only observe is refused by every ad
   };
   const rawAs = async (sub: string, groups: string[] = []) => {
     const token = await jwt(sub, groups);
-    const bearer: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${token}`);
-      return next(req);
-    };
     const sessionManager = new Http2SessionManager(server.url);
     sessions.push(sessionManager);
-    return createClient(LeaseService, createGrpcTransport({ baseUrl: server.url, sessionManager, interceptors: [bearer] }));
+    return createClient(LeaseService, createGrpcTransport({ baseUrl: server.url, sessionManager, interceptors: [bearer(token)] }));
   };
   const put = (resource: string, token: Token) =>
     fetch(`${httpUrl}/items/${encodeURIComponent(resource)}`, { method: "PUT", headers: { "fencing-token": fencingTokenHeader(token) }, body: "x", signal: AbortSignal.timeout(10_000) });
 
   before(async function () {
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-copied-"));
-    const pair = await generateKeyPair("ES256");
-    key = pair.privateKey;
-    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
-    writeFileSync(join(dir, "policy.json"), JSON.stringify(POLICY));
+    issuer = await TestIssuer.create(dir, { policy: POLICY });
     [etcd, redisServer, mariadb, pgServer] = await Promise.all([startEtcd(), startRedis(), startMariadb(), startPostgres()]);
-    server = await startServer({
-      etcd: etcd.endpoint,
-      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--policy", join(dir, "policy.json")],
-    });
+    server = await startServer({ etcd: etcd.endpoint, args: issuer.args });
     redis = new Redis({ host: redisServer.host, port: redisServer.ports[0], maxRetriesPerRequest: 1 });
     my = mysql.createPool({ ...mariadb.options, connectionLimit: 2 });
     pgPool = new pg.Pool({ connectionString: pgServer.url });

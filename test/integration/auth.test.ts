@@ -6,23 +6,19 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { Etcd3 } from "etcd3";
-import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from "jose";
+import { generateKeyPair, SignJWT } from "jose";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
-import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { FenceMode } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { Health } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
+import { TEST_AUDIENCE as AUDIENCE, TEST_ISSUER as ISSUER, TestIssuer } from "../harness/bearer.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { eventually, failure, uniqueResource } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
-const ISSUER = "https://issuer.test";
-const AUDIENCE = "fencekeeper";
 
 const POLICY = {
   version: 1,
@@ -42,26 +38,12 @@ describe("authentication, authorization and holder binding (bearer JWTs)", funct
   let dir: string;
   let etcd: TestEtcd;
   let server: TestServer;
-  let key: CryptoKey;
-  let policyFile: string;
+  let issuer: TestIssuer;
 
-  const jwt = (sub: string, o: { groups?: string[]; expiresIn?: string; issuer?: string } = {}) =>
-    new SignJWT({ groups: o.groups ?? [] })
-      .setProtectedHeader({ alg: "ES256" })
-      .setSubject(sub)
-      .setIssuer(o.issuer ?? ISSUER)
-      .setAudience(AUDIENCE)
-      .setIssuedAt()
-      .setExpirationTime(o.expiresIn ?? "10m")
-      .sign(key);
-
-  const bearer = (token: string | undefined): Interceptor => (next) => async (req) => {
-    if (token) req.header.set("authorization", `Bearer ${token}`);
-    return next(req);
-  };
+  const jwt = (sub: string, o: { groups?: string[]; expiresIn?: string; issuer?: string } = {}) => issuer.token(sub, { ...o, expires: o.expiresIn });
   const clientsAs = (token: string | undefined) => {
-    const transport = createGrpcTransport({ baseUrl: server.url, interceptors: [bearer(token)] });
-    return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport), health: createClient(Health, transport) };
+    const c = TestIssuer.clients(server.url, token);
+    return { ...c, health: createClient(Health, c.transport) };
   };
   let alice: ReturnType<typeof clientsAs>;
   let bob: ReturnType<typeof clientsAs>;
@@ -71,16 +53,9 @@ describe("authentication, authorization and holder binding (bearer JWTs)", funct
   before(async function () {
     this.timeout(60_000);
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-auth-"));
-    const pair = await generateKeyPair("ES256");
-    key = pair.privateKey;
-    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
-    policyFile = join(dir, "policy.json");
-    writeFileSync(policyFile, JSON.stringify(POLICY));
+    issuer = await TestIssuer.create(dir, { policy: POLICY });
     etcd = await startEtcd();
-    server = await startServer({
-      etcd: etcd.endpoint,
-      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--policy", policyFile],
-    });
+    server = await startServer({ etcd: etcd.endpoint, args: issuer.args });
     alice = clientsAs(await jwt("alice"));
     bob = clientsAs(await jwt("bob"));
     carol = clientsAs(await jwt("carol", { groups: ["sre"] }));
@@ -210,18 +185,18 @@ describe("authentication, authorization and holder binding (bearer JWTs)", funct
       const resource = uniqueResource("alice/shared-later");
       expect((await failure(bob.lease.acquire({ resource, ttl: ttl(5), holder: "bob" }))).code).to.equal(Code.PermissionDenied);
       const widened = { ...POLICY, rules: [...POLICY.rules, { principals: ["bob"], verbs: ["acquire"], resources: [resource] }] };
-      writeFileSync(policyFile, JSON.stringify(widened));
+      writeFileSync(issuer.policyFile!, JSON.stringify(widened));
       server.process.kill("SIGHUP");
       await eventually(
         () => bob.lease.acquire({ resource, ttl: ttl(5), holder: "bob" }).then(() => true, () => false),
         "bob may acquire once the policy says so",
       );
-      writeFileSync(policyFile, "{ not json");
+      writeFileSync(issuer.policyFile!, "{ not json");
       server.process.kill("SIGHUP");
       await eventually(() => server.logs.some((l) => l.includes("policy") && l.includes('"level":50')), "the bad edit is logged as an error");
       const again = uniqueResource("alice/shared-later");
       expect((await failure(bob.lease.acquire({ resource: again, ttl: ttl(5), holder: "bob" }))).code, "the previous policy holds").to.equal(Code.PermissionDenied);
-      writeFileSync(policyFile, JSON.stringify(POLICY));
+      writeFileSync(issuer.policyFile!, JSON.stringify(POLICY));
       server.process.kill("SIGHUP");
     });
   });

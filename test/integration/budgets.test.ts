@@ -7,18 +7,16 @@
 //  - a principal preempted five times at its cap of 5 (it could acquire nothing for 300 s): it releases
 //    the preempted leases, which frees its slots at once; a preemptor allowed only `preempt` gives back
 //    what it took; a resource is preempted at most once per --preemption-interval.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
-import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { exportSPKI, generateKeyPair, SignJWT } from "jose";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
-import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/ts-grpc/grpc/health/v1/health_pb.js";
+import { TestIssuer } from "../harness/bearer.js";
 import { clientsFor } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
@@ -34,18 +32,9 @@ describe("the ledger: one caller cannot fill etcd for the others (a 96 MiB etcd)
   this.timeout(180_000);
   let etcd: TestEtcd;
   let dir: string;
-  let privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
+  let issuer: TestIssuer;
   const servers: TestServer[] = [];
-  const jwtArgs = () => ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper"];
-  const as = async (url: string, sub: string) => {
-    const jwt = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer("https://issuer.test").setAudience("fencekeeper").setExpirationTime("10m").sign(privateKey);
-    const bearer: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${jwt}`);
-      return next(req);
-    };
-    const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer] });
-    return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
-  };
+  const as = (url: string, sub: string) => issuer.as(url, sub);
   const serve = async (args: string[]) => {
     const s = await startServer({ etcd: etcd.endpoint, args: ["--etcd-quota-bytes", String(QUOTA), ...args] });
     servers.push(s);
@@ -64,19 +53,15 @@ describe("the ledger: one caller cannot fill etcd for the others (a 96 MiB etcd)
     this.timeout(60_000);
     etcd = await startEtcd({ quotaBackendBytes: QUOTA });
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-budgets-"));
-    const pair = await generateKeyPair("ES256");
-    privateKey = pair.privateKey;
-    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
-    writeFileSync(
-      join(dir, "policy.json"),
-      JSON.stringify({
+    issuer = await TestIssuer.create(dir, {
+      policy: {
         version: 1,
         rules: [
           { principals: ["alice", "bob"], verbs: ["acquire", "write", "read", "observe"], resources: ["*"] },
           { principals: ["pre"], verbs: ["preempt"], resources: ["*"] },
         ],
-      }),
-    );
+      },
+    });
   });
   after(async function () {
     this.timeout(30_000);
@@ -136,7 +121,7 @@ describe("the ledger: one caller cannot fill etcd for the others (a 96 MiB etcd)
 
   it("a principal capped at 5 leases cannot fill etcd through one session's acquisitions: LEASE_BYTES_EXCEEDED per lease, LEASES_EXCEEDED past 5 sessions; a release gives the bytes back", async () => {
     // History budget out of the way: this is about what stays stored.
-    const server = await serve([...jwtArgs(), "--max-leases-per-caller", "5", "--max-history-bytes-per-second", String(1024 * MiB)]);
+    const server = await serve([...issuer.jwtArgs, "--max-leases-per-caller", "5", "--max-history-bytes-per-second", String(1024 * MiB)]);
     const alice = await as(server.url, "alice");
     const { sessionId } = await alice.lease.openSession({ ttl: ttl(120), holder: "alice" });
     const acquireOn = (session: bigint, i: number) => alice.lease.acquire({ resource: uniqueResource(`alice-${i}`), sessionId: session, holder: "alice", value: randomBytes(MiB) });
@@ -168,7 +153,7 @@ describe("the ledger: one caller cannot fill etcd for the others (a 96 MiB etcd)
   });
 
   it("a principal preempted five times at its cap of 5 releases the preempted leases (OK) and acquires again at once; the preemptor, granted only preempt, releases what it took; a resource is preempted once per --preemption-interval", async () => {
-    const server = await serve([...jwtArgs(), "--policy", join(dir, "policy.json"), "--max-leases-per-caller", "5", "--preemption-interval", "10000"]);
+    const server = await serve([...issuer.args, "--max-leases-per-caller", "5", "--preemption-interval", "10000"]);
     const alice = await as(server.url, "alice");
     const pre = await as(server.url, "pre");
     const resources = [0, 1, 2, 3, 4].map((i) => uniqueResource(`taken-${i}`));

@@ -2,14 +2,13 @@
 // concurrent Acquires or OpenSessions, on one replica or two, grants past it; and without authentication
 // the stream cap is per connection, so one client's Observes do not lock out another client of the same
 // address.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { exportSPKI, generateKeyPair, SignJWT } from "jose";
-import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import type { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { TestIssuer } from "../harness/bearer.js";
 import { clientsFor } from "../harness/clients.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
@@ -21,25 +20,16 @@ describe("caps per caller that hold under concurrency", function () {
   this.timeout(120_000);
   let etcd: TestEtcd;
   let dir: string;
-  let privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
+  let issuer: TestIssuer;
   const servers: TestServer[] = [];
-  const jwtArgs = () => ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper"];
-  const as = async (url: string, sub: string): Promise<Client<typeof LeaseService>> => {
-    const jwt = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer("https://issuer.test").setAudience("fencekeeper").setExpirationTime("10m").sign(privateKey);
-    const bearer: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${jwt}`);
-      return next(req);
-    };
-    return createClient(LeaseService, createGrpcTransport({ baseUrl: url, interceptors: [bearer] }));
-  };
+  const jwtArgs = () => issuer.args;
+  const as = async (url: string, sub: string): Promise<Client<typeof LeaseService>> => (await issuer.as(url, sub)).lease;
 
   before(async function () {
     this.timeout(60_000);
     etcd = await startEtcd();
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-caps-atomic-"));
-    const pair = await generateKeyPair("ES256");
-    privateKey = pair.privateKey;
-    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
+    issuer = await TestIssuer.create(dir);
   });
   after(async function () {
     this.timeout(30_000);

@@ -8,19 +8,16 @@
 //  - two replicas writing for one principal across many resources at once, some under stale tokens:
 //    every principal's ledger is the exact sum of the bytes of the resources it pays for, and none
 //    passes its budget.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { Etcd3 } from "etcd3";
-import { exportSPKI, generateKeyPair, SignJWT } from "jose";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
-import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { decodeUsage, KeyLayout, principalTag } from "../../server/etcd/keys.js";
+import { TestIssuer, type BearerClients } from "../harness/bearer.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { uniqueResource } from "../harness/suite.js";
@@ -38,18 +35,8 @@ describe("the store bytes a principal pays for, over all resources (--max-store-
   let direct: Etcd3;
   let layout: KeyLayout;
   let servers: TestServer[] = [];
-  let privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
-
-  const as = async (server: TestServer, sub: string) => {
-    const jwt = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer("https://issuer.test").setAudience("fencekeeper").setExpirationTime("10m").sign(privateKey);
-    const bearer: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${jwt}`);
-      return next(req);
-    };
-    const transport = createGrpcTransport({ baseUrl: server.url, interceptors: [bearer] });
-    return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
-  };
-  type Caller = Awaited<ReturnType<typeof as>>;
+  let issuer: TestIssuer;
+  const as = (server: TestServer, sub: string) => issuer.as(server.url, sub);
 
   /** A principal's ledger as etcd holds it. */
   const ledgerOf = async (principal: string) => decodeUsage((await direct.kv.range({ key: layout.callerStoreKey(principalTag(principal)) })).kvs[0]).bytes;
@@ -60,15 +47,10 @@ describe("the store bytes a principal pays for, over all resources (--max-store-
     this.timeout(60_000);
     etcd = await startEtcd();
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-caller-store-"));
-    const pair = await generateKeyPair("ES256");
-    privateKey = pair.privateKey;
-    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
+    issuer = await TestIssuer.create(dir);
     const prefix = `/fk-caller-store-${randomBytes(4).toString("hex")}/`;
     layout = new KeyLayout(prefix);
-    const args = [
-      ...["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper"],
-      ...["--max-store-bytes-per-caller", String(BUDGET), "--max-history-bytes-per-second", "0"],
-    ];
+    const args = [...issuer.args, "--max-store-bytes-per-caller", String(BUDGET), "--max-history-bytes-per-second", "0"];
     servers = await Promise.all([0, 1].map(() => startServer({ etcd: etcd.endpoint, prefix, args })));
     direct = new Etcd3({ hosts: etcd.endpoint });
   });
@@ -80,7 +62,7 @@ describe("the store bytes a principal pays for, over all resources (--max-store-
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const acquire = async (c: Caller, resource: string) => (await c.lease.acquire({ resource, ttl: ttl(60) })).token!;
+  const acquire = async (c: BearerClients, resource: string) => (await c.lease.acquire({ resource, ttl: ttl(60) })).token!;
 
   it("a principal putting 8 KiB into each of 20 resources is refused at its budget, QUOTA_EXCEEDED naming it; a delete frees it; another principal goes on", async () => {
     const alice = await as(servers[0], "alice-many");

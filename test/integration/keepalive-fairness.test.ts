@@ -3,18 +3,17 @@
 // does, one lease id a message, keeps its stream and every lease; a caller that floods over many streams
 // and connections is read more slowly, within one budget for all of them, and costs a bystander nothing.
 import { setMaxListeners } from "node:events";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { exportSPKI, generateKeyPair, SignJWT } from "jose";
+import type { Client } from "@connectrpc/connect";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { clientsFor } from "../harness/clients.js";
+import { TestIssuer } from "../harness/bearer.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { sleep, uniqueResource } from "../harness/suite.js";
@@ -146,28 +145,20 @@ describe("KeepAlive fair per caller, slowed rather than cut off", function () {
     let server: TestServer;
     let bob: () => Client<typeof LeaseService>;
     let alice: () => Client<typeof LeaseService>;
-    const as = async (privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"], sub: string) => {
-      const jwt = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer("https://issuer.test").setAudience("fencekeeper").setExpirationTime("10m").sign(privateKey);
-      const bearer: Interceptor = (next) => (req) => {
-        req.header.set("authorization", `Bearer ${jwt}`);
-        return next(req);
-      };
+    const as = async (issuer: TestIssuer, sub: string) => {
+      const token = await issuer.token(sub);
       // A transport of its own: a connection of its own.
-      return () => createClient(LeaseService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer] }));
+      return () => TestIssuer.clients(server.url, token).lease;
     };
 
     before(async function () {
       this.timeout(60_000);
       dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-keepalive-fair-"));
-      const { publicKey, privateKey } = await generateKeyPair("ES256");
-      writeFileSync(join(dir, "jwt.pem"), await exportSPKI(publicKey));
-      server = await startServer({
-        etcd: etcd.endpoint,
-        args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper", "--max-stream-messages-per-second", "200"],
-      });
+      const issuer = await TestIssuer.create(dir);
+      server = await startServer({ etcd: etcd.endpoint, args: [...issuer.args, "--max-stream-messages-per-second", "200"] });
       servers.push(server);
-      bob = await as(privateKey, "bob");
-      alice = await as(privateKey, "alice");
+      bob = await as(issuer, "bob");
+      alice = await as(issuer, "alice");
     });
     after(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -2,24 +2,22 @@
 // server with real JWTs signed here: idempotency keys are each principal's own; tokens that live too long,
 // names with control characters and URI-looking subjects are refused; lock-delays can be lifted by an
 // admin; NOT_HOLDER names the owner only to admins.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from "jose";
+import { SignJWT } from "jose";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
+import { TEST_AUDIENCE as AUDIENCE, TEST_ISSUER as ISSUER, TestIssuer } from "../harness/bearer.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { eventually, failure, uniqueResource } from "../harness/suite.js";
 import { clientCertFor, makeCerts, type Certs } from "../operations/support/certs.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
-const ISSUER = "https://issuer.test";
-const AUDIENCE = "fencekeeper";
 
 const POLICY = {
   version: 1,
@@ -38,33 +36,19 @@ describe("principals kept apart (bearer JWTs)", function () {
   let dir: string;
   let etcd: TestEtcd;
   let server: TestServer;
-  let key: CryptoKey;
+  let issuer: TestIssuer;
 
-  const jwt = (sub: string, groups: string[] = []) =>
-    new SignJWT({ groups }).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt().setExpirationTime("10m").sign(key);
-  const bearer = (token: string | undefined): Interceptor => (next) => async (req) => {
-    if (token) req.header.set("authorization", `Bearer ${token}`);
-    return next(req);
-  };
-  const clientsAs = (token: string | undefined, url = server.url) => {
-    const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer(token)] });
-    return { lease: createClient(LeaseService, transport), store: createClient(FencedStoreService, transport) };
-  };
+  const jwt = (sub: string, groups: string[] = []) => issuer.token(sub, { groups });
+  const clientsAs = (token: string | undefined, url = server.url) => TestIssuer.clients(url, token);
   let alice: ReturnType<typeof clientsAs>;
   let bob: ReturnType<typeof clientsAs>;
   let carol: ReturnType<typeof clientsAs>; // group sre: admin of every resource
 
   before(async function () {
     dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-principals-"));
-    const pair = await generateKeyPair("ES256");
-    key = pair.privateKey;
-    writeFileSync(join(dir, "jwt.pem"), await exportSPKI(pair.publicKey));
-    writeFileSync(join(dir, "policy.json"), JSON.stringify(POLICY));
+    issuer = await TestIssuer.create(dir, { policy: POLICY });
     etcd = await startEtcd();
-    server = await startServer({
-      etcd: etcd.endpoint,
-      args: ["--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--policy", join(dir, "policy.json")],
-    });
+    server = await startServer({ etcd: etcd.endpoint, args: issuer.args });
     alice = clientsAs(await jwt("alice"));
     bob = clientsAs(await jwt("bob"));
     carol = clientsAs(await jwt("carol", ["sre"]));
@@ -79,7 +63,7 @@ describe("principals kept apart (bearer JWTs)", function () {
   describe("tokens valid for longer than --jwt-max-lifetime (a day by default) are refused", () => {
     const signed = (exp: number, iat?: number) => {
       const t = new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject("alice").setIssuer(ISSUER).setAudience(AUDIENCE).setExpirationTime(exp);
-      return (iat === undefined ? t : t.setIssuedAt(iat)).sign(key);
+      return (iat === undefined ? t : t.setIssuedAt(iat)).sign(issuer.privateKey);
     };
     const now = () => Math.floor(Date.now() / 1000);
 

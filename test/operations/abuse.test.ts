@@ -2,17 +2,16 @@
 // or stop halfway are closed; one caller's streams and waiters are capped (RESOURCE_EXHAUSTED naming the
 // cap) without touching another caller's; and a flood of renewals on one KeepAlive stream neither grows
 // the server without bound nor makes a bystander's renewals fail.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http2 from "node:http2";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import { Code, createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { exportSPKI, generateKeyPair, SignJWT } from "jose";
+import { Code, createClient } from "@connectrpc/connect";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import { clientsFor } from "../harness/clients.js";
+import { TestIssuer } from "../harness/bearer.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { eventually, failure, sleep, uniqueResource } from "../harness/suite.js";
@@ -91,20 +90,9 @@ describe("limits that hold under abuse", function () {
     before(async function () {
       this.timeout(60_000);
       dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-caps-"));
-      const { publicKey, privateKey } = await generateKeyPair("ES256");
-      writeFileSync(join(dir, "jwt.pem"), await exportSPKI(publicKey));
-      server = await serve([
-        "--jwt-keys", join(dir, "jwt.pem"), "--jwt-issuer", "https://issuer.test", "--jwt-audience", "fencekeeper",
-        "--max-streams-per-caller", "3", "--max-waiters-per-caller", "2", "--max-leases-per-caller", "3",
-      ]);
-      const as = async (sub: string) => {
-        const jwt = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject(sub).setIssuer("https://issuer.test").setAudience("fencekeeper").setExpirationTime("10m").sign(privateKey);
-        const bearer: Interceptor = (next) => (req) => {
-          req.header.set("authorization", `Bearer ${jwt}`);
-          return next(req);
-        };
-        return createClient(LeaseService, createGrpcTransport({ baseUrl: server.url, interceptors: [bearer] }));
-      };
+      const issuer = await TestIssuer.create(dir);
+      server = await serve([...issuer.args, "--max-streams-per-caller", "3", "--max-waiters-per-caller", "2", "--max-leases-per-caller", "3"]);
+      const as = async (sub: string) => (await issuer.as(server.url, sub)).lease;
       alice = await as("alice");
       bob = await as("bob");
       carol = await as("carol");
