@@ -355,6 +355,14 @@ describe("faults: the checker", () => {
     expect(violations(ops, other).layout).to.be.greaterThan(0);
   });
 
+  it("layout: a usage key with its payer's tag, and a principal's store ledger, are the layout's; a usage in another format is not", () => {
+    const usage = Buffer.from(`${P}r/${R}/usage`);
+    const ledger = Buffer.from(`${P}w/0123456789abcdef`);
+    const paid = [...events, put(usage, "123 0123456789abcdef", 90), put(ledger, "123", 90)];
+    expect(violations(ops, paid).layout).to.equal(0);
+    expect(violations(ops, [...events, put(usage, "123 alice", 90)]).layout).to.equal(1);
+  });
+
   const sharedKey = (r: string, lease: bigint) => Buffer.from(`${P}r/${r}/s/${lease.toString(16).padStart(16, "0")}`);
   const sharedAcquire = (holder: string, gen: number, lease: bigint, r = R, maxHolders?: number): Op => ({ ...acquire(holder, gen, lease), resource: r, shared: true, maxHolders });
 

@@ -271,7 +271,7 @@ export function check(answered: Op[], truth: EtcdTruth, layout: Layout, resource
       continue;
     }
     if (p.kind === "usage") {
-      if (e.type === "put" && !/^\d+$/.test(e.kv.value.toString())) violate("layout", () => `${where()}: a usage that is not decimal`);
+      if (e.type === "put" && !/^\d+(?: [0-9a-f]{16})?$/.test(e.kv.value.toString())) violate("layout", () => `${where()}: a usage that is not decimal (and a payer's tag)`);
       continue;
     }
     if (p.kind === "owner-delay" || p.kind === "line" || p.kind === "shared-line" || p.kind === "shared") {

@@ -14,10 +14,12 @@
 //   P r/R/issued                             rewritten by every grant (value not read)
 //   P r/R/fence                              greatest generation accepted, 20 decimal digits
 //   P r/R/d/<key>                            the fenced store's values
-//   P r/R/usage                              bytes of R's entries, decimal
+//   P r/R/usage                              bytes of R's entries, decimal; with authentication, then a
+//                                             space and the payer's tag (16 hex)
 //   P i/<64 hex>                             idempotency record (sha-256 of the key, without authentication)
 //   P x/<16 hex>                             a preempted lease's record (attached to it)
 //   P u/<16 hex>                             the bytes a lease's acquisitions store (attached to it)
+//   P w/<16 hex>                             the store bytes charged to a principal, decimal
 //   P s/<16 hex>  P k/signing  P k/public/<id>  P b/<16 hex>  P p/<16 hex>/<16 hex>  P c/<16 hex>/<8 hex>
 import { createHash } from "node:crypto";
 
@@ -26,7 +28,7 @@ export type ResourceKeyKind = "owner" | "owner-delay" | "line" | "shared-line" |
 export type ParsedKey =
   | { scope: "resource"; resource: string; kind: ResourceKeyKind; /** data: the store key; line and shared: the lease id, hex */ rest?: string }
   | { scope: "idempotency"; hash: string }
-  | { scope: "other"; kind: "session" | "signing" | "public" | "binding" | "principal" | "cap" | "sentinel" | "preempted" | "lease-bytes" };
+  | { scope: "other"; kind: "session" | "signing" | "public" | "binding" | "principal" | "cap" | "sentinel" | "preempted" | "lease-bytes" | "caller-store" };
 
 const HEX16 = "[0-9a-f]{16}";
 const RESOURCE_KEY = new RegExp(`^r/([^/]*)/(?:(owner)|(owner-delay)|(issued)|(fence)|(usage)|q/s/(${HEX16}).*|q/(${HEX16}).*|s/(${HEX16})|d/(.*))$`, "s");
@@ -39,6 +41,7 @@ const OTHER: [RegExp, Extract<ParsedKey, { scope: "other" }>["kind"]][] = [
   [new RegExp(`^c/${HEX16}/[0-9a-f]{8}$`), "cap"],
   [new RegExp(`^x/${HEX16}$`), "preempted"],
   [new RegExp(`^u/${HEX16}$`), "lease-bytes"],
+  [new RegExp(`^w/${HEX16}$`), "caller-store"],
   [/^~end-of-history$/, "sentinel"],
 ];
 
