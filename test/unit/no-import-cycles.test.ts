@@ -1,4 +1,4 @@
-// server/ and client/ (the TypeScript SDK) import one way: no module reaches itself through its imports. A circle makes load order
+// server/, client/ (the TypeScript SDK) and the Python SDK import one way: no module reaches itself through its imports. A circle makes load order
 // matter (a class read before its module ran is undefined) and ties two concepts into one. Every import
 // counts, `import type` and `import()` too: each says one module needs the other.
 import { readdirSync, readFileSync } from "node:fs";
@@ -43,6 +43,51 @@ function circles(graph: Map<string, string[]>): string[][] {
   for (const m of [...graph.keys()].sort()) if (!state.has(m)) visit(m);
   return found;
 }
+
+/**
+ * The Python SDK's modules (sdk/python/src/fencekeeper, its generated v1/ aside) and those of its own that
+ * each imports, wherever the import stands (in a function, under TYPE_CHECKING: each says one module needs
+ * the other). `from fencekeeper import x` names module x; the package's __init__, which every import runs
+ * first and which imports everything to export it, is left out.
+ */
+function pythonImportGraph(root: string): Map<string, string[]> {
+  const files = readdirSync(root, { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".py") && !f.startsWith("v1/") && f !== "__init__.py")
+    .map((f) => join(root, f));
+  const moduleOf = (dotted: string) => {
+    const file = join(root, ...dotted.split(".")) + ".py";
+    return files.includes(file) ? file : undefined;
+  };
+  const graph = new Map<string, string[]>();
+  for (const file of files) {
+    // Parenthesised name lists joined onto their line.
+    const text = readFileSync(file, "utf8").replace(/\(([^)]*)\)/g, (_, names: string) => names.replace(/\s+/g, " "));
+    const targets: string[] = [];
+    for (const line of text.split("\n")) {
+      const from = /^\s*from\s+(\.+|fencekeeper)(\.[\w.]+)?\s+import\s+(.+)$/.exec(line);
+      if (from) {
+        const inside = (from[2] ?? "").slice(1);
+        if (inside) targets.push(...[moduleOf(inside)].filter((m) => m !== undefined));
+        else targets.push(...from[3].split(",").flatMap((n) => [moduleOf(n.trim().split(/\s+/)[0])].filter((m) => m !== undefined)));
+        continue;
+      }
+      const plain = /^\s*import\s+fencekeeper\.([\w.]+)/.exec(line);
+      if (plain) targets.push(...[moduleOf(plain[1])].filter((m) => m !== undefined));
+    }
+    graph.set(file, [...new Set(targets)].filter((t) => t !== file));
+  }
+  return graph;
+}
+
+describe("sdk/python imports", () => {
+  it("form no circle", () => {
+    const root = resolve(import.meta.dirname, "../../sdk/python/src/fencekeeper");
+    const graph = pythonImportGraph(root);
+    expect(graph.get(join(root, "client.py")), "the graph reads the imports").to.include(join(root, "election.py"));
+    const named = circles(graph).map((c) => c.map((m) => relative(root, m)).join(" -> "));
+    expect(named, `import circles in sdk/python:\n  ${named.join("\n  ")}`).to.deep.equal([]);
+  });
+});
 
 for (const dir of ["server", "client"]) {
   describe(`${dir}/ imports`, () => {

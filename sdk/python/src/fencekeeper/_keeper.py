@@ -8,15 +8,27 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from fencekeeper._deadline import Deadline, Instant, to_datetime
 from fencekeeper._keepalive import Emit, KeepAlive
 from fencekeeper.errors import FencekeeperError, LeaseNotFoundError, LossCause, PreemptedError
 from fencekeeper.token import Token
 
-if TYPE_CHECKING:
-    from fencekeeper.lease import Lease
+
+
+class Lease(Protocol):
+    """What a keeper needs of the leases it keeps (fencekeeper.lease.Lease is one): lease.py builds on this
+    module, one way."""
+
+    @property
+    def token(self) -> Token: ...
+
+    def look(self) -> bool: ...
+
+    def _mark(self, why: LossCause, cause: BaseException | None, ending: Future[None]) -> Callable[[], None] | None: ...
+
+    def _finish(self, why: LossCause, cause: BaseException | None, ending: Future[None]) -> None: ...
 
 
 def done() -> Future[None]:

@@ -26,7 +26,9 @@ from fencekeeper._keepalive import Backoff, Emit, KeepAlive
 from fencekeeper._keeper import KeeperContext, OwnLease, Session
 from fencekeeper._servers import Calls, Connection, Credentials, Servers
 from fencekeeper._write_batcher import WriteBatcher
+from fencekeeper import election as _election
 from fencekeeper.acquire_options import AcquireOptions, _merged, _ttl, _wait
+from fencekeeper.election import Leader, LeaderObservation, Leadership
 from fencekeeper.errors import CanceledError, FencekeeperError, InvalidArgumentError, LeaseNotFoundError, UnavailableError
 from fencekeeper.lease import Lease, LeaseContext
 from fencekeeper.store import FenceModeName, Store, Value, _bytes
@@ -635,6 +637,3 @@ def _guarded(sink: Callable[[dict[str, Any]], None]) -> Emit:
 
     return emit
 
-
-from fencekeeper import election as _election  # noqa: E402 (it imports this module)
-from fencekeeper.election import Leader, LeaderObservation, Leadership  # noqa: E402

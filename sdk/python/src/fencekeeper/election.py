@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 import grpc
 
@@ -37,13 +37,31 @@ from fencekeeper.errors import (
     UnauthenticatedError,
     UnavailableError,
 )
-from fencekeeper.store import Value, _bytes
+from fencekeeper.lease import Lease
+from fencekeeper.store import Value
 from fencekeeper.token import Token
-from fencekeeper.v1 import lease_pb2
 
-if TYPE_CHECKING:
-    from fencekeeper.client import Client, Observation
-    from fencekeeper.lease import Lease
+
+class OwnershipStream(Protocol):
+    """A stream of a resource's ownership, as Client.observe gives it (fencekeeper.client.Observation is one)."""
+
+    def __next__(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+class ElectionClient(Protocol):
+    """What an election and a semaphore need of the client (fencekeeper.Client is one): this module builds
+    on the client, and the client's campaign, lead and semaphore call it, one way, as etcd's concurrency
+    package builds on a session."""
+
+    def acquire(self, resource: str, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None) -> Lease: ...
+
+    def describe(self, resource: str) -> Any: ...
+
+    def observe(self, resource: str) -> OwnershipStream: ...
+
+    def observe_leaders(self, resource: str) -> LeaderObservation: ...
 
 _BACKOFF = Backoff()
 
@@ -109,7 +127,7 @@ class Leadership:
     def proclaim(self, value: Value) -> int:
         """Publishes a new value without giving up leadership; refused (and the leadership lost) once deposed.
         Returns the etcd revision at which it took effect."""
-        return proclaim(self.lease, value)
+        return self.lease.proclaim(value)
 
     def resign(self) -> None:
         """Gives leadership up now, so that the next campaigner is elected at once. Idempotent; never raises."""
@@ -119,23 +137,7 @@ class Leadership:
         return f"Leadership({self.lease!r})"
 
 
-def proclaim(lease: Lease, value: Value) -> int:
-    """Lease.proclaim(): checks the lease first (a lost lease sends nothing); refused as stale, it ends the
-    lease, as a refused write does."""
-    calls = lease._ctx.store._calls
-    req = lease_pb2.ProclaimRequest(token=lease.token.to_proto(), value=_bytes(value))
-    revision = 0
-
-    def call(_: Any) -> Any:
-        nonlocal revision
-        revision = calls.run(lambda c: c.lease.Proclaim(req, timeout=calls.timeout), True).revision
-        return None
-
-    lease._write(call, None)
-    return revision
-
-
-def campaign(client: Client, resource: str, value: Value, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> Leadership:
+def campaign(client: ElectionClient, resource: str, value: Value, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> Leadership:
     """Waits in line for resource, exclusively, publishing value; returns once elected. Takes AcquireOptions
     (and keyword fields over them) as acquire() does, with two defaults of its own: wait True (as long as it
     takes; a number of seconds at most that long, TimeoutError; an explicit False fails at once with
@@ -153,13 +155,13 @@ def _campaign_options(value: Value, o: AcquireOptions) -> AcquireOptions:
     return dataclasses.replace(o.with_defaults(wait=True, own_lease=True), value=value)
 
 
-def leader(client: Client, resource: str) -> Leader | None:
+def leader(client: ElectionClient, resource: str) -> Leader | None:
     """The current leader, or None when nobody holds the resource exclusively."""
     d = client.describe(resource)
     return Leader(d.holder or "", d.token, d.value) if d.token is not None else None
 
 
-def semaphore(client: Client, resource: str, n: int, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> Lease:
+def semaphore(client: ElectionClient, resource: str, n: int, options: AcquireOptions | None = None, *, cancel: threading.Event | None = None, **fields: Any) -> Lease:
     """A permit of a counting semaphore of n on resource (docs/semaphores.md): waits in line, first come first
     served, until fewer than n hold it, and keeps the permit's lease alive until released or lost. Its token
     is a shared token: the fenced store refuses its writes. Another n while anyone holds or waits is a
@@ -185,12 +187,12 @@ class LeaderObservation(Iterator[LeaderChange]):
     if it differs from the last one given. A refusal reconnecting cannot mend (bad arguments, permission) is
     raised."""
 
-    def __init__(self, client: Client, resource: str):
+    def __init__(self, client: ElectionClient, resource: str):
         self._client = client
         self._resource = resource
         self._lock = threading.Lock()
         self._closed = threading.Event()
-        self._stream: Observation | None = None
+        self._stream: OwnershipStream | None = None
         self._last: Leader | None = None
         self._given = False
         self._failures = 0
@@ -223,7 +225,7 @@ class LeaderObservation(Iterator[LeaderChange]):
             return LeaderChange(now, o.revision)
         raise StopIteration
 
-    def _open(self) -> Observation | None:
+    def _open(self) -> OwnershipStream | None:
         with self._lock:
             if self._stream is not None:
                 return self._stream
@@ -239,7 +241,7 @@ class LeaderObservation(Iterator[LeaderChange]):
             self._stream = stream
         return stream
 
-    def _drop(self, stream: Observation) -> None:
+    def _drop(self, stream: OwnershipStream) -> None:
         with self._lock:
             if self._stream is stream:
                 self._stream = None
@@ -266,7 +268,7 @@ _terms_lock = threading.Lock()
 
 
 def lead(
-    client: Client,
+    client: ElectionClient,
     resource: str,
     on_elected: Callable[[LossSignal, Token, Leadership], Any],
     options: AcquireOptions | None = None,

@@ -17,8 +17,9 @@ from fencekeeper._deadline import now, to_datetime
 from fencekeeper._keepalive import Emit
 from fencekeeper._keeper import Keeper
 from fencekeeper.errors import LeaseLostError, LeaseNotHeldError, LossCause, StaleTokenError
-from fencekeeper.store import Commit, Delete, Entry, FenceModeName, GetResult, Put, Store, Value
+from fencekeeper.store import Commit, Delete, Entry, FenceModeName, GetResult, Put, Store, Value, _bytes
 from fencekeeper.token import Token
+from fencekeeper.v1 import lease_pb2
 
 
 @dataclass
@@ -120,9 +121,17 @@ class Lease:
     def proclaim(self, value: Value) -> int:
         """Publishes a new value without giving the resource up (docs/election.md); returns the etcd revision
         at which it took effect. Checked first, as a write is; refused as stale, it ends the lease."""
-        from fencekeeper.election import proclaim
+        calls = self._ctx.store._calls
+        req = lease_pb2.ProclaimRequest(token=self.token.to_proto(), value=_bytes(value))
+        revision = 0
 
-        return proclaim(self, value)
+        def call(_: Any) -> Any:
+            nonlocal revision
+            revision = calls.run(lambda c: c.lease.Proclaim(req, timeout=calls.timeout), True).revision
+            return None
+
+        self._write(call, None)
+        return revision
 
     def get(self, key: str) -> GetResult:
         self.check()
