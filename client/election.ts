@@ -4,7 +4,8 @@
 // after a loss. The signal is the lease's, so it aborts at validUntil (the send time of the last confirmed
 // renewal + TTL - drift margin), before etcd can expire the lease and grant anyone else.
 import { backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
-import { FencekeeperError, LeaseNotFoundError, TimeoutError, UnavailableError, type LeaseLostError } from "./errors.js";
+import { Code } from "@connectrpc/connect";
+import { FencekeeperError, InvalidArgumentError, LeaseNotFoundError, TimeoutError, UnavailableError, type LeaseLostError } from "./errors.js";
 import type { AcquireOptions, Description, Ownership } from "./acquire-options.js";
 import type { Lease } from "./lease.js";
 import type { Value } from "./store.js";
@@ -78,6 +79,11 @@ export class Leadership {
  * renewal when it is released behind its back, which a session's renewal would not tell.
  */
 export async function campaign(client: ElectionClient, resource: string, value: Value, o: CampaignOptions = {}): Promise<Leadership> {
+  // The type leaves them out; a caller from JavaScript, or through a cast, is told as the other libraries tell it.
+  const loose = o as AcquireOptions;
+  if (loose.shared || loose.maxHolders || loose.value !== undefined) {
+    throw new InvalidArgumentError("a campaign is exclusive and publishes its value argument: the options' shared, maxHolders and value must be unset", Code.InvalidArgument);
+  }
   const { waitMs, ...rest } = o;
   return new Leadership(await client.acquire(resource, { ownLease: true, ...rest, value, wait: waitMs ?? true }));
 }

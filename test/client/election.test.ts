@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
-import { FencekeeperClient, LeaseLostError, type Leader, type LeaderChange, type Leadership } from "../../client/index.js";
+import { FencekeeperClient, InvalidArgumentError, LeaseLostError, type Leader, type LeaderChange, type Leadership } from "../../client/index.js";
 import { nodeProgram } from "../harness/programs.js";
 import { eventually, sleep, uniqueResource, useServer } from "../harness/suite.js";
 
@@ -76,6 +76,20 @@ describe("client: election", () => {
       },
     };
   }
+
+  it("campaign refuses shared, maxHolders and a value in its options (left out of its type, passed from JavaScript): InvalidArgumentError, nothing sent", async () => {
+    const resource = uniqueResource("campaign-refused");
+    const a = client("a");
+    for (const o of [{ shared: true }, { maxHolders: 2 }, { value: "v" }]) {
+      const e = await a.campaign(resource, "a", o as never).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(e, JSON.stringify(o)).to.be.instanceOf(InvalidArgumentError);
+    }
+    expect((await a.describe(resource)).waiters).to.equal(0);
+    expect((await a.describe(resource)).held).to.equal(false);
+  });
 
   it("campaign, leader, proclaim, resign: followers see each leader and value in order", async () => {
     const resource = uniqueResource("campaign");

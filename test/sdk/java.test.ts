@@ -50,6 +50,7 @@ sdkSuite({
       expect(out).to.match(/^ok sessions: four acquisitions at once share one session$/m);
       expect(out).to.match(/^ok sessions: a second acquisition of a resource the session holds fails fast: RESOURCE_HELD$/m);
       expect(out).to.match(/^ok sessions: withOwnLease\(true\) takes a lease of its own \(acquire, acquireAll\); a campaign takes one unless withOwnLease\(false\)$/m);
+      expect(out).to.match(/^ok campaign refuses shared, maxHolders and a value in its options: InvalidArgumentException, nothing sent$/m);
       expect(out).to.match(/^ok sessions: an Acquire on a session gone behind the client's back loses it with its leases, and is tried again on a new one$/m);
       expect(out).to.match(/^ok sessions: close\(\) closes the sessions with their leases$/m);
     },

@@ -34,6 +34,7 @@ sdkSuite({
       const r = await runOptions(env.server.url, uniqueResource("py-sdk-options"));
       expect(r.code, r.output).to.equal(0);
       expect(r.output).to.match(/^ok lease\(\) sends preempt: granted over the holder at once$/m);
+      expect(r.output).to.match(/^ok campaign refuses shared, max_holders and a value in its options: InvalidArgumentError, nothing sent$/m);
       expect(r.output).to.match(/^ok aio: the cancelled waits left nobody in line$/m);
     });
   },

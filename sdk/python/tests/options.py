@@ -74,6 +74,13 @@ def on_threads(server: str, resource: str) -> None:
         check(took < WAITED, f"campaign(wait=False) keeps the no-wait: ResourceHeldError at once ({took:.2f} s)")
         check(waits(lambda cancel: b.campaign(r, "b", fencekeeper.AcquireOptions(ttl=TTL), cancel=cancel)), "campaign() waits by default")
         leadership.resign()
+        refused = []
+        for options in (fencekeeper.AcquireOptions(shared=True), fencekeeper.AcquireOptions(max_holders=2), fencekeeper.AcquireOptions(value=b"v")):
+            try:
+                b.campaign(f"{resource}-campaign-refused", "b", options)
+            except fencekeeper.InvalidArgumentError:
+                refused.append(True)
+        check(refused == [True] * 3 and b.describe(f"{resource}-campaign-refused").waiters == 0, "campaign refuses shared, max_holders and a value in its options: InvalidArgumentError, nothing sent")
 
 
 async def on_asyncio(server: str, resource: str) -> None:

@@ -143,15 +143,18 @@ def campaign(client: ElectionClient, resource: str, value: Value, options: Acqui
     takes; a number of seconds at most that long, TimeoutError; an explicit False fails at once with
     ResourceHeldError), and own_lease True, also on a client with sessions: a leadership must be lost alone,
     and its leader told at its next renewal when it is released behind its back, which a session's renewal
-    would not tell. value replaces the options' value; shared and max_holders are refused (a campaign is
-    exclusive). Setting cancel ends the wait (CanceledError) and, once elected, the leadership."""
+    would not tell. Options that ask for shared, max_holders or a value are refused (InvalidArgumentError): a
+    campaign is exclusive, and publishes its value argument. Setting cancel ends the wait (CanceledError) and, once elected, the leadership."""
     return Leadership(client.acquire(resource, _campaign_options(value, _merged("campaign", options, fields)), cancel=cancel))
 
 
 def _campaign_options(value: Value, o: AcquireOptions) -> AcquireOptions:
     """A campaign's acquisition (campaign() and campaign_async())."""
-    if o.shared or o.max_holders:
-        raise InvalidArgumentError("a campaign is exclusive: shared and max_holders must be left unset", grpc.StatusCode.INVALID_ARGUMENT)
+    if o.shared or o.max_holders or o.value is not None:
+        raise InvalidArgumentError(
+            "a campaign is exclusive and publishes its value argument: AcquireOptions' shared, max_holders and value must be unset",
+            grpc.StatusCode.INVALID_ARGUMENT,
+        )
     return dataclasses.replace(o.with_defaults(wait=True, own_lease=True), value=value)
 
 
@@ -332,7 +335,7 @@ def lead(
         failures = 0
         while not stop.is_set():
             try:
-                leadership = campaign(client, resource, _value(value, o), o, cancel=stop)
+                leadership = campaign(client, resource, _value(value, o), dataclasses.replace(o, value=None), cancel=stop)
                 failures = 0
             except CanceledError:
                 return
@@ -464,7 +467,7 @@ async def lead_async(
         failures = 0
         while True:
             try:
-                leadership = await campaign_async(client, resource, _value(value, o), o)
+                leadership = await campaign_async(client, resource, _value(value, o), dataclasses.replace(o, value=None))
                 failures = 0
             except (UnavailableError, TimeoutError, LeaseNotFoundError, LockDelayError):
                 failures += 1

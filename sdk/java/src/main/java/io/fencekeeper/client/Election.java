@@ -1,8 +1,10 @@
 package io.fencekeeper.client;
 
 import com.google.protobuf.ByteString;
+import io.grpc.Status;
 import io.fencekeeper.v1.ProclaimRequest;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
@@ -165,8 +167,12 @@ public final class Election {
   static Leadership campaign(FencekeeperClient client, String resource, ByteString value, AcquireOptions o) throws InterruptedException {
     // On a lease of its own unless told otherwise: a leadership must be lost alone, and its leader told at
     // its next renewal when it is released behind its back, which a session's renewal would not tell.
+    if (o.shared() || o.maxHolders() != 0 || !o.value().isEmpty()) {
+      throw new InvalidArgumentException(
+          "a campaign is exclusive and publishes its value argument: AcquireOptions' shared, maxHolders and value must be unset", Status.Code.INVALID_ARGUMENT, null, Map.of(), null);
+    }
     AcquireOptions chosen = o.ownLease() != null ? o : o.withOwnLease(true);
-    AcquireOptions campaign = (chosen.waitChosen() ? chosen : chosen.waitForever()).withShared(false).withMaxHolders(0).withValue(value);
+    AcquireOptions campaign = (chosen.waitChosen() ? chosen : chosen.waitForever()).withValue(value);
     return new Leadership(client, client.acquire(resource, campaign));
   }
 

@@ -9,10 +9,12 @@ import io.fencekeeper.client.ClientEvent;
 import io.fencekeeper.client.Credentials;
 import io.fencekeeper.client.Election;
 import io.fencekeeper.client.FencekeeperClient;
+import io.fencekeeper.client.InvalidArgumentException;
 import io.fencekeeper.client.Lease;
 import io.fencekeeper.client.LeaseLostException;
 import io.fencekeeper.client.LossCause;
 import io.fencekeeper.client.ResourceHeldException;
+import com.google.protobuf.ByteString;
 import io.fencekeeper.v1.CloseSessionRequest;
 import io.fencekeeper.v1.LeaseServiceGrpc;
 import io.grpc.Grpc;
@@ -102,6 +104,14 @@ final class Sessions {
       leadingOnSession.resign();
       check(leaseTwo.isHeld(), "sessions: expected the lease on the session held after the others' releases");
       step("sessions: withOwnLease(true) takes a lease of its own (acquire, acquireAll); a campaign takes one unless withOwnLease(false)");
+
+      // A campaign is exclusive and publishes its value argument: options that say otherwise are refused, unsent.
+      String refused = resource + "-campaign-refused";
+      for (AcquireOptions o : List.of(AcquireOptions.ttl(TTL).withShared(true), AcquireOptions.ttl(TTL).withMaxHolders(2), AcquireOptions.ttl(TTL).withValue(ByteString.copyFromUtf8("v")))) {
+        expect(() -> client.campaign(refused, "v", o), InvalidArgumentException.class, null);
+      }
+      check(other.describe(refused).waiters() == 0 && !other.describe(refused).held(), "sessions: expected the refused campaigns to send nothing");
+      step("campaign refuses shared, maxHolders and a value in its options: InvalidArgumentException, nothing sent");
 
       // Closed behind the client's back, right after it opened (a TTL of 10 s: its first renewal is 3 s
       // away): the next Acquire on it finds it gone, loses it with every lease on it, at once, and is
