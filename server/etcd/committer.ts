@@ -253,6 +253,11 @@ export class Committer {
     return this.known.get(key.toString("latin1"));
   }
 
+  /** What a transaction committed outside the groups left in a usage key or a ledger (store-payer.ts). */
+  learn(key: Buffer, state: Known): void {
+    this.remember(key, state);
+  }
+
   /** Whether the resource's payer is no longer the one the change was built for (it stores bytes charged to another). */
   private payerMoved(u: UsageChange): boolean {
     if (u.payer === undefined) return false;
@@ -322,8 +327,8 @@ export class Committer {
     const add = (keys: string[], to: Set<string>) => {
       for (const k of keys) to.add(k);
     };
-    // A unit's inners each compare all its compares, and in their failure branch their own: their size
-    // as etcd counts it.
+    // A unit's inners each compare all its compares, and (with others) in their failure branch their own:
+    // their size as etcd counts it, at most (a unit of one has no such branch).
     const unitSize = (unit: Unit, inner: Inner, compareLength = unit.compareLength) =>
       Math.max(inner.successLength, inner.guard!.failure.length + 3, compareLength + 1) + inner.compareLength;
     const unitLargest = (unit: Unit, compareLength: number) => Math.max(0, ...unit.inners.map((i) => unitSize(unit, i, compareLength)));
@@ -462,7 +467,7 @@ export class Committer {
         rest.push(...this.queue.slice(i));
         break;
       }
-      // Built for a payer that has changed: its writer builds it again (and takes the resource over first).
+      // Built for a payer that has changed: its writer builds it again (taking the resource over, if it puts).
       if (p.usage && this.payerMoved(p.usage)) {
         p.resolve({ succeeded: false, again: true, revision: 0n, responses: [] });
         continue;
@@ -533,9 +538,9 @@ export class Committer {
     if (u && !succeeded) {
       // The failure branch ends with the usage key (and the ledger): if one moved, the compares judged a
       // stale usage.
-      // In a unit, last comes whether its own compares held (innerTxn).
-      const ownHeld = inner.unit !== undefined && responses[responses.length - 1].response_txn.succeeded;
-      if (inner.unit) responses = responses.slice(0, -1);
+      // In a unit of several, last comes whether its own compares held (innerTxn).
+      const ownHeld = several(inner) && responses[responses.length - 1].response_txn.succeeded;
+      if (several(inner)) responses = responses.slice(0, -1);
       const ledger = u.ledger && { ...decodeUsage(responses[responses.length - 1].response_range.kvs[0]), seen: revision };
       if (ledger) responses = responses.slice(0, -1);
       const now = { ...decodeUsage(responses[responses.length - 1].response_range.kvs[0]), seen: revision };
@@ -592,13 +597,14 @@ function innerTxn(inner: Inner): ITxnRequest {
   if (!u) return { compare: inner.guard.compare, success: [...inner.guard.shared, ...own], failure: inner.guard.failure };
   const ledger = u.ledger;
   const compare = inner.unit ? unitCompare(inner.unit) : ledger ? [...ownCompare(inner), cmp.modAt(ledger.key, ledger.mod)] : ownCompare(inner);
-  // In a unit, the failure branch also says whether its own compares held: if they did, another inner
-  // of the unit failed it, and it goes again.
+  // In a unit of several, the failure branch also says whether its own compares held: if they did,
+  // another inner of the unit failed it, and it goes again. (Alone, it needs not say, and a Txn of
+  // --max-txn-ops operations would not fit etcd's limit with its compares twice.)
   const failure = [
     ...inner.guard.failure,
     op.get(u.key),
     ...(ledger ? [op.get(ledger.key)] : []),
-    ...(inner.unit ? [{ request_txn: { compare: ownCompare(inner), success: [], failure: [] } }] : []),
+    ...(several(inner) ? [{ request_txn: { compare: ownCompare(inner), success: [], failure: [] } }] : []),
   ];
   if (inner.check) return { compare, success: [], failure };
   const unit = inner.unit;
@@ -618,6 +624,9 @@ function innerTxn(inner: Inner): ITxnRequest {
 function ownCompare(inner: Inner): ICompare[] {
   return [...inner.guard!.compare, cmp.modAt(inner.usage!.key, inner.usage!.current.mod), ...inner.members.flatMap((m) => m.change!.compare)];
 }
+
+/** Whether an inner commits in a unit with others (whose compares it makes too). */
+const several = (inner: Inner) => inner.unit !== undefined && inner.unit.inners.length > 1;
 
 /** What every inner of a unit compares: the ledger, and what each of them compares on its own. */
 function unitCompare(unit: Unit): ICompare[] {

@@ -42,9 +42,9 @@ import type { Reader } from "../etcd/reader.js";
 import { Reads, reads } from "../etcd/reads.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import { fingerprintOf, hashKey, type IdempotencyLeases } from "./idempotency.js";
-import { planPayer, takeOver, writerTag, type PayerPlan } from "./store-payer.js";
+import { planPayer, resourceOver, takeOverWrite, writerTag, type PayerPlan, type TakeOver } from "./store-payer.js";
 import { exhausted } from "../budgets/budget.js";
-import type { Mutation } from "./mutation.js";
+import type { Mutation, StoreOp } from "./mutation.js";
 import { decodePageToken, ENTRY_OVERHEAD, encodePageToken, fitting } from "./paging.js";
 
 export type { Mutation, StoreOp } from "./mutation.js";
@@ -262,20 +262,23 @@ export class FencedStore {
     const writer = writerTag(BigInt(this.d.limits.maxStoreBytesPerCaller), token.principal);
     for (let attempt = 0; ; attempt++) {
       const usage = limit > 0n ? await this.usageChange(m, writer, limit, attempt === 0) : undefined;
-      if (usage === TAKE_OVER) {
-        const res = await this.refusedForQuota(m, what, () =>
-          takeOver(this.d, { resource: m.resource, principal: token.principal!, writer, limit: BigInt(this.d.limits.maxStoreBytesPerCaller), guard }),
+      if (usage && "takeOver" in usage) {
+        // Not one of its Batch's group: the others go without waiting for it (they hold keys it writes,
+        // so it could not go before them).
+        held?.arrived();
+        const t = await this.refusedForQuota(m, what, () =>
+          takeOverWrite(committer, { ...usage.takeOver, resource: m.resource, principal: token.principal!, writer, limit: BigInt(this.d.limits.maxStoreBytesPerCaller), resourceLimit: limit, guard, own }),
         );
-        // Taken over (or the guard refused, which the write finds again): the write is built anew.
-        const commit = res.succeeded ? undefined : this.outcome(m, token, what, live, res, failure, record?.fingerprint);
-        if (commit) return commit;
-        continue;
+        if (t.moved) continue;
+        const commit = this.outcome(m, token, what, live, t.outcome, failure, record?.fingerprint);
+        if (commit === undefined) continue;
+        return commit;
       }
       const res = await committer.commitGuarded(what, guard, own, usage, held);
       if (res.quota) {
         this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "QUOTA_EXCEEDED" });
         if (res.quota.of === "caller") throw callerQuotaExceeded(token.principal!, m.resource, res.quota.usage, res.quota.delta, res.quota.limit);
-        throw quotaExceeded(m.resource, res.quota.usage, res.quota.delta, res.quota.limit);
+        throw resourceOver(m.resource, res.quota.usage, res.quota.delta, res.quota.limit);
       }
       // Built for a payer that has changed meanwhile.
       if (res.again) continue;
@@ -294,7 +297,7 @@ export class FencedStore {
    * after. First from what the committer knows, when it knows the resource: an entry it does not know is
    * taken as absent, and the transaction's compares tell if it was not (then it reads, and goes again).
    */
-  private async usageChange(m: Mutation, writer: string, limit: bigint, fromKnown: boolean): Promise<UsageChange | typeof TAKE_OVER> {
+  private async usageChange(m: Mutation, writer: string, limit: bigint, fromKnown: boolean): Promise<UsageChange | { takeOver: TakeOverRead }> {
     const { keys, committer } = this.d;
     const usageKey = keys.usageKey(m.resource);
     const dataKeys = m.ops.map((o) => keys.dataKey(m.resource, o.key));
@@ -302,14 +305,55 @@ export class FencedStore {
     // Nothing read (seen at revision 0): the committer's own knowledge is later than it.
     const known = fromKnown ? committer.knownUsage(usageKey) : undefined;
     let plan = known && planPayer(known, writer, puts);
+    // A takeover built on what the committer knows, when it knows the usage key and both ledgers: no
+    // read. An entry it does not know is taken as absent; the transaction's compares tell if that, or
+    // anything else, was not so (and the next attempt reads).
+    if (plan?.takeOver && known) {
+      const ledger = (tag: string) => ({ key: keys.callerStoreKey(tag), known: committer.knownUsage(keys.callerStoreKey(tag)) });
+      const mine = ledger(writer);
+      const theirs = known.payer ? ledger(known.payer) : undefined;
+      if (mine.known && (!theirs || theirs.known)) {
+        const entries = dataKeys.map((key) => ({ key, known: committer.knownUsage(key) }));
+        const after = (o: StoreOp) => (o.kind === "put" ? BigInt(Buffer.byteLength(o.key, "utf8")) + BigInt(o.value.byteLength) : 0n);
+        return {
+          takeOver: {
+            usage: { key: usageKey, bytes: known.bytes, mod: known.mod, payer: known.payer ?? "" },
+            entries: entries.map((e, i) => ({ key: e.key, mod: e.known?.mod ?? 0n, after: after(m.ops[i]) })),
+            delta: m.ops.reduce((n, o, i) => n + after(o) - (entries[i].known?.bytes ?? 0n), 0n),
+            mine: { key: mine.key, bytes: mine.known.bytes, mod: mine.known.mod },
+            theirs: theirs && { key: theirs.key, bytes: theirs.known!.bytes, mod: theirs.known!.mod },
+          },
+        };
+      }
+    }
     const ledgerKnown = (p: PayerPlan) => !p.takeOver && (!p.ledger || committer.knownUsage(keys.callerStoreKey(p.ledger)) !== undefined);
     let read = plan && ledgerKnown(plan) ? NOTHING_READ : await this.readUsage(usageKey, dataKeys, writer ? keys.callerStoreKey(writer) : undefined);
-    if (read !== NOTHING_READ) plan = planPayer(decodeUsage(read.usage), writer, puts);
-    if (plan!.takeOver) return TAKE_OVER;
-    // A delete charged to another payer: its ledger, read on its own (the writer's was read).
-    if (read !== NOTHING_READ && plan!.ledger && plan!.ledger !== writer) {
-      read = { ...read, ledger: (await this.d.reader.range("quota read", { key: keys.callerStoreKey(plan!.ledger) })).kvs[0] };
+    const usage = decodeUsage(read.usage);
+    if (read !== NOTHING_READ) plan = planPayer(usage, writer, puts);
+    // Another payer's ledger, read on its own (the writer's was read): a delete's, or a takeover's.
+    const other = plan!.takeOver ? usage.payer : plan!.ledger !== writer ? plan!.ledger : undefined;
+    const theirs = other && read !== NOTHING_READ ? (await this.d.reader.range("quota read", { key: keys.callerStoreKey(other) })).kvs[0] : undefined;
+    if (plan!.takeOver) {
+      const keyBytes = (o: StoreOp) => BigInt(Buffer.byteLength(o.key, "utf8"));
+      const delta = m.ops.reduce((n, o, i) => {
+        const old = read.entries[i];
+        return n + (o.kind === "put" ? keyBytes(o) + BigInt(o.value.byteLength) : 0n) - (old ? keyBytes(o) + BigInt(old.value.length) : 0n);
+      }, 0n);
+      const ledgerOf = (key: Buffer, kv: IKeyValue | undefined) => ({ key, ...decodeUsage(kv) });
+      return {
+        takeOver: {
+          usage: { key: usageKey, bytes: usage.bytes, mod: usage.mod, payer: usage.payer },
+          entries: dataKeys.map((key, i) => {
+            const o = m.ops[i];
+            return { key, mod: read.entries[i] ? BigInt(read.entries[i]!.mod_revision) : 0n, after: o.kind === "put" ? keyBytes(o) + BigInt(o.value.byteLength) : 0n };
+          }),
+          delta,
+          mine: ledgerOf(keys.callerStoreKey(writer), read.ledger),
+          theirs: other ? ledgerOf(keys.callerStoreKey(other), theirs) : undefined,
+        },
+      };
     }
+    if (other && read !== NOTHING_READ) read = { ...read, ledger: theirs };
     const seen = read.revision;
     const entries = m.ops.map((o, i) => {
       const old = read.entries[i];
@@ -355,7 +399,7 @@ export class FencedStore {
   }
 
   /** What a takeover answers, its refusal told as the store's refusals are. */
-  private async refusedForQuota(m: Mutation, what: WriteOp, f: () => Promise<Outcome>): Promise<Outcome> {
+  private async refusedForQuota<T>(m: Mutation, what: WriteOp, f: () => Promise<T>): Promise<T> {
     try {
       return await f();
     } catch (err) {
@@ -441,17 +485,9 @@ interface UsageRead {
 
 const NOTHING_READ: UsageRead = { usage: undefined, entries: [], revision: 0n };
 /** The write must take its resource over first (store-payer.ts). */
-const TAKE_OVER = Symbol("take over");
+/** What a takeover write is built on (store-payer.ts): its fields that the read gives. */
+type TakeOverRead = Pick<TakeOver, "usage" | "entries" | "delta" | "mine" | "theirs">;
 
-function quotaExceeded(resource: string, usage: bigint, delta: bigint, limit: bigint): DomainError {
-  return new DomainError(
-    "resource_exhausted",
-    `quota exceeded: "${resource}" stores ${usage} bytes and this write adds ${delta}, over its quota of ${limit} bytes ` +
-      "(--max-bytes-per-resource; keys and values count); nothing was written. Delete entries of the resource, or ask the operator for a larger quota",
-    "QUOTA_EXCEEDED",
-    { resource, usage: String(usage), delta: String(delta), limit: String(limit) },
-  );
-}
 
 function callerQuotaExceeded(principal: string, resource: string, used: bigint, delta: bigint, limit: bigint): DomainError {
   return exhausted("caller_store_bytes", {

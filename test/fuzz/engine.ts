@@ -67,6 +67,8 @@ export interface Answer {
   sent?: { bytes: number; of: number };
   /** The connection failed before a status came (e.g. the server destroyed an HTTP/1.1 socket). */
   connectionFailed?: string;
+  /** Sent again on a new connection: the kept-alive one it first went out on had been closed by the server as idle. */
+  resentAfterReset?: boolean;
   ms: number;
 }
 
@@ -624,8 +626,7 @@ function sendH1(s: Send): Promise<Answer> {
       a.ms = Date.now() - started;
       resolve(a);
     };
-    const req = http.request(url, { method: "POST", headers, agent: s.connections.agent });
-    req.once("socket", (socket) => s.connections.carriedOnSocket(socket, s.serial));
+    let req: http.ClientRequest;
     const cancel = () => {
       if (done || a.code !== undefined) return;
       a.cancelled = true;
@@ -637,73 +638,88 @@ function sendH1(s: Send): Promise<Answer> {
       req.destroy();
       finish();
     });
-    req.on("error", (err) => {
-      if (!done && !a.cancelled && a.code === undefined) a.connectionFailed ??= `HTTP/1.1 connection failed: ${err.message}`;
-      finish();
-    });
-    req.on("response", (res) => {
-      const body: Buffer[] = [];
-      const fields: Record<string, string> = {};
-      for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") fields[k] = v;
-      const reader = new FrameReader((flags, data) => {
-        if (style === "grpc-web" && flags & 0x80) {
-          for (const line of data.toString("latin1").split("\r\n")) {
-            const i = line.indexOf(":");
-            if (i > 0) fields[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
-          }
-          return;
+    // A keep-alive connection the server closed as idle just as this request went out on it: the server
+    // never read the request. Sent again once, on a new connection, as HTTP clients do (Node's own
+    // documentation of `reusedSocket`); an answer that began, or a fresh connection's failure, is final.
+    const send = (again: boolean) => {
+      req = http.request(url, { method: "POST", headers, agent: s.connections.agent });
+      req.once("socket", (socket) => s.connections.carriedOnSocket(socket, s.serial));
+      let answered = false;
+      req.on("error", (err: NodeJS.ErrnoException) => {
+        if (!again && !answered && !done && !a.cancelled && req.reusedSocket && (err.code === "ECONNRESET" || err.message === "socket hang up")) {
+          a.resentAfterReset = true;
+          return send(true);
         }
-        if (style === "connect-stream" && flags & 0x02) {
-          const end = JSON.parse(data.toString("utf8") || "{}") as { error?: unknown };
-          if (end.error) connectError(Buffer.from(JSON.stringify(end.error)), a);
-          else a.code = 0;
-          return;
-        }
-        a.messages.push(Buffer.from(data));
-        if (c.ending === "cancel-after-first" && a.messages.length === 1) cancel();
-      });
-      if (c.ending === "cancel-after-first") setTimeout(cancel, CANCEL_AFTER_FIRST_MS).unref();
-      stall.progress();
-      res.on("data", (d: Buffer) => {
-        stall.progress();
-        if (style === "connect-unary" || res.statusCode !== 200) body.push(d);
-        else {
-          try {
-            reader.push(d);
-          } catch (err) {
-            a.malformed = `an answer frame that does not parse: ${(err as Error).message}`;
-          }
-        }
-      });
-      res.on("error", () => finish());
-      res.on("close", () => {
-        if (done) return;
-        const whole = Buffer.concat(body);
-        if (style === "connect-unary") {
-          if (res.statusCode === 200) {
-            a.code = 0;
-            a.messages.push(whole);
-          } else connectError(whole, a);
-        } else if (style === "grpc-web") {
-          const status = fields["grpc-status"];
-          if (status === undefined && res.statusCode !== 200 && whole.length) a.rawMessage = whole.toString("utf8").slice(0, 200);
-          if (status !== undefined) {
-            a.code = Number(status);
-            checkGrpcMessage(fields["grpc-message"], a);
-          } else if (!a.cancelled) a.httpStatus = res.statusCode;
-        } else if (a.code === undefined && !a.cancelled) {
-          // A Connect stream refused before it began answers like a unary call: an HTTP error with a JSON body.
-          if (res.statusCode !== 200) connectError(whole.length ? whole : Buffer.from("{}"), a);
-          a.httpStatus = res.statusCode;
-        }
+        if (!done && !a.cancelled && a.code === undefined) a.connectionFailed ??= `HTTP/1.1 connection failed: ${err.message}`;
         finish();
       });
-    });
-    (async () => {
-      if (!(await writeAll(req, chunks, stall, a))) return;
-      if (c.ending === "cancel-now") return cancel();
-      req.end();
-    })().catch(() => undefined);
+      req.on("response", (res) => {
+        answered = true;
+        const body: Buffer[] = [];
+        const fields: Record<string, string> = {};
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") fields[k] = v;
+        const reader = new FrameReader((flags, data) => {
+          if (style === "grpc-web" && flags & 0x80) {
+            for (const line of data.toString("latin1").split("\r\n")) {
+              const i = line.indexOf(":");
+              if (i > 0) fields[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
+            }
+            return;
+          }
+          if (style === "connect-stream" && flags & 0x02) {
+            const end = JSON.parse(data.toString("utf8") || "{}") as { error?: unknown };
+            if (end.error) connectError(Buffer.from(JSON.stringify(end.error)), a);
+            else a.code = 0;
+            return;
+          }
+          a.messages.push(Buffer.from(data));
+          if (c.ending === "cancel-after-first" && a.messages.length === 1) cancel();
+        });
+        if (c.ending === "cancel-after-first") setTimeout(cancel, CANCEL_AFTER_FIRST_MS).unref();
+        stall.progress();
+        res.on("data", (d: Buffer) => {
+          stall.progress();
+          if (style === "connect-unary" || res.statusCode !== 200) body.push(d);
+          else {
+            try {
+              reader.push(d);
+            } catch (err) {
+              a.malformed = `an answer frame that does not parse: ${(err as Error).message}`;
+            }
+          }
+        });
+        res.on("error", () => finish());
+        res.on("close", () => {
+          if (done) return;
+          const whole = Buffer.concat(body);
+          if (style === "connect-unary") {
+            if (res.statusCode === 200) {
+              a.code = 0;
+              a.messages.push(whole);
+            } else connectError(whole, a);
+          } else if (style === "grpc-web") {
+            const status = fields["grpc-status"];
+            if (status === undefined && res.statusCode !== 200 && whole.length) a.rawMessage = whole.toString("utf8").slice(0, 200);
+            if (status !== undefined) {
+              a.code = Number(status);
+              checkGrpcMessage(fields["grpc-message"], a);
+            } else if (!a.cancelled) a.httpStatus = res.statusCode;
+          } else if (a.code === undefined && !a.cancelled) {
+            // A Connect stream refused before it began answers like a unary call: an HTTP error with a JSON body.
+            if (res.statusCode !== 200) connectError(whole.length ? whole : Buffer.from("{}"), a);
+            a.httpStatus = res.statusCode;
+          }
+          finish();
+        });
+      });
+      const sending = req;
+      (async () => {
+        if (!(await writeAll(sending, chunks, stall, a))) return;
+        if (c.ending === "cancel-now") return cancel();
+        sending.end();
+      })().catch(() => undefined);
+    };
+    send(false);
   });
 }
 

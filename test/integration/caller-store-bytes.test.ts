@@ -147,7 +147,7 @@ describe("the store bytes a principal pays for, over all resources (--max-store-
     );
     expect(refused?.code).to.equal(Code.ResourceExhausted);
     expect(infoOf(refused)).to.include({ reason: "QUOTA_EXCEEDED" });
-    expect(infoOf(refused).metadata).to.include({ budget: "caller_store_bytes", used: "60001", delta: "11002", resource: shared });
+    expect(infoOf(refused).metadata).to.include({ budget: "caller_store_bytes", used: "60001", delta: "11004", resource: shared });
     expect(refused!.rawMessage).to.contain("takes over").and.contain(`Delete entries of "${shared}" first`);
     expect((await usageOf(shared))).to.include({ bytes: 11_002n, payer: principalTag("bob-takeover") });
     // What the hint says works: a delete of the resource's entries, then the put.
@@ -156,6 +156,41 @@ describe("the store bytes a principal pays for, over all resources (--max-store-
     expect(await ledgerOf("bob-takeover")).to.equal(0n);
     await alice.store.put({ resource: shared, key: "d", value: Buffer.from("x"), mutation: { token: a3 } });
     expect(await ledgerOf("alice-takeover")).to.equal(60_001n + 2n);
+  });
+
+  it("a Batch into a resource another principal pays for, a delete charged to it and a put that takes it over: neither waits on the other", async () => {
+    const erin = await as(servers[0], "erin-batch");
+    const frank = await as(servers[0], "frank-batch");
+    const resource = uniqueResource("batch-takeover");
+    const e1 = await acquire(erin, resource);
+    await erin.store.put({ resource, key: "a", value: Buffer.alloc(100), mutation: { token: e1 } });
+    await erin.lease.release({ token: e1 });
+    const f1 = await acquire(frank, resource);
+    const put = (key: string) => ({ write: { case: "put" as const, value: { resource, key, value: Buffer.alloc(10), mutation: { token: f1 } } } });
+    const del = (key: string) => ({ write: { case: "delete" as const, value: { resource, key, mutation: { token: f1 } } } });
+    // The delete is charged to erin and queues with its Batch; the put takes the resource over, in a
+    // transaction of its own whose keys the queued delete holds. A deadlock between them would last until
+    // the deadline: its DEADLINE_EXCEEDED fails the test.
+    const { results } = await frank.store.batch({ writes: [del("a"), put("b")] }, { timeoutMs: 30_000 });
+    expect(results.map((r) => r.result.case)).to.deep.equal(["commit", "commit"]);
+    expect(await ledgerOf("erin-batch")).to.equal(0n);
+    expect(await ledgerOf("frank-batch")).to.equal(11n);
+  });
+
+  it("a Txn of --max-txn-ops (64) operations commits under the budget, alone and beside writes of other resources of its principal", async () => {
+    const dave = await as(servers[0], "dave-txn");
+    const big = uniqueResource("txn-big");
+    const small = Array.from({ length: 6 }, () => uniqueResource("txn-small"));
+    const [token, ...tokens] = await Promise.all([big, ...small].map((r) => acquire(dave, r)));
+    const ops = (tag: string) => Array.from({ length: 64 }, (_, i) => ({ op: { case: "put" as const, value: { key: `${tag}${i}`, value: Buffer.from("v") } } }));
+    await dave.store.txn({ resource: big, mutation: { token }, ops: ops("alone") });
+    await Promise.all([
+      dave.store.txn({ resource: big, mutation: { token }, ops: ops("beside") }),
+      ...small.map((resource, i) => dave.store.put({ resource, key: "k", value: Buffer.from("x"), mutation: { token: tokens[i] } })),
+    ]);
+    expect((await dave.store.range({ resource: big, pageSize: 1000 })).entries).to.have.length(128);
+    const bytesOf = (tag: string) => ops(tag).reduce((n, o) => n + Buffer.byteLength(o.op.value.key) + o.op.value.value.length, 0);
+    expect(await ledgerOf("dave-txn")).to.equal(BigInt(bytesOf("alone") + bytesOf("beside") + 6 * 2));
   });
 
   it("two replicas writing for one principal across 40 resources at once, some under stale tokens: each ledger is the exact sum of what its resources store, and none passes the budget", async () => {
