@@ -313,17 +313,8 @@ export class FencedStore {
       const mine = ledger(writer);
       const theirs = known.payer ? ledger(known.payer) : undefined;
       if (mine.known && (!theirs || theirs.known)) {
-        const entries = dataKeys.map((key) => ({ key, known: committer.knownUsage(key) }));
-        const after = (o: StoreOp) => (o.kind === "put" ? BigInt(Buffer.byteLength(o.key, "utf8")) + BigInt(o.value.byteLength) : 0n);
-        return {
-          takeOver: {
-            usage: { key: usageKey, bytes: known.bytes, mod: known.mod, payer: known.payer ?? "" },
-            entries: entries.map((e, i) => ({ key: e.key, mod: e.known?.mod ?? 0n, after: after(m.ops[i]) })),
-            delta: m.ops.reduce((n, o, i) => n + after(o) - (entries[i].known?.bytes ?? 0n), 0n),
-            mine: { key: mine.key, bytes: mine.known.bytes, mod: mine.known.mod },
-            theirs: theirs && { key: theirs.key, bytes: theirs.known!.bytes, mod: theirs.known!.mod },
-          },
-        };
+        const old = dataKeys.map((key) => committer.knownUsage(key) ?? { mod: 0n, bytes: 0n });
+        return takeOverOf(m, dataKeys, { key: usageKey, ...known, payer: known.payer ?? "" }, old, { key: mine.key, ...mine.known }, theirs && { key: theirs.key, ...theirs.known! });
       }
     }
     const ledgerKnown = (p: PayerPlan) => !p.takeOver && (!p.ledger || committer.knownUsage(keys.callerStoreKey(p.ledger)) !== undefined);
@@ -334,24 +325,12 @@ export class FencedStore {
     const other = plan!.takeOver ? usage.payer : plan!.ledger !== writer ? plan!.ledger : undefined;
     const theirs = other && read !== NOTHING_READ ? (await this.d.reader.range("quota read", { key: keys.callerStoreKey(other) })).kvs[0] : undefined;
     if (plan!.takeOver) {
-      const keyBytes = (o: StoreOp) => BigInt(Buffer.byteLength(o.key, "utf8"));
-      const delta = m.ops.reduce((n, o, i) => {
-        const old = read.entries[i];
-        return n + (o.kind === "put" ? keyBytes(o) + BigInt(o.value.byteLength) : 0n) - (old ? keyBytes(o) + BigInt(old.value.length) : 0n);
-      }, 0n);
+      const old = m.ops.map((o, i) => {
+        const kv = read.entries[i];
+        return kv ? { mod: BigInt(kv.mod_revision), bytes: BigInt(Buffer.byteLength(o.key, "utf8")) + BigInt(kv.value.length) } : { mod: 0n, bytes: 0n };
+      });
       const ledgerOf = (key: Buffer, kv: IKeyValue | undefined) => ({ key, ...decodeUsage(kv) });
-      return {
-        takeOver: {
-          usage: { key: usageKey, bytes: usage.bytes, mod: usage.mod, payer: usage.payer },
-          entries: dataKeys.map((key, i) => {
-            const o = m.ops[i];
-            return { key, mod: read.entries[i] ? BigInt(read.entries[i]!.mod_revision) : 0n, after: o.kind === "put" ? keyBytes(o) + BigInt(o.value.byteLength) : 0n };
-          }),
-          delta,
-          mine: ledgerOf(keys.callerStoreKey(writer), read.ledger),
-          theirs: other ? ledgerOf(keys.callerStoreKey(other), theirs) : undefined,
-        },
-      };
+      return takeOverOf(m, dataKeys, { key: usageKey, ...usage }, old, ledgerOf(keys.callerStoreKey(writer), read.ledger), other ? ledgerOf(keys.callerStoreKey(other), theirs) : undefined);
     }
     if (other && read !== NOTHING_READ) read = { ...read, ledger: theirs };
     const seen = read.revision;
@@ -484,9 +463,29 @@ interface UsageRead {
 }
 
 const NOTHING_READ: UsageRead = { usage: undefined, entries: [], revision: 0n };
-/** The write must take its resource over first (store-payer.ts). */
 /** What a takeover write is built on (store-payer.ts): its fields that the read gives. */
 type TakeOverRead = Pick<TakeOver, "usage" | "entries" | "delta" | "mine" | "theirs">;
+
+/** A takeover of the mutation's resource, from the entries it writes as they were (mod 0: absent) and the state beside them. */
+function takeOverOf(
+  m: Mutation,
+  dataKeys: Buffer[],
+  usage: TakeOver["usage"],
+  old: { mod: bigint; bytes: bigint }[],
+  mine: TakeOver["mine"],
+  theirs: TakeOver["theirs"],
+): { takeOver: TakeOverRead } {
+  const after = (o: StoreOp) => (o.kind === "put" ? BigInt(Buffer.byteLength(o.key, "utf8")) + BigInt(o.value.byteLength) : 0n);
+  return {
+    takeOver: {
+      usage,
+      entries: dataKeys.map((key, i) => ({ key, mod: old[i].mod, after: after(m.ops[i]) })),
+      delta: m.ops.reduce((n, o, i) => n + after(o) - old[i].bytes, 0n),
+      mine: { key: mine.key, bytes: mine.bytes, mod: mine.mod },
+      theirs: theirs && { key: theirs.key, bytes: theirs.bytes, mod: theirs.mod },
+    },
+  };
+}
 
 
 function callerQuotaExceeded(principal: string, resource: string, used: bigint, delta: bigint, limit: bigint): DomainError {
