@@ -42,8 +42,7 @@ import type { Reader } from "../etcd/reader.js";
 import { Reads, reads } from "../etcd/reads.js";
 import type { TokenChecks } from "../tokens/checks.js";
 import { fingerprintOf, hashKey, type IdempotencyLeases } from "./idempotency.js";
-import { planPayer, resourceOver, takeOverWrite, writerTag, type PayerPlan, type TakeOver } from "./store-payer.js";
-import { exhausted } from "../budgets/budget.js";
+import { callerOver, planPayer, resourceOver, takeOverWrite, writerTag, type PayerPlan, type TakeOver } from "./store-payer.js";
 import type { Mutation, StoreOp } from "./mutation.js";
 import { decodePageToken, ENTRY_OVERHEAD, encodePageToken, fitting } from "./paging.js";
 
@@ -277,7 +276,7 @@ export class FencedStore {
       const res = await committer.commitGuarded(what, guard, own, usage, held);
       if (res.quota) {
         this.d.events.emit({ type: "refused", operation: what, resource: m.resource, reason: "QUOTA_EXCEEDED" });
-        if (res.quota.of === "caller") throw callerQuotaExceeded(token.principal!, m.resource, res.quota.usage, res.quota.delta, res.quota.limit);
+        if (res.quota.of === "caller") throw callerOver(token.principal!, m.resource, res.quota.usage, res.quota.delta, res.quota.limit);
         throw resourceOver(m.resource, res.quota.usage, res.quota.delta, res.quota.limit);
       }
       // Built for a payer that has changed meanwhile.
@@ -487,18 +486,6 @@ function takeOverOf(
   };
 }
 
-
-function callerQuotaExceeded(principal: string, resource: string, used: bigint, delta: bigint, limit: bigint): DomainError {
-  return exhausted("caller_store_bytes", {
-    limit,
-    used,
-    delta,
-    who: `"${principal}" is charged ${used} bytes of store entries (of the resources whose bytes it last put)`,
-    unit: "bytes",
-    hint: "nothing was written. Delete entries of resources you pay for, or ask the operator for a larger budget",
-    more: { resource, principal },
-  });
-}
 
 function replay(kv: IKeyValue, fingerprint: string, idempotencyKey: string): Commit {
   const record = decodeRecord(kv);

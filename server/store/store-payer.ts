@@ -16,7 +16,7 @@
 import type { IRequestOp } from "etcd3";
 import type { Committer, Guard, Outcome } from "../etcd/committer.js";
 import { DomainError } from "../errors/errors.js";
-import { decodeUsage, encodeUsage, principalTag, type KeyLayout } from "../etcd/keys.js";
+import { decodeUsage, encodeUsage, principalTag } from "../etcd/keys.js";
 import { cmp, op } from "../etcd/ops.js";
 import { exhausted } from "../budgets/budget.js";
 
@@ -125,4 +125,17 @@ export function resourceOver(resource: string, usage: bigint, delta: bigint, lim
     "QUOTA_EXCEEDED",
     { resource, usage: String(usage), delta: String(delta), limit: String(limit) },
   );
+}
+
+/** The refusal of a write past its payer's budget (--max-store-bytes-per-caller), in the committer's transaction. */
+export function callerOver(principal: string, resource: string, used: bigint, delta: bigint, limit: bigint): DomainError {
+  return exhausted("caller_store_bytes", {
+    limit,
+    used,
+    delta,
+    who: `"${principal}" is charged ${used} bytes of store entries (of the resources whose bytes it last put)`,
+    unit: "bytes",
+    hint: "nothing was written. Delete entries of resources you pay for, or ask the operator for a larger budget",
+    more: { resource, principal },
+  });
 }
