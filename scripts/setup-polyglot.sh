@@ -21,8 +21,11 @@ fingerprint() {
   find "$@" toolchain.env -type f -not -path '*/target/*' -not -path '*/__pycache__/*' -print0 |
     sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
 }
-# Debian's Maven 3.8 writes colour resets even with -q -B: keep its messages, drop those.
-mvnq() { mvn -q -B "$@" 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2; }
+# Debian's Maven 3.8 writes colour resets even with -q -B: keep its messages, drop those. Maven runs
+# with the client compiler alone and one GC thread (unless MAVEN_OPTS says otherwise): a build of these
+# small projects is over before the server compiler pays for itself. The Java SDK, its stubs and its
+# probe built from nothing on this 2-core machine: 19.5 s (36 s of CPU) → 11.8 s (16 s of CPU).
+mvnq() { MAVEN_OPTS=${MAVEN_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC} mvn -q -B "$@" 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2; }
 built() { [ "$(cat "$out/$1.stamp" 2>/dev/null)" = "$2" ]; }
 mark_built() { rm -f "$out/$1.missing"; echo "$2" >"$out/$1.stamp"; }
 missing() {
