@@ -1,5 +1,9 @@
-// One etcd and one server for a describe block, started before its tests and stopped after.
+// One etcd and one server (or several replicas on one prefix) for a describe block, started before its
+// tests and stopped after.
+import { randomBytes } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
+import { Etcd3 } from "etcd3";
+import { KeyLayout } from "../../server/etcd/keys.js";
 import { startEtcd, type TestEtcd } from "./etcd.js";
 import { startServer, type TestServer } from "./server.js";
 import { clientsFor, type Clients } from "./clients.js";
@@ -24,6 +28,40 @@ export function useServer(args: string[] = []): Suite {
     await suite.etcd?.destroy();
   });
   return suite;
+}
+
+export interface Replicas {
+  etcd: TestEtcd;
+  /** The replicas, all on one key prefix of the one etcd. */
+  servers: TestServer[];
+  /** A client of etcd itself, to read what the replicas wrote (through layout). */
+  direct: Etcd3;
+  layout: KeyLayout;
+}
+
+/**
+ * Call inside describe(): count replicas on one prefix of one etcd, with a direct etcd client beside
+ * them. args: the servers' arguments, or a function of nothing that gives them when they start (after
+ * the describe's earlier before() hooks, such as a TestIssuer's).
+ */
+export function useReplicas(count: number, args: string[] | (() => string[]) = []): Replicas {
+  const r = {} as Replicas;
+  before(async function () {
+    this.timeout(60_000);
+    r.etcd = await startEtcd();
+    const prefix = `/fk-replicas-${randomBytes(4).toString("hex")}/`;
+    r.layout = new KeyLayout(prefix);
+    const given = typeof args === "function" ? args() : args;
+    r.servers = await Promise.all(Array.from({ length: count }, () => startServer({ etcd: r.etcd.endpoint, prefix, args: given })));
+    r.direct = new Etcd3({ hosts: r.etcd.endpoint });
+  });
+  after(async function () {
+    this.timeout(30_000);
+    r.direct?.close();
+    await Promise.all((r.servers ?? []).map((s) => s.stop()));
+    await r.etcd?.destroy();
+  });
+  return r;
 }
 
 /** A resource name of its own for each test. */

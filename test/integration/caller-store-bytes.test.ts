@@ -14,13 +14,11 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { Etcd3 } from "etcd3";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
-import { decodeUsage, KeyLayout, principalTag } from "../../server/etcd/keys.js";
+import { decodeUsage, principalTag } from "../../server/etcd/keys.js";
 import { TestIssuer, type BearerClients } from "../harness/bearer.js";
-import { startEtcd, type TestEtcd } from "../harness/etcd.js";
-import { startServer, type TestServer } from "../harness/server.js";
-import { uniqueResource } from "../harness/suite.js";
+import type { TestServer } from "../harness/server.js";
+import { uniqueResource, useReplicas } from "../harness/suite.js";
 
 const KiB = 1024;
 const BUDGET = 64 * KiB;
@@ -30,43 +28,26 @@ const reasonOf = (err: unknown) => infoOf(err)?.reason ?? `(no reason: ${Connect
 
 describe("the store bytes a principal pays for, over all resources (--max-store-bytes-per-caller 64 KiB)", function () {
   this.timeout(120_000);
-  let etcd: TestEtcd;
   let dir: string;
-  let direct: Etcd3;
-  let layout: KeyLayout;
-  let servers: TestServer[] = [];
   let issuer: TestIssuer;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-caller-store-"));
+    issuer = await TestIssuer.create(dir);
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const r = useReplicas(2, () => [...issuer.args, "--max-store-bytes-per-caller", String(BUDGET), "--max-history-bytes-per-second", "0"]);
   const as = (server: TestServer, sub: string) => issuer.as(server.url, sub);
 
   /** A principal's ledger as etcd holds it. */
-  const ledgerOf = async (principal: string) => decodeUsage((await direct.kv.range({ key: layout.callerStoreKey(principalTag(principal)) })).kvs[0]).bytes;
+  const ledgerOf = async (principal: string) => decodeUsage((await r.direct.kv.range({ key: r.layout.callerStoreKey(principalTag(principal)) })).kvs[0]).bytes;
   /** A resource's usage key as etcd holds it: its bytes and its payer's tag. */
-  const usageOf = async (resource: string) => decodeUsage((await direct.kv.range({ key: layout.usageKey(resource) })).kvs[0]);
-
-  before(async function () {
-    this.timeout(60_000);
-    etcd = await startEtcd();
-    dir = mkdtempSync(join(tmpdir(), "fencekeeper-test-caller-store-"));
-    issuer = await TestIssuer.create(dir);
-    const prefix = `/fk-caller-store-${randomBytes(4).toString("hex")}/`;
-    layout = new KeyLayout(prefix);
-    const args = [...issuer.args, "--max-store-bytes-per-caller", String(BUDGET), "--max-history-bytes-per-second", "0"];
-    servers = await Promise.all([0, 1].map(() => startServer({ etcd: etcd.endpoint, prefix, args })));
-    direct = new Etcd3({ hosts: etcd.endpoint });
-  });
-  after(async function () {
-    this.timeout(30_000);
-    direct?.close();
-    await Promise.all(servers.map((s) => s.stop()));
-    await etcd?.destroy();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const usageOf = async (resource: string) => decodeUsage((await r.direct.kv.range({ key: r.layout.usageKey(resource) })).kvs[0]);
 
   const acquire = async (c: BearerClients, resource: string) => (await c.lease.acquire({ resource, ttl: ttl(60) })).token!;
 
   it("a principal putting 8 KiB into each of 20 resources is refused at its budget, QUOTA_EXCEEDED naming it; a delete frees it; another principal goes on", async () => {
-    const alice = await as(servers[0], "alice-many");
-    const bob = await as(servers[1], "bob-many");
+    const alice = await as(r.servers[0], "alice-many");
+    const bob = await as(r.servers[1], "bob-many");
     const resources = Array.from({ length: 20 }, () => uniqueResource("many"));
     const tokens = await Promise.all(resources.map((r) => acquire(alice, r)));
     const value = randomBytes(8000);
@@ -112,8 +93,8 @@ describe("the store bytes a principal pays for, over all resources (--max-store-
   });
 
   it("a put by another principal takes a resource's bytes over (refused when they do not fit its budget); a delete by another comes off the payer's", async () => {
-    const alice = await as(servers[0], "alice-takeover");
-    const bob = await as(servers[1], "bob-takeover");
+    const alice = await as(r.servers[0], "alice-takeover");
+    const bob = await as(r.servers[1], "bob-takeover");
     const shared = uniqueResource("takeover");
     const big = uniqueResource("takeover-big");
     const a1 = await acquire(alice, shared);
@@ -159,8 +140,8 @@ describe("the store bytes a principal pays for, over all resources (--max-store-
   });
 
   it("a Batch into a resource another principal pays for, a delete charged to it and a put that takes it over: neither waits on the other", async () => {
-    const erin = await as(servers[0], "erin-batch");
-    const frank = await as(servers[0], "frank-batch");
+    const erin = await as(r.servers[0], "erin-batch");
+    const frank = await as(r.servers[0], "frank-batch");
     const resource = uniqueResource("batch-takeover");
     const e1 = await acquire(erin, resource);
     await erin.store.put({ resource, key: "a", value: Buffer.alloc(100), mutation: { token: e1 } });
@@ -178,7 +159,7 @@ describe("the store bytes a principal pays for, over all resources (--max-store-
   });
 
   it("a Txn of --max-txn-ops (64) operations commits under the budget, alone and beside writes of other resources of its principal", async () => {
-    const dave = await as(servers[0], "dave-txn");
+    const dave = await as(r.servers[0], "dave-txn");
     const big = uniqueResource("txn-big");
     const small = Array.from({ length: 6 }, () => uniqueResource("txn-small"));
     const [token, ...tokens] = await Promise.all([big, ...small].map((r) => acquire(dave, r)));
@@ -195,7 +176,7 @@ describe("the store bytes a principal pays for, over all resources (--max-store-
 
   it("two replicas writing for one principal across 40 resources at once, some under stale tokens: each ledger is the exact sum of what its resources store, and none passes the budget", async () => {
     const principal = "carol-concurrent";
-    const carol = await Promise.all(servers.map((s) => as(s, principal)));
+    const carol = await Promise.all(r.servers.map((s) => as(s, principal)));
     const resources = Array.from({ length: 40 }, () => uniqueResource("concurrent"));
     const stale = await Promise.all(
       resources.map(async (r) => {

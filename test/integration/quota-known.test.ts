@@ -7,13 +7,9 @@
 import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import { ConnectError } from "@connectrpc/connect";
-import { Etcd3 } from "etcd3";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
-import { KeyLayout } from "../../server/etcd/keys.js";
 import { clientsFor, type Clients } from "../harness/clients.js";
-import { startEtcd, type TestEtcd } from "../harness/etcd.js";
-import { startServer, type TestServer } from "../harness/server.js";
-import { uniqueResource } from "../harness/suite.js";
+import { uniqueResource, useReplicas } from "../harness/suite.js";
 
 const ttl = (s: number) => ({ seconds: BigInt(s), nanos: 0 });
 const KiB = 1024;
@@ -22,31 +18,13 @@ const reasonOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorInfoS
 
 describe("the quota from what the replica knows (--max-bytes-per-resource 256 KiB, two replicas)", function () {
   this.timeout(120_000);
-  let etcd: TestEtcd;
-  let servers: TestServer[] = [];
+  const r = useReplicas(2, ["--max-bytes-per-resource", String(LIMIT)]);
   let c: Clients[] = [];
-  let direct: Etcd3;
-  let layout: KeyLayout;
-
-  before(async function () {
-    this.timeout(60_000);
-    etcd = await startEtcd();
-    const prefix = `/fk-quota-known-${randomBytes(4).toString("hex")}/`;
-    layout = new KeyLayout(prefix);
-    servers = await Promise.all([0, 1].map(() => startServer({ etcd: etcd.endpoint, prefix, args: ["--max-bytes-per-resource", String(LIMIT)] })));
-    c = servers.map((s) => clientsFor(s.url));
-    direct = new Etcd3({ hosts: etcd.endpoint });
-  });
-  after(async function () {
-    this.timeout(30_000);
-    direct?.close();
-    await Promise.all(servers.map((s) => s.stop()));
-    await etcd?.destroy();
-  });
+  before(() => (c = r.servers.map((s) => clientsFor(s.url))));
 
   /** The usage key as etcd holds it, and the bytes (keys and values) the resource's entries take. */
   async function usageAndStored(resource: string): Promise<{ usage: number; stored: number }> {
-    const usage = Number((await direct.get(layout.usageKey(resource).toString()).string()) ?? "0");
+    const usage = Number((await r.direct.get(r.layout.usageKey(resource).toString()).string()) ?? "0");
     let stored = 0;
     let pageToken = "";
     do {
