@@ -55,6 +55,8 @@ export interface Stats {
   cpuMax: number;
   rssMeanMb: number;
   rssMaxMb: number;
+  /** The last sample's: after a burst, what the process kept once its heap settled. */
+  rssLastMb: number;
 }
 
 /** Samples a process every intervalMs until stopped; marks let a caller summarize parts of the run. */
@@ -98,6 +100,7 @@ export class Sampler {
       cpuMax: max(s.map((x) => x.cpu)),
       rssMeanMb: mean(s.map((x) => x.rssMb)),
       rssMaxMb: max(s.map((x) => x.rssMb)),
+      rssLastMb: s.length ? s[s.length - 1].rssMb : NaN,
     };
   }
 
