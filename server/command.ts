@@ -4,7 +4,8 @@
 // modules load when the command runs (`load`, given by the caller: main.ts imports this module, so this
 // one does not import main.ts), so that the CLI's other commands start quickly.
 import { Command } from "commander";
-import { ConfigError, serveOptions, toConfig, type Config } from "./config.js";
+import { serveOptions, toConfig, type Config } from "./config.js";
+import { ConfigError } from "./errors/config-error.js";
 
 type Serve = (config: Config) => Promise<void>;
 

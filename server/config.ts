@@ -7,6 +7,8 @@ import { createSecureContext } from "node:tls";
 import { Command, InvalidArgumentError, Option } from "commander";
 import type { AuthenticationConfig, JwtConfig } from "./auth/authentication-config.js";
 import { DEFAULT_MAX_BYTES_PER_LEASE, DEFAULT_MAX_BYTES_PER_RESOURCE, DEFAULT_PREEMPTION_INTERVAL_MS, MIN_TTL_SECONDS, TXN_EXTRA_OPS, TXN_EXTRA_OPS_WITH_QUOTA } from "./validation/limits.js";
+import { ConfigError } from "./errors/config-error.js";
+import { isLoopback, type HostPort } from "./rpc/transport.js";
 import { EMBEDDED_ETCD_MAX_REQUEST_BYTES, EMBEDDED_ETCD_QUOTA_BACKEND_BYTES } from "./etcd/embedded.js";
 import { defaultHistoryBytesPerSecond } from "./budgets/history-rate.js";
 import { answerBudget, CALLER_BUFFER_STREAMS, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_STREAM_BUFFER_BYTES, MIN_ANSWER_BYTES, type AnswerBudget } from "./answers/budget.js";
@@ -14,17 +16,13 @@ import { answerBudget, CALLER_BUFFER_STREAMS, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_
 /** etcd's own default --max-request-bytes. */
 const ETCD_DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
 
-export interface HostPort {
-  host: string;
-  port: number;
-}
-
 /** A PEM file as read at start: where it came from, and its bytes. */
 export interface PemFile {
   path: string;
   pem: Buffer;
 }
 
+/** The port's TLS as read at start (rpc/transport.ts takes its bytes). */
 export interface ServerTls {
   cert: PemFile;
   key: PemFile;
@@ -108,13 +106,6 @@ export interface Config {
 }
 
 /** A setting whose value cannot work with the others; the message names the settings. */
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
-
 function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   return (raw: string): number => {
     const n = Number(raw);
@@ -483,10 +474,6 @@ function jwt(o: Record<string, unknown>): JwtConfig | undefined {
 }
 
 /** Whether a listen host is reachable from this machine only. */
-export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
 function serverTls(cert?: PemFile, key?: PemFile, clientCa?: PemFile): ServerTls | undefined {
   if (!cert && !key) {
     if (clientCa) throw new ConfigError("--tls-client-ca (FENCEKEEPER_TLS_CLIENT_CA) needs --tls-cert and --tls-key");

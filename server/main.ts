@@ -44,7 +44,7 @@ import { registerReflection } from "./reflection/reflection-service.js";
 import { connectAdapter } from "./rpc/connect-adapter.js";
 import { CallPipeline, handlers } from "./rpc/pipeline.js";
 import { unaryFastPath } from "./rpc/unary-fast-path.js";
-import { listen } from "./transport.js";
+import { listen } from "./rpc/transport.js";
 import { installStrictUtf8, strictUtf8Json } from "./wire/utf8.js";
 import type { Tracing } from "./tracing/setup.js";
 

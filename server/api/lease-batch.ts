@@ -21,7 +21,8 @@ import {
 } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import type { CallContext } from "../rpc/call-context.js";
 import { toStatus } from "../rpc/status.js";
-import { tokenFromProto, waitEnd } from "./convert.js";
+import { waitEnd } from "./convert.js";
+import { tokenFromProto } from "../wire/token-proto.js";
 
 type Grant = MessageInitShape<typeof AcquireResponseSchema>;
 

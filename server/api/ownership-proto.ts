@@ -6,7 +6,8 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { DescribeResponseSchema, ObserveResponseSchema } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
 import type { Description } from "../lease/coordinator.js";
 import type { HolderState, Ownership } from "../lease/observe.js";
-import { seconds, tokenToProto } from "./convert.js";
+import { seconds } from "./convert.js";
+import { tokenToProto } from "../wire/token-proto.js";
 
 export function describeToProto(d: Description): MessageInitShape<typeof DescribeResponseSchema> {
   return {

@@ -8,7 +8,8 @@ import { FencedStoreService, type BatchWrite, type Mutation as ProtoMutation } f
 import { Hold, type HoldMember } from "../etcd/hold.js";
 import { checkBatch } from "../store/batch-limits.js";
 import type { Commit, FencedStore, Mutation, StoreOp } from "../store/fenced-store.js";
-import { fenceModeFromProto, tokenFromProto } from "./convert.js";
+import { fenceModeFromProto } from "./convert.js";
+import { tokenFromProto } from "../wire/token-proto.js";
 import type { CallContext } from "../rpc/call-context.js";
 import { toStatus } from "../rpc/status.js";
 

@@ -6,7 +6,7 @@
 import type { Socket } from "node:net";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from "jose";
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../errors/config-error.js";
 import { DomainError } from "../errors/errors.js";
 import { JwtKeys } from "./jwt-keys.js";
 import type { AuthenticationConfig, JwtConfig } from "./authentication-config.js";

@@ -5,7 +5,7 @@
 import { readFile } from "node:fs/promises";
 import { createPublicKey, type JsonWebKey, type KeyObject } from "node:crypto";
 import { importJWK, type CryptoKey, type JWK } from "jose";
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../errors/config-error.js";
 
 const FLAG = "--jwt-keys";
 

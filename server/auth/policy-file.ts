@@ -15,7 +15,7 @@ import { watch, type FSWatcher } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Logger } from "pino";
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../errors/config-error.js";
 import { Policy, PolicyError } from "./policy.js";
 
 /** Editors write in steps (truncate, write, rename); reading once they are done avoids reporting a half-written file. */

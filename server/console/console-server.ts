@@ -9,9 +9,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { LeaseService } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { isLoopback, type HostPort } from "../config.js";
+import { isLoopback, type HostPort } from "../rpc/transport.js";
 import { hostRule } from "../rpc/host-rule.js";
-import type { Handler } from "../transport.js";
+import type { Handler } from "../rpc/transport.js";
 
 /** The one method the page calls, which changes nothing. */
 const READ_ONLY = new Set([`/${LeaseService.typeName}/ListResources`]);

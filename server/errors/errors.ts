@@ -1,6 +1,5 @@
 // Failures the domain reports, in the domain's words. The transport maps each kind to a gRPC code and
 // each reason to a google.rpc.ErrorInfo (server/rpc/status.ts); nothing here knows about gRPC.
-import type { Token } from "../tokens/token.js";
 
 /** The reasons of ErrorReason in proto/fencekeeper/v1/errors.proto. */
 export type Reason =
@@ -46,6 +45,17 @@ export type Kind =
   | "permission_denied"
   | "internal";
 
+/** The token of a holder a refusal names: a Token (server/tokens/token.ts), signed or not. */
+export interface HeldToken {
+  readonly resource: string;
+  readonly generation: bigint;
+  readonly leaseId: bigint;
+  readonly principal?: string;
+  readonly keyId?: string;
+  readonly signature?: Uint8Array;
+  readonly mode?: "exclusive" | "shared";
+}
+
 export class DomainError extends Error {
   constructor(
     readonly kind: Kind,
@@ -53,7 +63,7 @@ export class DomainError extends Error {
     readonly reason?: Reason,
     readonly metadata: Record<string, string> = {},
     /** A token worth returning with the error: the current holder's, for RESOURCE_HELD. */
-    readonly token?: Token,
+    readonly token?: HeldToken,
   ) {
     super(message);
     this.name = "DomainError";

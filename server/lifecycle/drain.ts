@@ -2,7 +2,7 @@
 // streams elsewhere, let unary calls finish within the grace period, then close what is left.
 import type { Logger } from "pino";
 import type { HealthStatus } from "../health/status.js";
-import type { Transport } from "../transport.js";
+import type { Transport } from "../rpc/transport.js";
 import type { InFlightCalls } from "../rpc/in-flight.js";
 
 export interface DrainParts {

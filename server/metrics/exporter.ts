@@ -5,7 +5,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
-import type { HostPort } from "../config.js";
+import type { HostPort } from "../rpc/transport.js";
 import { LIVENESS, ServingStatus, type HealthStatus } from "../health/status.js";
 
 export interface MetricsEndpoint {

@@ -14,7 +14,7 @@
 // EBADF, ...) turns logging off for good. stderr, where Node writes its warnings, gets an 'error' listener
 // too, or a closed stderr would crash the server at its next warning.
 import pino, { type DestinationStream, type Logger } from "pino";
-import { currentRequest } from "./request-context.js";
+import { currentRequest } from "../rpc/request-context.js";
 
 /** Log waiting for a reader beyond this is dropped rather than held in memory. */
 const MAX_PENDING_BYTES = 16 * 1024 * 1024;

@@ -8,7 +8,7 @@ import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import { FencedStoreService, type BatchRequest } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService, type AcquireAllRequest, type AcquireRequest, type LeaseBatchRequest, type ProclaimRequest, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import { tokenFromProto } from "../api/convert.js";
+import { tokenFromProto } from "../wire/token-proto.js";
 import { CALLER, GRANTS, VISIBLE, type Access, type Decision } from "../auth/access.js";
 import type { Verb } from "../auth/policy.js";
 import { checkResource } from "../validation/validate.js";

@@ -16,8 +16,8 @@ import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect
 import { CallSpan } from "./tracing.js";
 import { OBSERVED } from "./in-flight.js";
 import type { CallObserver } from "./call-observer.js";
-import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
-import { readTimedOut } from "../transport.js";
+import { REQUEST_ID_HEADER, requestIdFrom } from "./request-context.js";
+import { readTimedOut } from "./transport.js";
 import { wholeEnvelopes } from "../wire/whole-envelopes.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;

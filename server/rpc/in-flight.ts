@@ -18,7 +18,7 @@
 // they are closed early (the client went away, the server ended them).
 import { Code, ConnectError, createContextKey, type Interceptor, type StreamRequest, type StreamResponse, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
 import type { CallObserver, CallWatch } from "./call-observer.js";
-import { REQUEST_ID, REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
+import { REQUEST_ID, REQUEST_ID_HEADER, requestIdFrom } from "./request-context.js";
 
 type AnyRequest = UnaryRequest | StreamRequest;
 type AnyResponse = UnaryResponse | StreamResponse;

@@ -33,7 +33,7 @@ import type { InFlightCalls } from "./in-flight.js";
 import { sendableErrors } from "./sendable-errors.js";
 import { tracer } from "../tracing/tracer.js";
 import { CallSpan, tracingInterceptor } from "./tracing.js";
-import { REQUEST_ID } from "../observability/request-context.js";
+import { REQUEST_ID } from "./request-context.js";
 
 type Handler = (req: never, ctx: CallContext) => unknown;
 

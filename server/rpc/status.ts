@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
 import { DomainError, type Kind } from "../errors/errors.js";
 import { FencingTokenSchema } from "../../gen/ts/fencekeeper/v1/token_pb.js";
-import { tokenToProto } from "../api/convert.js";
+import { tokenToProto } from "../wire/token-proto.js";
 import { StatusSchema, type Status } from "../../gen/ts/google/rpc/status_pb.js";
 
 /** The domain of every ErrorInfo fencekeeper sends. */

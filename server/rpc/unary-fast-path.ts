@@ -22,8 +22,8 @@ import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc
 import { invalid } from "../errors/errors.js";
 import type { CallContext } from "./call-context.js";
 import type { CallPipeline, StoppableCall } from "./pipeline.js";
-import { REQUEST_ID_HEADER, requestIdFrom } from "../observability/request-context.js";
-import { readTimedOut } from "../transport.js";
+import { REQUEST_ID_HEADER, requestIdFrom } from "./request-context.js";
+import { readTimedOut } from "./transport.js";
 import { decodeUtf8Escaped } from "../wire/utf8.js";
 import { checkJsonEnums } from "./json-enums.js";
 import { sendable } from "./sendable-errors.js";

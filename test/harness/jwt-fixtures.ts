@@ -8,7 +8,7 @@ import { expect } from "chai";
 import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey, type JWTPayload } from "jose";
 import type { JwtConfig } from "../../server/auth/authentication-config.js";
 import type { Principal } from "../../server/auth/principal.js";
-import { ConfigError } from "../../server/config.js";
+import { ConfigError } from "../../server/errors/config-error.js";
 import { DomainError } from "../../server/errors/errors.js";
 
 export const ISSUER = "https://issuer.example";

@@ -1,6 +1,8 @@
 // server/, client/ (the TypeScript SDK) and the Python SDK import one way: no module reaches itself through its imports. A circle makes load order
 // matter (a class read before its module ran is undefined) and ties two concepts into one. Every import
-// counts, `import type` and `import()` too: each says one module needs the other.
+// counts, `import type` and `import()` too: each says one module needs the other. server/'s folders
+// import one way too: a folder whose module imports another folder's is above it, and no folder is
+// above itself (the files directly in server/, which start and wire the process, are the top).
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { expect } from "chai";
@@ -98,3 +100,38 @@ for (const dir of ["server", "client"]) {
     });
   });
 }
+
+/** The graph of server/'s folders: one folder imports another when one of its modules imports one of the other's. */
+function folderGraph(root: string, modules: Map<string, string[]>): Map<string, string[]> {
+  const folderOf = (file: string) => {
+    const parts = relative(root, file).split("/");
+    return parts.length > 1 ? parts[0] : "(server/)";
+  };
+  const graph = new Map<string, string[]>();
+  for (const [file, targets] of modules) {
+    const from = folderOf(file);
+    const to = new Set(graph.get(from) ?? []);
+    for (const t of targets) if (folderOf(t) !== from) to.add(folderOf(t));
+    graph.set(from, [...to]);
+  }
+  return graph;
+}
+
+describe("server/'s folders", () => {
+  it("import one way: no folder reaches itself through another's imports", () => {
+    const root = resolve(import.meta.dirname, "../../server");
+    const modules = importGraph(root);
+    const folders = folderGraph(root, modules);
+    expect(folders.get("rpc"), "the graph reads the folders").to.include("auth");
+    const named = circles(folders).map((c) => {
+      // Each step of a circle with the imports that make it, so that the arrow to cut is plain.
+      const steps = c.slice(1).map((to, i) => {
+        const from = c[i];
+        const via = [...modules].flatMap(([f, ts]) => (relative(root, f).startsWith(`${from}/`) || (from === "(server/)" && !relative(root, f).includes("/")) ? ts.filter((t) => relative(root, t).startsWith(`${to}/`) || (to === "(server/)" && !relative(root, t).includes("/"))).map((t) => `${relative(root, f)} -> ${relative(root, t)}`) : []));
+        return `${from} -> ${to} (${via.slice(0, 2).join("; ")})`;
+      });
+      return steps.join(", ");
+    });
+    expect(named, `import circles among server/'s folders:\n  ${named.join("\n  ")}`).to.deep.equal([]);
+  });
+});

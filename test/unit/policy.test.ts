@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rename, rm, unlink, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { ConfigError } from "../../server/config.js";
+import { ConfigError } from "../../server/errors/config-error.js";
 import { DomainError } from "../../server/errors/errors.js";
 import { PolicyFile } from "../../server/auth/policy-file.js";
 import { authorize, Policy, PolicyError, VERBS, type Verb } from "../../server/auth/policy.js";

@@ -2,7 +2,7 @@
 // and Istio set it), else a new one. It is echoed back, and every log line about the call carries it.
 import { randomUUID } from "node:crypto";
 import { createContextKey } from "@connectrpc/connect";
-import { currentCall } from "../rpc/call-scope.js";
+import { currentCall } from "./call-scope.js";
 
 /** The header a request id travels in. */
 export const REQUEST_ID_HEADER = "x-request-id";

@@ -7,7 +7,25 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
-import type { ServerTls } from "./config.js";
+
+/** An address to listen on. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** Whether a host names this machine's loopback: a listener there is reachable from this machine alone. */
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** The port's TLS: its certificate and key, and with clientCa, mutual TLS (config.ts reads them). */
+export interface ServerTls {
+  cert: { pem: Buffer };
+  key: { pem: Buffer };
+  /** Set: clients must present a certificate signed by this CA (mutual TLS). */
+  clientCa?: { pem: Buffer };
+}
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\n");
 
