@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 stamp=dist/.built
 sources=()
-for path in server cli client common console gen/ts gen/ts-grpc tsconfig.json tsconfig.build.json package-lock.json scripts/bundle.sh; do
+for path in server cli client console gen/ts gen/ts-grpc tsconfig.json tsconfig.build.json package-lock.json scripts/bundle.sh; do
   if [ -e "$path" ]; then sources+=("$path"); fi
 done
 fresh() {

@@ -24,7 +24,7 @@ mapfile -t entries < <(node -e '
 # CommonJS packages in an ES module: esbuild calls require() for their imports of Node's modules.
 require_shim="import { createRequire as __fkRequire } from 'node:module'; const require = __fkRequire(import.meta.url);"
 # What an older build compiled file by file would otherwise stay beside the bundles.
-rm -rf dist/server dist/cli dist/client dist/gen dist/common dist/.tsbuildinfo
+rm -rf dist/server dist/cli dist/client dist/gen dist/.tsbuildinfo
 for entry in "${entries[@]}"; do
   out=(--outfile="dist/${entry%.ts}.js")
   [ "$entry" = cli/main.ts ] && out=(--splitting --outdir=dist/cli)

@@ -11,7 +11,7 @@ for_tests=0
 # finished and nothing it depends on changed since, so a second `npm test` starts testing at once.
 # A checkout, a pull or an edit of any input makes it run again (and then only what changed is redone).
 test_stamp=.conformance/setup-test.stamp
-inputs=(server cli client common gen proto sdk test/conformance package.json package-lock.json toolchain.env
+inputs=(server cli client gen proto sdk test/conformance package.json package-lock.json toolchain.env
   tsconfig.json tsconfig.build.json scripts/setup.sh scripts/setup-polyglot.sh scripts/build.sh)
 setup_fresh() {
   [ -f "$test_stamp" ] && [ -d node_modules ] && [ -f dist/.built ] && command -v etcd >/dev/null 2>&1 &&

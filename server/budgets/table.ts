@@ -3,8 +3,8 @@
 // server/rpc/authorization.ts is the one table of method -> verb, this is the one table of method ->
 // budgets: the pipeline charges a call from its row before the handler runs (ledger.ts), and the budgets
 // that only etcd can decide exactly (leases, bytes per lease, bytes per resource) name where they are
-// decided. A method or a field without a row is a startup error (checkTable), and a test walks the
-// descriptors so that it is found before that.
+// decided. A method without a row is a startup error (checkTable); test/unit/budgets-table.test.ts
+// walks the descriptors, so that a method or a field (nested ones too) without a row fails before that.
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { FencedStoreService, type BatchRequest, type DeleteRequest, type PutRequest, type TxnRequest } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import { LeaseService, type AcquireAllRequest, type AcquireRequest, type LeaseBatchRequest, type OpenSessionRequest, type ProclaimRequest, type ReleaseRequest } from "../../gen/ts/fencekeeper/v1/lease_pb.js";

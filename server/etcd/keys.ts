@@ -42,6 +42,8 @@
 //   P k/signing                                  the key that signs new tokens (its id, and the private key)
 //   P k/public/<key id>                          every signing key's public key, raw: kept, so that tokens
 //                                                signed before a rotation still verify
+//   P limits-probe                               never written: the start's probe of etcd's limits reads it
+//                                                and writes it under a compare that fails (limits-probe.ts)
 //   P b/<lease id, 16 hex digits>                with authentication on: the principal that owns the lease
 //                                                (an acquisition's or a session's), attached to it; its
 //                                                value is the principal's name, compared byte for byte
@@ -212,6 +214,11 @@ export class KeyLayout {
 
   signingKey(): Buffer {
     return Buffer.from(`${this.prefix}k/signing`);
+  }
+
+  /** The key the start's probe of etcd's limits reads, and compares so that its write never happens (limits-probe.ts). */
+  limitsProbeKey(): Buffer {
+    return Buffer.from(`${this.prefix}limits-probe`);
   }
 
   publicKeyPrefix(): Buffer {

@@ -15,7 +15,7 @@ export class EtcdLimitsError extends Error {
 }
 
 export async function checkEtcdLimits(etcd: Etcd3, calls: EtcdCalls, keys: KeyLayout, limits: { maxTxnOps: number; maxRequestBytes: number }): Promise<void> {
-  const probe = Buffer.from(`${keys.prefix}limits-probe`);
+  const probe = keys.limitsProbeKey();
   const refused = (err: unknown) => err instanceof EtcdRefused || err instanceof EtcdResponseTooLarge;
   // Reads only: etcd counts operations before it looks at what they do.
   const reads = Array.from({ length: limits.maxTxnOps }, () => op.get(probe));
