@@ -18,6 +18,7 @@ import { OBSERVED } from "./in-flight.js";
 import type { CallObserver } from "./call-observer.js";
 import { REQUEST_ID_HEADER, requestIdFrom } from "./request-context.js";
 import { readTimedOut } from "./transport.js";
+import { JSON_REGISTRY } from "../wire/json-registry.js";
 import { wholeEnvelopes } from "../wire/whole-envelopes.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
@@ -31,7 +32,7 @@ export interface ConnectAdapterOptions extends ConnectRouterOptions {
 }
 
 export function connectAdapter(o: ConnectAdapterOptions): (req: Request, res: Response) => void {
-  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...o });
+  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], jsonOptions: { registry: JSON_REGISTRY }, ...o });
   o.routes(router);
   const paths = new Map(router.handlers.map((h) => [h.requestPath, h]));
   return (req, res) => {

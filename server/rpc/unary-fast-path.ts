@@ -27,6 +27,7 @@ import { readTimedOut } from "./transport.js";
 import { decodeUtf8Escaped } from "../wire/utf8.js";
 import { checkJsonEnums } from "./json-enums.js";
 import { sendable } from "./sendable-errors.js";
+import { JSON_REGISTRY } from "../wire/json-registry.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
@@ -297,8 +298,19 @@ async function decompress(bytes: Buffer, how: "gzip" | "br", max: number): Promi
 }
 
 function write(route: Route, protocol: Protocol, res: Response, requestId: string, error: ConnectError | undefined, answer: unknown): void {
-  const message = error ? undefined : create(route.output, answer as never);
-  const encode = () => (protocol.json ? Buffer.from(toJsonString(route.output, message!)) : toBinary(route.output, message!));
+  // The answer is encoded before anything is written: one that cannot be (a bug) is still answered, as
+  // INTERNAL, rather than with a closed connection.
+  let body: Uint8Array | undefined;
+  if (!error) {
+    try {
+      const message = create(route.output, answer as never);
+      body = protocol.json ? Buffer.from(toJsonString(route.output, message, { registry: JSON_REGISTRY })) : toBinary(route.output, message);
+    } catch (err) {
+      console.error(`the answer of ${route.method.parent.typeName}/${route.method.name} could not be encoded`, err);
+      error = new ConnectError("internal error; the server log has the details", Code.Internal);
+    }
+  }
+  const encode = () => body!;
   switch (protocol.framing) {
     case "grpc": {
       if (error) {

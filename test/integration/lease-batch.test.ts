@@ -2,10 +2,15 @@
 // the call alone would, and refuses only what can never be taken as a whole; AcquireAll is all or
 // nothing, in the order of the names' bytes, and gives back what it took when one resource fails.
 import { expect } from "chai";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../gen/ts/google/rpc/error_details_pb.js";
-import type { LeaseBatchResult } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import { createRegistry } from "@bufbuild/protobuf";
+import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { ErrorInfoSchema, file_google_rpc_error_details } from "../../gen/ts/google/rpc/error_details_pb.js";
+import { LeaseService, type LeaseBatchResult } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
+import { FencedStoreService } from "../../gen/ts/fencekeeper/v1/store_pb.js";
+import { FenceMode, file_fencekeeper_v1_token, type FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
+import type { Status } from "../../gen/ts/google/rpc/status_pb.js";
 import { clientsFor } from "../harness/clients.js";
 import { startServer, type TestServer } from "../harness/server.js";
 import { eventually, failure, uniqueResource, useServer } from "../harness/suite.js";
@@ -211,5 +216,60 @@ describe("LeaseBatch without the fast path (connect-node serves it the same)", (
     const r = uniqueResource("slow-path");
     const res = await c.lease.leaseBatch({ ops: [{ op: { case: "acquire", value: { resource: r, ttl: ttl(10) } } }, { op: { case: "acquire", value: { resource: r, ttl: ttl(10) } } }] });
     expect(res.results.map((x) => x.result.case).sort()).to.deep.equal(["acquired", "error"]);
+  });
+});
+
+// A per-operation error is a google.rpc.Status whose details are google.protobuf.Any: in JSON, an Any is
+// written with its type's fields, so the server must know the types it packs (server/wire/json-registry.ts).
+// Without them, a JSON caller's LeaseBatch with a refused release lost its connection (the fuzzer found it).
+describe("per-operation errors over JSON (Connect, gRPC-Web, gRPC), with the fast path and without", () => {
+  const s = useServer();
+  let slow: TestServer;
+  before(async function () {
+    this.timeout(60_000);
+    slow = await startServer({ etcd: s.etcd.endpoint, args: ["--unary-fast-path", "off"] });
+  });
+  after(async () => slow?.stop());
+
+  const registry = createRegistry(file_google_rpc_error_details, file_fencekeeper_v1_token);
+  const transports: [string, (url: string) => Transport][] = [
+    ["Connect JSON", (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false, jsonOptions: { registry } })],
+    ["gRPC-Web JSON", (baseUrl) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false, jsonOptions: { registry } })],
+    ["gRPC JSON", (baseUrl) => createGrpcTransport({ baseUrl, useBinaryFormat: false, jsonOptions: { registry } })],
+  ];
+  const reasonIn = (status: Status | undefined) => (status?.details[0] ? anyUnpack(status.details[0], ErrorInfoSchema)?.reason : undefined);
+
+  for (const [name, transportOf] of transports) {
+    it(`${name}: LeaseBatch and Batch answer each refused operation with its reason`, async () => {
+      for (const url of [s.server.url, slow.url]) {
+        const t = transportOf(url);
+        const lease = createClient(LeaseService, t);
+        const store = createClient(FencedStoreService, t);
+        // Each server has a key prefix (and signing key) of its own: the token is its own.
+        const own = clientsFor(url);
+        const r = uniqueResource("json");
+        const taken = await own.lease.acquire({ resource: r, ttl: ttl(10), holder: "A" });
+        await own.lease.release({ token: taken.token });
+        const batch = await lease.leaseBatch({ ops: [{ op: { case: "release", value: { token: taken.token } } }, { op: { case: "acquire", value: { resource: r, ttl: ttl(10) } } }] });
+        expect(reasonIn(errorOf(batch.results[0])), `${name} at ${url}`).to.equal("LEASE_NOT_FOUND");
+        const writes = await store.batch({ writes: [{ write: { case: "put", value: { resource: r, key: "k", value: new Uint8Array([1]), mutation: { token: taken.token, mode: FenceMode.LIVE } } } }] });
+        const w = writes.results[0].result;
+        expect(w.case, `${name} at ${url}`).to.equal("error");
+        expect(reasonIn(w.case === "error" ? w.value : undefined), `${name} at ${url}`).to.be.a("string").and.not.equal("");
+        await own.lease.release({ token: tokenOf(batch.results[1]) });
+      }
+    });
+  }
+
+  it("gRPC JSON: KeepAlive answers a lease that does not exist with LEASE_NOT_FOUND", async () => {
+    const lease = createClient(LeaseService, transports[2][1](s.server.url));
+    async function* one() {
+      yield { leaseId: 123456789n };
+    }
+    for await (const answer of lease.keepAlive(one())) {
+      expect(answer.leaseId).to.equal(123456789n);
+      expect(reasonIn(answer.error)).to.equal("LEASE_NOT_FOUND");
+      break;
+    }
   });
 });
