@@ -9,7 +9,7 @@ export const INVARIANTS = {
   notInternal: "no INTERNAL or UNKNOWN",
   hopeless: "input that can never succeed: not OK, and not a retryable code",
   wellFormed: "grpc-message / Connect error body well formed (printable ASCII, percent-encoded UTF-8)",
-  writes: "every accepted Put/Delete/Txn is allowed by the model (token issued to the caller, generation >= fence, LIVE lease not released)",
+  writes: "every accepted Put/Delete/Txn (and write of a Batch) is allowed by the model (token issued to the caller, generation >= fence, LIVE lease not released)",
   leases: "no Renew/KeepAlive/Release/CloseSession succeeds on another principal's or a released lease",
   authenticated: "callers without valid credentials are refused (LeaseService, FencedStoreService)",
   issued: "Acquire hands out tokens of the caller, for the resource asked",

@@ -28,6 +28,12 @@ export const METHODS = {
   Txn: { path: "/fencekeeper.v1.FencedStoreService/Txn", kind: "unary" },
   Range: { path: "/fencekeeper.v1.FencedStoreService/Range", kind: "unary" },
   GetFence: { path: "/fencekeeper.v1.FencedStoreService/GetFence", kind: "unary" },
+  Batch: { path: "/fencekeeper.v1.FencedStoreService/Batch", kind: "unary" },
+  ListResources: { path: "/fencekeeper.v1.LeaseService/ListResources", kind: "unary" },
+  LiftLockDelay: { path: "/fencekeeper.v1.LeaseService/LiftLockDelay", kind: "unary" },
+  Proclaim: { path: "/fencekeeper.v1.LeaseService/Proclaim", kind: "unary" },
+  LeaseBatch: { path: "/fencekeeper.v1.LeaseService/LeaseBatch", kind: "unary" },
+  AcquireAll: { path: "/fencekeeper.v1.LeaseService/AcquireAll", kind: "unary" },
   HealthCheck: { path: "/grpc.health.v1.Health/Check", kind: "unary" },
   HealthList: { path: "/grpc.health.v1.Health/List", kind: "unary" },
   HealthWatch: { path: "/grpc.health.v1.Health/Watch", kind: "server" },
@@ -356,6 +362,38 @@ const reflectionMessage = fc.oneof(
   fc.constantFrom("fencekeeper/v1/lease.proto", "nope.proto", "").map((s) => ({ messageRequest: { case: "fileByFilename", value: s } })),
 );
 
+// Each write of a Batch, and each operation of a LeaseBatch, is answered on its own: a bad one is its own
+// answer, never the call's, so these calls are never hopeless as a whole.
+const batch = fc
+  .array(fc.oneof(put.map((w) => ({ write: { case: "put", value: w.message } })), del.map((w) => ({ write: { case: "delete", value: w.message } }))), { minLength: 0, maxLength: 5 })
+  .map((writes): Msg => ({ message: { writes }, hopeless: false }));
+const leaseBatch = fc
+  .array(fc.oneof(acquire.map((a) => ({ op: { case: "acquire", value: a.message } })), release.map((r) => ({ op: { case: "release", value: r.message } }))), { minLength: 0, maxLength: 5 })
+  .map((ops): Msg => ({ message: { ops }, hopeless: false }));
+const listResources = fc
+  .record({
+    // A prefix is checked as a name, but may be empty (every resource).
+    prefix: fc.oneof({ weight: 4, arbitrary: good(fc.constantFrom("", "fz/")) }, { weight: 2, arbitrary: resource.filter((r) => r.value !== "") }),
+    pageSize: fc.oneof(good(fc.integer({ min: 0, max: 100 })), bad(fc.constantFrom(-1, -(2 ** 31)))),
+    pageToken: fc.oneof({ weight: 5, arbitrary: good(fc.constant("")) }, { weight: 1, arbitrary: bad(fc.constantFrom("garbage", "AAAA")) }),
+  })
+  .map((r): Msg => ({ message: { prefix: r.prefix.value, pageSize: r.pageSize.value, pageToken: r.pageToken.value }, hopeless: all(r.prefix, r.pageSize, r.pageToken) }));
+const proclaim = fc.record({ token: tokenRef, value }).map((r): Msg => ({ message: { token: r.token.value, value: r.value.value }, hopeless: all(r.token, r.value) }));
+const acquireAll = fc
+  .record({ resources: fc.array(resource, { minLength: 1, maxLength: 4 }), ttl: ttlMs, holder, wait: fc.boolean(), waitMs: fc.integer({ min: 0, max: 1500 }) })
+  .map(
+    (r): Msg => ({
+      message: {
+        resources: r.resources.map((x) => x.value),
+        ttl: r.ttl.value === undefined ? undefined : duration(r.ttl.value),
+        holder: r.holder.value,
+        wait: r.wait,
+        waitTimeout: r.wait ? duration(r.waitMs) : undefined,
+      },
+      hopeless: all(r.ttl, r.holder, ...r.resources),
+    }),
+  );
+
 /** A message of each method, as the arbitrary of its request. */
 const MESSAGES: Record<Method, fc.Arbitrary<{ messages: unknown[]; hopeless: boolean }>> = {
   Acquire: one(acquire),
@@ -374,6 +412,12 @@ const MESSAGES: Record<Method, fc.Arbitrary<{ messages: unknown[]; hopeless: boo
   Txn: one(txn),
   Range: one(range),
   GetFence: one(byResource),
+  Batch: one(batch),
+  ListResources: one(listResources),
+  LiftLockDelay: one(byResource),
+  Proclaim: one(proclaim),
+  LeaseBatch: one(leaseBatch),
+  AcquireAll: one(acquireAll),
   HealthCheck: one(healthCheck),
   HealthList: one(empty),
   HealthWatch: one(healthCheck),
@@ -440,30 +484,37 @@ function wiresFor(method: Method): Wire[] {
 
 const callers = fc.oneof({ weight: 8, arbitrary: fc.constantFrom<Caller>("alice", "bob") }, { weight: 1, arbitrary: fc.constantFrom<Caller>("anonymous", "forged") });
 
-// Weights: the methods that write or touch leases most, the rest less.
-const METHOD_WEIGHTS: [Method, number][] = [
-  ["Put", 10],
-  ["Txn", 6],
-  ["Delete", 5],
-  ["Acquire", 6],
-  ["Release", 4],
-  ["Renew", 5],
-  ["KeepAlive", 5],
-  ["Observe", 3],
-  ["Describe", 3],
-  ["Get", 3],
-  ["Range", 2],
-  ["GetFence", 2],
-  ["OpenSession", 2],
-  ["CloseSession", 2],
-  ["ListTokenKeys", 1],
-  ["HealthCheck", 3],
-  ["HealthList", 1],
-  ["HealthWatch", 1],
-  ["Reflection", 1],
-  ["ReflectionAlpha", 1],
-];
-const method = fc.oneof(...METHOD_WEIGHTS.map(([m, weight]) => ({ weight, arbitrary: fc.constant(m) })));
+// Weights: the methods that write or touch leases most, the rest less. Every method has one (a Record,
+// so that a method added to METHODS without a weight does not compile).
+const METHOD_WEIGHTS: Record<Method, number> = {
+  Put: 10,
+  Txn: 6,
+  Delete: 5,
+  Batch: 3,
+  Acquire: 6,
+  Release: 4,
+  Renew: 5,
+  KeepAlive: 5,
+  LeaseBatch: 3,
+  AcquireAll: 2,
+  Proclaim: 2,
+  Observe: 3,
+  Describe: 3,
+  ListResources: 2,
+  LiftLockDelay: 1,
+  Get: 3,
+  Range: 2,
+  GetFence: 2,
+  OpenSession: 2,
+  CloseSession: 2,
+  ListTokenKeys: 1,
+  HealthCheck: 3,
+  HealthList: 1,
+  HealthWatch: 1,
+  Reflection: 1,
+  ReflectionAlpha: 1,
+};
+const method = fc.oneof(...(Object.entries(METHOD_WEIGHTS) as [Method, number][]).map(([m, weight]) => ({ weight, arbitrary: fc.constant(m) })));
 
 /** One case: the method first, then what fits it. */
 export const fuzzCase: fc.Arbitrary<FuzzCase> = method.chain((m) =>

@@ -99,13 +99,11 @@ export function materialize(template: unknown, model: ServerModel, serial: numbe
     if ("$value" in o) return Buffer.concat([valueTag(serial, values++), o.$value as Uint8Array]);
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(o)) out[k] = fill(x);
+    // A mutation's resource that is "its token's own" is known only once the token is (a Batch's writes too).
+    if ((out.resource as { $sameAsToken?: boolean } | undefined)?.$sameAsToken) {
+      out.resource = (out.mutation as { token?: FencingToken } | undefined)?.token?.resource ?? resourceName(0);
+    }
     return out;
   };
-  const message = fill(template) as Record<string, unknown>;
-  // A mutation's resource that is "its token's own" is known only once the token is.
-  if (message && typeof message === "object" && (message.resource as { $sameAsToken?: boolean } | undefined)?.$sameAsToken) {
-    const token = (message.mutation as { token?: FencingToken } | undefined)?.token;
-    message.resource = token?.resource ?? resourceName(0);
-  }
-  return message;
+  return fill(template) as Record<string, unknown>;
 }

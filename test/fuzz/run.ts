@@ -21,7 +21,7 @@ import {
   type ReleaseRequest,
   type RenewRequest,
 } from "../../gen/ts/fencekeeper/v1/lease_pb.js";
-import type { DeleteRequest, PutRequest, PutResponse, TxnRequest } from "../../gen/ts/fencekeeper/v1/store_pb.js";
+import type { BatchRequest, BatchResponse, DeleteRequest, PutRequest, PutResponse, TxnRequest } from "../../gen/ts/fencekeeper/v1/store_pb.js";
 import type { FencingToken } from "../../gen/ts/fencekeeper/v1/token_pb.js";
 import { startEtcd, type TestEtcd } from "../harness/etcd.js";
 import { startServer, type TestServer } from "../harness/server.js";
@@ -395,13 +395,23 @@ function principalOf(c: FuzzCase): Principal | undefined {
   return undefined;
 }
 
-const WRITES = new Set(["Put", "Delete", "Txn"]);
 const TAG = /^fz(\d+)\.(\d+):/;
 
 /** What the model says about a call before it is sent. */
+/** A write (its value tags) and why it would be forbidden; index: its place in a Batch, whose results answer each. */
+interface WriteCheck {
+  resource: string;
+  generation: bigint;
+  forbidden?: string;
+  tags: string[];
+  replayable: boolean;
+  token: FencingToken;
+  index?: number;
+}
+
 interface Before {
-  /** Writes (their value tags) and why each would be forbidden. */
-  write?: { resource: string; generation: bigint; forbidden?: string; tags: string[]; replayable: boolean; token: FencingToken };
+  /** The writes of a Put, Delete or Txn (one), or of a Batch (each of its writes). */
+  writes?: WriteCheck[];
   /** Lease ids used (Renew, KeepAlive, CloseSession), with why each success would be forbidden. */
   leases?: Map<bigint, string | undefined>;
   release?: { token: FencingToken; forbidden?: string };
@@ -472,25 +482,26 @@ function expectations(t: Target, c: FuzzCase, serial: number, encoded: Encoded, 
   const req = decodeRequest<Record<string, unknown>>(c, encoded.bodies[0]);
   out.request = req;
   if (!req) return out;
-  if (WRITES.has(c.method)) {
-    const w = req as unknown as PutRequest | DeleteRequest | TxnRequest;
+  const tagOf = (v: Uint8Array) => TAG.exec(Buffer.from(v.subarray(0, 24)).toString("latin1"))?.[0];
+  const expectWrite = (method: string, w: PutRequest | DeleteRequest | TxnRequest, values: Uint8Array[], index?: number) => {
     const token = w.mutation?.token;
-    const tags: string[] = [];
-    const tagOf = (v: Uint8Array) => TAG.exec(Buffer.from(v.subarray(0, 24)).toString("latin1"))?.[0];
-    if (c.method === "Put") {
-      const tag = tagOf((w as PutRequest).value);
-      if (tag) tags.push(tag);
-    }
-    if (c.method === "Txn") {
-      for (const op of (w as TxnRequest).ops) {
-        const tag = op.op.case === "put" ? tagOf(op.op.value.value) : undefined;
-        if (tag) tags.push(tag);
-      }
-    }
+    const tags = values.map(tagOf).filter((t): t is string => t !== undefined);
     const forbidden = token ? m.forbiddenWrite(token, w.resource, w.mutation?.mode ?? 0, who) : "no token";
-    if (token) out.write = { resource: w.resource, generation: token.generation, forbidden, tags, replayable: (w.mutation?.idempotencyKey ?? "") !== "", token };
+    if (token) (out.writes ??= []).push({ resource: w.resource, generation: token.generation, forbidden, tags, replayable: (w.mutation?.idempotencyKey ?? "") !== "", token, index });
     // Until its answer says otherwise, a write's outcome is unknown; a refused or unanswered one must never show up in etcd.
-    for (const tag of tags) m.writes.set(tag, { serial, method: c.method, resource: w.resource, key: "", outcome: "pending", forbidden, generation: token?.generation ?? 0n });
+    for (const tag of tags) m.writes.set(tag, { serial, method, resource: w.resource, key: "", outcome: "pending", forbidden, generation: token?.generation ?? 0n });
+  };
+  if (c.method === "Put") expectWrite(c.method, req as unknown as PutRequest, [(req as unknown as PutRequest).value]);
+  if (c.method === "Delete") expectWrite(c.method, req as unknown as DeleteRequest, []);
+  if (c.method === "Txn") {
+    const t = req as unknown as TxnRequest;
+    expectWrite(c.method, t, t.ops.flatMap((op) => (op.op.case === "put" ? [op.op.value.value] : [])));
+  }
+  if (c.method === "Batch") {
+    (req as unknown as BatchRequest).writes.forEach((b, i) => {
+      if (b.write.case === "put") expectWrite("Batch Put", b.write.value, [b.write.value.value], i);
+      if (b.write.case === "delete") expectWrite("Batch Delete", b.write.value, [], i);
+    });
   }
   if (c.method === "Renew") {
     const id = (req as unknown as RenewRequest).leaseId;
@@ -511,21 +522,28 @@ function expectations(t: Target, c: FuzzCase, serial: number, encoded: Encoded, 
 function after(t: Target, c: FuzzCase, a: Answer, before: Before, who: Principal | undefined, f: Findings, example: (what: string) => () => string): void {
   const m = t.model;
   const ok = a.code === OK;
-  if (before.write) {
-    const w = before.write;
+  // A Batch's writes are each answered in its results; any other write by the call's status.
+  const batch = ok && c.method === "Batch" ? decodeAnswer<BatchResponse>(c.method, a, a.messages[0] ?? Buffer.alloc(0)) : undefined;
+  for (const w of before.writes ?? []) {
     // A deadline that passed, a cancel, or an unavailable etcd leave the outcome open: the write may have committed.
-    const open = a.code === undefined || OUTCOME_OPEN.has(a.code);
-    const outcome: WriteRec["outcome"] = ok ? "ok" : open ? "unknown" : "refused";
+    let code = a.code;
+    let commit = ok && w.index === undefined ? decodeAnswer<PutResponse>(c.method, a, a.messages[0] ?? Buffer.alloc(0))?.commit : undefined;
+    if (w.index !== undefined && ok) {
+      const r = batch?.results[w.index]?.result;
+      commit = r?.case === "commit" ? r.value : undefined;
+      code = r?.case === "error" ? r.value.code : r?.case === "commit" ? OK : undefined;
+    }
+    const open = code === undefined || OUTCOME_OPEN.has(code);
+    const outcome: WriteRec["outcome"] = code === OK ? "ok" : open ? "unknown" : "refused";
     for (const tag of w.tags) {
       const rec = m.writes.get(tag)!;
-      rec.code = a.code;
+      rec.code = code;
       // Allowed and accepted writes need no record: a value found without one is theirs.
       if (outcome === "ok" && !rec.forbidden) m.writes.delete(tag);
       else rec.outcome = outcome;
     }
-    if (ok) {
-      const res = decodeAnswer<PutResponse>(c.method, a, a.messages[0] ?? Buffer.alloc(0));
-      const replayed = res?.commit?.replayed === true;
+    if (code === OK) {
+      const replayed = commit?.replayed === true;
       if (!replayed) {
         f.check("writes", w.forbidden === undefined, example(`a write the rules forbid was accepted: ${w.forbidden}`));
         m.accepted(w.resource, w.generation);
