@@ -135,7 +135,7 @@ async function hold(): Promise<void> {
         case "renewed":
         case "session-renewed":
           lag.reset();
-          return print({ event: e.type, at, sent_at: e.sentAt.getTime(), confirmed_at: e.confirmedAt.getTime(), valid_until: e.validUntil.getTime() });
+          return print({ event: e.type, at, sent_at: e.sentAt.getTime(), confirmed_at: e.confirmedAt.getTime(), valid_until: e.validUntil.getTime(), clock_offset_ms: Date.now() - performance.now() });
         case "session-opened":
           return print({ event: e.type, at, session_id: String(e.sessionId) });
         case "stream-opened":
@@ -152,7 +152,7 @@ async function hold(): Promise<void> {
     const e = lease.signal.reason as LeaseLostError;
     if (e.why === "released") return;
     const p = e.cause instanceof PreemptedError ? { reason: e.cause.reason, by_generation: String(e.cause.byGeneration), by_principal: e.cause.byPrincipal } : {};
-    print({ event: "lost", at: e.lostAt.getTime(), why: e.why, valid_until: e.validUntil.getTime(), last_confirmed_at: e.lastConfirmedAt.getTime(), loop_lag_ms: Math.round(lag.max / 1e6), ...p });
+    print({ event: "lost", at: e.lostAt.getTime(), why: e.why, valid_until: e.validUntil.getTime(), last_confirmed_at: e.lastConfirmedAt.getTime(), loop_lag_ms: Math.round(lag.max / 1e6), clock_offset_ms: Date.now() - performance.now(), ...p });
   });
   for await (const line of createInterface({ input: process.stdin })) {
     const args = line.trim().split(/\s+/);
