@@ -45,16 +45,8 @@ export type Kind =
   | "permission_denied"
   | "internal";
 
-/** The token of a holder a refusal names: a Token (server/tokens/token.ts), signed or not. */
-export interface HeldToken {
-  readonly resource: string;
-  readonly generation: bigint;
-  readonly leaseId: bigint;
-  readonly principal?: string;
-  readonly keyId?: string;
-  readonly signature?: Uint8Array;
-  readonly mode?: "exclusive" | "shared";
-}
+/** The token of a holder a refusal names: a Token (server/tokens/token.ts), signed or not, by what names it. */
+export type HeldToken = { readonly resource: string; readonly generation: bigint; readonly leaseId: bigint; readonly mode?: "exclusive" | "shared" };
 
 export class DomainError extends Error {
   constructor(
