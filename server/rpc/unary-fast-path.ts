@@ -310,7 +310,6 @@ function write(route: Route, protocol: Protocol, res: Response, requestId: strin
       error = new ConnectError("internal error; the server log has the details", Code.Internal);
     }
   }
-  const encode = () => body!;
   switch (protocol.framing) {
     case "grpc": {
       if (error) {
@@ -325,13 +324,13 @@ function write(route: Route, protocol: Protocol, res: Response, requestId: strin
       const r = res as http2.Http2ServerResponse;
       r.writeHead(200, { "content-type": protocol.contentType, [REQUEST_ID_HEADER]: requestId });
       r.addTrailers({ "grpc-status": "0" });
-      r.end(envelope(0, encode()));
+      r.end(envelope(0, body!));
       return;
     }
     case "grpc-web": {
       const trailer = error ? trailerOf(error) : { "grpc-status": "0" };
       const frames = [envelope(trailerFlag, trailerSerialize(new Headers(trailer)))];
-      if (!error) frames.unshift(envelope(0, encode()));
+      if (!error) frames.unshift(envelope(0, body!));
       res.writeHead(200, { "content-type": protocol.contentType, [REQUEST_ID_HEADER]: requestId });
       res.end(Buffer.concat(frames));
       return;
@@ -345,7 +344,7 @@ function write(route: Route, protocol: Protocol, res: Response, requestId: strin
         return;
       }
       res.writeHead(200, { "content-type": protocol.contentType, [REQUEST_ID_HEADER]: requestId });
-      res.end(encode());
+      res.end(body!);
     }
   }
 }

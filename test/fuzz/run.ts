@@ -397,7 +397,6 @@ function principalOf(c: FuzzCase): Principal | undefined {
 
 const TAG = /^fz(\d+)\.(\d+):/;
 
-/** What the model says about a call before it is sent. */
 /** A write (its value tags) and why it would be forbidden; index: its place in a Batch, whose results answer each. */
 interface WriteCheck {
   resource: string;
@@ -409,6 +408,7 @@ interface WriteCheck {
   index?: number;
 }
 
+/** What the model says about a call before it is sent. */
 interface Before {
   /** The writes of a Put, Delete or Txn (one), or of a Batch (each of its writes). */
   writes?: WriteCheck[];
