@@ -35,8 +35,19 @@ describe("hardening: no etcd watcher outlives its call (issue 8, item 2)", funct
   let baseline: number;
   const watchers = () => etcdWatchers(s.etcd.endpoint);
 
+  // The baseline once the count holds still: a watch of the test before, cancelled during its set-up, can
+  // still be created (and then let go) after that test's count came back, and a baseline read at that
+  // moment would stand higher than what this test adds to.
   beforeEach(async () => {
-    baseline = await watchers();
+    let last = await watchers();
+    await eventually(async () => {
+      await sleep(300);
+      const now = await watchers();
+      const still = now === last;
+      last = now;
+      return still;
+    }, "etcd's watcher count to hold still for 300 ms", ARRIVAL_MS);
+    baseline = last;
   });
 
   async function backToBaseline(what: string) {
